@@ -1,0 +1,130 @@
+/**
+ * The operator CLI (`npm run --silent admin -- <command>`). It runs the billing service
+ * in-process against the configured database (no transporter), so every change goes
+ * through the same code as the running system.
+ *
+ *   accounts create --plan free|paid [--addons byo_ai,byo_proxy,ai_credits,bandwidth_2gb:N] [--json]
+ *   accounts list [--json]
+ *   accounts set-plan <account_id> --plan <plan> [--addons ...] [--json]
+ *   keys rotate <account_id> [--json]
+ *   plans list [--json]
+ *   plans set <name> --screenshots <N> [--paid true|false] [--json]
+ */
+import { parseAddons } from '../services/billing/accounts';
+import { ConfigError, loadConfig } from '../services/shared/config';
+import { call } from '../services/shared/contracts';
+import { startSystem } from '../services/shared/system';
+
+const USAGE = `Usage: npm run --silent admin -- <command>
+
+  accounts create --plan <plan> [--addons byo_ai,byo_proxy,ai_credits,bandwidth_2gb:N] [--json]
+  accounts list [--json]
+  accounts set-plan <account_id> --plan <plan> [--addons <list>] [--json]
+  keys rotate <account_id> [--json]
+  plans list [--json]
+  plans set <name> --screenshots <N> [--paid true|false] [--json]
+
+The access token is shown once, when an account is created or its key rotated.`;
+
+class UsageError extends Error {}
+
+function parseArgs(argv: string[]): { words: string[]; flags: Record<string, string | true> } {
+  const words: string[] = [];
+  const flags: Record<string, string | true> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg.startsWith('--')) {
+      const [name, inline] = arg.slice(2).split('=', 2) as [string, string | undefined];
+      const next = argv[i + 1];
+      if (inline !== undefined) flags[name] = inline;
+      else if (next !== undefined && !next.startsWith('--') && name !== 'json') {
+        flags[name] = next;
+        i++;
+      } else flags[name] = true;
+    } else words.push(arg);
+  }
+  return { words, flags };
+}
+
+function flag(flags: Record<string, string | true>, name: string, required: boolean): string | undefined {
+  const v = flags[name];
+  if (v === true) throw new UsageError(`--${name} needs a value`);
+  if (v === undefined && required) throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+async function main(): Promise<number> {
+  const { words, flags } = parseArgs(process.argv.slice(2));
+  const json = flags.json === true;
+  const [group, command, target] = words;
+  if (!group || flags.help) {
+    console.log(USAGE);
+    return group ? 0 : 1;
+  }
+  const base = loadConfig();
+  const broker = await startSystem({ ...base, services: ['billing'], transporter: null, logLevel: 'warn' });
+  const print = (value: unknown, human: () => string) => console.log(json ? JSON.stringify(value, null, 2) : human());
+  try {
+    const key = `${group} ${command ?? ''}`.trim();
+    switch (key) {
+      case 'accounts create': {
+        const addons = parseAddons(flag(flags, 'addons', false) ?? '');
+        const created = await call(broker, 'billing.createAccount', { plan: flag(flags, 'plan', false) ?? 'free', addons });
+        print(created, () => `account_id:   ${created.account_id}\naccess_token: ${created.access_token}\n(The token is shown only now; store it safely.)`);
+        return 0;
+      }
+      case 'accounts list': {
+        const accounts = await call(broker, 'billing.listAccounts', {});
+        print(accounts, () =>
+          accounts.length
+            ? accounts.map((a) => `${a.account_id}  plan=${a.plan}  addons=${Object.entries(a.addons).map(([k, v]) => (v === 1 ? k : `${k}:${v}`)).join(',') || '-'}  keys=${a.active_keys}  created=${a.created_at}`).join('\n')
+            : 'No accounts yet.',
+        );
+        return 0;
+      }
+      case 'accounts set-plan': {
+        if (!target) throw new UsageError('accounts set-plan needs an account id');
+        const addonsRaw = flag(flags, 'addons', false);
+        const summary = await call(broker, 'billing.setPlan', {
+          accountId: target,
+          plan: flag(flags, 'plan', true) as string,
+          ...(addonsRaw !== undefined ? { addons: parseAddons(addonsRaw) } : {}),
+        });
+        print(summary, () => `${summary.account_id} is now on plan ${summary.plan} with addons ${JSON.stringify(summary.addons)}`);
+        return 0;
+      }
+      case 'keys rotate': {
+        if (!target) throw new UsageError('keys rotate needs an account id');
+        const rotated = await call(broker, 'billing.rotateKey', { accountId: target });
+        print(rotated, () => `The old key is revoked.\naccess_token: ${rotated.access_token}`);
+        return 0;
+      }
+      case 'plans list': {
+        const plans = await call(broker, 'billing.listPlans', {});
+        print(plans, () => plans.map((p) => `${p.name}  ${p.paid ? 'paid' : 'free'}  ${p.screenshot_limit} screenshots/month`).join('\n'));
+        return 0;
+      }
+      case 'plans set': {
+        if (!target) throw new UsageError('plans set needs a plan name');
+        const limit = Number(flag(flags, 'screenshots', true));
+        const paidFlag = flag(flags, 'paid', false);
+        const plan = await call(broker, 'billing.upsertPlan', { name: target, screenshot_limit: limit, paid: paidFlag === undefined ? true : paidFlag === 'true' });
+        print(plan, () => `plan ${plan.name}: ${plan.paid ? 'paid' : 'free'}, ${plan.screenshot_limit} screenshots/month`);
+        return 0;
+      }
+      default:
+        throw new UsageError(`Unknown command "${key}"`);
+    }
+  } finally {
+    await broker.stop();
+  }
+}
+
+main()
+  .then((code) => process.exit(code))
+  .catch((err) => {
+    if (err instanceof UsageError) console.error(`${err.message}\n\n${USAGE}`);
+    else if (err instanceof ConfigError) console.error(`Configuration error: ${err.message}`);
+    else console.error(`Error: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(2);
+  });

@@ -1,0 +1,34 @@
+/**
+ * `npm start`: runs the services named by SERVICES (default: all) in this process.
+ * Stops cleanly on SIGINT/SIGTERM.
+ */
+import { ConfigError, loadConfig } from '../services/shared/config';
+import { startSystem } from '../services/shared/system';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`Configuration error: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const broker = await startSystem(config);
+  const stop = async () => {
+    await broker.stop();
+    process.exit(0);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  if (config.services.includes('api')) {
+    console.log(`Screenshot service ready on ${config.baseUrl} (health: ${config.baseUrl}/health, docs: ${config.baseUrl}/docs)`);
+  }
+}
+
+main().catch((err) => {
+  console.error('Failed to start:', err instanceof Error ? err.message : err);
+  process.exit(1);
+});

@@ -1,0 +1,26 @@
+/**
+ * Moleculer broker options, derived from the validated config: no transporter in embedded
+ * mode, NATS (or any Moleculer transporter URL) in the full stack.
+ */
+import type { BrokerOptions } from 'moleculer';
+import type { Config } from './services/shared/config';
+
+export function brokerOptions(config: Readonly<Config>): BrokerOptions {
+  return {
+    namespace: config.namespace,
+    ...(config.nodeId ? { nodeID: config.nodeId } : {}),
+    transporter: config.transporter ?? undefined,
+    logLevel: config.logLevel,
+    logger: { type: 'Console', options: { formatter: 'short', colors: process.stdout.isTTY } },
+    // Captures can legitimately take tens of seconds; the capture service enforces its own
+    // budget and answers capture_timeout, so the broker's timeout is only a backstop.
+    requestTimeout: 120_000,
+    retryPolicy: { enabled: false },
+    // Errors must keep their type/code/data across the transporter (see shared/errors.ts).
+    errorRegenerator: undefined,
+    registry: { strategy: 'RoundRobin', preferLocal: true },
+    heartbeatInterval: 5,
+    heartbeatTimeout: 15,
+    tracking: { enabled: true, shutdownTimeout: 30_000 },
+  };
+}

@@ -1,0 +1,28 @@
+/**
+ * ai: owns ai_providers (accounts' own provider keys, encrypted) and the model cache.
+ * Analysis and the provider endpoints arrive with the AI issue; for now it answers which
+ * providers an account has verified, for /account_limits.
+ */
+import type { ServiceSchema } from 'moleculer';
+import type { Knex } from 'knex';
+import type { Config } from '../shared/config';
+import type { Handler } from '../shared/contracts';
+import { acquireDatabase, releaseDatabase } from '../shared/database';
+
+export function aiService(deps: { config: Readonly<Config> }): ServiceSchema {
+  let db: Knex;
+  const verifiedProviders: Handler<'ai.verifiedProviders'> = async (ctx) => {
+    const rows = await db('ai_providers').where({ account_id: ctx.params.accountId, verified: true }).orderBy('provider').select('provider');
+    return rows.map((r) => String(r.provider));
+  };
+  return {
+    name: 'ai',
+    actions: { verifiedProviders: { handler: verifiedProviders } },
+    created() {
+      db = acquireDatabase(deps.config.database);
+    },
+    async stopped() {
+      await releaseDatabase(deps.config.database);
+    },
+  };
+}

@@ -1,0 +1,55 @@
+/**
+ * api: owns no tables. Serves HTTP with Fastify: parameter merging, authentication (through
+ * billing), validation, the error envelope and routing to the services' actions; also
+ * /openapi.json and /docs.
+ */
+import type { FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { ServiceSchema } from 'moleculer';
+import type { Config } from '../shared/config';
+import { buildHttpServer, openApiDocument, type RouteDef } from './http';
+import { ACCOUNT_ROUTES } from './routes';
+import { SNAP_ROUTES } from './snap-routes';
+
+export function apiRoutes(): RouteDef[] {
+  return [...ACCOUNT_ROUTES, ...SNAP_ROUTES];
+}
+
+export function apiService(deps: { config: Readonly<Config> }): ServiceSchema {
+  const { config } = deps;
+  let app: FastifyInstance;
+  return {
+    name: 'api',
+    settings: { port: config.port },
+    created() {
+      const routes = apiRoutes();
+      const document = openApiDocument(routes, config);
+      app = buildHttpServer(this.broker, config, [
+        ...routes,
+        {
+          method: 'GET',
+          url: '/openapi.json',
+          summary: 'This document.',
+          tag: 'operations',
+          auth: false,
+          response: { type: 'object' },
+          errors: [],
+          handler: async () => document,
+        },
+      ]);
+      app.register(swagger, { mode: 'static', specification: { document: document as never } });
+      app.register(swaggerUi, { routePrefix: '/docs' });
+    },
+    async started() {
+      await app.listen({ port: config.port, host: config.host });
+      const address = app.server.address();
+      const port = typeof address === 'object' && address ? address.port : config.port;
+      this.settings.port = port;
+      this.logger.info(`HTTP listening on ${config.host}:${port}`);
+    },
+    async stopped() {
+      await app.close();
+    },
+  };
+}

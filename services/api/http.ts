@@ -1,0 +1,206 @@
+/**
+ * The HTTP layer: Fastify with parameter merging (query, form, JSON), authentication,
+ * the error envelope, the route registry that the OpenAPI document is generated from, and
+ * 404 for unknown routes. Routes call other services only through typed actions.
+ */
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import formbody from '@fastify/formbody';
+import type { ServiceBroker } from 'moleculer';
+import type { Config } from '../shared/config';
+import { type AccountContext, call } from '../shared/contracts';
+import { type ErrorCode, ERROR_STATUS, serviceError, toEnvelope } from '../shared/errors';
+import type { RawParams } from './request-schemas';
+
+type JsonSchema = Record<string, unknown>;
+
+export interface RouteContext {
+  params: RawParams;
+  /** Path parameters, e.g. :job_id. */
+  path: Record<string, string>;
+  account: AccountContext;
+  request: FastifyRequest;
+  reply: FastifyReply;
+  broker: ServiceBroker;
+}
+
+export interface RouteDef {
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+  url: string;
+  summary: string;
+  tag: string;
+  /** Needs an access_token (default true). */
+  auth?: boolean;
+  /** JSON Schema of the parameters (documented; validation happens in the handler). */
+  params?: JsonSchema;
+  /** JSON Schema of the 200 answer, or a content type for binary answers. */
+  response: JsonSchema | { contentTypes: string[] };
+  errors: ErrorCode[];
+  handler(ctx: RouteContext): Promise<unknown>;
+}
+
+/** Errors every authenticated route can answer. */
+export const AUTH_ERRORS: ErrorCode[] = ['access_token_required', 'access_token_invalid', 'rate_limited', 'internal_error'];
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Query string, form fields and JSON body, merged; the body wins on a clash. */
+function mergeParams(request: FastifyRequest): RawParams {
+  const query = isObject(request.query) ? request.query : {};
+  const body = request.body;
+  if (body !== undefined && body !== null && !isObject(body)) {
+    throw serviceError('invalid_parameter', 'The request body must be a JSON object (or form fields) of parameters.');
+  }
+  const merged: RawParams = { ...query, ...(body ?? {}) };
+  for (const [k, v] of Object.entries(merged)) {
+    // ?a=1&a=2 arrives as an array; a parameter has one value.
+    if (Array.isArray(v) && k in query && !(body && k in body)) {
+      throw serviceError('invalid_parameter', `${k}: given more than once; send it once.`);
+    }
+  }
+  return merged;
+}
+
+function tokenOf(params: RawParams, request: FastifyRequest): string {
+  const fromParams = params.access_token;
+  delete params.access_token;
+  if (typeof fromParams === 'string' && fromParams.length > 0) return fromParams;
+  const header = request.headers.authorization;
+  if (typeof header === 'string') {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (m?.[1]) return m[1];
+  }
+  throw serviceError(
+    'access_token_required',
+    'An access_token is required: send it as the access_token parameter (query, form or JSON body) or as the header "Authorization: Bearer <key>".',
+  );
+}
+
+export function sendError(reply: FastifyReply, err: unknown, log: { error(...a: unknown[]): void }): FastifyReply {
+  const { status, body, retryAfter } = toEnvelope(err);
+  if (status >= 500 && body.error_code === 'internal_error') log.error('request failed', err);
+  if (retryAfter !== undefined) reply.header('Retry-After', String(retryAfter));
+  return reply.code(status).header('content-type', 'application/json; charset=utf-8').send(body);
+}
+
+export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>, routes: RouteDef[]): FastifyInstance {
+  const log = broker.getLogger('http');
+  const app = Fastify({ logger: false, bodyLimit: config.bodyLimit, trustProxy: true });
+
+  app.register(formbody);
+  // Malformed JSON gets the envelope with a note, not Fastify's default body.
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (err) {
+      done(serviceError('invalid_parameter', `The JSON body could not be parsed (${(err as Error).message}); send a valid JSON object.`) as unknown as Error, undefined);
+    }
+  });
+
+  for (const def of routes) {
+    app.route({
+      method: def.method,
+      url: def.url,
+      handler: async (request, reply) => {
+        try {
+          const params = mergeParams(request);
+          const account =
+            def.auth === false ? (undefined as unknown as AccountContext) : await call(broker, 'billing.authenticate', { token: tokenOf(params, request) });
+          const result = await def.handler({
+            params,
+            path: (request.params ?? {}) as Record<string, string>,
+            account,
+            request,
+            reply,
+            broker,
+          });
+          if (reply.sent) return reply;
+          return result;
+        } catch (err) {
+          return sendError(reply, err, log);
+        }
+      },
+    });
+  }
+
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, serviceError('not_found', `There is no route ${request.method} ${request.url.split('?')[0]}; the endpoints are listed at /openapi.json.`), log),
+  );
+  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _request, reply) => {
+    // Errors Fastify raises before a handler runs (body too large, bad content type).
+    if (err.statusCode === 413) return sendError(reply, serviceError('payload_too_large', `The request body is larger than ${config.bodyLimit} bytes.`), log);
+    if (err.statusCode === 415) {
+      return sendError(reply, serviceError('unsupported_media_type', 'Send parameters as a query string, application/x-www-form-urlencoded form fields or a JSON body (application/json).'), log);
+    }
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500 && !(err as { type?: string }).type) {
+      return sendError(reply, serviceError('invalid_parameter', `The request could not be read: ${err.message}.`), log);
+    }
+    return sendError(reply, err, log);
+  });
+  return app;
+}
+
+/** The OpenAPI 3 document, generated from the same route table and schemas. */
+export function openApiDocument(routes: RouteDef[], config: Readonly<Config>): Record<string, unknown> {
+  const envelope = {
+    type: 'object',
+    required: ['success', 'error_code', 'note'],
+    properties: { success: { const: false }, error_code: { type: 'string' }, note: { type: 'string' } },
+  };
+  const paths: Record<string, Record<string, unknown>> = {};
+  const binary = (r: RouteDef['response']): string[] | null => ('contentTypes' in r && Array.isArray(r.contentTypes) ? (r.contentTypes as string[]) : null);
+  for (const def of routes) {
+    const path = def.url.replace(/:([a-z_]+)/g, '{$1}');
+    const pathParams = [...def.url.matchAll(/:([a-z_]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+    const byStatus = new Map<number, ErrorCode[]>();
+    for (const code of [...(def.auth === false ? [] : AUTH_ERRORS), ...def.errors]) {
+      const status = ERROR_STATUS[code];
+      byStatus.set(status, [...new Set([...(byStatus.get(status) ?? []), code])]);
+    }
+    const responses: Record<string, unknown> = {
+      200: binary(def.response)
+          ? { description: 'OK', content: Object.fromEntries((binary(def.response) ?? []).map((t) => [t, { schema: t === 'application/json' ? { type: 'object' } : { type: 'string', format: 'binary' } }])) }
+          : { description: 'OK', content: { 'application/json': { schema: def.response } } },
+    };
+    for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+      responses[status] = { description: `error_code: ${codes.join(', ')}`, content: { 'application/json': { schema: envelope } } };
+    }
+    const params = def.params as { properties?: Record<string, unknown>; required?: string[] } | undefined;
+    const op: Record<string, unknown> = {
+      summary: def.summary,
+      tags: [def.tag],
+      ...(def.auth === false ? { security: [] } : {}),
+      responses,
+    };
+    const props = params?.properties ?? {};
+    if (def.method === 'GET' || def.method === 'DELETE') {
+      op.parameters = [
+        ...pathParams,
+        ...Object.entries(props).map(([name, schema]) => ({ name, in: 'query', required: (params?.required ?? []).includes(name), schema })),
+      ];
+    } else {
+      op.parameters = pathParams;
+      if (Object.keys(props).length) {
+        const schema = { type: 'object', properties: props, required: params?.required ?? [] };
+        op.requestBody = { content: { 'application/json': { schema }, 'application/x-www-form-urlencoded': { schema } } };
+      }
+    }
+    paths[path] = { ...(paths[path] ?? {}), [def.method.toLowerCase()]: op };
+  }
+  return {
+    openapi: '3.0.3',
+    info: { title: 'Screenshot capture service', version: '1.0.0', description: 'Parameters may be sent as a query string, form fields or a JSON body. Errors: {success:false, error_code, note}.' },
+    servers: [{ url: config.baseUrl }],
+    components: {
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer' },
+        access_token: { type: 'apiKey', in: 'query', name: 'access_token' },
+      },
+    },
+    security: [{ bearer: [] }, { access_token: [] }],
+    paths,
+  };
+}

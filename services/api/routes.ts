@@ -1,0 +1,82 @@
+/**
+ * The public endpoints. Each route validates its own shape, then calls the owning
+ * services through typed actions; the route table also produces /openapi.json.
+ */
+import { call, type AccountLimitsResult } from '../shared/contracts';
+import type { RouteContext, RouteDef } from './http';
+import { KEY_ONLY_SCHEMA, validateKeyOnly } from './request-schemas';
+
+const ACCOUNT_LIMITS_SCHEMA = {
+  type: 'object',
+  properties: {
+    success: { type: 'boolean' },
+    results: {
+      type: 'object',
+      properties: {
+        screenshot_limit: { type: 'integer' },
+        screenshot_current_month_usage: { type: 'integer' },
+        real_location_bandwidth_limit_in_bytes: { type: 'integer' },
+        real_location_bandwidth_current_month_usage_in_bytes: { type: 'integer' },
+        ai_analysis_requests_limit: { type: 'integer' },
+        ai_analysis_requests_current_month_usage: { type: 'integer' },
+        bring_your_own_ai_enabled: { type: 'boolean' },
+        bring_your_own_ai_providers: { type: 'array', items: { type: 'string' } },
+        bring_your_own_proxy_enabled: { type: 'boolean' },
+        bring_your_own_proxies: {
+          type: 'array',
+          items: { type: 'object', properties: { id: { type: 'integer' }, label: { type: 'string' }, verified: { type: 'boolean' } } },
+        },
+      },
+    },
+  },
+};
+
+/** GET /account_limits: billing's counters with the ai and proxy services' lists. */
+async function accountLimits({ broker, account }: RouteContext): Promise<{ success: true; results: AccountLimitsResult }> {
+  const [{ limits, usage }, providers, proxies] = await Promise.all([
+    call(broker, 'billing.usage', { account }),
+    call(broker, 'ai.verifiedProviders', { accountId: account.accountId }),
+    call(broker, 'proxy.summaries', { accountId: account.accountId }),
+  ]);
+  return {
+    success: true,
+    results: {
+      screenshot_limit: limits.screenshots,
+      screenshot_current_month_usage: usage.screenshots,
+      real_location_bandwidth_limit_in_bytes: limits.bandwidth_bytes,
+      real_location_bandwidth_current_month_usage_in_bytes: usage.bandwidth_bytes,
+      ai_analysis_requests_limit: limits.ai_credits,
+      ai_analysis_requests_current_month_usage: usage.ai_credits,
+      bring_your_own_ai_enabled: account.plan.paid && Boolean(account.addons.byo_ai),
+      bring_your_own_ai_providers: providers,
+      bring_your_own_proxy_enabled: account.plan.paid && Boolean(account.addons.byo_proxy),
+      bring_your_own_proxies: proxies,
+    },
+  };
+}
+
+export const ACCOUNT_ROUTES: RouteDef[] = [
+  {
+    method: 'GET',
+    url: '/health',
+    summary: 'Liveness: 200 once the process can serve.',
+    tag: 'operations',
+    auth: false,
+    response: { type: 'object', properties: { success: { type: 'boolean' } } },
+    errors: [],
+    handler: async () => ({ success: true }),
+  },
+  {
+    method: 'GET',
+    url: '/account_limits',
+    summary: "This month's usage and limits of the account.",
+    tag: 'account',
+    params: KEY_ONLY_SCHEMA,
+    response: ACCOUNT_LIMITS_SCHEMA,
+    errors: ['invalid_parameter'],
+    handler: async (ctx) => {
+      validateKeyOnly(ctx.params);
+      return accountLimits(ctx);
+    },
+  },
+];

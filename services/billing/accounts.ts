@@ -1,0 +1,144 @@
+/**
+ * billing's tables: plans, accounts, account_addons, api_keys. Only the billing service
+ * uses this module.
+ */
+import type { Knex } from 'knex';
+import { ADDONS, type AccountContext, type AccountSummary, type Addon, type PlanRecord } from '../shared/contracts';
+import { serviceError } from '../shared/errors';
+import { hashApiKey, newApiKey, randomId } from '../shared/secrets';
+
+type AddonMap = Partial<Record<Addon, number>>;
+
+function planRow(row: { name: string; paid: unknown; screenshot_limit: unknown }): PlanRecord {
+  return { name: row.name, paid: Boolean(row.paid), screenshot_limit: Number(row.screenshot_limit) };
+}
+
+function toIso(value: unknown): string {
+  const d = value instanceof Date ? value : new Date(String(value).replace(' ', 'T') + (String(value).includes('Z') ? '' : 'Z'));
+  return Number.isNaN(d.getTime()) ? String(value) : d.toISOString();
+}
+
+/** Parses "byo_ai,byo_proxy,bandwidth_2gb:3" into {byo_ai:1, byo_proxy:1, bandwidth_2gb:3}. */
+export function parseAddons(list: string): AddonMap {
+  const addons: AddonMap = {};
+  for (const item of list.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const [name, qty] = item.split(':');
+    if (!(ADDONS as readonly string[]).includes(name ?? '')) {
+      throw serviceError('invalid_parameter', `Unknown addon "${name}"; known addons: ${ADDONS.join(', ')}.`);
+    }
+    const quantity = qty === undefined ? 1 : Number(qty);
+    if (!Number.isInteger(quantity) || quantity < 0 || quantity > 10_000) {
+      throw serviceError('invalid_parameter', `Addon "${name}" quantity must be a whole number from 0 to 10000.`);
+    }
+    addons[name as Addon] = quantity;
+  }
+  return addons;
+}
+
+export class AccountRepository {
+  constructor(private readonly db: Knex) {}
+
+  async plan(name: string): Promise<PlanRecord> {
+    const row = await this.db('plans').where({ name }).first();
+    if (!row) {
+      const known = (await this.listPlans()).map((p) => p.name).join(', ');
+      throw serviceError('invalid_parameter', `Unknown plan "${name}"; plans in the catalogue: ${known}.`);
+    }
+    return planRow(row);
+  }
+
+  async listPlans(): Promise<PlanRecord[]> {
+    return (await this.db('plans').orderBy('name')).map(planRow);
+  }
+
+  async upsertPlan(plan: PlanRecord): Promise<PlanRecord> {
+    if (!/^[a-z0-9_-]{1,64}$/.test(plan.name)) {
+      throw serviceError('invalid_parameter', 'Plan name must be 1 to 64 lowercase letters, digits, "_" or "-".');
+    }
+    if (!Number.isInteger(plan.screenshot_limit) || plan.screenshot_limit < 0) {
+      throw serviceError('invalid_parameter', 'screenshot_limit must be a whole number of at least 0.');
+    }
+    const row = { name: plan.name, paid: plan.paid, screenshot_limit: plan.screenshot_limit };
+    await this.db('plans').insert(row).onConflict('name').merge(['paid', 'screenshot_limit']);
+    return this.plan(plan.name);
+  }
+
+  private async addonsOf(accountId: string): Promise<AddonMap> {
+    const rows = await this.db('account_addons').where({ account_id: accountId });
+    const addons: AddonMap = {};
+    for (const r of rows) if (Number(r.quantity) > 0) addons[r.addon as Addon] = Number(r.quantity);
+    return addons;
+  }
+
+  private async writeAddons(trx: Knex.Transaction, accountId: string, addons: AddonMap): Promise<void> {
+    await trx('account_addons').where({ account_id: accountId }).delete();
+    const rows = Object.entries(addons)
+      .filter(([, q]) => (q ?? 0) > 0)
+      .map(([addon, quantity]) => ({ account_id: accountId, addon, quantity }));
+    if (rows.length) await trx('account_addons').insert(rows);
+  }
+
+  async create(planName: string, addons: AddonMap): Promise<{ account_id: string; access_token: string }> {
+    await this.plan(planName);
+    const accountId = `acct_${randomId(9)}`;
+    const token = newApiKey();
+    await this.db.transaction(async (trx) => {
+      await trx('accounts').insert({ id: accountId, plan: planName });
+      await this.writeAddons(trx, accountId, addons);
+      await trx('api_keys').insert({ account_id: accountId, key_hash: hashApiKey(token) });
+    });
+    return { account_id: accountId, access_token: token };
+  }
+
+  /** The account behind an active key, or null for an unknown or revoked key. */
+  async byToken(token: string): Promise<AccountContext | null> {
+    const row = await this.db('api_keys as k')
+      .join('accounts as a', 'a.id', 'k.account_id')
+      .join('plans as p', 'p.name', 'a.plan')
+      .where('k.key_hash', hashApiKey(token))
+      .whereNull('k.revoked_at')
+      .first('a.id as account_id', 'p.name', 'p.paid', 'p.screenshot_limit');
+    if (!row) return null;
+    return { accountId: row.account_id, plan: planRow(row), addons: await this.addonsOf(row.account_id) };
+  }
+
+  async summary(accountId: string): Promise<AccountSummary> {
+    const account = await this.db('accounts').where({ id: accountId }).first();
+    if (!account) throw serviceError('not_found', `No account "${accountId}".`);
+    const keys = await this.db('api_keys').where({ account_id: accountId }).whereNull('revoked_at').count({ n: '*' });
+    return {
+      account_id: accountId,
+      plan: account.plan,
+      addons: await this.addonsOf(accountId),
+      created_at: toIso(account.created_at),
+      active_keys: Number(keys[0]?.n ?? 0),
+    };
+  }
+
+  async list(): Promise<AccountSummary[]> {
+    const rows = await this.db('accounts').orderBy('created_at').orderBy('id').select('id');
+    return Promise.all(rows.map((r) => this.summary(r.id)));
+  }
+
+  async setPlan(accountId: string, planName: string, addons?: AddonMap): Promise<AccountSummary> {
+    await this.plan(planName);
+    await this.db.transaction(async (trx) => {
+      const changed = await trx('accounts').where({ id: accountId }).update({ plan: planName });
+      if (!changed) throw serviceError('not_found', `No account "${accountId}".`);
+      if (addons) await this.writeAddons(trx, accountId, addons);
+    });
+    return this.summary(accountId);
+  }
+
+  /** Revokes every active key of the account and issues one new key, atomically. */
+  async rotateKey(accountId: string): Promise<{ account_id: string; access_token: string }> {
+    const token = newApiKey();
+    await this.db.transaction(async (trx) => {
+      const exists = await trx('accounts').where({ id: accountId }).first('id');
+      if (!exists) throw serviceError('not_found', `No account "${accountId}".`);
+      await trx('api_keys').where({ account_id: accountId }).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
+      await trx('api_keys').insert({ account_id: accountId, key_hash: hashApiKey(token) });
+    });
+    return { account_id: accountId, access_token: token };
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * billing: owns accounts, API keys, the plan catalogue, addons and the monthly usage
+ * counters. Authenticates keys (and counts request rates), gates plans and addons, and
+ * reserves, commits and refunds credits. Every other service asks billing; none reads its
+ * tables.
+ */
+import type { Context, ServiceSchema } from 'moleculer';
+import type { Knex } from 'knex';
+import type { Config } from '../shared/config';
+import { acquireDatabase, releaseDatabase } from '../shared/database';
+import type { AccountContext, FeatureRequest, Handler, UsageKind } from '../shared/contracts';
+import { serviceError } from '../shared/errors';
+import { randomId } from '../shared/secrets';
+import { AccountRepository } from './accounts';
+import { counterExpiry, limitsFor, monthOf } from './limits';
+import { MemoryUsageStore, RedisUsageStore, type UsageStore } from './usage-store';
+
+export interface BillingDeps {
+  config: Readonly<Config>;
+  /** Injected for tests; defaults to Redis when REDIS_URL is set, else in-process. */
+  store?: UsageStore;
+  now?: () => Date;
+}
+
+const EXHAUSTED: Record<UsageKind, { code: 'screenshot_limit_reached' | 'ai_credits_exhausted' | 'real_location_bandwidth_exhausted'; what: string }> = {
+  screenshots: { code: 'screenshot_limit_reached', what: 'screenshots' },
+  ai_credits: { code: 'ai_credits_exhausted', what: 'AI Analysis credits' },
+  bandwidth_bytes: { code: 'real_location_bandwidth_exhausted', what: 'bytes of real-location bandwidth' },
+};
+
+/** The spec's plan and addon gates; thrown before any credit is reserved. */
+export function checkFeatures(account: AccountContext, features: FeatureRequest): void {
+  if (features.ownAi) {
+    if (!account.plan.paid) {
+      throw serviceError('byok_plan_required', 'Using your own AI provider needs a paid screenshot plan; upgrade the plan, or use ai_provider=service.');
+    }
+    if (!account.addons.byo_ai) {
+      throw serviceError('byok_addon_required', 'Using your own AI provider needs the Bring Your Own AI addon; add it to your plan, or use ai_provider=service.');
+    }
+  }
+  if (features.ownProxy) {
+    if (!account.plan.paid) {
+      throw serviceError('byo_proxy_plan_required', 'Using your own proxy needs a paid screenshot plan; upgrade the plan, or leave out custom_proxy_id.');
+    }
+    if (!account.addons.byo_proxy) {
+      throw serviceError('byo_proxy_addon_required', 'Using your own proxy needs the Bring Your Own Proxy addon; add it to your plan, or leave out custom_proxy_id.');
+    }
+  }
+}
+
+interface BillingState {
+  db: Knex;
+  accounts: AccountRepository;
+  store: UsageStore;
+  now: () => Date;
+}
+
+export function billingService(deps: BillingDeps): ServiceSchema {
+  const { config } = deps;
+  let state: BillingState;
+
+  const authenticate: Handler<'billing.authenticate'> = async (ctx) => {
+    const account = await state.accounts.byToken(ctx.params.token);
+    if (!account) {
+      throw serviceError('access_token_invalid', 'The access_token is unknown or was revoked; use the key shown when the account was created or last rotated.');
+    }
+    const { max, windowSeconds } = config.rateLimit;
+    if (max > 0) {
+      const rate = await state.store.hitRate(account.accountId, max, windowSeconds, state.now());
+      if (!rate.allowed) {
+        throw serviceError('rate_limited', `Too many requests: at most ${max} per ${windowSeconds} seconds per account. Retry after ${rate.retryAfter} seconds.`, {
+          retryAfter: rate.retryAfter,
+        });
+      }
+    }
+    return account;
+  };
+
+  const reserve: Handler<'billing.reserve'> = async (ctx) => {
+    const { account, amounts, features } = ctx.params;
+    if (features) checkFeatures(account, features);
+    const at = state.now();
+    const reservation = { id: randomId(12), accountId: account.accountId, month: monthOf(at), amounts };
+    const limits = limitsFor(account);
+    const outcome = await state.store.reserve(reservation, limits, counterExpiry(at));
+    if (!outcome.ok) {
+      const { code, what } = EXHAUSTED[outcome.exceeded];
+      throw serviceError(
+        code,
+        `This month's ${what} are used up (${outcome.used} of ${outcome.limit}); the limit resets on the 1st (UTC). Upgrade the plan or add an addon for more.`,
+      );
+    }
+    return reservation;
+  };
+
+  const usage: Handler<'billing.usage'> = async (ctx) => {
+    const month = monthOf(state.now());
+    return { limits: limitsFor(ctx.params.account), usage: await state.store.usage(ctx.params.account.accountId, month), month };
+  };
+
+  return {
+    name: 'billing',
+    actions: {
+      authenticate: { params: { token: 'string' }, handler: authenticate },
+      checkFeatures: {
+        handler: async (ctx: Context<{ account: AccountContext; features: FeatureRequest }>) => {
+          checkFeatures(ctx.params.account, ctx.params.features);
+          return { ok: true as const };
+        },
+      },
+      reserve: { handler: reserve },
+      commit: { handler: (async (ctx) => ({ committed: await state.store.commit(ctx.params.reservation) })) as Handler<'billing.commit'> },
+      refund: { handler: (async (ctx) => ({ refunded: await state.store.refund(ctx.params.reservation) })) as Handler<'billing.refund'> },
+      usage: { handler: usage },
+      createAccount: {
+        handler: (async (ctx) => state.accounts.create(ctx.params.plan, ctx.params.addons ?? {})) as Handler<'billing.createAccount'>,
+      },
+      listAccounts: { handler: (async () => state.accounts.list()) as Handler<'billing.listAccounts'> },
+      setPlan: {
+        handler: (async (ctx) => state.accounts.setPlan(ctx.params.accountId, ctx.params.plan, ctx.params.addons)) as Handler<'billing.setPlan'>,
+      },
+      rotateKey: { handler: (async (ctx) => state.accounts.rotateKey(ctx.params.accountId)) as Handler<'billing.rotateKey'> },
+      listPlans: { handler: (async () => state.accounts.listPlans()) as Handler<'billing.listPlans'> },
+      upsertPlan: { handler: (async (ctx) => state.accounts.upsertPlan(ctx.params)) as Handler<'billing.upsertPlan'> },
+    },
+    created() {
+      const db = acquireDatabase(config.database);
+      state = {
+        db,
+        accounts: new AccountRepository(db),
+        store: deps.store ?? (config.redisUrl ? new RedisUsageStore(config.redisUrl, config.redisPrefix) : new MemoryUsageStore()),
+        now: deps.now ?? (() => new Date()),
+      };
+    },
+    async stopped() {
+      await state.store.close();
+      await releaseDatabase(config.database);
+    },
+  };
+}

@@ -1,0 +1,235 @@
+/**
+ * Monthly usage counters and request-rate windows behind one interface, with two backends:
+ * Redis (full stack, shared by every billing instance) and in-process (embedded mode).
+ *
+ * Reserve-then-commit-or-refund: `reserve` checks every requested amount against its limit
+ * and adds them all in one atomic step (a Lua script in Redis, a synchronous block in
+ * memory), so concurrent requests can never push usage past a limit. The reservation is
+ * remembered until it is committed or refunded; a refund gives the amounts back exactly
+ * once, however often it is asked for.
+ */
+import Redis from 'ioredis';
+import type { Limits, Reservation, UsageAmounts, UsageKind } from '../shared/contracts';
+
+export const USAGE_KINDS: UsageKind[] = ['screenshots', 'ai_credits', 'bandwidth_bytes'];
+
+/** A reservation is forgotten (neither refundable nor committable) after this long. */
+const RESERVATION_TTL_SECONDS = 24 * 3600;
+
+export type ReserveOutcome = { ok: true } | { ok: false; exceeded: UsageKind; used: number; limit: number };
+
+export interface RateOutcome {
+  allowed: boolean;
+  /** Seconds until the window resets. */
+  retryAfter: number;
+}
+
+export interface UsageStore {
+  reserve(reservation: Reservation, limits: Limits, expiresAt: Date): Promise<ReserveOutcome>;
+  /** Gives a pending reservation back. True when this call refunded it. */
+  refund(reservation: Reservation): Promise<boolean>;
+  /** Makes a pending reservation final. True when it was still pending. */
+  commit(reservation: Reservation): Promise<boolean>;
+  usage(accountId: string, month: string): Promise<Limits>;
+  /** Counts one request in the account's fixed window. */
+  hitRate(accountId: string, max: number, windowSeconds: number, now: Date): Promise<RateOutcome>;
+  close(): Promise<void>;
+}
+
+function amountsIn(amounts: UsageAmounts): number[] {
+  return USAGE_KINDS.map((k) => Math.max(0, Math.floor(amounts[k] ?? 0)));
+}
+
+// KEYS[1] usage hash, KEYS[2] reservation key.
+// ARGV: 3 amounts, 3 limits, expire-at (unix s), reservation ttl (s). Returns 0 or the
+// 1-based index of the first exceeded kind followed by its usage.
+const RESERVE_LUA = `
+local fields = {'screenshots', 'ai_credits', 'bandwidth_bytes'}
+for i = 1, 3 do
+  local amount = tonumber(ARGV[i])
+  if amount > 0 then
+    local used = tonumber(redis.call('HGET', KEYS[1], fields[i]) or '0')
+    if used + amount > tonumber(ARGV[i + 3]) then return {i, used} end
+  end
+end
+for i = 1, 3 do
+  local amount = tonumber(ARGV[i])
+  if amount > 0 then redis.call('HINCRBY', KEYS[1], fields[i], amount) end
+end
+redis.call('EXPIREAT', KEYS[1], ARGV[7])
+redis.call('SET', KEYS[2], ARGV[1] .. ',' .. ARGV[2] .. ',' .. ARGV[3], 'EX', ARGV[8])
+return {0, 0}
+`;
+
+// KEYS[1] usage hash, KEYS[2] reservation key. Refunds what the reservation recorded.
+const REFUND_LUA = `
+local held = redis.call('GET', KEYS[2])
+if not held then return 0 end
+redis.call('DEL', KEYS[2])
+local fields = {'screenshots', 'ai_credits', 'bandwidth_bytes'}
+local i = 1
+for amount in string.gmatch(held, '([^,]+)') do
+  local n = tonumber(amount)
+  if n > 0 and redis.call('EXISTS', KEYS[1]) == 1 then
+    local left = redis.call('HINCRBY', KEYS[1], fields[i], -n)
+    if left < 0 then redis.call('HSET', KEYS[1], fields[i], 0) end
+  end
+  i = i + 1
+end
+return 1
+`;
+
+// KEYS[1] rate key. ARGV: max, window seconds. Returns {allowed, ttl}.
+const RATE_LUA = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+local ttl = redis.call('TTL', KEYS[1])
+if ttl < 0 then redis.call('EXPIRE', KEYS[1], ARGV[2]); ttl = tonumber(ARGV[2]) end
+if n > tonumber(ARGV[1]) then return {0, ttl} end
+return {1, ttl}
+`;
+
+type RedisWithScripts = Redis & {
+  snapReserve(usageKey: string, resvKey: string, ...args: (string | number)[]): Promise<[number, number]>;
+  snapRefund(usageKey: string, resvKey: string): Promise<number>;
+  snapRate(key: string, max: number, windowSeconds: number): Promise<[number, number]>;
+};
+
+export class RedisUsageStore implements UsageStore {
+  private readonly redis: RedisWithScripts;
+
+  constructor(url: string, private readonly prefix: string) {
+    this.redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false }) as RedisWithScripts;
+    this.redis.defineCommand('snapReserve', { numberOfKeys: 2, lua: RESERVE_LUA });
+    this.redis.defineCommand('snapRefund', { numberOfKeys: 2, lua: REFUND_LUA });
+    this.redis.defineCommand('snapRate', { numberOfKeys: 1, lua: RATE_LUA });
+  }
+
+  // The hash tag {accountId} keeps an account's keys in one slot for Redis Cluster.
+  private usageKey(accountId: string, month: string): string {
+    return `${this.prefix}usage:{${accountId}}:${month}`;
+  }
+
+  private reservationKey(r: Reservation): string {
+    return `${this.prefix}resv:{${r.accountId}}:${r.id}`;
+  }
+
+  async reserve(r: Reservation, limits: Limits, expiresAt: Date): Promise<ReserveOutcome> {
+    const [index, used] = await this.redis.snapReserve(
+      this.usageKey(r.accountId, r.month),
+      this.reservationKey(r),
+      ...amountsIn(r.amounts),
+      ...USAGE_KINDS.map((k) => limits[k]),
+      Math.floor(expiresAt.getTime() / 1000),
+      RESERVATION_TTL_SECONDS,
+    );
+    if (index === 0) return { ok: true };
+    const exceeded = USAGE_KINDS[index - 1] as UsageKind;
+    return { ok: false, exceeded, used, limit: limits[exceeded] };
+  }
+
+  async refund(r: Reservation): Promise<boolean> {
+    return (await this.redis.snapRefund(this.usageKey(r.accountId, r.month), this.reservationKey(r))) === 1;
+  }
+
+  async commit(r: Reservation): Promise<boolean> {
+    return (await this.redis.del(this.reservationKey(r))) === 1;
+  }
+
+  async usage(accountId: string, month: string): Promise<Limits> {
+    const h = await this.redis.hgetall(this.usageKey(accountId, month));
+    return {
+      screenshots: Number(h.screenshots ?? 0),
+      ai_credits: Number(h.ai_credits ?? 0),
+      bandwidth_bytes: Number(h.bandwidth_bytes ?? 0),
+    };
+  }
+
+  async hitRate(accountId: string, max: number, windowSeconds: number, now: Date): Promise<RateOutcome> {
+    const window = Math.floor(now.getTime() / 1000 / windowSeconds);
+    const [allowed, ttl] = await this.redis.snapRate(`${this.prefix}rate:{${accountId}}:${window}`, max, windowSeconds);
+    return { allowed: allowed === 1, retryAfter: Math.max(1, ttl) };
+  }
+
+  async close(): Promise<void> {
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}
+
+/** Embedded mode: the same semantics in one process (JavaScript runs each call to completion). */
+export class MemoryUsageStore implements UsageStore {
+  private readonly usageByKey = new Map<string, { counts: Limits; expiresAt: number }>();
+  private readonly pending = new Map<string, { amounts: number[]; expiresAt: number }>();
+  private readonly rates = new Map<string, { count: number; resetAt: number }>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  private counts(accountId: string, month: string): Limits {
+    const key = `${accountId}:${month}`;
+    const entry = this.usageByKey.get(key);
+    if (entry && entry.expiresAt > this.now()) return entry.counts;
+    const fresh = { counts: { screenshots: 0, ai_credits: 0, bandwidth_bytes: 0 }, expiresAt: Number.POSITIVE_INFINITY };
+    this.usageByKey.set(key, fresh);
+    return fresh.counts;
+  }
+
+  async reserve(r: Reservation, limits: Limits, expiresAt: Date): Promise<ReserveOutcome> {
+    const counts = this.counts(r.accountId, r.month);
+    const amounts = amountsIn(r.amounts);
+    for (const [i, kind] of USAGE_KINDS.entries()) {
+      const amount = amounts[i] ?? 0;
+      if (amount > 0 && counts[kind] + amount > limits[kind]) {
+        return { ok: false, exceeded: kind, used: counts[kind], limit: limits[kind] };
+      }
+    }
+    USAGE_KINDS.forEach((kind, i) => {
+      counts[kind] += amounts[i] ?? 0;
+    });
+    const entry = this.usageByKey.get(`${r.accountId}:${r.month}`);
+    if (entry) entry.expiresAt = expiresAt.getTime();
+    this.pending.set(r.id, { amounts, expiresAt: this.now() + RESERVATION_TTL_SECONDS * 1000 });
+    this.sweep();
+    return { ok: true };
+  }
+
+  async refund(r: Reservation): Promise<boolean> {
+    const held = this.pending.get(r.id);
+    if (!held || held.expiresAt <= this.now()) return false;
+    this.pending.delete(r.id);
+    const counts = this.counts(r.accountId, r.month);
+    USAGE_KINDS.forEach((kind, i) => {
+      counts[kind] = Math.max(0, counts[kind] - (held.amounts[i] ?? 0));
+    });
+    return true;
+  }
+
+  async commit(r: Reservation): Promise<boolean> {
+    return this.pending.delete(r.id);
+  }
+
+  async usage(accountId: string, month: string): Promise<Limits> {
+    return { ...this.counts(accountId, month) };
+  }
+
+  async hitRate(accountId: string, max: number, windowSeconds: number, now: Date): Promise<RateOutcome> {
+    const t = now.getTime();
+    let entry = this.rates.get(accountId);
+    if (!entry || entry.resetAt <= t) {
+      const windowMs = windowSeconds * 1000;
+      entry = { count: 0, resetAt: (Math.floor(t / windowMs) + 1) * windowMs };
+      this.rates.set(accountId, entry);
+    }
+    entry.count += 1;
+    return { allowed: entry.count <= max, retryAfter: Math.max(1, Math.ceil((entry.resetAt - t) / 1000)) };
+  }
+
+  /** Drops forgotten reservations and past months so a long-running process stays small. */
+  private sweep(): void {
+    if (this.pending.size < 10_000) return;
+    const t = this.now();
+    for (const [id, held] of this.pending) if (held.expiresAt <= t) this.pending.delete(id);
+    for (const [key, entry] of this.usageByKey) if (entry.expiresAt <= t) this.usageByKey.delete(key);
+  }
+
+  async close(): Promise<void> {}
+}

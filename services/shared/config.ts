@@ -1,0 +1,135 @@
+/**
+ * The one place that reads process.env. Every setting is parsed and checked once at
+ * start-up and the result is frozen; a bad value stops the process with a message that
+ * names the variable. Both running modes (embedded and full stack) come from here.
+ */
+import path from 'node:path';
+
+export const ALL_SERVICES = ['api', 'billing', 'capture', 'ai', 'proxy', 'scheduler', 'notifier'] as const;
+export type ServiceName = (typeof ALL_SERVICES)[number];
+
+export interface Config {
+  /** HTTP port of the api service. */
+  port: number;
+  host: string;
+  baseUrl: string;
+  cdnUrl: string;
+  appUrl: string;
+  /** Folder for the SQLite file, local images and the generated secrets key in embedded mode. */
+  dataDir: string;
+  /** Knex connection: a mysql:// URL, or a path to a SQLite file. */
+  database: { client: 'mysql2'; url: string } | { client: 'better-sqlite3'; filename: string };
+  migrateOnStart: boolean;
+  redisUrl: string | null;
+  /** Prefix of every Redis key, so several deployments (or test runs) can share one Redis. */
+  redisPrefix: string;
+  transporter: string | null;
+  namespace: string;
+  nodeId: string | null;
+  services: ServiceName[];
+  seleniumUrl: string | null;
+  storageUrl: string | null;
+  secretsKey: string | null;
+  allowPrivateNetworks: boolean;
+  rateLimit: { max: number; windowSeconds: number };
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+  /** Largest accepted request body, bytes. */
+  bodyLimit: number;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | null {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? null : v.trim();
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = str(env, name);
+  if (raw === null) return fallback;
+  if (!/^-?\d+$/.test(raw)) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = str(env, name);
+  if (raw === null) return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string, protocols: string[]): string | null {
+  const raw = str(env, name);
+  if (raw === null) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be a URL, got "${raw}"`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(`${name} must start with ${protocols.map((p) => `${p}//`).join(' or ')}, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+export function loadConfig(env: Env = process.env): Readonly<Config> {
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const dataDir = path.resolve(str(env, 'DATA_DIR') ?? 'data');
+  const databaseUrl = url(env, 'DATABASE_URL', ['mysql:', 'mariadb:', 'sqlite:', 'file:']);
+  let database: Config['database'];
+  if (databaseUrl === null) database = { client: 'better-sqlite3', filename: path.join(dataDir, 'snapservice.sqlite') };
+  else if (/^(sqlite|file):/.test(databaseUrl)) {
+    database = { client: 'better-sqlite3', filename: path.resolve(databaseUrl.replace(/^(sqlite|file):(\/\/)?/, '')) };
+  } else database = { client: 'mysql2', url: databaseUrl.replace(/^mariadb:/, 'mysql:') };
+
+  const baseUrl = url(env, 'BASE_URL', ['http:', 'https:']) ?? `http://localhost:${port}`;
+  const servicesRaw = str(env, 'SERVICES');
+  const services = servicesRaw === null || servicesRaw === 'all' ? [...ALL_SERVICES] : servicesRaw.split(',').map((s) => s.trim());
+  for (const s of services) {
+    if (!(ALL_SERVICES as readonly string[]).includes(s)) {
+      throw new ConfigError(`SERVICES names an unknown service "${s}"; known: ${ALL_SERVICES.join(', ')}`);
+    }
+  }
+  const logLevel = (str(env, 'LOG_LEVEL') ?? 'info') as Config['logLevel'];
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace'].includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace; got "${logLevel}"`);
+  }
+  const secretsKey = str(env, 'SECRETS_KEY');
+  if (secretsKey !== null && !/^[0-9a-fA-F]{64}$/.test(secretsKey)) {
+    throw new ConfigError('SECRETS_KEY must be 64 hex characters (32 bytes); generate one with: openssl rand -hex 32');
+  }
+
+  const config: Config = {
+    port,
+    host: str(env, 'HOST') ?? '0.0.0.0',
+    baseUrl,
+    cdnUrl: url(env, 'CDN_URL', ['http:', 'https:']) ?? `${baseUrl}/cdn`,
+    appUrl: url(env, 'APP_URL', ['http:', 'https:']) ?? baseUrl,
+    dataDir,
+    database,
+    migrateOnStart: bool(env, 'MIGRATE_ON_START', database.client === 'better-sqlite3'),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisPrefix: str(env, 'REDIS_PREFIX') ?? 'snap:',
+    transporter: str(env, 'TRANSPORTER'),
+    namespace: str(env, 'NAMESPACE') ?? '',
+    nodeId: str(env, 'NODE_ID'),
+    services: services as ServiceName[],
+    seleniumUrl: url(env, 'SELENIUM_URL', ['http:', 'https:']),
+    storageUrl: url(env, 'STORAGE_URL', ['gs:', 'file:']),
+    secretsKey,
+    allowPrivateNetworks: bool(env, 'ALLOW_PRIVATE_NETWORKS', false),
+    rateLimit: {
+      max: int(env, 'RATE_LIMIT_MAX', 600, 0, 1_000_000),
+      windowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
+    },
+    logLevel,
+    bodyLimit: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 50 * 1_048_576),
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,90 @@
+/**
+ * Knex for both modes: SQLite (embedded) or MySQL/MariaDB (full stack), from config.
+ * One Knex per process and database, shared by the services of that process; each service
+ * still touches only the tables it owns.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import knex, { type Knex } from 'knex';
+import type { Config } from './config';
+
+const MIGRATIONS_DIR = path.join(__dirname, '..', '..', 'db', 'migrations');
+
+export function knexConfig(database: Config['database']): Knex.Config {
+  const migrations: Knex.MigratorConfig = {
+    directory: MIGRATIONS_DIR,
+    loadExtensions: ['.js'],
+    tableName: 'knex_migrations',
+  };
+  if (database.client === 'better-sqlite3') {
+    fs.mkdirSync(path.dirname(database.filename), { recursive: true });
+    return {
+      client: 'better-sqlite3',
+      connection: { filename: database.filename },
+      useNullAsDefault: true,
+      migrations,
+      pool: {
+        // WAL lets readers proceed while one writer commits; busy_timeout waits instead of
+        // failing when two processes (server and admin CLI) write at once.
+        afterCreate: (conn: { pragma(s: string): unknown }, done: (err: Error | null) => void) => {
+          conn.pragma('journal_mode = WAL');
+          conn.pragma('busy_timeout = 5000');
+          conn.pragma('foreign_keys = ON');
+          done(null);
+        },
+      },
+    };
+  }
+  return {
+    client: 'mysql2',
+    connection: { uri: database.url, timezone: 'Z', supportBigNumbers: true, bigNumberStrings: false } as Knex.MySql2ConnectionConfig,
+    pool: { min: 0, max: 10 },
+    migrations,
+  };
+}
+
+const shared = new Map<string, { db: Knex; users: number }>();
+
+function keyOf(database: Config['database']): string {
+  return database.client === 'better-sqlite3' ? `sqlite:${database.filename}` : database.url;
+}
+
+/** Returns this process's Knex for the database, opening it on first use. */
+export function acquireDatabase(database: Config['database']): Knex {
+  const key = keyOf(database);
+  let entry = shared.get(key);
+  if (!entry) {
+    entry = { db: knex(knexConfig(database)), users: 0 };
+    shared.set(key, entry);
+  }
+  entry.users += 1;
+  return entry.db;
+}
+
+/** Gives the Knex back; the last user closes its pool. */
+export async function releaseDatabase(database: Config['database']): Promise<void> {
+  const key = keyOf(database);
+  const entry = shared.get(key);
+  if (!entry) return;
+  entry.users -= 1;
+  if (entry.users <= 0) {
+    shared.delete(key);
+    await entry.db.destroy();
+  }
+}
+
+export async function migrateLatest(database: Config['database']): Promise<string[]> {
+  const db = acquireDatabase(database);
+  try {
+    const [, applied] = (await db.migrate.latest()) as [number, string[]];
+    return applied;
+  } finally {
+    await releaseDatabase(database);
+  }
+}
+
+/** True when the error is a unique-key violation on either database. */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; errno?: number };
+  return e?.code === 'ER_DUP_ENTRY' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}

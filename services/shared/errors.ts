@@ -1,0 +1,116 @@
+/**
+ * The catalogue of domain errors: each has the spec's error_code and its HTTP status.
+ *
+ * Errors are raised as MoleculerClientError/MoleculerError with `type` = error_code and
+ * `code` = HTTP status, because Moleculer rebuilds only its own error classes when an error
+ * crosses the transporter: a custom subclass would arrive as a plain object. The api maps
+ * by `type` and `code` (see toEnvelope), so the mapping is the same in one process and across
+ * many.
+ */
+import { Errors } from 'moleculer';
+
+export const ERROR_STATUS = {
+  // authentication
+  access_token_required: 401,
+  access_token_invalid: 401,
+  // input
+  invalid_parameter: 400,
+  not_found: 404,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  url_not_allowed: 400,
+  // quotas and rates
+  screenshot_limit_reached: 402,
+  ai_credits_exhausted: 402,
+  real_location_bandwidth_exhausted: 402,
+  rate_limited: 429,
+  // plan and addon gates (spec, Errors table)
+  byok_plan_required: 402,
+  byok_addon_required: 402,
+  byo_proxy_plan_required: 402,
+  byo_proxy_addon_required: 402,
+  // own providers and proxies (spec, Errors table)
+  ai_provider_not_configured: 412,
+  ai_provider_unsupported: 400,
+  ai_model_required: 400,
+  ai_model_not_supported: 400,
+  ai_provider_key_rejected: 401,
+  ai_provider_unavailable: 503,
+  invalid_ai_structured_fields: 400,
+  custom_proxy_not_found: 412,
+  invalid_proxy: 400,
+  proxy_auth_failed: 400,
+  proxy_connection_failed: 400,
+  proxy_host_not_found: 400,
+  proxy_timeout: 400,
+  // capture
+  page_load_failed: 422,
+  selector_not_found: 422,
+  action_failed: 422,
+  capture_timeout: 504,
+  capacity_exhausted: 503,
+  internal_error: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ErrorEnvelope {
+  success: false;
+  error_code: ErrorCode;
+  note: string;
+}
+
+/** Extra data an error may carry to the HTTP layer. */
+export interface ErrorData {
+  /** Seconds, for 429 and 503 answers (Retry-After). */
+  retryAfter?: number;
+  [key: string]: unknown;
+}
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_STATUS, value);
+}
+
+/** Builds the error to throw from any service; `note` tells the caller what to do. */
+export function serviceError(code: ErrorCode, note: string, data: ErrorData = {}): Errors.MoleculerError {
+  const status = ERROR_STATUS[code];
+  // 4xx are the caller's to fix (not retried by Moleculer); 5xx may be retryable.
+  return status < 500
+    ? new Errors.MoleculerClientError(note, status, code, data)
+    : new Errors.MoleculerError(note, status, code, data);
+}
+
+/**
+ * Reads any thrown value (ours, Moleculer's, a plain Error) into an envelope and status.
+ * Unknown errors become 500 internal_error with a generic note: never a stack trace.
+ */
+export function toEnvelope(err: unknown): { status: number; body: ErrorEnvelope; retryAfter?: number } {
+  const e = err as { type?: unknown; code?: unknown; message?: unknown; data?: ErrorData } | null;
+  if (e && isErrorCode(e.type)) {
+    const code = e.type;
+    const retryAfter = typeof e.data?.retryAfter === 'number' ? e.data.retryAfter : undefined;
+    return {
+      status: ERROR_STATUS[code],
+      body: { success: false, error_code: code, note: String(e.message ?? code) },
+      ...(retryAfter !== undefined ? { retryAfter } : {}),
+    };
+  }
+  const moleculerType = typeof e?.type === 'string' ? e.type : '';
+  // A service that is not running anywhere, or did not answer: the system is short of
+  // capacity, not broken by the caller.
+  if (['SERVICE_NOT_FOUND', 'SERVICE_NOT_AVAILABLE', 'REQUEST_TIMEOUT', 'REQUEST_SKIPPED'].includes(moleculerType)) {
+    return {
+      status: 503,
+      body: {
+        success: false,
+        error_code: 'capacity_exhausted',
+        note: 'A service needed for this request is not available right now; retry shortly.',
+      },
+      retryAfter: 5,
+    };
+  }
+  return {
+    status: 500,
+    body: { success: false, error_code: 'internal_error', note: 'Something went wrong on our side; the error was logged. Retry, and report it if it persists.' },
+  };
+}
