@@ -2,11 +2,11 @@
  * `npm start`: runs the services named by SERVICES (default: all) in this process.
  * Stops cleanly on SIGINT/SIGTERM.
  */
-import { ConfigError, loadConfig } from '../services/shared/config';
+import { type Config, ConfigError, loadConfig } from '../services/shared/config';
 import { startSystem } from '../services/shared/system';
 
 async function main(): Promise<void> {
-  let config;
+  let config: Readonly<Config>;
   try {
     config = loadConfig();
   } catch (err) {

@@ -68,7 +68,7 @@ export interface ErrorData {
 }
 
 export function isErrorCode(value: unknown): value is ErrorCode {
-  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_STATUS, value);
+  return typeof value === 'string' && Object.hasOwn(ERROR_STATUS, value);
 }
 
 /** Builds the error to throw from any service; `note` tells the caller what to do. */

@@ -108,6 +108,7 @@ export const OPTION_TABLE: OptionSpec[] = [
           options: { type: 'array', minItems: 1, maxItems: MAX_FIELD_OPTIONS, items: { type: 'string', maxLength: 200 } },
         },
         if: { properties: { type: { enum: ['enum', 'multi'] } } },
+        // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword, not a thenable
         then: { required: ['options'] },
       },
     },

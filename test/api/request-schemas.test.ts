@@ -1,0 +1,75 @@
+import { expect } from 'chai';
+import { shapeSchema, validateShape } from '../../services/api/request-schemas';
+import type { SnapOptions } from '../../services/shared/screenshot-options';
+
+function errorOf(fn: () => unknown): { type: string; message: string; code: number } {
+  try {
+    fn();
+  } catch (err) {
+    return err as { type: string; message: string; code: number };
+  }
+  throw new Error('expected a validation error');
+}
+
+describe('request schemas (generated from the option table)', () => {
+  it('coerces GET and form text: numbers, booleans as true/1/yes, JSON strings', () => {
+    const v = validateShape<SnapOptions>('snap', {
+      url: 'https://example.com',
+      wait: '250',
+      fullpage: '1',
+      no_ads: 'true',
+      disable_js: 'no',
+      scale_factor: '2',
+      headers: '[{"key":"X-A","value":"1"}]',
+      cookies: '{"session":"abc"}',
+      multi_step_actions: '[{"type":"click","selector":"#go"}]',
+    });
+    expect(v).to.deep.include({ wait: 250, fullpage: true, no_ads: true, disable_js: false, scale_factor: 2 });
+    expect(v.headers).to.deep.equal([{ key: 'X-A', value: '1' }]);
+    expect(v.cookies).to.deep.equal([{ key: 'session', value: 'abc' }]);
+    expect(v.multi_step_actions).to.deep.equal([{ type: 'click', selector: '#go' }]);
+  });
+
+  it('treats empty strings as absent and discards secrets sent on a capture request', () => {
+    const v = validateShape<Record<string, unknown>>('snap', { url: 'https://example.com', selectors: '', api_key: 'sk-secret', password: 'p' });
+    expect(v).to.deep.equal({ url: 'https://example.com' });
+  });
+
+  const cases: Array<[string, Record<string, unknown>, string, string]> = [
+    ['a missing (empty) url', { url: '' }, 'invalid_parameter', 'url is required'],
+    ['wait above 20000', { wait: '99999' }, 'invalid_parameter', 'wait: must be at most 20000, got 99999'],
+    ['a string where a number belongs', { page_width: 'wide' }, 'invalid_parameter', 'page_width: must be a whole number, got "wide"'],
+    ['an unknown image format', { image_format: 'gif' }, 'invalid_parameter', 'image_format: must be one of jpeg, png, webp, pdf; got "gif"'],
+    ['quality 0', { quality: 0 }, 'invalid_parameter', 'quality: must be at least 1'],
+    ['a URL without http(s)', { url: 'ftp://example.com' }, 'invalid_parameter', 'url: must be a full http:// or https:// URL'],
+    ['an unknown time zone', { time_zone: 'Mars/Olympus' }, 'invalid_parameter', 'not a known time zone'],
+    ['an unknown parameter', { colour: 'red' }, 'invalid_parameter', 'Unknown parameter "colour"'],
+    ['hover_on_selected without selectors', { hover_on_selected: 'true' }, 'invalid_parameter', 'hover_on_selected: requires selectors'],
+    ['an unsupported AI provider', { ai_provider: 'gemini' }, 'ai_provider_unsupported', 'ai_provider: must be one of service, anthropic, openai, openrouter'],
+    ['structured fields that are not JSON', { ai_structured_fields: '[{name' }, 'invalid_ai_structured_fields', 'ai_structured_fields: must be valid JSON'],
+    ['a structured field name starting with a digit', { ai_structured_fields: [{ name: '1st', type: 'string' }] }, 'invalid_ai_structured_fields', 'ai_structured_fields[0].name'],
+    ['an enum field without options', { ai_structured_fields: [{ name: 'colour', type: 'enum' }] }, 'invalid_ai_structured_fields', 'ai_structured_fields[0]: "options" is required'],
+    ['51 structured fields', { ai_structured_fields: Array.from({ length: 51 }, (_, i) => ({ name: `f${i}`, type: 'string' })) }, 'invalid_ai_structured_fields', 'at most 50 items'],
+    ['an ai_prompt over 2500 characters', { ai_prompt: 'x'.repeat(2501) }, 'invalid_parameter', 'ai_prompt: must be at most 2500 characters'],
+    ['an unknown action type', { multi_step_actions: [{ type: 'dance' }] }, 'invalid_parameter', 'multi_step_actions[0].type: must be one of click'],
+    ['a repeated query parameter', { wait: ['1', '2'] }, 'invalid_parameter', 'wait: must be'],
+  ];
+  for (const [what, params, code, fragment] of cases) {
+    it(`rejects ${what} with ${code} and a note naming the parameter`, () => {
+      const err = errorOf(() => validateShape('snap', { url: 'https://example.com', ...params }));
+      expect(err.type).to.equal(code);
+      expect(err.code).to.equal(400);
+      expect(err.message).to.contain(fragment);
+    });
+  }
+
+  it('keeps snap-only options out of configurations and schedule options out of snap', () => {
+    const snap = shapeSchema('snap') as { properties: Record<string, unknown> };
+    const config = shapeSchema('configCreate') as { properties: Record<string, unknown> };
+    expect(snap.properties).to.have.property('ttl');
+    expect(snap.properties).not.to.have.property('scheduled_every');
+    expect(config.properties).to.have.property('scheduled_every');
+    expect(config.properties).not.to.have.property('json');
+    expect(snap.properties.wait).to.deep.include({ type: 'integer', default: 1500, maximum: 20000 });
+  });
+});

@@ -1,0 +1,74 @@
+import { expect } from 'chai';
+import knex, { type Knex } from 'knex';
+import { AccountRepository, parseAddons } from '../../services/billing/accounts';
+import { knexConfig } from '../../services/shared/database';
+import { hashApiKey } from '../../services/shared/secrets';
+import { type Backend, backendConfig } from '../support/backends';
+
+for (const backend of ['sqlite', 'mysql'] as Backend[]) {
+  describe(`accounts and keys on ${backend}`, () => {
+    let db: Knex;
+    let repo: AccountRepository;
+    let cleanup: () => Promise<void>;
+
+    before(async () => {
+      const b = await backendConfig(backend);
+      cleanup = b.cleanup;
+      db = knex(knexConfig(b.config.database));
+      await db.migrate.latest();
+      repo = new AccountRepository(db);
+    });
+    after(async () => {
+      await db.destroy();
+      await cleanup();
+    });
+
+    it('migrates down and up again cleanly', async () => {
+      await db.migrate.rollback(undefined, true);
+      expect(await db.schema.hasTable('accounts')).to.equal(false);
+      await db.migrate.latest();
+      expect(await db.schema.hasTable('api_keys')).to.equal(true);
+      expect(await repo.listPlans()).to.deep.equal([
+        { name: 'free', paid: false, screenshot_limit: 25 },
+        { name: 'paid', paid: true, screenshot_limit: 10000 },
+      ]);
+    });
+
+    it('stores only the hash of a key and finds the account by it', async () => {
+      const { account_id, access_token } = await repo.create('paid', { byo_ai: 1, bandwidth_2gb: 2 });
+      const stored = await db('api_keys').where({ account_id });
+      expect(stored).to.have.length(1);
+      expect(JSON.stringify(stored)).not.to.contain(access_token);
+      expect(stored[0].key_hash).to.equal(hashApiKey(access_token));
+      const ctx = await repo.byToken(access_token);
+      expect(ctx).to.deep.equal({ accountId: account_id, plan: { name: 'paid', paid: true, screenshot_limit: 10000 }, addons: { byo_ai: 1, bandwidth_2gb: 2 } });
+    });
+
+    it('revokes the old key at once when the key is rotated', async () => {
+      const { account_id, access_token } = await repo.create('free', {});
+      const rotated = await repo.rotateKey(account_id);
+      expect(rotated.access_token).not.to.equal(access_token);
+      expect(await repo.byToken(access_token)).to.equal(null);
+      expect((await repo.byToken(rotated.access_token))?.accountId).to.equal(account_id);
+    });
+
+    it('changes plan and addons, and lets the operator change the catalogue', async () => {
+      await repo.upsertPlan({ name: 'pro', paid: true, screenshot_limit: 50000 });
+      const { account_id, access_token } = await repo.create('free', {});
+      const summary = await repo.setPlan(account_id, 'pro', { byo_proxy: 1 });
+      expect(summary).to.deep.include({ plan: 'pro', addons: { byo_proxy: 1 }, active_keys: 1 });
+      expect((await repo.byToken(access_token))?.plan.screenshot_limit).to.equal(50000);
+      await repo.upsertPlan({ name: 'pro', paid: true, screenshot_limit: 60000 });
+      expect((await repo.byToken(access_token))?.plan.screenshot_limit).to.equal(60000);
+    });
+
+    it('refuses an unknown plan, account or addon with a note that lists what exists', async () => {
+      const err = await repo.create('gold', {}).catch((e) => e);
+      expect(err.type).to.equal('invalid_parameter');
+      expect(err.message).to.contain('free');
+      expect((await repo.rotateKey('acct_missing').catch((e) => e)).type).to.equal('not_found');
+      expect(() => parseAddons('byo_ai,turbo')).to.throw('Unknown addon "turbo"');
+      expect(parseAddons('byo_ai, bandwidth_2gb:3')).to.deep.equal({ byo_ai: 1, bandwidth_2gb: 3 });
+    });
+  });
+}

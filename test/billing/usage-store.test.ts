@@ -1,0 +1,101 @@
+import { expect } from 'chai';
+import Redis from 'ioredis';
+import { MemoryUsageStore, RedisUsageStore, type UsageStore } from '../../services/billing/usage-store';
+import type { Reservation } from '../../services/shared/contracts';
+import { REDIS_URL, uniqueName } from '../support/backends';
+
+const limits = { screenshots: 3, ai_credits: 2, bandwidth_bytes: 1000 };
+const expiry = new Date(Date.now() + 3600_000);
+let n = 0;
+const reservation = (accountId: string, amounts: Reservation['amounts'], month = '2026-11'): Reservation => ({
+  id: `r${++n}`,
+  accountId,
+  month,
+  amounts,
+});
+
+function behavesAsAUsageStore(name: string, make: () => { store: UsageStore; prefix: string }) {
+  describe(`${name} usage store`, () => {
+    let store: UsageStore;
+    let prefix: string;
+    beforeEach(() => ({ store, prefix } = make()));
+    afterEach(() => store.close());
+
+    it('reserves up to the limit and refuses the request that would pass it', async () => {
+      for (let i = 0; i < 3; i++) expect(await store.reserve(reservation('a', { screenshots: 1 }), limits, expiry)).to.deep.equal({ ok: true });
+      expect(await store.reserve(reservation('a', { screenshots: 1 }), limits, expiry)).to.deep.equal({ ok: false, exceeded: 'screenshots', used: 3, limit: 3 });
+      expect((await store.usage('a', '2026-11')).screenshots).to.equal(3);
+    });
+
+    it('reserves several kinds at once, or none of them', async () => {
+      expect(await store.reserve(reservation('b', { screenshots: 1, ai_credits: 3 }), limits, expiry)).to.include({ ok: false, exceeded: 'ai_credits' });
+      expect(await store.usage('b', '2026-11')).to.deep.equal({ screenshots: 0, ai_credits: 0, bandwidth_bytes: 0 });
+      expect(await store.reserve(reservation('b', { screenshots: 1, ai_credits: 2 }), limits, expiry)).to.deep.equal({ ok: true });
+      expect(await store.usage('b', '2026-11')).to.deep.equal({ screenshots: 1, ai_credits: 2, bandwidth_bytes: 0 });
+    });
+
+    it('refunds a reservation exactly once', async () => {
+      const r = reservation('c', { screenshots: 2 });
+      await store.reserve(r, limits, expiry);
+      expect(await store.refund(r)).to.equal(true);
+      expect(await store.refund(r)).to.equal(false);
+      expect((await store.usage('c', '2026-11')).screenshots).to.equal(0);
+    });
+
+    it('does not refund a committed reservation', async () => {
+      const r = reservation('d', { screenshots: 1 });
+      await store.reserve(r, limits, expiry);
+      expect(await store.commit(r)).to.equal(true);
+      expect(await store.refund(r)).to.equal(false);
+      expect((await store.usage('d', '2026-11')).screenshots).to.equal(1);
+    });
+
+    it('keeps months and accounts apart', async () => {
+      await store.reserve(reservation('e', { screenshots: 3 }), limits, expiry);
+      expect(await store.reserve(reservation('e', { screenshots: 1 }, '2026-12'), limits, expiry)).to.deep.equal({ ok: true });
+      expect(await store.reserve(reservation('f', { screenshots: 3 }), limits, expiry)).to.deep.equal({ ok: true });
+    });
+
+    it('limits requests per window and says when to retry', async () => {
+      const now = new Date('2026-11-21T10:00:10Z');
+      const account = uniqueName('rate');
+      for (let i = 0; i < 3; i++) expect((await store.hitRate(account, 3, 60, now)).allowed).to.equal(true);
+      const refused = await store.hitRate(account, 3, 60, now);
+      expect(refused.allowed).to.equal(false);
+      expect(refused.retryAfter).to.be.within(1, 60);
+    });
+
+    it('never passes the limit under many concurrent reservations', async () => {
+      const tight = { ...limits, screenshots: 7 };
+      const outcomes = await Promise.all(Array.from({ length: 60 }, () => store.reserve(reservation('g', { screenshots: 1 }), tight, expiry)));
+      expect(outcomes.filter((o) => o.ok)).to.have.length(7);
+      expect((await store.usage('g', '2026-11')).screenshots).to.equal(7);
+      void prefix;
+    });
+  });
+}
+
+behavesAsAUsageStore('in-process', () => ({ store: new MemoryUsageStore(), prefix: '' }));
+behavesAsAUsageStore('Redis', () => {
+  const prefix = `${uniqueName('t')}:`;
+  return { store: new RedisUsageStore(REDIS_URL, prefix), prefix };
+});
+
+describe('Redis usage counters', () => {
+  it('are keyed by account and UTC month and expire after the month', async () => {
+    const prefix = `${uniqueName('t')}:`;
+    const store = new RedisUsageStore(REDIS_URL, prefix);
+    const redis = new Redis(REDIS_URL);
+    try {
+      const expiresAt = new Date(Date.now() + 10 * 24 * 3600_000);
+      await store.reserve(reservation('acct1', { screenshots: 1 }), limits, expiresAt);
+      const key = `${prefix}usage:{acct1}:2026-11`;
+      expect(await redis.hget(key, 'screenshots')).to.equal('1');
+      const ttl = await redis.ttl(key);
+      expect(ttl).to.be.within(10 * 24 * 3600 - 5, 10 * 24 * 3600);
+    } finally {
+      redis.disconnect();
+      await store.close();
+    }
+  });
+});

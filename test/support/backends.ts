@@ -1,0 +1,78 @@
+/**
+ * The real backends the integration tests use (MariaDB, Redis, NATS on this machine and
+ * in CI). Each test run gets its own MariaDB database, Redis key prefix and NATS
+ * namespace, so runs never see each other's data.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import knex from 'knex';
+import { type Config, loadConfig } from '../../services/shared/config';
+
+export const MYSQL_ADMIN_URL = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
+export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const NATS_URL = process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}${Date.now().toString(36)}${crypto.randomBytes(3).toString('hex')}`;
+}
+
+/** A new, empty MariaDB database; drop() removes it. */
+export async function freshMysqlDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = uniqueName('snaptest_');
+  const admin = knex({ client: 'mysql2', connection: MYSQL_ADMIN_URL });
+  try {
+    await admin.raw(`CREATE DATABASE \`${name}\``);
+  } catch (err) {
+    await admin.destroy();
+    throw new Error(`MariaDB at ${MYSQL_ADMIN_URL} is needed by the integration tests (${(err as Error).message}). Start it, or set TEST_MYSQL_URL.`);
+  }
+  await admin.destroy();
+  const url = new URL(MYSQL_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const db = knex({ client: 'mysql2', connection: MYSQL_ADMIN_URL });
+      await db.raw(`DROP DATABASE IF EXISTS \`${name}\``);
+      await db.destroy();
+    },
+  };
+}
+
+export function tempDir(prefix = 'snaptest-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** A config as the process would load it from these environment variables. */
+export function configFrom(env: Record<string, string | undefined>): Readonly<Config> {
+  return loadConfig({ PORT: '0', LOG_LEVEL: 'warn', ...env });
+}
+
+export type Backend = 'sqlite' | 'mysql';
+
+/** Config for an embedded (SQLite) or full-stack (MariaDB, Redis) system; cleanup() undoes it. */
+export async function backendConfig(
+  backend: Backend,
+  env: Record<string, string | undefined> = {},
+): Promise<{ config: Readonly<Config>; env: Record<string, string>; cleanup(): Promise<void> }> {
+  const dataDir = tempDir();
+  if (backend === 'sqlite') {
+    const e = { DATA_DIR: dataDir, ...env } as Record<string, string>;
+    return { config: configFrom(e), env: e, cleanup: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
+  }
+  const db = await freshMysqlDatabase();
+  const e = { DATA_DIR: dataDir, DATABASE_URL: db.url, MIGRATE_ON_START: 'true', REDIS_URL: REDIS_URL, REDIS_PREFIX: `${uniqueName('t')}:`, ...env } as Record<
+    string,
+    string
+  >;
+  return {
+    config: configFrom(e),
+    env: e,
+    cleanup: async () => {
+      await db.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

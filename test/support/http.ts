@@ -1,0 +1,33 @@
+/** A small HTTP client for tests: JSON in, status + headers + parsed body out. */
+export interface HttpAnswer<T = Record<string, unknown>> {
+  status: number;
+  headers: Headers;
+  body: T;
+  raw: Buffer;
+}
+
+export async function request<T = Record<string, unknown>>(
+  base: string,
+  method: string,
+  path: string,
+  opts: { json?: unknown; form?: Record<string, string>; headers?: Record<string, string>; body?: string } = {},
+): Promise<HttpAnswer<T>> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  let body: string | undefined = opts.body;
+  if (opts.json !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(opts.json);
+  } else if (opts.form) {
+    headers['content-type'] = 'application/x-www-form-urlencoded';
+    body = new URLSearchParams(opts.form).toString();
+  }
+  const res = await fetch(base + path, { method, headers, body });
+  const raw = Buffer.from(await res.arrayBuffer());
+  let parsed: unknown = null;
+  if ((res.headers.get('content-type') ?? '').includes('json')) parsed = JSON.parse(raw.toString('utf8'));
+  return { status: res.status, headers: res.headers, body: parsed as T, raw };
+}
+
+export function qs(params: Record<string, string | number | boolean>): string {
+  return new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)])).toString();
+}
