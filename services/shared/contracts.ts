@@ -96,7 +96,7 @@ export function call<A extends ActionName>(
   caller: ServiceBroker | Context,
   action: A,
   params: ParamsOf<A>,
-  opts?: { timeout?: number; meta?: Record<string, unknown> },
+  opts?: { timeout?: number; meta?: Record<string, unknown>; nodeID?: string },
 ): Promise<ResultOf<A>> {
   return (caller as ServiceBroker).call(action, params, opts) as Promise<ResultOf<A>>;
 }
