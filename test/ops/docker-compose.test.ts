@@ -1,0 +1,42 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import YAML from 'yaml';
+import { ALL_SERVICES } from '../../services/shared/config';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+
+describe('docker-compose.yml (production layout)', () => {
+  const doc = YAML.parse(fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+    services: Record<string, { image?: string; command?: string[]; restart?: string; environment?: Record<string, string>; depends_on?: Record<string, unknown> }>;
+  };
+
+  it('is valid YAML with the backing services, a Selenium hub and Chrome nodes', () => {
+    expect(doc.services).to.include.all.keys('mysql', 'redis', 'nats', 'selenium-hub', 'chrome', 'migrate');
+  });
+
+  it('pins every image to an explicit version', () => {
+    for (const [name, svc] of Object.entries(doc.services)) {
+      expect(svc.image, name).to.match(/^[\w./-]+:[\w.-]+$/);
+      expect(svc.image, name).not.to.match(/:latest$/);
+    }
+  });
+
+  it('runs every service from one image, selected by SERVICES', () => {
+    const images = new Set<string>();
+    for (const name of ALL_SERVICES) {
+      const svc = doc.services[name];
+      expect(svc, name).to.exist;
+      expect(svc?.environment?.SERVICES).to.equal(name);
+      expect(svc?.environment?.TRANSPORTER).to.match(/^nats:\/\//);
+      images.add(String(svc?.image));
+    }
+    expect(images.size).to.equal(1);
+  });
+
+  it('migrates as a one-shot step that every service waits for', () => {
+    expect(doc.services.migrate?.command).to.deep.equal(['node', 'dist/db/migrate.js']);
+    expect(doc.services.migrate?.restart).to.equal('no');
+    expect(doc.services.api?.depends_on?.migrate).to.deep.equal({ condition: 'service_completed_successfully' });
+  });
+});
