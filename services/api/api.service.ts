@@ -10,20 +10,23 @@ import type { ServiceSchema } from 'moleculer';
 import type { Config } from '../shared/config';
 import { buildHttpServer, openApiDocument, type RouteDef } from './http';
 import { ACCOUNT_ROUTES } from './routes';
-import { SNAP_ROUTES } from './snap-routes';
+import { createFileStore, type FileStore } from '../shared/storage';
+import { snapRoutes } from './snap-routes';
 
-export function apiRoutes(): RouteDef[] {
-  return [...ACCOUNT_ROUTES, ...SNAP_ROUTES];
+export function apiRoutes(store: FileStore): RouteDef[] {
+  return [...ACCOUNT_ROUTES, ...snapRoutes(store)];
 }
 
-export function apiService(deps: { config: Readonly<Config> }): ServiceSchema {
+export function apiService(deps: { config: Readonly<Config>; store?: FileStore }): ServiceSchema {
   const { config } = deps;
   let app: FastifyInstance;
+  let store: FileStore;
   return {
     name: 'api',
     settings: { port: config.port },
     created() {
-      const routes = apiRoutes();
+      store = deps.store ?? createFileStore(config);
+      const routes = apiRoutes(store);
       const document = openApiDocument(routes, config);
       app = buildHttpServer(this.broker, config, [
         ...routes,
@@ -41,15 +44,22 @@ export function apiService(deps: { config: Readonly<Config> }): ServiceSchema {
       app.register(swagger, { mode: 'static', specification: { document: document as never } });
       app.register(swaggerUi, { routePrefix: '/docs' });
     },
-    async started() {
-      await app.listen({ port: config.port, host: config.host });
-      const address = app.server.address();
-      const port = typeof address === 'object' && address ? address.port : config.port;
-      this.settings.port = port;
-      this.logger.info(`HTTP listening on ${config.host}:${port}`);
+    methods: {
+      /**
+       * Called by startSystem once every service of this process has started, so the
+       * first request never finds a local service still warming up.
+       */
+      async listen() {
+        await app.listen({ port: config.port, host: config.host });
+        const address = app.server.address();
+        const port = typeof address === 'object' && address ? address.port : config.port;
+        this.settings.port = port;
+        this.logger.info(`HTTP listening on ${config.host}:${port}`);
+      },
     },
     async stopped() {
       await app.close();
+      await store.close();
     },
   };
 }

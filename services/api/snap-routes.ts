@@ -1,49 +1,120 @@
 /**
- * GET and POST /snap: validate, gate and reserve through billing, capture, then commit or
- * refund. A failed capture spends no credit.
+ * GET and POST /snap: validate, reuse a capture within ttl (free), else gate and reserve a
+ * credit through billing, capture, then commit or refund (a failed capture spends
+ * nothing). Answers the image, the JSON record or the HTML; the bytes come from storage,
+ * never through the transporter. Also GET /cdn/:name, the public file links.
  */
-import { call } from '../shared/contracts';
-import { type SnapOptions, requestedFeatures } from '../shared/screenshot-options';
+import { type ScreenshotRef, call } from '../shared/contracts';
+import { serviceError } from '../shared/errors';
+import { type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
+import type { FileStore } from '../shared/storage';
 import type { RouteContext, RouteDef } from './http';
 import { shapeSchema, validateShape } from './request-schemas';
 
-async function snap(ctx: RouteContext): Promise<unknown> {
-  const { broker, account } = ctx;
-  const options = validateShape<SnapOptions>('snap', ctx.params);
-  const reservation = await call(broker, 'billing.reserve', {
-    account,
-    amounts: { screenshots: 1 },
-    features: requestedFeatures(options),
-  });
-  try {
-    const result = await call(broker, 'capture.take', { account, options, reservation });
-    await call(broker, 'billing.commit', { reservation });
-    return result;
-  } catch (err) {
-    await call(broker, 'billing.refund', { reservation }).catch(() => undefined);
-    throw err;
+const DEFAULT_TTL_SECONDS = 86_400;
+
+/** The snap JSON record: exactly the spec's fields (plus success). */
+export function snapRecord(ref: ScreenshotRef): Record<string, unknown> {
+  return {
+    success: true,
+    id: ref.id,
+    embed_url: ref.embed_url,
+    screenshot_configuration_id: ref.config_id,
+    direct_link: ref.direct_link,
+    direct_thumbnail_link: ref.direct_thumbnail_link,
+    taken_at_timestamp: String(ref.taken_at_ms),
+    taken_at: new Date(ref.taken_at_ms).toISOString().replace('Z', '+00:00'),
+    job_id: ref.job_id,
+  };
+}
+
+async function readStored(store: FileStore, name: string | null): Promise<{ data: Buffer; contentType: string }> {
+  const file = name ? await store.get(name) : null;
+  if (!file) throw serviceError('internal_error', 'The stored capture could not be read.');
+  return file;
+}
+
+async function answer(ctx: RouteContext, store: FileStore, ref: ScreenshotRef, options: SnapOptions, cache: 'HIT' | 'MISS'): Promise<unknown> {
+  ctx.reply.header('X-Cache', cache);
+  if (options.html_only) {
+    const file = await readStored(store, ref.html_name);
+    return { success: true, html: file.data.toString('utf8') };
   }
+  if (options.json) return snapRecord(ref);
+  const file = await readStored(store, ref.image_name);
+  return ctx.reply.header('content-type', file.contentType).header('content-length', String(file.data.length)).send(file.data);
+}
+
+function snapHandler(store: FileStore) {
+  return async (ctx: RouteContext): Promise<unknown> => {
+    const { broker, account } = ctx;
+    const options = validateShape<SnapOptions>('snap', ctx.params);
+    const ttl = options.ttl ?? DEFAULT_TTL_SECONDS;
+    if (ttl > 0) {
+      const cached = await call(broker, 'capture.findRecent', { accountId: account.accountId, cacheKey: captureKey(options), since: Date.now() - ttl * 1000 });
+      if (cached) return answer(ctx, store, cached, options, 'HIT');
+    }
+    const reservation = await call(broker, 'billing.reserve', { account, amounts: { screenshots: 1 }, features: requestedFeatures(options) });
+    let ref: ScreenshotRef;
+    try {
+      ref = await call(broker, 'capture.take', { account, options });
+    } catch (err) {
+      await call(broker, 'billing.refund', { reservation }).catch(() => undefined);
+      throw err;
+    }
+    await call(broker, 'billing.commit', { reservation });
+    return answer(ctx, store, ref, options, 'MISS');
+  };
 }
 
 const SNAP_ERRORS = [
   'invalid_parameter',
   'invalid_ai_structured_fields',
   'ai_provider_unsupported',
+  'url_not_allowed',
   'byok_plan_required',
   'byok_addon_required',
   'byo_proxy_plan_required',
   'byo_proxy_addon_required',
   'screenshot_limit_reached',
+  'page_load_failed',
+  'selector_not_found',
   'capacity_exhausted',
+  'capture_timeout',
 ] as const;
 
-export const SNAP_ROUTES: RouteDef[] = (['GET', 'POST'] as const).map((method) => ({
-  method,
-  url: '/snap',
-  summary: 'Capture a page: the image (default), the JSON record (json=true) or the rendered HTML (html_only=true).',
-  tag: 'capture',
-  params: shapeSchema('snap'),
-  response: { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf', 'application/json'] },
-  errors: [...SNAP_ERRORS],
-  handler: snap,
-}));
+export function snapRoutes(store: FileStore): RouteDef[] {
+  const handler = snapHandler(store);
+  const snap = (['GET', 'POST'] as const).map(
+    (method): RouteDef => ({
+      method,
+      url: '/snap',
+      summary: 'Capture a page: the image (default), the JSON record (json=true) or the rendered HTML (html_only=true).',
+      tag: 'capture',
+      params: shapeSchema('snap'),
+      response: { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf', 'application/json'] },
+      errors: [...SNAP_ERRORS],
+      handler,
+    }),
+  );
+  const cdn: RouteDef = {
+    method: 'GET',
+    url: '/cdn/:name',
+    summary: 'A stored image, thumbnail or HTML file (public, no key; names are random).',
+    tag: 'capture',
+    auth: false,
+    response: { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf', 'text/html'] },
+    errors: ['not_found'],
+    handler: async ({ path, reply }) => {
+      const name = path.name ?? '';
+      const file = /^[A-Za-z0-9_-]+\.[a-z]+$/.test(name) ? await store.get(name) : null;
+      if (!file) throw serviceError('not_found', `No stored file named "${name}".`);
+      return reply
+        .header('content-type', file.contentType)
+        .header('cache-control', 'public, max-age=31536000, immutable')
+        .header('x-content-type-options', 'nosniff')
+        .send(file.data);
+    },
+  };
+  return [...snap, cdn];
+}

@@ -29,12 +29,25 @@ export interface Config {
   services: ServiceName[];
   seleniumUrl: string | null;
   storageUrl: string | null;
+  /** Another GCS JSON API endpoint (an emulator or a local server); unset = Google's, with default credentials. */
+  gcsApiEndpoint: string | null;
   secretsKey: string | null;
   allowPrivateNetworks: boolean;
   rateLimit: { max: number; windowSeconds: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   /** Largest accepted request body, bytes. */
   bodyLimit: number;
+  capture: {
+    /** Browser sessions this capture instance keeps warm (at most the Grid's free slots). */
+    sessions: number;
+    queueMax: number;
+    queueTimeoutMs: number;
+    timeoutMs: number;
+    chromeBin: string;
+    chromedriverBin: string;
+    /** Extra Chromium flags, space separated (e.g. --host-resolver-rules for test fixtures). */
+    extraArgs: string[];
+  };
 }
 
 export class ConfigError extends Error {}
@@ -122,6 +135,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     services: services as ServiceName[],
     seleniumUrl: url(env, 'SELENIUM_URL', ['http:', 'https:']),
     storageUrl: url(env, 'STORAGE_URL', ['gs:', 'file:']),
+    gcsApiEndpoint: url(env, 'GCS_API_ENDPOINT', ['http:', 'https:']),
     secretsKey,
     allowPrivateNetworks: bool(env, 'ALLOW_PRIVATE_NETWORKS', false),
     rateLimit: {
@@ -130,6 +144,15 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     },
     logLevel,
     bodyLimit: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 50 * 1_048_576),
+    capture: {
+      sessions: int(env, 'CAPTURE_SESSIONS', 2, 1, 256),
+      queueMax: int(env, 'CAPTURE_QUEUE_MAX', 16, 0, 10_000),
+      queueTimeoutMs: int(env, 'CAPTURE_QUEUE_TIMEOUT_MS', 30_000, 100, 600_000),
+      timeoutMs: int(env, 'CAPTURE_TIMEOUT_MS', 60_000, 1000, 600_000),
+      chromeBin: str(env, 'CHROME_BIN') ?? '/usr/bin/chromium',
+      chromedriverBin: str(env, 'CHROMEDRIVER_BIN') ?? '/usr/bin/chromedriver',
+      extraArgs: (str(env, 'CHROME_EXTRA_ARGS') ?? '').split(/\s+/).filter(Boolean),
+    },
   };
   return Object.freeze(config);
 }

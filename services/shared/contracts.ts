@@ -68,6 +68,21 @@ export interface AccountSummary {
   active_keys: number;
 }
 
+/** A stored capture, as capture hands it to the api (the files stay in storage). */
+export interface ScreenshotRef {
+  id: string;
+  job_id: string;
+  config_id: string;
+  embed_url: string;
+  direct_link: string;
+  direct_thumbnail_link: string;
+  taken_at_ms: number;
+  /** Storage object names, for the api to stream. */
+  image_name: string | null;
+  html_name: string | null;
+  content_type: string | null;
+}
+
 /** Action name -> [params, result]. */
 export interface Actions {
   'billing.authenticate': [{ token: string }, AccountContext];
@@ -82,7 +97,9 @@ export interface Actions {
   'billing.rotateKey': [{ accountId: string }, { account_id: string; access_token: string }];
   'billing.listPlans': [Record<string, never>, PlanRecord[]];
   'billing.upsertPlan': [PlanRecord, PlanRecord];
-  'capture.take': [{ account: AccountContext; options: SnapOptions; reservation: Reservation }, unknown];
+  'capture.take': [{ account: AccountContext; options: SnapOptions }, ScreenshotRef];
+  'capture.findRecent': [{ accountId: string; cacheKey: string; since: number }, ScreenshotRef | null];
+  'scheduler.snapConfig': [{ accountId: string; options: SnapOptions; snapKey: string }, { id: string; embed_url: string }];
   'ai.verifiedProviders': [{ accountId: string }, string[]];
   'proxy.summaries': [{ accountId: string }, Array<{ id: number; label: string; verified: boolean }>];
 }

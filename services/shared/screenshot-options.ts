@@ -4,6 +4,8 @@
  * generated from OPTION_TABLE; nothing else lists the options.
  */
 
+import crypto from 'node:crypto';
+
 type JsonSchema = Record<string, unknown>;
 
 export type OptionKind = 'string' | 'boolean' | 'integer' | 'number' | 'json';
@@ -255,4 +257,13 @@ export function requestedFeatures(o: ScreenshotOptions): { ownAi: boolean; ownPr
     ownAi: o.ai_provider !== undefined && o.ai_provider !== 'service',
     ownProxy: o.custom_proxy_id !== undefined,
   };
+}
+
+/**
+ * Identity of a capture: the URL and every capture-affecting option, defaults filled in.
+ * Equal keys mean interchangeable captures (ttl reuse) and the same snap configuration.
+ */
+export function captureKey(o: SnapOptions): string {
+  const values = OPTION_TABLE.filter((x) => x.affectsCapture).map((x) => [x.name, (o as unknown as Record<string, unknown>)[x.name] ?? x.default ?? null]);
+  return crypto.createHash('sha256').update(JSON.stringify(values)).digest('hex');
 }

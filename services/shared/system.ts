@@ -7,7 +7,9 @@ import { brokerOptions } from '../../moleculer.config';
 import { aiService } from '../ai/ai.service';
 import { apiService } from '../api/api.service';
 import { type BillingDeps, billingService } from '../billing/billing.service';
+import { captureService } from '../capture/capture.service';
 import { proxyService } from '../proxy/proxy.service';
+import { schedulerService } from '../scheduler/scheduler.service';
 import type { Config, ServiceName } from './config';
 import { migrateLatest } from './database';
 
@@ -22,6 +24,8 @@ const FACTORIES: Partial<Record<ServiceName, Factory>> = {
   billing: (config, o) => billingService({ config, ...(o.billing ?? {}) }),
   ai: (config) => aiService({ config }),
   proxy: (config) => proxyService({ config }),
+  capture: (config) => captureService({ config }),
+  scheduler: (config) => schedulerService({ config }),
 };
 
 export async function startSystem(config: Readonly<Config>, overrides: SystemOverrides = {}): Promise<ServiceBroker> {
@@ -32,6 +36,8 @@ export async function startSystem(config: Readonly<Config>, overrides: SystemOve
     if (factory) broker.createService(factory(config, overrides));
   }
   await broker.start();
+  const api = broker.getLocalService('api') as (ReturnType<ServiceBroker['getLocalService']> & { listen(): Promise<void> }) | undefined;
+  if (api) await api.listen();
   return broker;
 }
 

@@ -1,0 +1,275 @@
+/**
+ * Warm browser sessions, bounded by capacity, with a bounded wait queue.
+ *
+ * Each slot is one WebDriver session (on the Selenium Grid, or a local ChromeDriver in
+ * embedded mode) plus one browser-level CDP socket. A slot runs one capture at a time, in a
+ * fresh browser context (CDP Target.createBrowserContext: no cookie, storage or cache is
+ * shared with any other capture). The next context is prepared while the slot is idle, so
+ * its cost stays off the request's path. A slot that misbehaves is quit and replaced; every
+ * session is quit on shutdown, so no Grid slot is held until the Grid's own timeout.
+ */
+import { Builder, type WebDriver } from 'selenium-webdriver';
+import chrome from 'selenium-webdriver/chrome';
+import { serviceError } from '../shared/errors';
+import { CdpConnection } from './cdp';
+
+/** Flags without which headless Chromium hangs or phones home on a closed network. */
+export const CHROME_ARGS = [
+  '--headless=new',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-default-apps',
+  '--disable-extensions',
+  '--mute-audio',
+  '--hide-scrollbars',
+  '--disable-features=Translate,MediaRouter,OptimizationHints',
+];
+
+export interface LaunchOptions {
+  seleniumUrl: string | null;
+  chromeBin: string;
+  chromedriverBin: string;
+  /** Extra Chromium flags (tests route fixture hostnames with --host-resolver-rules). */
+  extraArgs: string[];
+}
+
+export interface PoolOptions {
+  sessions: number;
+  queueMax: number;
+  queueTimeoutMs: number;
+  /** A WebDriver command is sent this often to idle sessions, so the Grid does not reap them. */
+  keepAliveMs: number;
+}
+
+/** A target (tab in its own window) in a fresh browser context, attached in flat mode. */
+export interface PreparedPage {
+  contextId: string;
+  targetId: string;
+  sessionId: string;
+}
+
+export class BrowserSlot {
+  private prepared: Promise<PreparedPage> | null = null;
+  busy = false;
+  broken = false;
+  lastUsed = Date.now();
+  userAgent = '';
+
+  constructor(
+    readonly driver: WebDriver,
+    readonly cdp: CdpConnection,
+    readonly id: number,
+  ) {}
+
+  /** Starts preparing the next page in the background. */
+  prepareNext(): void {
+    if (this.prepared || this.broken) return;
+    const p = this.createPage();
+    p.catch(() => {
+      this.broken = true;
+    });
+    this.prepared = p;
+  }
+
+  /** The prepared page (or a new one), handed over to one capture. */
+  async takePage(): Promise<PreparedPage> {
+    const p = this.prepared ?? this.createPage();
+    this.prepared = null;
+    return p;
+  }
+
+  private async createPage(): Promise<PreparedPage> {
+    const { browserContextId: contextId } = await this.cdp.send<{ browserContextId: string }>('Target.createBrowserContext', { disposeOnDetach: false });
+    // Its own window: a background tab in headless Chromium can stall on screenshots.
+    const { targetId } = await this.cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId: contextId, newWindow: true });
+    const { sessionId } = await this.cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
+    await Promise.all([this.cdp.send('Page.enable', {}, sessionId), this.cdp.send('Runtime.enable', {}, sessionId)]);
+    return { contextId, targetId, sessionId };
+  }
+
+  /** Throws the page away with its context (cookies, storage, cache, renderer). */
+  async disposePage(page: PreparedPage): Promise<void> {
+    await this.cdp.send('Target.disposeBrowserContext', { browserContextId: page.contextId });
+  }
+
+  async quit(): Promise<void> {
+    this.broken = true;
+    const pending = this.prepared;
+    this.prepared = null;
+    if (pending) await pending.then((p) => this.disposePage(p)).catch(() => undefined);
+    this.cdp.close();
+    await this.driver.quit().catch(() => undefined);
+  }
+}
+
+async function cdpUrlOf(driver: WebDriver): Promise<string> {
+  const caps = await driver.getCapabilities();
+  const seCdp = caps.get('se:cdp') as string | undefined;
+  if (seCdp) return seCdp;
+  const address = (caps.get('goog:chromeOptions') as { debuggerAddress?: string } | undefined)?.debuggerAddress;
+  if (!address) throw new Error('the WebDriver session offers no CDP endpoint (neither se:cdp nor goog:chromeOptions.debuggerAddress)');
+  const res = await fetch(`http://${address}/json/version`);
+  const body = (await res.json()) as { webSocketDebuggerUrl: string };
+  return body.webSocketDebuggerUrl;
+}
+
+export async function launchSession(opts: LaunchOptions, id: number): Promise<BrowserSlot> {
+  const options = new chrome.Options();
+  options.addArguments(...CHROME_ARGS, ...opts.extraArgs);
+  options.setChromeBinaryPath(opts.chromeBin);
+  let builder = new Builder().forBrowser('chrome').setChromeOptions(options);
+  if (opts.seleniumUrl) builder = builder.usingServer(opts.seleniumUrl);
+  else builder = builder.setChromeService(new chrome.ServiceBuilder(opts.chromedriverBin));
+  const driver = await builder.build();
+  try {
+    const cdp = await CdpConnection.open(await cdpUrlOf(driver));
+    const slot = new BrowserSlot(driver, cdp, id);
+    const version = await cdp.send<{ userAgent: string }>('Browser.getVersion');
+    // Sites serve degraded pages to "HeadlessChrome"; captures should look like a person's.
+    slot.userAgent = version.userAgent.replace('HeadlessChrome', 'Chrome');
+    return slot;
+  } catch (err) {
+    await driver.quit().catch(() => undefined);
+    throw err;
+  }
+}
+
+interface Waiter {
+  resolve(slot: BrowserSlot): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+export class BrowserPool {
+  private readonly slots: BrowserSlot[] = [];
+  private readonly queue: Waiter[] = [];
+  private starting = 0;
+  private nextId = 1;
+  private closed = false;
+  private keepAlive: NodeJS.Timeout | null = null;
+  private lastLaunchError: Error | null = null;
+
+  constructor(
+    private readonly launch: LaunchOptions,
+    private readonly opts: PoolOptions,
+    private readonly log: { warn(...a: unknown[]): void; info(...a: unknown[]): void },
+    private readonly launcher: (opts: LaunchOptions, id: number) => Promise<BrowserSlot> = launchSession,
+  ) {}
+
+  /** Opens every session now, so the first captures find warm browsers. */
+  async start(): Promise<void> {
+    const launches = Array.from({ length: this.opts.sessions }, () => this.addSlot());
+    await Promise.allSettled(launches);
+    this.keepAlive = setInterval(() => this.pingIdle(), this.opts.keepAliveMs);
+    this.keepAlive.unref();
+  }
+
+  get stats(): { sessions: number; busy: number; queued: number } {
+    return { sessions: this.slots.length, busy: this.slots.filter((s) => s.busy).length, queued: this.queue.length };
+  }
+
+  /** A free slot, waiting in the bounded queue if none is free; past the queue, 503. */
+  acquire(): Promise<BrowserSlot> {
+    if (this.closed) return Promise.reject(serviceError('capacity_exhausted', 'The capture service is shutting down; retry shortly.', { retryAfter: 5 }));
+    const free = this.slots.find((s) => !s.busy && !s.broken);
+    if (free) {
+      free.busy = true;
+      return Promise.resolve(free);
+    }
+    if (this.queue.length >= this.opts.queueMax) {
+      return Promise.reject(
+        serviceError('capacity_exhausted', `All ${this.opts.sessions} browsers are busy and ${this.queue.length} captures are waiting; retry shortly.`, { retryAfter: 2 }),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          const i = this.queue.indexOf(waiter);
+          if (i >= 0) this.queue.splice(i, 1);
+          const why = this.slots.length === 0 && this.lastLaunchError ? ` (no browser could be started: ${this.lastLaunchError.message})` : '';
+          reject(serviceError('capacity_exhausted', `No browser became free within ${this.opts.queueTimeoutMs} ms${why}; retry shortly.`, { retryAfter: 5 }));
+        }, this.opts.queueTimeoutMs),
+      };
+      this.queue.push(waiter);
+    });
+  }
+
+  /** Gives a slot back; a broken one is replaced. */
+  release(slot: BrowserSlot): void {
+    slot.busy = false;
+    slot.lastUsed = Date.now();
+    if (slot.broken || this.closed) {
+      this.remove(slot);
+      return;
+    }
+    slot.prepareNext();
+    this.handOver(slot);
+  }
+
+  private handOver(slot: BrowserSlot): void {
+    const waiter = this.queue.shift();
+    if (!waiter) return;
+    clearTimeout(waiter.timer);
+    slot.busy = true;
+    waiter.resolve(slot);
+  }
+
+  private remove(slot: BrowserSlot): void {
+    const i = this.slots.indexOf(slot);
+    if (i >= 0) this.slots.splice(i, 1);
+    void slot.quit();
+    if (!this.closed) void this.addSlot();
+  }
+
+  private async addSlot(attempt = 0): Promise<void> {
+    if (this.closed || this.slots.length + this.starting >= this.opts.sessions) return;
+    this.starting++;
+    try {
+      const slot = await this.launcher(this.launch, this.nextId++);
+      this.starting--;
+      if (this.closed) {
+        await slot.quit();
+        return;
+      }
+      this.lastLaunchError = null;
+      this.slots.push(slot);
+      slot.prepareNext();
+      this.handOver(slot);
+    } catch (err) {
+      this.starting--;
+      this.lastLaunchError = err as Error;
+      const delay = Math.min(30_000, 500 * 2 ** attempt);
+      this.log.warn(`Could not start a browser session (retrying in ${delay} ms): ${(err as Error).message}`);
+      if (!this.closed) setTimeout(() => void this.addSlot(attempt + 1), delay).unref();
+    }
+  }
+
+  private pingIdle(): void {
+    for (const slot of this.slots) {
+      if (slot.busy || slot.broken || Date.now() - slot.lastUsed < this.opts.keepAliveMs) continue;
+      slot.lastUsed = Date.now();
+      slot.driver.getWindowHandle().catch((err: Error) => {
+        this.log.warn(`Browser session ${slot.id} stopped answering (${err.message}); replacing it.`);
+        slot.broken = true;
+        if (!slot.busy) this.remove(slot);
+      });
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.closed = true;
+    if (this.keepAlive) clearInterval(this.keepAlive);
+    for (const w of this.queue.splice(0)) {
+      clearTimeout(w.timer);
+      w.reject(serviceError('capacity_exhausted', 'The capture service is shutting down; retry shortly.', { retryAfter: 5 }));
+    }
+    await Promise.all(this.slots.splice(0).map((s) => s.quit()));
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * The capture engine: takes a browser from the pool, runs one capture in a fresh context
+ * within its time budget, and always gives the browser back. A capture that overruns is
+ * stopped (its context, and with it the page's renderer, is disposed) and answered with
+ * capture_timeout; a browser that cannot even dispose a context is replaced.
+ */
+import { serviceError } from '../shared/errors';
+import type { SnapOptions } from '../shared/screenshot-options';
+import type { BrowserPool, BrowserSlot, PreparedPage } from './browser-pool';
+import type { EgressPolicy } from './egress';
+import { type CaptureOutput, PageSession, capturePage } from './page-capture';
+
+const DISPOSE_TIMEOUT_MS = 5_000;
+
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+    promise.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
+  });
+}
+
+export class CaptureEngine {
+  constructor(
+    private readonly pool: BrowserPool,
+    private readonly policy: EgressPolicy,
+    private readonly timeoutMs: number,
+  ) {}
+
+  async capture(options: SnapOptions): Promise<CaptureOutput> {
+    const slot = await this.pool.acquire();
+    let page: PreparedPage | null = null;
+    try {
+      page = await within(slot.takePage(), 15_000);
+      return await this.runWithBudget(slot, page, options);
+    } catch (err) {
+      // An error without a domain code is the browser's own failure, not the page's: the
+      // session is replaced rather than trusted with the next capture.
+      if (!(err as { type?: unknown }).type) slot.broken = true;
+      throw err;
+    } finally {
+      if (page) {
+        const disposed = page;
+        // Disposal is off the answer's path unless the capture failed.
+        within(slot.disposePage(disposed), DISPOSE_TIMEOUT_MS)
+          .catch(() => {
+            slot.broken = true;
+          })
+          .finally(() => this.pool.release(slot));
+      } else this.pool.release(slot);
+    }
+  }
+
+  private async runWithBudget(slot: BrowserSlot, page: PreparedPage, options: SnapOptions): Promise<CaptureOutput> {
+    const deadline = Date.now() + this.timeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const overrun = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(serviceError('capture_timeout', `The capture took longer than ${Math.round(this.timeoutMs / 1000)} seconds and was stopped; lower wait, avoid incremental_scroll, or capture a lighter page.`)),
+        this.timeoutMs,
+      );
+    });
+    const work = capturePage({ page: new PageSession(slot.cdp, page.sessionId, page.contextId), userAgent: slot.userAgent, policy: this.policy, deadline }, options);
+    work.catch(() => undefined);
+    try {
+      return await Promise.race([work, overrun]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,303 @@
+/**
+ * One capture on a prepared page: emulation (viewport, scale, user agent, language, time
+ * zone, geolocation, JavaScript), request control (headers, cookies, egress policy),
+ * navigation, waiting, scrolling, injection, then the image (or PDF, or HTML).
+ *
+ * Everything goes through CDP on the page's flat session; the page lives in its own
+ * browser context, which the caller disposes afterwards, so nothing set here outlives the
+ * capture.
+ */
+import { serviceError } from '../shared/errors';
+import type { SnapOptions } from '../shared/screenshot-options';
+import { type CdpConnection, CdpError } from './cdp';
+import type { EgressPolicy } from './egress';
+
+export const DEFAULTS = {
+  wait: 1500,
+  page_width: 1920,
+  page_height: 1000,
+  image_format: 'jpeg',
+  quality: 100,
+  scale_factor: 1,
+} as const;
+
+/** How long scrolling for lazy content may take (spec, Limits: incremental_scroll). */
+const SCROLL_BUDGET_MS = 10_000;
+
+export interface CaptureOutput {
+  /** The image or PDF; absent for html_only. */
+  image?: Buffer;
+  contentType?: string;
+  /** A raster for the thumbnail when the main output is a PDF. */
+  thumbnailSource?: Buffer;
+  html?: string;
+  finalUrl: string;
+}
+
+type Params = Record<string, unknown>;
+
+interface EvalResult<T> {
+  result: { value?: T; type: string; subtype?: string };
+  exceptionDetails?: { text: string; exception?: { description?: string } };
+}
+
+export class PageSession {
+  constructor(
+    readonly cdp: CdpConnection,
+    readonly sessionId: string,
+    /** The page's own browser context (permissions are granted per context). */
+    readonly contextId: string,
+  ) {}
+
+  send<T = Params>(method: string, params: Params = {}): Promise<T> {
+    return this.cdp.send<T>(method, params, this.sessionId);
+  }
+
+  /** Evaluates an expression in the page and returns its value (awaiting promises). */
+  async evaluate<T>(expression: string, awaitPromise = true): Promise<T> {
+    const r = await this.send<EvalResult<T>>('Runtime.evaluate', { expression, returnByValue: true, awaitPromise, userGesture: true });
+    if (r.exceptionDetails) throw new Error(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text);
+    return r.result.value as T;
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function jsString(s: string): string {
+  return JSON.stringify(s);
+}
+
+/** Applies everything that must be in place before the first request. */
+async function prepare(page: PageSession, o: SnapOptions, userAgent: string): Promise<void> {
+  const width = o.page_width ?? DEFAULTS.page_width;
+  const height = o.page_height ?? DEFAULTS.page_height;
+  const steps: Array<Promise<unknown>> = [
+    page.send('Emulation.setDeviceMetricsOverride', { width, height, deviceScaleFactor: o.scale_factor ?? DEFAULTS.scale_factor, mobile: false }),
+    page.send('Emulation.setUserAgentOverride', { userAgent: o.user_agent ?? userAgent, ...(o.accept_language ? { acceptLanguage: o.accept_language } : {}) }),
+  ];
+  if (o.time_zone) steps.push(page.send('Emulation.setTimezoneOverride', { timezoneId: o.time_zone }));
+  if (o.latitude !== undefined || o.longitude !== undefined) {
+    steps.push(page.cdp.send('Browser.grantPermissions', { permissions: ['geolocation'], browserContextId: page.contextId }));
+    steps.push(page.send('Emulation.setGeolocationOverride', { latitude: o.latitude ?? 0, longitude: o.longitude ?? 0, accuracy: o.accuracy ?? 100 }));
+  }
+  if (o.disable_js) steps.push(page.send('Emulation.setScriptExecutionDisabled', { value: true }));
+  if (o.headers?.length || o.cookies?.length) {
+    steps.push(page.send('Network.enable'));
+    if (o.headers?.length) steps.push(page.send('Network.setExtraHTTPHeaders', { headers: Object.fromEntries(o.headers.map((h) => [h.key, h.value])) }));
+    if (o.cookies?.length) {
+      const target = new URL(o.url);
+      steps.push(
+        page.send('Network.setCookies', {
+          cookies: o.cookies.map((c) => ({
+            name: c.key,
+            value: c.value,
+            domain: c.domain ?? target.hostname,
+            path: c.path ?? '/',
+            ...(c.secure !== undefined ? { secure: c.secure } : {}),
+            ...(c.httpOnly !== undefined ? { httpOnly: c.httpOnly } : {}),
+          })),
+        }),
+      );
+    }
+  }
+  await Promise.all(steps);
+}
+
+/**
+ * Pauses every request of the page at the Fetch stage and lets through only what the
+ * egress policy allows. Remembers a refused main-document load so the caller can answer
+ * url_not_allowed rather than page_load_failed.
+ */
+async function guardRequests(page: PageSession, policy: EgressPolicy): Promise<{ refusedNavigation(): string | null; stop(): void }> {
+  let refused: string | null = null;
+  const off = page.cdp.on('Fetch.requestPaused', (params, sessionId) => {
+    if (sessionId !== page.sessionId) return;
+    const { requestId, request, resourceType } = params as { requestId: string; request: { url: string }; resourceType: string };
+    void policy.check(request.url).then(
+      (verdict) => {
+        if (verdict.allowed) return page.send('Fetch.continueRequest', { requestId }).catch(() => undefined);
+        if (resourceType === 'Document' && refused === null) refused = `${request.url} ${verdict.reason}`;
+        return page.send('Fetch.failRequest', { requestId, errorReason: 'AccessDenied' }).catch(() => undefined);
+      },
+      () => page.send('Fetch.failRequest', { requestId, errorReason: 'AccessDenied' }).catch(() => undefined),
+    );
+  });
+  await page.send('Fetch.enable', { patterns: [{ urlPattern: '*', requestStage: 'Request' }] });
+  return { refusedNavigation: () => refused, stop: off };
+}
+
+async function navigate(page: PageSession, url: string, deadline: number, refusedNavigation: () => string | null): Promise<void> {
+  const loaded = page.cdp.waitFor('Page.loadEventFired', page.sessionId, Math.max(1, deadline - Date.now()));
+  loaded.catch(() => undefined);
+  const nav = await page.send<{ errorText?: string }>('Page.navigate', { url });
+  const refused = refusedNavigation();
+  if (refused) throw serviceError('url_not_allowed', `The page may not be captured: ${refused}. Private and internal addresses are refused.`);
+  if (nav.errorText) {
+    throw serviceError('page_load_failed', `The page could not be loaded (${nav.errorText}); check that ${url} is reachable from the internet.`);
+  }
+  try {
+    await loaded;
+  } catch {
+    // A page whose load event never comes (a stalled sub-resource) is still captured as it
+    // is when the time budget runs out; the overall capture timeout decides otherwise.
+  }
+  const after = refusedNavigation();
+  if (after) throw serviceError('url_not_allowed', `The page may not be captured: ${after}. Private and internal addresses are refused.`);
+}
+
+async function waitForSelector(page: PageSession, selector: string, deadline: number, what: string): Promise<void> {
+  const probe = `!!document.querySelector(${jsString(selector)})`;
+  for (;;) {
+    let found = false;
+    try {
+      found = await page.evaluate<boolean>(probe, false);
+    } catch (err) {
+      throw serviceError('invalid_parameter', `${what}: ${jsString(selector)} is not a valid CSS selector (${(err as Error).message.split('\n')[0]}).`);
+    }
+    if (found) return;
+    if (Date.now() + 100 > deadline) throw serviceError('selector_not_found', `${what}: no element matches ${jsString(selector)} on the page (waited until the time budget ran out).`);
+    await sleep(100);
+  }
+}
+
+/** Scrolls down a viewport at a time to trigger lazy loading, then back to the top. */
+async function scrollThrough(page: PageSession, stepDelayMs: number, deadline: number): Promise<void> {
+  const until = Math.min(deadline, Date.now() + SCROLL_BUDGET_MS);
+  for (;;) {
+    const atEnd = await page.evaluate<boolean>(
+      '(() => { window.scrollBy(0, window.innerHeight); return window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 1; })()',
+      false,
+    );
+    if (atEnd || Date.now() + stepDelayMs >= until) break;
+    await sleep(stepDelayMs);
+  }
+  await sleep(Math.min(stepDelayMs, Math.max(0, until - Date.now())));
+  await page.evaluate('window.scrollTo(0, 0)', false);
+}
+
+async function inject(page: PageSession, o: SnapOptions): Promise<void> {
+  if (o.css_inject) {
+    await page.evaluate(
+      `(() => { const s = document.createElement('style'); s.setAttribute('data-injected', 'css_inject'); s.textContent = ${jsString(o.css_inject)}; (document.head || document.documentElement).appendChild(s); })()`,
+      false,
+    );
+  }
+  if (o.js_inject && !o.disable_js) {
+    try {
+      await page.evaluate(o.js_inject, true);
+    } catch (err) {
+      throw serviceError('invalid_parameter', `js_inject: the script threw: ${(err as Error).message.split('\n')[0]}.`);
+    }
+  }
+}
+
+interface Box {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+async function elementBox(page: PageSession, selector: string): Promise<Box> {
+  const box = await page.evaluate<Box | null>(
+    `(() => { const el = document.querySelector(${jsString(selector)}); if (!el) return null; el.scrollIntoView({ block: 'center', inline: 'center' }); const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height }; })()`,
+    false,
+  );
+  if (!box) throw serviceError('selector_not_found', `selectors: no element matches ${jsString(selector)} on the page.`);
+  if (box.width < 1 || box.height < 1) throw serviceError('selector_not_found', `selectors: the element matching ${jsString(selector)} has no visible size.`);
+  return box;
+}
+
+async function hover(page: PageSession, box: Box): Promise<void> {
+  const { x: scrollX, y: scrollY } = await page.evaluate<{ x: number; y: number }>('({ x: window.scrollX, y: window.scrollY })', false);
+  await page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: box.x - scrollX + box.width / 2, y: box.y - scrollY + box.height / 2 });
+  // Let :hover styles and transitions apply.
+  await sleep(150);
+}
+
+async function screenshot(page: PageSession, o: SnapOptions, clip: Box | null): Promise<{ image: Buffer; contentType: string; thumbnailSource?: Buffer }> {
+  const format = o.image_format ?? DEFAULTS.image_format;
+  if (format === 'pdf') {
+    const width = o.page_width ?? DEFAULTS.page_width;
+    const height = o.page_height ?? DEFAULTS.page_height;
+    const [pdf, raster] = await Promise.all([
+      page.send<{ data: string }>('Page.printToPDF', {
+        printBackground: true,
+        paperWidth: width / 96,
+        paperHeight: o.fullpage || o.fullpage_advanced ? Math.max(height, await contentHeight(page)) / 96 : height / 96,
+        marginTop: 0,
+        marginBottom: 0,
+        marginLeft: 0,
+        marginRight: 0,
+      }),
+      page.send<{ data: string }>('Page.captureScreenshot', { format: 'jpeg', quality: 80 }),
+    ]);
+    return { image: Buffer.from(pdf.data, 'base64'), contentType: 'application/pdf', thumbnailSource: Buffer.from(raster.data, 'base64') };
+  }
+  const params: Params = { format, ...(format === 'jpeg' ? { quality: o.quality ?? DEFAULTS.quality } : {}) };
+  if (clip) Object.assign(params, { clip: { ...clip, scale: 1 }, captureBeyondViewport: true });
+  const shot = await page.send<{ data: string }>('Page.captureScreenshot', params);
+  return { image: Buffer.from(shot.data, 'base64'), contentType: `image/${format}` };
+}
+
+async function contentHeight(page: PageSession): Promise<number> {
+  return page.evaluate<number>('Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0)', false);
+}
+
+export interface CaptureContext {
+  page: PageSession;
+  userAgent: string;
+  policy: EgressPolicy;
+  /** Epoch ms by which the capture must be done. */
+  deadline: number;
+}
+
+/** Runs the capture; throws domain errors (selector_not_found, page_load_failed, ...). */
+export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<CaptureOutput> {
+  const { page, policy, deadline } = ctx;
+  const verdict = await policy.check(o.url);
+  if (!verdict.allowed) throw serviceError('url_not_allowed', `url: ${o.url} ${verdict.reason}. Private and internal addresses are refused.`);
+
+  await prepare(page, o, ctx.userAgent);
+  const guard = policy.allowPrivateNetworks ? null : await guardRequests(page, policy);
+  try {
+    await navigate(page, o.url, deadline, guard ? guard.refusedNavigation : () => null);
+    if (o.wait_for) await waitForSelector(page, o.wait_for, deadline, 'wait_for');
+    if (o.incremental_scroll || o.fullpage_advanced) await scrollThrough(page, o.incremental_scroll ? 400 : 150, deadline);
+    await inject(page, o);
+    const wait = o.wait ?? DEFAULTS.wait;
+    if (wait > 0) await sleep(Math.min(wait, Math.max(0, deadline - Date.now())));
+
+    const finalUrl = await page.evaluate<string>('location.href', false);
+    if (o.html_only) {
+      const html = o.selectors
+        ? await page.evaluate<string | null>(`(() => { const el = document.querySelector(${jsString(o.selectors)}); return el ? el.outerHTML : null; })()`, false)
+        : await page.evaluate<string>(
+            "(document.doctype ? new XMLSerializer().serializeToString(document.doctype) + '\\n' : '') + document.documentElement.outerHTML",
+            false,
+          );
+      if (html === null) throw serviceError('selector_not_found', `selectors: no element matches ${jsString(o.selectors ?? '')} on the page.`);
+      return { html, finalUrl };
+    }
+
+    let clip: Box | null = null;
+    if (o.selectors) {
+      clip = await elementBox(page, o.selectors);
+      if (o.hover_on_selected) {
+        await hover(page, clip);
+        clip = await elementBox(page, o.selectors);
+      }
+    } else if (o.fullpage || o.fullpage_advanced) {
+      const width = o.page_width ?? DEFAULTS.page_width;
+      clip = { x: 0, y: 0, width, height: Math.max(o.page_height ?? DEFAULTS.page_height, await contentHeight(page)) };
+    }
+    return { ...(await screenshot(page, o, clip)), finalUrl };
+  } catch (err) {
+    if (err instanceof CdpError && /Target closed|Session with given id not found|connection closed/i.test(err.message)) {
+      throw serviceError('page_load_failed', 'The page crashed the browser tab while loading; try again, or capture a simpler page.');
+    }
+    throw err;
+  } finally {
+    guard?.stop();
+  }
+}

@@ -1,0 +1,210 @@
+/**
+ * Where captured images, thumbnails and HTML live between the capture service that writes
+ * them and the api service that serves them under CDN_URL. The bytes go through storage,
+ * never through the message bus, so the two services only share a file name.
+ *
+ * STORAGE_URL picks the backend:
+ *   unset              local disk at DATA_DIR/files (embedded mode, one machine)
+ *   file:///abs/dir    local disk at that folder (e.g. a volume shared by several containers)
+ *   gs://bucket/prefix Google Cloud Storage; objects are named "prefix/<name>"
+ *
+ * GCS_API_ENDPOINT (e.g. http://127.0.0.1:4443) sends the Cloud Storage JSON API calls to
+ * an emulator or test server instead of storage.googleapis.com; requests to it carry no
+ * credentials. Unset, the client uses Application Default Credentials against real GCS.
+ * (The Google client also reads STORAGE_EMULATOR_HOST itself; prefer GCS_API_ENDPOINT.)
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Bucket, IdempotencyStrategy, Storage } from '@google-cloud/storage';
+import { type Config, ConfigError } from './config';
+
+export interface StoredFile {
+  data: Buffer;
+  contentType: string;
+}
+
+export interface FileStore {
+  /** Writes an object; name is a flat file name like "Ab3x...9.jpeg" (letters, digits, '.', '-', '_'). */
+  put(name: string, data: Buffer, contentType: string): Promise<void>;
+  /** null when absent. */
+  get(name: string): Promise<StoredFile | null>;
+  /** Idempotent. */
+  delete(name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+// A leading dot is refused too: it keeps names clear of LocalFileStore's own ".types"
+// folder and ".tmp-" files, and of "." / "..".
+const NAME_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}$/;
+
+/** Throws unless name is a flat file name that cannot escape its folder or prefix. */
+export function assertFileName(name: string): void {
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name) || name.includes('..')) {
+    throw new Error(`Invalid file name ${JSON.stringify(String(name).slice(0, 100))}: use 1-255 letters, digits, '.', '-', '_', not starting with '.' and without '..'`);
+  }
+}
+
+function isNotFound(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && ((err as { code?: unknown }).code === 'ENOENT' || (err as { code?: unknown }).code === 404);
+}
+
+/**
+ * Each object is two files: the bytes at <dir>/<name>, kept as-is so the folder can be
+ * inspected or served directly, and the content type at <dir>/.types/<name>. Both are
+ * written to a temporary file and renamed into place, the type first, so a reader sees
+ * either nothing or a complete file with its type. Overwriting a name with a different
+ * type is not atomic as a pair, which is fine because names are unique per artifact.
+ */
+export class LocalFileStore implements FileStore {
+  readonly dir: string;
+  private readonly typesDir: string;
+
+  constructor(dir: string) {
+    this.dir = path.resolve(dir);
+    this.typesDir = path.join(this.dir, '.types');
+    // Synchronous so a folder that cannot be created stops start-up instead of the first capture.
+    mkdirSync(this.typesDir, { recursive: true });
+  }
+
+  async put(name: string, data: Buffer, contentType: string): Promise<void> {
+    assertFileName(name);
+    await this.writeAtomically(path.join(this.typesDir, name), Buffer.from(contentType, 'utf8'));
+    await this.writeAtomically(path.join(this.dir, name), data);
+  }
+
+  async get(name: string): Promise<StoredFile | null> {
+    assertFileName(name);
+    let data: Buffer;
+    try {
+      data = await fs.readFile(path.join(this.dir, name));
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw err;
+    }
+    let contentType = 'application/octet-stream';
+    try {
+      contentType = await fs.readFile(path.join(this.typesDir, name), 'utf8');
+    } catch (err) {
+      // Only when a delete runs between the two reads, or a file was copied in by hand.
+      if (!isNotFound(err)) throw err;
+    }
+    return { data, contentType };
+  }
+
+  async delete(name: string): Promise<void> {
+    assertFileName(name);
+    await fs.rm(path.join(this.dir, name), { force: true });
+    await fs.rm(path.join(this.typesDir, name), { force: true });
+  }
+
+  async close(): Promise<void> {}
+
+  private async writeAtomically(target: string, data: Buffer): Promise<void> {
+    // Same folder as the targets, hence the same file system, so rename() is atomic.
+    const temp = path.join(this.dir, `.tmp-${randomBytes(12).toString('hex')}`);
+    try {
+      await fs.writeFile(temp, data, { flag: 'wx' });
+      await fs.rename(temp, target);
+    } catch (err) {
+      await fs.rm(temp, { force: true });
+      throw err;
+    }
+  }
+}
+
+export interface GcsFileStoreOptions {
+  bucket: string;
+  /** Prepended verbatim to every name; include the trailing '/' for a folder. */
+  prefix: string;
+  /** An emulator or test server, e.g. "http://127.0.0.1:4443". Requests to it are not authenticated. */
+  apiEndpoint?: string;
+  projectId?: string;
+}
+
+export class GcsFileStore implements FileStore {
+  readonly bucketName: string;
+  readonly prefix: string;
+  private readonly bucket: Bucket;
+
+  constructor(opts: GcsFileStoreOptions) {
+    this.bucketName = opts.bucket;
+    this.prefix = opts.prefix;
+    const storage = new Storage({
+      ...(opts.projectId ? { projectId: opts.projectId } : {}),
+      // A custom endpoint makes the client skip google-auth-library entirely, so it needs
+      // neither credentials nor the metadata server.
+      ...(opts.apiEndpoint ? { apiEndpoint: opts.apiEndpoint, useAuthWithCustomEndpoint: false } : {}),
+      retryOptions: {
+        // Each name always gets the same bytes and delete ignores "not found", so every call
+        // is safe to repeat. The default (RetryConditional) never retries these uploads and,
+        // after one, switches retries off on the shared client for later downloads too.
+        idempotencyStrategy: IdempotencyStrategy.RetryAlways,
+        maxRetries: 3,
+        totalTimeout: 60,
+      },
+    });
+    this.bucket = storage.bucket(opts.bucket);
+  }
+
+  async put(name: string, data: Buffer, contentType: string): Promise<void> {
+    assertFileName(name);
+    // resumable:false = one multipart request; resumable sessions only pay off for large files.
+    await this.bucket.file(this.prefix + name).save(data, { resumable: false, contentType, metadata: { contentType } });
+  }
+
+  async get(name: string): Promise<StoredFile | null> {
+    assertFileName(name);
+    // createReadStream rather than download(): its response carries the object's
+    // Content-Type, which saves a second (metadata) request.
+    const stream = this.bucket.file(this.prefix + name).createReadStream();
+    let contentType = 'application/octet-stream';
+    stream.on('response', (res: { headers?: Record<string, string | undefined> }) => {
+      const type = res.headers?.['content-type'];
+      if (type) contentType = type;
+    });
+    const chunks: Buffer[] = [];
+    try {
+      for await (const chunk of stream) chunks.push(chunk as Buffer);
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw err;
+    }
+    return { data: Buffer.concat(chunks), contentType };
+  }
+
+  async delete(name: string): Promise<void> {
+    assertFileName(name);
+    await this.bucket.file(this.prefix + name).delete({ ignoreNotFound: true });
+  }
+
+  async close(): Promise<void> {}
+}
+
+export function createFileStore(config: Readonly<Config>): FileStore {
+  const raw = config.storageUrl;
+  if (raw === null) return new LocalFileStore(path.join(config.dataDir, 'files'));
+  const url = new URL(raw);
+  if (url.protocol === 'file:') {
+    try {
+      return new LocalFileStore(fileURLToPath(url));
+    } catch (err) {
+      if (err instanceof TypeError) throw new ConfigError(`STORAGE_URL must be file:///absolute/folder, got "${raw}"`);
+      throw err;
+    }
+  }
+  if (url.protocol === 'gs:') {
+    if (!url.hostname) throw new ConfigError(`STORAGE_URL must name a bucket, as in gs://bucket/prefix; got "${raw}"`);
+    const folder = decodeURIComponent(url.pathname.replace(/^\/+|\/+$/g, ''));
+    const endpoint = config.gcsApiEndpoint;
+    return new GcsFileStore({
+      bucket: url.hostname,
+      // "gs://b/shots" means the folder shots/, not a name prefix glued to every file name.
+      prefix: folder === '' ? '' : `${folder}/`,
+      ...(endpoint ? { apiEndpoint: endpoint } : {}),
+    });
+  }
+  throw new ConfigError(`STORAGE_URL must start with gs:// or file://, got "${raw}"`);
+}

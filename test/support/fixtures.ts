@@ -1,0 +1,92 @@
+/**
+ * Fixture pages served locally for capture tests. Every request is recorded (path, headers)
+ * so tests can see what the browser sent.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface SeenRequest {
+  path: string;
+  headers: http.IncomingHttpHeaders;
+}
+
+export interface FixtureServer {
+  /** http://127.0.0.1:port */
+  origin: string;
+  port: number;
+  seen: SeenRequest[];
+  stop(): Promise<void>;
+}
+
+const page = (body: string, head = '') =>
+  `<!DOCTYPE html><html><head><meta charset="utf-8"><style>html,body{margin:0;padding:0}</style>${head}</head><body>${body}</body></html>`;
+
+/** A noisy gradient: JPEG quality makes a real difference on it. */
+const NOISY = page(
+  '<canvas id="c" width="800" height="600"></canvas><script>const c=document.getElementById("c").getContext("2d");for(let y=0;y<600;y+=4)for(let x=0;x<800;x+=4){c.fillStyle=`rgb(${(x*7+y*13)%256},${(x*x+y)%256},${(y*y+x*3)%256})`;c.fillRect(x,y,4,4);}</script>',
+);
+
+const PAGES: Record<string, (req: http.IncomingMessage, port: number) => { status?: number; headers?: Record<string, string>; body: string }> = {
+  '/plain': () => ({ body: page('<h1>Plain page</h1><div id="box" style="width:300px;height:200px;background:rgb(0,0,255);margin:40px"></div>') }),
+  '/white': () => ({ body: page('<div style="height:100vh;background:#fff"></div>') }),
+  '/tall': () => ({ body: page('<div id="tall" style="height:2600px;background:linear-gradient(#f00,#00f)">tall</div>') }),
+  '/noisy': () => ({ body: NOISY }),
+  '/js-rendered': () => ({ body: page('<div id="static">static</div><script>document.body.insertAdjacentHTML("beforeend", "<p id=\\"from-js\\">rendered by script</p>")</script>') }),
+  '/late': () => ({ body: page('<script>setTimeout(() => document.body.insertAdjacentHTML("beforeend", "<p id=\\"late\\">late content</p>"), 1200)</script>') }),
+  '/echo': () => ({
+    headers: { 'set-cookie': 'visited=yes; Path=/' },
+    body: page('<p id="cookies"></p><script>document.getElementById("cookies").textContent = "cookies:" + document.cookie; document.cookie = "fromjs=1; path=/";</script>'),
+  }),
+  '/env': () => ({
+    body: page(
+      '<p id="tz"></p><p id="geo"></p><script>document.getElementById("tz").textContent = Intl.DateTimeFormat().resolvedOptions().timeZone;' +
+        'navigator.geolocation.getCurrentPosition(p => { const g = document.getElementById("geo"); g.textContent = p.coords.latitude + "," + p.coords.longitude; g.className = "done"; }, e => { const g = document.getElementById("geo"); g.textContent = "error:" + e.message; g.className = "done"; });</script>',
+    ),
+  }),
+  '/hover': () => ({ body: page('<style>#btn{width:200px;height:100px;background:rgb(0,128,0)} #btn:hover{background:rgb(255,0,0)}</style><div id="btn"></div>') }),
+  '/lazy': () => ({
+    body: page(
+      '<div style="height:3000px">top</div><div id="sentinel">bottom</div><script>new IntersectionObserver((es, o) => { if (es.some(e => e.isIntersecting)) { document.body.insertAdjacentHTML("beforeend", "<p id=\\"lazy-loaded\\">lazy</p>"); o.disconnect(); } }).observe(document.getElementById("sentinel"))</script>',
+    ),
+  }),
+  '/hang': () => ({ body: page('<p>about to hang</p><script>for(;;){}</script>') }),
+  '/slow': () => ({ body: page('<p>slow</p>') }),
+  '/to-private': (_req, port) => ({ status: 302, headers: { location: `http://127.0.0.1:${port}/plain` }, body: '' }),
+  '/with-private-image': (_req, port) => ({ body: page(`<p>public page</p><img id="px" src="http://127.0.0.1:${port}/pixel.png">`) }),
+  '/pixel.png': () => ({ headers: { 'content-type': 'image/gif' }, body: '' }),
+};
+
+export async function startFixtures(): Promise<FixtureServer> {
+  const seen: SeenRequest[] = [];
+  let port = 0;
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    seen.push({ path, headers: req.headers });
+    const handler = PAGES[path];
+    if (!handler) {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end('not found');
+      return;
+    }
+    const out = handler(req, port);
+    const send = () => {
+      res.writeHead(out.status ?? 200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', ...(out.headers ?? {}) });
+      res.end(out.body);
+    };
+    if (path === '/slow') setTimeout(send, 2500);
+    else send();
+  });
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  port = (server.address() as AddressInfo).port;
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    port,
+    seen,
+    stop: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

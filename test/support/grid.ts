@@ -1,0 +1,32 @@
+/**
+ * One real Selenium Grid (standalone: hub and one Chrome node, Debian Chromium) shared by
+ * every test that needs browsers, started on first use by grid/grid.js and stopped when
+ * the run ends (root hook).
+ */
+import path from 'node:path';
+
+interface Grid {
+  url: string;
+  stop(): Promise<void>;
+}
+
+const gridModule = require(path.resolve(__dirname, '..', '..', '..', 'grid', 'grid.js')) as {
+  startGrid(opts: { mode: 'standalone' | 'hub'; nodes?: number; maxSessions: number; port: number; sessionTimeout?: number }): Promise<Grid>;
+};
+
+let shared: Promise<Grid> | null = null;
+
+/** Sessions the shared Grid offers; test systems together must not hold more. */
+export const GRID_SESSIONS = 5;
+
+export function sharedGrid(): Promise<Grid> {
+  shared ??= gridModule.startGrid({ mode: 'standalone', maxSessions: GRID_SESSIONS, port: 0, sessionTimeout: 120 });
+  return shared;
+}
+
+export async function stopSharedGrid(): Promise<void> {
+  if (!shared) return;
+  const grid = await shared.catch(() => null);
+  shared = null;
+  await grid?.stop();
+}
