@@ -213,6 +213,12 @@ export class BrowserPool {
     this.handOver(slot);
   }
 
+  /** Takes a misbehaving slot out of service: now if idle, else when it is released. */
+  retire(slot: BrowserSlot): void {
+    slot.broken = true;
+    if (!slot.busy && this.slots.includes(slot)) this.remove(slot);
+  }
+
   private handOver(slot: BrowserSlot): void {
     const waiter = this.queue.shift();
     if (!waiter) return;
@@ -257,8 +263,7 @@ export class BrowserPool {
       slot.lastUsed = Date.now();
       slot.driver.getWindowHandle().catch((err: Error) => {
         this.log.warn(`Browser session ${slot.id} stopped answering (${err.message}); replacing it.`);
-        slot.broken = true;
-        if (!slot.busy) this.remove(slot);
+        this.retire(slot);
       });
     }
   }

@@ -47,15 +47,12 @@ export class CaptureEngine {
       if (!(err as { type?: unknown }).type) slot.broken = true;
       throw err;
     } finally {
-      if (page) {
-        const disposed = page;
-        // Disposal is off the answer's path unless the capture failed.
-        within(slot.disposePage(disposed), DISPOSE_TIMEOUT_MS)
-          .catch(() => {
-            slot.broken = true;
-          })
-          .finally(() => this.pool.release(slot));
-      } else this.pool.release(slot);
+      // The slot is free at once (its next page is already being prepared); the used
+      // context is disposed alongside, off the answer's path. A browser that cannot
+      // dispose a context within the limit is retired.
+      const used = page;
+      this.pool.release(slot);
+      if (used) within(slot.disposePage(used), DISPOSE_TIMEOUT_MS).catch(() => this.pool.retire(slot));
     }
   }
 

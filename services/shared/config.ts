@@ -91,6 +91,23 @@ function url(env: Env, name: string, protocols: string[]): string | null {
   return raw.replace(/\/+$/, '');
 }
 
+/** CHROME_EXTRA_ARGS: a JSON array of flags (for flags containing spaces), or flags separated by spaces. */
+function chromeArgs(env: Env): string[] {
+  const raw = str(env, 'CHROME_EXTRA_ARGS');
+  if (raw === null) return [];
+  if (!raw.startsWith('[')) return raw.split(/\s+/);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    parsed = null;
+  }
+  if (!Array.isArray(parsed) || !parsed.every((a) => typeof a === 'string')) {
+    throw new ConfigError('CHROME_EXTRA_ARGS must be a JSON array of strings, or flags separated by spaces');
+  }
+  return parsed;
+}
+
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const port = int(env, 'PORT', 3000, 0, 65535);
   const dataDir = path.resolve(str(env, 'DATA_DIR') ?? 'data');
@@ -151,7 +168,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       timeoutMs: int(env, 'CAPTURE_TIMEOUT_MS', 60_000, 1000, 600_000),
       chromeBin: str(env, 'CHROME_BIN') ?? '/usr/bin/chromium',
       chromedriverBin: str(env, 'CHROMEDRIVER_BIN') ?? '/usr/bin/chromedriver',
-      extraArgs: (str(env, 'CHROME_EXTRA_ARGS') ?? '').split(/\s+/).filter(Boolean),
+      extraArgs: chromeArgs(env),
     },
   };
   return Object.freeze(config);

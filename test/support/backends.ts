@@ -50,6 +50,19 @@ export function configFrom(env: Record<string, string | undefined>): Readonly<Co
   return loadConfig({ PORT: '0', LOG_LEVEL: 'warn', ...env });
 }
 
+/** A TCP port free right now on 127.0.0.1 (links such as direct_link need the real port). */
+export async function freePort(): Promise<number> {
+  const net = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as import('node:net').AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
 export type Backend = 'sqlite' | 'mysql';
 
 /** Config for an embedded (SQLite) or full-stack (MariaDB, Redis) system; cleanup() undoes it. */
@@ -58,12 +71,13 @@ export async function backendConfig(
   env: Record<string, string | undefined> = {},
 ): Promise<{ config: Readonly<Config>; env: Record<string, string>; cleanup(): Promise<void> }> {
   const dataDir = tempDir();
+  const port = String(await freePort());
   if (backend === 'sqlite') {
-    const e = { DATA_DIR: dataDir, ...env } as Record<string, string>;
+    const e = { DATA_DIR: dataDir, PORT: port, ...env } as Record<string, string>;
     return { config: configFrom(e), env: e, cleanup: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
   }
   const db = await freshMysqlDatabase();
-  const e = { DATA_DIR: dataDir, DATABASE_URL: db.url, MIGRATE_ON_START: 'true', REDIS_URL: REDIS_URL, REDIS_PREFIX: `${uniqueName('t')}:`, ...env } as Record<
+  const e = { DATA_DIR: dataDir, PORT: port, DATABASE_URL: db.url, MIGRATE_ON_START: 'true', REDIS_URL: REDIS_URL, REDIS_PREFIX: `${uniqueName('t')}:`, ...env } as Record<
     string,
     string
   >;

@@ -23,7 +23,7 @@ const page = (body: string, head = '') =>
 
 /** A noisy gradient: JPEG quality makes a real difference on it. */
 const NOISY = page(
-  '<canvas id="c" width="800" height="600"></canvas><script>const c=document.getElementById("c").getContext("2d");for(let y=0;y<600;y+=4)for(let x=0;x<800;x+=4){c.fillStyle=`rgb(${(x*7+y*13)%256},${(x*x+y)%256},${(y*y+x*3)%256})`;c.fillRect(x,y,4,4);}</script>',
+  '<canvas id="c" width="800" height="600"></canvas><script>const c=document.getElementById("c").getContext("2d");for(let y=0;y<600;y+=4)for(let x=0;x<800;x+=4){c.fillStyle="rgb("+((x*7+y*13)%256)+","+((x*x+y)%256)+","+((y*y+x*3)%256)+")";c.fillRect(x,y,4,4);}</script>',
 );
 
 const PAGES: Record<string, (req: http.IncomingMessage, port: number) => { status?: number; headers?: Record<string, string>; body: string }> = {

@@ -1,20 +1,10 @@
 /** Runs the service as separate OS processes, as production does (one per service set). */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 
-const ROOT = path.resolve(__dirname, '..', '..', '..');
+export { freePort } from './backends';
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+const ROOT = path.resolve(__dirname, '..', '..', '..');
 
 /** Runs a dist/ script to completion (e.g. the admin CLI) and returns its stdout. */
 export function runScript(script: string, args: string[], env: Record<string, string>): string {

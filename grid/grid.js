@@ -1,0 +1,588 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * grid.js — start/stop a local Selenium Grid 4.20 (Debian Chromium + chromedriver) from Node.
+ *
+ *   const { startGrid } = require('./grid/grid');
+ *   const grid = await startGrid({ mode: 'standalone', maxSessions: 2, port: 0, log: console.log });
+ *   // grid.url === 'http://127.0.0.1:<port>'  → new Builder().usingServer(grid.url)...
+ *   await grid.stop();                          // idempotent
+ *
+ *   node grid/grid.js start [--mode standalone|hub] [--nodes N] [--max-sessions M] [--port P]
+ *                           [--session-timeout S] [--host H]
+ *   node grid/grid.js node-config [--max-sessions M]     # print the rendered node TOML
+ *
+ * Every Java process is started in its own process group; stop() signals the whole group
+ * (java + chromedriver + chromium), waits for it to be gone and SIGKILLs stragglers.
+ * Children are also killed when this process exits ('exit' event) and, through a tiny
+ * watchdog process, even when it dies abruptly (SIGKILL, crash, unhandled signal).
+ * Java logs go to files in a temp dir (printed on failure), never to our stdout.
+ *
+ * Only Node's standard library is used, so this runs before/without a TypeScript build.
+ */
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const net = require('node:net');
+const http = require('node:http');
+const { spawn } = require('node:child_process');
+const { ensureSystemDeps } = require('../scripts/ensure-system-deps');
+
+const CONFIG_DIR = path.join(__dirname, 'config');
+const GRID_TOML = path.join(CONFIG_DIR, 'grid.toml');
+
+/** Chromium flags without which Chromium hangs on this machine. */
+const CHROME_ARGS = [
+  '--headless=new',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+
+const DEFAULTS = {
+  chromeBin: '/usr/bin/chromium',
+  chromedriverBin: '/usr/bin/chromedriver',
+  maxSessions: 2,
+  sessionTimeout: 60,
+  host: '127.0.0.1',
+};
+
+// ------------------------------------------------------------------------------------------------
+// Node TOML
+// ------------------------------------------------------------------------------------------------
+
+const tomlStr = (s) => JSON.stringify(String(s)); // TOML basic strings accept JSON escapes
+const tomlLiteral = (s) => {
+  if (s.includes("'") || s.includes('\n')) return tomlStr(s);
+  return `'${s}'`;
+};
+
+/** JSON on one line with ", " and ": " separators (readable inside TOML). */
+function oneLineJson(v) {
+  if (Array.isArray(v)) return `[${v.map(oneLineJson).join(', ')}]`;
+  if (v && typeof v === 'object') {
+    return `{${Object.entries(v)
+      .map(([k, x]) => `${JSON.stringify(k)}: ${oneLineJson(x)}`)
+      .join(', ')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/**
+ * Render the Node TOML. With the defaults this is byte-identical to grid/config/node-chromium.toml.
+ * @param {{chromeBin?: string, chromedriverBin?: string, maxSessions?: number, sessionTimeout?: number,
+ *          host?: string, chromeArgs?: string[]}} [o]
+ */
+function renderNodeToml(o = {}) {
+  const chromeBin = o.chromeBin || DEFAULTS.chromeBin;
+  const chromedriverBin = o.chromedriverBin || DEFAULTS.chromedriverBin;
+  const maxSessions = o.maxSessions || DEFAULTS.maxSessions;
+  const sessionTimeout = o.sessionTimeout || DEFAULTS.sessionTimeout;
+  const host = o.host || DEFAULTS.host;
+  const args = o.chromeArgs || CHROME_ARGS;
+  const stereotype = {
+    browserName: 'chrome',
+    platformName: 'linux',
+    'goog:chromeOptions': { binary: chromeBin, args },
+  };
+  const stereotypeJson = oneLineJson(stereotype);
+  return `# Selenium Grid 4.20 — Node serving Debian's Chromium through Debian's chromedriver.
+# (Debian packages \`chromium\` and \`chromium-driver\`; see scripts/ensure-system-deps.js.)
+#
+# This file is the readable default. grid/grid.js renders the same content at run time
+# (renderNodeToml) into its temp dir when ports, max-sessions, session-timeout or the binary
+# paths (CHROME_BIN / CHROMEDRIVER_BIN) differ; \`node grid/grid.js node-config\` prints it.
+
+[server]
+host = ${tomlStr(host)}
+
+[node]
+# Never guess drivers from PATH and never download any (no internet here): only the
+# driver-configuration below is offered.
+detect-drivers = false
+selenium-manager = false
+# Concurrent browser sessions on this Node (one Chromium each).
+max-sessions = ${maxSessions}
+# Allow max-sessions above the CPU count (Selenium caps it to the number of cores otherwise).
+override-max-sessions = true
+# A session with no activity for this many seconds is killed and its slot freed. Both WebDriver
+# commands and messages on the Grid's CDP websocket (se:cdp) count as activity (verified on 4.20).
+session-timeout = ${sessionTimeout}
+# Register quickly and keep the Distributor informed (defaults: 10 s / 60 s).
+register-cycle = 1
+register-period = 120
+heartbeat-period = 10
+# Proxy CDP and BiDi websockets (se:cdp / webSocketUrl) through the Grid; on by default.
+enable-cdp = true
+enable-bidi = true
+
+[[node.driver-configuration]]
+display-name = "Chromium (Debian)"
+webdriver-executable = ${tomlStr(chromedriverBin)}
+max-sessions = ${maxSessions}
+# The args are mandatory on this machine: without them Chromium hangs at start-up. The Node
+# merges these args and the binary into every matching session request (requests may omit them).
+stereotype = ${tomlLiteral(stereotypeJson)}
+`;
+}
+
+// ------------------------------------------------------------------------------------------------
+// helpers
+// ------------------------------------------------------------------------------------------------
+
+function freePort(host = '127.0.0.1') {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, host, () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function portInUse(port, host = '127.0.0.1') {
+  return new Promise((resolve) => {
+    const sock = net.connect({ port, host });
+    sock.once('connect', () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once('error', () => resolve(false));
+    sock.setTimeout(1000, () => {
+      sock.destroy();
+      resolve(false);
+    });
+  });
+}
+
+function getJson(url, timeoutMs = 2000) {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { timeout: timeoutMs, headers: { accept: 'application/json' } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => {
+        body += d;
+      });
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode, json: JSON.parse(body) });
+        } catch {
+          reject(new Error(`bad JSON from ${url} (HTTP ${res.statusCode}): ${body.slice(0, 200)}`));
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
+    req.on('error', reject);
+  });
+}
+
+function readTail(file, lines = 30) {
+  try {
+    const st = fs.statSync(file);
+    const len = Math.min(st.size, 64 * 1024);
+    const fd = fs.openSync(file, 'r');
+    const buf = Buffer.alloc(len);
+    fs.readSync(fd, buf, 0, len, st.size - len);
+    fs.closeSync(fd);
+    return buf.toString('utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function groupAlive(pgid) {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (err) {
+    return err.code === 'EPERM';
+  }
+}
+
+function killGroup(pgid, signal) {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    /* already gone */
+  }
+}
+
+// Watchdog: a detached Node process holding the read end of a pipe from us. When we die in any
+// way (even SIGKILL), the pipe closes: it kills the process groups listed in `pidFile`
+// (SIGTERM, then SIGKILL after 5 s) and removes the temp dir unless told to keep it.
+const WATCHDOG_SRC = `
+const fs = require('fs');
+const [pidFile, dir, keep] = process.argv.slice(1);
+let started = false;
+const alive = (g) => { try { process.kill(-g, 0); return true; } catch (e) { return e.code === 'EPERM'; } };
+function killAll() {
+  if (started) return;
+  started = true;
+  let pgids = [];
+  try { pgids = fs.readFileSync(pidFile, 'utf8').split(/\\s+/).filter(Boolean).map(Number); } catch {}
+  for (const g of pgids) { try { process.kill(-g, 'SIGTERM'); } catch {} }
+  const t0 = Date.now();
+  const iv = setInterval(() => {
+    const left = pgids.filter(alive);
+    if (left.length && Date.now() - t0 < 5000) return;
+    for (const g of left) { try { process.kill(-g, 'SIGKILL'); } catch {} }
+    clearInterval(iv);
+    setTimeout(() => {
+      if (keep !== '1') { try { fs.rmSync(dir, { recursive: true, force: true }); } catch {} }
+      process.exit(0);
+    }, left.length ? 1000 : 100);
+  }, 100);
+}
+process.stdin.on('data', () => {});
+process.stdin.on('end', killAll);
+process.stdin.on('error', killAll);
+process.stdin.resume();
+`;
+
+// ------------------------------------------------------------------------------------------------
+// startGrid
+// ------------------------------------------------------------------------------------------------
+
+/**
+ * @param {object} [opts]
+ * @param {'standalone'|'hub'} [opts.mode='standalone']
+ * @param {number} [opts.nodes=1]            hub mode: number of Node processes
+ * @param {number} [opts.maxSessions=2]      sessions per Node
+ * @param {number} [opts.port=4444]          0 = pick a free port
+ * @param {string} [opts.host='127.0.0.1']   address the Grid binds to and advertises
+ * @param {number} [opts.sessionTimeout=60]  idle WebDriver session timeout (s)
+ * @param {number} [opts.timeoutMs=90000]    how long to wait for readiness
+ * @param {string[]} [opts.javaArgs]         JVM flags (default: $GRID_JAVA_OPTS or a 512 MB serial-GC heap)
+ * @param {boolean} [opts.keepLogs=false]    keep the log dir after a clean stop()
+ * @param {(msg: string) => void} [opts.log]
+ * @returns {Promise<{url: string, logDir: string, mode: string, nodes: number, maxSessions: number,
+ *                    pids: number[], stop: () => Promise<void>}>}
+ */
+async function startGrid(opts = {}) {
+  const {
+    mode = 'standalone',
+    nodes = 1,
+    maxSessions = DEFAULTS.maxSessions,
+    port = 4444,
+    host = process.env.GRID_HOST || DEFAULTS.host,
+    sessionTimeout = DEFAULTS.sessionTimeout,
+    timeoutMs = 90000,
+    javaArgs = process.env.GRID_JAVA_OPTS
+      ? process.env.GRID_JAVA_OPTS.trim().split(/\s+/)
+      : ['-Xms64m', '-Xmx512m', '-XX:+UseSerialGC'],
+    keepLogs = false,
+    log = () => {},
+  } = opts;
+  if (mode !== 'standalone' && mode !== 'hub') throw new Error(`startGrid: unknown mode ${mode}`);
+  if (!(Number.isInteger(nodes) && nodes >= 1)) throw new Error(`startGrid: nodes must be >= 1`);
+  if (!(Number.isInteger(maxSessions) && maxSessions >= 1)) throw new Error(`startGrid: maxSessions must be >= 1`);
+  if (mode === 'standalone' && nodes !== 1) throw new Error('startGrid: standalone mode has exactly one node');
+
+  const deps = await ensureSystemDeps({ log });
+  const probeHost = host === '0.0.0.0' ? '127.0.0.1' : host;
+
+  const gridPort = port === 0 ? await freePort(probeHost) : port;
+  if (port !== 0 && (await portInUse(gridPort, probeHost))) {
+    throw new Error(`startGrid: port ${gridPort} on ${probeHost} is already in use (another Grid running?)`);
+  }
+  const url = `http://${probeHost}:${gridPort}`;
+
+  const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'selenium-grid-'));
+  const browserTmp = path.join(logDir, 'tmp'); // Chromium profiles land here (TMPDIR) → removed on stop
+  fs.mkdirSync(browserTmp);
+  const nodeToml = path.join(logDir, 'node.toml');
+  fs.writeFileSync(
+    nodeToml,
+    renderNodeToml({
+      chromeBin: deps.chromeBin,
+      chromedriverBin: deps.chromedriverBin,
+      maxSessions,
+      sessionTimeout,
+      host,
+    }),
+  );
+  const pidFile = path.join(logDir, 'pgids');
+
+  /** @type {{name: string, child: import('child_process').ChildProcess, logFile: string, exited: boolean, code: any}[]} */
+  const procs = [];
+  let stopping = null;
+  let failed = false; // keep the log dir for the operator when start-up failed
+
+  const writePidFile = () => {
+    try {
+      fs.writeFileSync(pidFile, procs.filter((p) => !p.exited).map((p) => p.child.pid).join('\n'));
+    } catch {
+      /* log dir removed */
+    }
+  };
+
+  // Watchdog (see above). Its stdin pipe must not keep our event loop alive.
+  const watchdog = spawn(process.execPath, ['-e', WATCHDOG_SRC, pidFile, logDir, keepLogs ? '1' : '0'], {
+    detached: true,
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
+  watchdog.unref();
+  watchdog.stdin.on('error', () => {});
+  if (typeof watchdog.stdin.unref === 'function') watchdog.stdin.unref();
+
+  // On a normal exit of this process kill everything at once; the watchdog (whose pipe closes
+  // with us) then reaps stragglers and removes the temp dir.
+  const onExit = () => {
+    for (const p of procs) if (!p.exited) killGroup(p.child.pid, 'SIGKILL');
+  };
+  process.on('exit', onExit);
+
+  const launch = (name, args) => {
+    const logFile = path.join(logDir, `${name}.log`);
+    const fd = fs.openSync(logFile, 'a');
+    const fullArgs = [...javaArgs, '-jar', deps.seleniumJar, ...args];
+    fs.writeSync(fd, `# ${deps.javaBin} ${fullArgs.join(' ')}\n`);
+    const child = spawn(deps.javaBin, fullArgs, {
+      detached: true, // own process group: stop() signals java + chromedriver + chromium together
+      stdio: ['ignore', fd, fd],
+      env: { ...process.env, TMPDIR: browserTmp },
+      cwd: logDir,
+    });
+    fs.closeSync(fd);
+    child.unref();
+    const rec = { name, child, logFile, exited: false, code: null };
+    child.on('exit', (code, signal) => {
+      rec.exited = true;
+      rec.code = signal || code;
+    });
+    child.on('error', (err) => {
+      rec.exited = true;
+      rec.code = String(err);
+    });
+    procs.push(rec);
+    writePidFile();
+    log(`[grid] started ${name} (pid ${child.pid}), log: ${logFile}`);
+    return rec;
+  };
+
+  const stop = () => {
+    if (stopping) return stopping;
+    stopping = (async () => {
+      // Nodes first (they deregister), then the hub.
+      const order = [...procs].reverse();
+      for (const p of order) killGroup(p.child.pid, 'SIGTERM');
+      const deadline = Date.now() + 10000;
+      while (Date.now() < deadline && order.some((p) => groupAlive(p.child.pid))) await sleep(100);
+      for (const p of order) {
+        if (groupAlive(p.child.pid)) {
+          log(`[grid] ${p.name} still alive after SIGTERM, sending SIGKILL`);
+          killGroup(p.child.pid, 'SIGKILL');
+        }
+      }
+      const deadline2 = Date.now() + 5000;
+      while (Date.now() < deadline2 && order.some((p) => groupAlive(p.child.pid))) await sleep(50);
+      process.removeListener('exit', onExit);
+      try {
+        watchdog.stdin.end();
+        watchdog.kill('SIGKILL');
+      } catch {
+        /* ignore */
+      }
+      const leftover = order.filter((p) => groupAlive(p.child.pid));
+      if (leftover.length) {
+        log(`[grid] WARNING: process groups still alive after stop: ${leftover.map((p) => p.child.pid).join(', ')}`);
+      }
+      if (!keepLogs && !failed && !leftover.length) fs.rmSync(logDir, { recursive: true, force: true });
+      else fs.rmSync(browserTmp, { recursive: true, force: true });
+      log(`[grid] stopped ${url}`);
+    })();
+    return stopping;
+  };
+
+  const fail = async (why) => {
+    failed = true;
+    await stop().catch(() => {});
+    const tails = procs
+      .map((p) => `--- ${p.name} (${p.logFile}) ---\n${readTail(p.logFile, 25)}`)
+      .join('\n');
+    throw new Error(`Selenium Grid failed to start: ${why}\nLogs in ${logDir}\n${tails}`);
+  };
+
+  try {
+    const common = ['--config', GRID_TOML];
+    if (mode === 'standalone') {
+      launch('standalone', [
+        'standalone',
+        ...common,
+        '--config',
+        nodeToml,
+        '--host',
+        host,
+        '--port',
+        String(gridPort),
+      ]);
+    } else {
+      const pub = await freePort(probeHost);
+      let sub = await freePort(probeHost);
+      while (sub === pub) sub = await freePort(probeHost);
+      const bindAddr = host === '0.0.0.0' ? '*' : host;
+      launch('hub', [
+        'hub',
+        ...common,
+        '--host',
+        host,
+        '--port',
+        String(gridPort),
+        '--publish-events',
+        `tcp://${bindAddr}:${pub}`,
+        '--subscribe-events',
+        `tcp://${bindAddr}:${sub}`,
+      ]);
+      const usedPorts = new Set([gridPort, pub, sub]);
+      for (let i = 1; i <= nodes; i++) {
+        let nodePort = await freePort(probeHost);
+        while (usedPorts.has(nodePort)) nodePort = await freePort(probeHost);
+        usedPorts.add(nodePort);
+        launch(`node-${i}`, [
+          'node',
+          '--config',
+          GRID_TOML,
+          '--config',
+          nodeToml,
+          '--host',
+          host,
+          '--port',
+          String(nodePort),
+          '--publish-events',
+          `tcp://${probeHost}:${pub}`,
+          '--subscribe-events',
+          `tcp://${probeHost}:${sub}`,
+          '--grid-url',
+          url,
+        ]);
+      }
+    }
+
+    // Wait for readiness.
+    const started = Date.now();
+    let last = 'no answer yet';
+    for (;;) {
+      const dead = procs.find((p) => p.exited);
+      if (dead) await fail(`${dead.name} exited early (${dead.code})`);
+      try {
+        const { json } = await getJson(`${url}/status`, 2000);
+        const v = json.value || {};
+        const nodeList = Array.isArray(v.nodes) ? v.nodes : [];
+        const up = nodeList.filter((n) => n.availability === 'UP').length;
+        const want = mode === 'hub' ? nodes : 1;
+        last = `ready=${v.ready}, nodes UP ${up}/${want}: ${v.message || ''}`;
+        if (v.ready === true && up >= want) break;
+      } catch (err) {
+        last = err.message;
+      }
+      if (Date.now() - started > timeoutMs) await fail(`not ready after ${timeoutMs} ms (${last})`);
+      await sleep(200);
+    }
+    log(`[grid] ${mode} ready at ${url} in ${Date.now() - started} ms (logs: ${logDir})`);
+  } catch (err) {
+    failed = true;
+    await stop().catch(() => {});
+    throw err;
+  }
+
+  return {
+    url,
+    logDir,
+    mode,
+    nodes: mode === 'hub' ? nodes : 1,
+    maxSessions,
+    pids: procs.map((p) => p.child.pid),
+    stop,
+  };
+}
+
+module.exports = { startGrid, renderNodeToml, CHROME_ARGS };
+
+// ------------------------------------------------------------------------------------------------
+// CLI
+// ------------------------------------------------------------------------------------------------
+
+function parseArgs(argv) {
+  const out = { _: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (!a.startsWith('--')) {
+      out._.push(a);
+      continue;
+    }
+    const [k, inline] = a.slice(2).split('=', 2);
+    const v = inline !== undefined ? inline : argv[++i];
+    if (v === undefined) throw new Error(`missing value for --${k}`);
+    out[k] = v;
+  }
+  return out;
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const cmd = args._[0] || 'start';
+  const int = (v, d) => (v === undefined ? d : Number.parseInt(v, 10));
+  if (cmd === 'node-config') {
+    process.stdout.write(
+      renderNodeToml({
+        maxSessions: int(args['max-sessions'], DEFAULTS.maxSessions),
+        sessionTimeout: int(args['session-timeout'], DEFAULTS.sessionTimeout),
+        chromeBin: process.env.CHROME_BIN,
+        chromedriverBin: process.env.CHROMEDRIVER_BIN,
+      }),
+    );
+    return;
+  }
+  if (cmd !== 'start') {
+    console.error(
+      'usage: node grid/grid.js start [--mode standalone|hub] [--nodes N] [--max-sessions M] [--port P]\n' +
+        '                         [--session-timeout S] [--host H]\n' +
+        '       node grid/grid.js node-config [--max-sessions M] [--session-timeout S]',
+    );
+    process.exitCode = 2;
+    return;
+  }
+  const nodes = int(args.nodes, 1);
+  const mode = args.mode || (nodes > 1 ? 'hub' : 'standalone');
+  const grid = await startGrid({
+    mode,
+    nodes,
+    maxSessions: int(args['max-sessions'], DEFAULTS.maxSessions),
+    port: int(args.port, 4444),
+    host: args.host,
+    sessionTimeout: int(args['session-timeout'], DEFAULTS.sessionTimeout),
+    keepLogs: true,
+    log: (m) => console.error(m),
+  });
+  console.log(grid.url);
+  console.error(`[grid] logs: ${grid.logDir} — Ctrl-C to stop`);
+  let done = false;
+  const shutdown = async (sig) => {
+    if (done) return;
+    done = true;
+    console.error(`[grid] ${sig}: stopping`);
+    await grid.stop();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGHUP', () => shutdown('SIGHUP'));
+  // keep the event loop alive
+  setInterval(() => {}, 1 << 30);
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(`[grid] ERROR: ${err.message}`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,346 @@
+/**
+ * GET/POST /snap end to end against a real Selenium Grid (standalone, Debian Chromium),
+ * with fixture pages served locally.
+ */
+import { expect } from 'chai';
+import sharp from 'sharp';
+import { backendConfig } from '../support/backends';
+import { type FixtureServer, startFixtures } from '../support/fixtures';
+import { sharedGrid } from '../support/grid';
+import { type HttpAnswer, qs, request } from '../support/http';
+import { type RunningSystem, runSystem } from '../support/system';
+
+const SERVICES = 'api,billing,capture,scheduler,ai,proxy';
+
+async function size(image: Buffer): Promise<[number, number]> {
+  const m = await sharp(image).metadata();
+  return [m.width ?? 0, m.height ?? 0];
+}
+
+/** RGB of one pixel. */
+async function pixel(image: Buffer, x: number, y: number): Promise<[number, number, number]> {
+  const { data, info } = await sharp(image).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  const i = (y * info.width + x) * info.channels;
+  return [data[i] ?? -1, data[i + 1] ?? -1, data[i + 2] ?? -1];
+}
+
+function expectEnvelope(r: HttpAnswer, status: number, code: string, fragment?: string) {
+  expect(r.status, r.raw.toString().slice(0, 300)).to.equal(status);
+  expect(r.body).to.include({ success: false, error_code: code });
+  if (fragment) expect(String(r.body.note)).to.contain(fragment);
+}
+
+describe('snap on a real Selenium Grid', function () {
+  this.timeout(120_000);
+  let fx: FixtureServer;
+  let sys: RunningSystem;
+  let cleanup: () => Promise<void>;
+  let token: string;
+
+  const snap = (params: Record<string, string | number | boolean>, key = token) =>
+    request(sys.base, 'GET', `/snap?${qs({ access_token: key, wait: 0, ttl: 0, ...params })}`);
+  const used = async (key = token) =>
+    (await request<{ results: { screenshot_current_month_usage: number } }>(sys.base, 'GET', `/account_limits?access_token=${key}`)).body.results
+      .screenshot_current_month_usage;
+
+  before(async () => {
+    const grid = await sharedGrid();
+    fx = await startFixtures();
+    const b = await backendConfig('sqlite', {
+      SERVICES,
+      SELENIUM_URL: grid.url,
+      ALLOW_PRIVATE_NETWORKS: 'true',
+      CAPTURE_SESSIONS: '2',
+      CAPTURE_TIMEOUT_MS: '8000',
+    });
+    cleanup = b.cleanup;
+    sys = await runSystem(b.config);
+    await sys.broker.call('billing.upsertPlan', { name: 'big', paid: true, screenshot_limit: 100_000 });
+    token = (await sys.account('big')).access_token;
+  });
+  after(async () => {
+    await sys?.stop();
+    await fx?.stop();
+    await cleanup?.();
+  });
+
+  describe('image size and format', () => {
+    for (const [w, h] of [
+      [800, 600],
+      [1280, 720],
+      [375, 812],
+    ]) {
+      it(`is exactly ${w}x${h} for page_width=${w}, page_height=${h}`, async () => {
+        const r = await snap({ url: `${fx.origin}/plain`, page_width: w, page_height: h, image_format: 'png' });
+        expect(r.status).to.equal(200);
+        expect(r.headers.get('content-type')).to.equal('image/png');
+        expect(await size(r.raw)).to.deep.equal([w, h]);
+      });
+    }
+
+    it('doubles both sides with scale_factor=2', async () => {
+      const r = await snap({ url: `${fx.origin}/plain`, page_width: 640, page_height: 480, scale_factor: 2, image_format: 'png' });
+      expect(await size(r.raw)).to.deep.equal([1280, 960]);
+    });
+
+    it('defaults to a 1920x1000 JPEG', async () => {
+      const r = await snap({ url: `${fx.origin}/plain` });
+      expect(r.headers.get('content-type')).to.equal('image/jpeg');
+      expect(r.raw.subarray(0, 3).toString('hex')).to.equal('ffd8ff');
+      expect(await size(r.raw)).to.deep.equal([1920, 1000]);
+    });
+
+    it("captures the page's whole scroll height with fullpage", async () => {
+      const r = await snap({ url: `${fx.origin}/tall`, page_width: 800, page_height: 600, fullpage: true, image_format: 'png' });
+      expect(await size(r.raw)).to.deep.equal([800, 2600]);
+    });
+
+    it("captures only the element's box with selectors", async () => {
+      const r = await snap({ url: `${fx.origin}/plain`, selectors: '#box', image_format: 'png' });
+      expect(await size(r.raw)).to.deep.equal([300, 200]);
+      expect(await pixel(r.raw, 150, 100)).to.deep.equal([0, 0, 255]);
+    });
+
+    it('makes smaller JPEGs at quality 10 than at 90', async () => {
+      const low = await snap({ url: `${fx.origin}/noisy`, page_width: 800, page_height: 600, quality: 10 });
+      const high = await snap({ url: `${fx.origin}/noisy`, page_width: 800, page_height: 600, quality: 90 });
+      expect(low.raw.length).to.be.below(high.raw.length * 0.6);
+    });
+
+    it('writes WebP and PDF with their magic bytes and content types', async () => {
+      const webp = await snap({ url: `${fx.origin}/plain`, image_format: 'webp' });
+      expect(webp.headers.get('content-type')).to.equal('image/webp');
+      expect(webp.raw.subarray(0, 4).toString()).to.equal('RIFF');
+      expect(webp.raw.subarray(8, 12).toString()).to.equal('WEBP');
+      const pdf = await snap({ url: `${fx.origin}/plain`, image_format: 'pdf' });
+      expect(pdf.headers.get('content-type')).to.equal('application/pdf');
+      expect(pdf.raw.subarray(0, 5).toString()).to.equal('%PDF-');
+    });
+  });
+
+  describe('page options', () => {
+    it('css_inject and js_inject change the pixels', async () => {
+      const base = { url: `${fx.origin}/white`, page_width: 400, page_height: 300, image_format: 'png' };
+      expect(await pixel((await snap(base)).raw, 10, 10)).to.deep.equal([255, 255, 255]);
+      const css = await snap({ ...base, css_inject: 'div { background: rgb(255, 0, 0) !important; }' });
+      expect(await pixel(css.raw, 10, 10)).to.deep.equal([255, 0, 0]);
+      const js = await snap({ ...base, js_inject: "document.querySelector('div').style.background = 'rgb(0, 255, 0)'" });
+      expect(await pixel(js.raw, 10, 10)).to.deep.equal([0, 255, 0]);
+    });
+
+    it('hover_on_selected shows the :hover style of the element', async () => {
+      const plain = await snap({ url: `${fx.origin}/hover`, selectors: '#btn', image_format: 'png' });
+      expect(await pixel(plain.raw, 100, 50)).to.deep.equal([0, 128, 0]);
+      const hovered = await snap({ url: `${fx.origin}/hover`, selectors: '#btn', hover_on_selected: true, image_format: 'png' });
+      expect(await pixel(hovered.raw, 100, 50)).to.deep.equal([255, 0, 0]);
+    });
+
+    it('wait_for waits for late content', async () => {
+      const early = await snap({ url: `${fx.origin}/late`, html_only: true });
+      // The script's own text names the element; only the rendered element counts.
+      expect(early.body.html).not.to.contain('<p id="late">');
+      const waited = await snap({ url: `${fx.origin}/late`, html_only: true, wait_for: '#late' });
+      expect(waited.body.html).to.contain('<p id="late">late content</p>');
+    });
+
+    it('fullpage_advanced and incremental_scroll scroll lazy content into view', async () => {
+      const plain = await snap({ url: `${fx.origin}/lazy`, html_only: true });
+      expect(plain.body.html).not.to.contain('<p id="lazy-loaded">');
+      const advanced = await snap({ url: `${fx.origin}/lazy`, html_only: true, fullpage_advanced: true });
+      expect(advanced.body.html).to.contain('<p id="lazy-loaded">');
+      const incremental = await snap({ url: `${fx.origin}/lazy`, html_only: true, incremental_scroll: true });
+      expect(incremental.body.html).to.contain('<p id="lazy-loaded">');
+    });
+
+    it('sends headers, cookies, user_agent and accept_language to the site', async () => {
+      const tag = `t${Date.now()}`;
+      const r = await request(sys.base, 'POST', '/snap', {
+        json: {
+          access_token: token,
+          url: `${fx.origin}/echo?${tag}`,
+          wait: 0,
+          ttl: 0,
+          headers: [{ key: 'X-Test-Header', value: tag }],
+          cookies: { session: tag },
+          user_agent: `SnapTest/${tag}`,
+          accept_language: 'de-CH',
+        },
+      });
+      expect(r.status).to.equal(200);
+      const seen = fx.seen.filter((s) => s.path === '/echo' && s.headers['x-test-header'] === tag);
+      expect(seen).to.have.length(1);
+      const h = seen[0]!.headers;
+      expect(h['user-agent']).to.equal(`SnapTest/${tag}`);
+      expect(h['accept-language']).to.match(/^de-CH/);
+      expect(h.cookie).to.contain(`session=${tag}`);
+    });
+
+    it('gives page script the time_zone and the geolocation', async () => {
+      const r = await snap({ url: `${fx.origin}/env`, html_only: true, wait_for: '#geo.done', time_zone: 'Asia/Tokyo', latitude: 48.8584, longitude: 2.2945, accuracy: 10 });
+      expect(r.body.html).to.contain('<p id="tz">Asia/Tokyo</p>');
+      expect(r.body.html).to.contain('48.8584,2.2945');
+    });
+
+    it('disable_js stops scripts', async () => {
+      const on = await snap({ url: `${fx.origin}/js-rendered`, html_only: true });
+      expect(on.body.html).to.contain('<p id="from-js">');
+      const off = await snap({ url: `${fx.origin}/js-rendered`, html_only: true, disable_js: true });
+      expect(off.body.html).not.to.contain('<p id="from-js">');
+      expect(off.body.html).to.contain('<div id="static">static</div>');
+    });
+
+    it('shares no cookie between two captures in a row', async () => {
+      await snap({ url: `${fx.origin}/echo` });
+      const before = fx.seen.length;
+      const second = await snap({ url: `${fx.origin}/echo`, html_only: true });
+      const req = fx.seen.slice(before).find((s) => s.path === '/echo');
+      expect(req?.headers.cookie).to.equal(undefined);
+      // Only the cookie this response set; nothing from the first capture (fromjs=1).
+      expect(second.body.html).to.contain('<p id="cookies">cookies:visited=yes</p>');
+    });
+  });
+
+  describe('answers', () => {
+    it('json=true answers exactly the record, whose links load without a key', async () => {
+      const r = await snap({ url: `${fx.origin}/plain`, json: true, image_format: 'png', page_width: 800, page_height: 600 });
+      expect(r.status).to.equal(200);
+      expect(r.body).to.have.all.keys('success', 'id', 'embed_url', 'screenshot_configuration_id', 'direct_link', 'direct_thumbnail_link', 'taken_at_timestamp', 'taken_at', 'job_id');
+      const b = r.body as Record<string, string>;
+      expect(b.taken_at_timestamp).to.match(/^\d{13}$/);
+      expect(b.taken_at).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/);
+      expect(new Date(b.taken_at!).getTime()).to.equal(Number(b.taken_at_timestamp));
+      expect(b.embed_url).to.equal(`${sys.config.appUrl}/embed/${b.screenshot_configuration_id}`);
+      const image = await fetch(b.direct_link!);
+      expect(image.status).to.equal(200);
+      expect(await size(Buffer.from(await image.arrayBuffer()))).to.deep.equal([800, 600]);
+      const thumb = await fetch(b.direct_thumbnail_link!);
+      expect(thumb.status).to.equal(200);
+      expect(await size(Buffer.from(await thumb.arrayBuffer()))).to.deep.equal([400, 300]);
+      // Public names are random, not sequential ids.
+      expect(b.direct_link).to.match(/\/cdn\/[A-Za-z0-9]{24}\.png$/);
+    });
+
+    it('html_only answers {success, html}: the rendered DOM, or the outerHTML of selectors', async () => {
+      const r = await snap({ url: `${fx.origin}/js-rendered`, html_only: true });
+      expect(r.body).to.have.all.keys('success', 'html');
+      expect(r.body.html).to.match(/^<!DOCTYPE html>/);
+      expect(r.body.html).to.contain('<p id="from-js">rendered by script</p>');
+      const el = await snap({ url: `${fx.origin}/js-rendered`, html_only: true, selectors: '#from-js' });
+      expect(el.body.html).to.equal('<p id="from-js">rendered by script</p>');
+    });
+
+    it('reuses a capture within ttl without spending a credit, and ttl=0 captures fresh', async () => {
+      const { access_token } = await sys.account('free');
+      const params = { url: `${fx.origin}/plain?ttl-test`, page_width: 500, page_height: 400, json: true };
+      const first = await snap({ ...params, ttl: 600 }, access_token);
+      expect(first.headers.get('x-cache')).to.equal('MISS');
+      const second = await snap({ ...params, ttl: 600 }, access_token);
+      expect(second.headers.get('x-cache')).to.equal('HIT');
+      expect(second.body.id).to.equal(first.body.id);
+      expect(await used(access_token)).to.equal(1);
+      const fresh = await snap({ ...params, ttl: 0 }, access_token);
+      expect(fresh.headers.get('x-cache')).to.equal('MISS');
+      expect(fresh.body.id).not.to.equal(first.body.id);
+      expect(await used(access_token)).to.equal(2);
+    });
+
+    it('puts snaps of the same page and options in one configuration', async () => {
+      const a = await snap({ url: `${fx.origin}/plain?same`, json: true });
+      const b = await snap({ url: `${fx.origin}/plain?same`, json: true });
+      const c = await snap({ url: `${fx.origin}/plain?same`, json: true, page_width: 1000 });
+      expect(a.body.screenshot_configuration_id).to.equal(b.body.screenshot_configuration_id);
+      expect(c.body.screenshot_configuration_id).not.to.equal(a.body.screenshot_configuration_id);
+    });
+  });
+
+  describe('failures spend no credit', () => {
+    it('a dead URL is 422 page_load_failed and refunded', async () => {
+      const { access_token } = await sys.account('free');
+      const r = await snap({ url: 'http://127.0.0.1:9/nothing-listens-here' }, access_token);
+      expectEnvelope(r, 422, 'page_load_failed', 'could not be loaded');
+      expect(await used(access_token)).to.equal(0);
+    });
+
+    it('a selector that matches nothing is 422 selector_not_found and refunded', async () => {
+      const { access_token } = await sys.account('free');
+      expectEnvelope(await snap({ url: `${fx.origin}/plain`, selectors: '#missing' }, access_token), 422, 'selector_not_found', '#missing');
+      expect(await used(access_token)).to.equal(0);
+    });
+
+    it('a capture that hangs ends with 504 capture_timeout, and the next capture works', async () => {
+      const { access_token } = await sys.account('free');
+      const hung = await snap({ url: `${fx.origin}/hang` }, access_token);
+      expectEnvelope(hung, 504, 'capture_timeout');
+      expect(await used(access_token)).to.equal(0);
+      for (let i = 0; i < 3; i++) {
+        const next = await snap({ url: `${fx.origin}/plain`, page_width: 640, page_height: 480, image_format: 'png' }, access_token);
+        expect(next.status).to.equal(200);
+        expect(await size(next.raw)).to.deep.equal([640, 480]);
+      }
+    });
+  });
+});
+
+describe('snap egress policy and capacity (ALLOW_PRIVATE_NETWORKS unset)', function () {
+  this.timeout(120_000);
+  let fx: FixtureServer;
+  let sys: RunningSystem;
+  let cleanup: () => Promise<void>;
+  let token: string;
+  const snap = (params: Record<string, string | number | boolean>) => request(sys.base, 'GET', `/snap?${qs({ access_token: token, wait: 0, ttl: 0, ...params })}`);
+
+  before(async () => {
+    const grid = await sharedGrid();
+    fx = await startFixtures();
+    const b = await backendConfig('sqlite', {
+      SERVICES,
+      SELENIUM_URL: grid.url,
+      CAPTURE_SESSIONS: '1',
+      CAPTURE_QUEUE_MAX: '0',
+      // "fixture.test" stands for a public site: Chromium resolves it to the fixture server.
+      CHROME_EXTRA_ARGS: JSON.stringify(['--host-resolver-rules=MAP fixture.test 127.0.0.1']),
+    });
+    cleanup = b.cleanup;
+    sys = await runSystem(b.config);
+    token = (await sys.account('paid')).access_token;
+  });
+  after(async () => {
+    await sys?.stop();
+    await fx?.stop();
+    await cleanup?.();
+  });
+
+  const usedNow = async () =>
+    (await request<{ results: { screenshot_current_month_usage: number } }>(sys.base, 'GET', `/account_limits?access_token=${token}`)).body.results.screenshot_current_month_usage;
+
+  it('refuses http://127.0.0.1 and the metadata address with 400 url_not_allowed, spending nothing', async () => {
+    expectEnvelope(await snap({ url: `${fx.origin}/plain` }), 400, 'url_not_allowed', '127.0.0.1');
+    expectEnvelope(await snap({ url: 'http://169.254.169.254/latest/meta-data/' }), 400, 'url_not_allowed', '169.254.169.254');
+    expectEnvelope(await snap({ url: 'http://localhost:9/' }), 400, 'url_not_allowed');
+    expect(await usedNow()).to.equal(0);
+  });
+
+  it('refuses a redirect to a private address', async () => {
+    expectEnvelope(await snap({ url: `http://fixture.test:${fx.port}/to-private` }), 400, 'url_not_allowed', '127.0.0.1');
+    expect(await usedNow()).to.equal(0);
+  });
+
+  it('blocks sub-requests of the page to private addresses', async () => {
+    const before = fx.seen.length;
+    const r = await snap({ url: `http://fixture.test:${fx.port}/with-private-image`, html_only: true });
+    expect(r.status).to.equal(200);
+    expect(r.body.html).to.contain('public page');
+    const paths = fx.seen.slice(before).map((s) => s.path);
+    expect(paths).to.include('/with-private-image');
+    expect(paths).not.to.include('/pixel.png');
+  });
+
+  it('answers 503 capacity_exhausted with Retry-After when every browser is busy and the queue is full', async () => {
+    const slow = snap({ url: `http://fixture.test:${fx.port}/slow` });
+    await new Promise((r) => setTimeout(r, 500));
+    const refused = await snap({ url: `http://fixture.test:${fx.port}/plain` });
+    expectEnvelope(refused, 503, 'capacity_exhausted', 'busy');
+    expect(Number(refused.headers.get('retry-after'))).to.be.greaterThan(0);
+    expect((await slow).status).to.equal(200);
+  });
+});
