@@ -6,6 +6,7 @@
  */
 import { type ScreenshotRef, call } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
+import { checkFeatures } from '../shared/plan-gates';
 import { type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
 import type { RouteContext, RouteDef } from './http';
@@ -49,12 +50,14 @@ function snapHandler(store: FileStore) {
   return async (ctx: RouteContext): Promise<unknown> => {
     const { broker, account } = ctx;
     const options = validateShape<SnapOptions>('snap', ctx.params);
+    const features = requestedFeatures(options);
+    checkFeatures(account, features);
     const ttl = options.ttl ?? DEFAULT_TTL_SECONDS;
     if (ttl > 0) {
       const cached = await call(broker, 'capture.findRecent', { accountId: account.accountId, cacheKey: captureKey(options), since: Date.now() - ttl * 1000 });
       if (cached) return answer(ctx, store, cached, options, 'HIT');
     }
-    const reservation = await call(broker, 'billing.reserve', { account, amounts: { screenshots: 1 }, features: requestedFeatures(options) });
+    const reservation = await call(broker, 'billing.reserve', { account, amounts: { screenshots: 1 }, features });
     let ref: ScreenshotRef;
     try {
       ref = await call(broker, 'capture.take', { account, options });

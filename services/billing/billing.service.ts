@@ -10,6 +10,7 @@ import type { Config } from '../shared/config';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
 import type { AccountContext, FeatureRequest, Handler, UsageKind } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
+import { checkFeatures } from '../shared/plan-gates';
 import { randomId } from '../shared/secrets';
 import { AccountRepository } from './accounts';
 import { counterExpiry, limitsFor, monthOf } from './limits';
@@ -27,26 +28,6 @@ const EXHAUSTED: Record<UsageKind, { code: 'screenshot_limit_reached' | 'ai_cred
   ai_credits: { code: 'ai_credits_exhausted', what: 'AI Analysis credits' },
   bandwidth_bytes: { code: 'real_location_bandwidth_exhausted', what: 'bytes of real-location bandwidth' },
 };
-
-/** The spec's plan and addon gates; thrown before any credit is reserved. */
-export function checkFeatures(account: AccountContext, features: FeatureRequest): void {
-  if (features.ownAi) {
-    if (!account.plan.paid) {
-      throw serviceError('byok_plan_required', 'Using your own AI provider needs a paid screenshot plan; upgrade the plan, or use ai_provider=service.');
-    }
-    if (!account.addons.byo_ai) {
-      throw serviceError('byok_addon_required', 'Using your own AI provider needs the Bring Your Own AI addon; add it to your plan, or use ai_provider=service.');
-    }
-  }
-  if (features.ownProxy) {
-    if (!account.plan.paid) {
-      throw serviceError('byo_proxy_plan_required', 'Using your own proxy needs a paid screenshot plan; upgrade the plan, or leave out custom_proxy_id.');
-    }
-    if (!account.addons.byo_proxy) {
-      throw serviceError('byo_proxy_addon_required', 'Using your own proxy needs the Bring Your Own Proxy addon; add it to your plan, or leave out custom_proxy_id.');
-    }
-  }
-}
 
 interface BillingState {
   db: Knex;

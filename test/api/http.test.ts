@@ -173,7 +173,8 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
     it('refuses a snap past the screenshot limit with 402 screenshot_limit_reached', async () => {
       await call(sys.broker, 'billing.upsertPlan', { name: 'empty', paid: false, screenshot_limit: 0 });
       const { access_token } = await sys.account('empty');
-      expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token, url: 'https://example.com' })}`), 402, 'screenshot_limit_reached', '0 of 0');
+      // ttl=0: no saved capture may be reused, so billing is asked at once.
+      expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token, url: 'https://example.com', ttl: 0 })}`), 402, 'screenshot_limit_reached', '0 of 0');
     });
 
     it('answers 503 capacity_exhausted with Retry-After when no capture service runs, and spends no credit', async () => {

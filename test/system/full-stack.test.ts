@@ -68,7 +68,7 @@ describe('full stack: MariaDB + Redis + NATS', function () {
       const b = await backendConfig('mysql', { SERVICES: 'api,billing,ai,proxy', RATE_LIMIT_MAX: '4' });
       cleanup = b.cleanup;
       systems.push(await runSystem(b.config));
-      systems.push(await runSystem({ ...b.config, migrateOnStart: false }));
+      systems.push(await runSystem({ ...b.config, migrateOnStart: false, port: 0 }));
     });
     after(async () => {
       for (const s of systems) await s.stop();
@@ -118,7 +118,8 @@ describe('full stack: MariaDB + Redis + NATS', function () {
     it('carries a billing error (screenshot_limit_reached) to the HTTP client with its status and code', async () => {
       runScript('bin/admin.js', ['plans', 'set', 'none', '--screenshots', '0', '--paid', 'false'], env);
       const created = JSON.parse(runScript('bin/admin.js', ['accounts', 'create', '--plan', 'none', '--json'], env));
-      const r = await request(base, 'GET', `/snap?${qs({ access_token: created.access_token, url: 'https://example.com' })}`);
+      // ttl=0 skips the saved-capture lookup (no capture service runs here): billing answers.
+      const r = await request(base, 'GET', `/snap?${qs({ access_token: created.access_token, url: 'https://example.com', ttl: 0 })}`);
       expect(r.status).to.equal(402);
       expect(r.body).to.deep.equal({ success: false, error_code: 'screenshot_limit_reached', note: r.body.note });
       expect(String(r.body.note)).to.contain('0 of 0');

@@ -1,0 +1,28 @@
+/**
+ * The spec's plan and addon gates (Errors table), as a pure function of the caller's
+ * account context. The api decides them before anything else happens for a request (no
+ * extra hop: the context came with authentication); billing applies them again when it
+ * reserves credits, so no path can skip them.
+ */
+import type { AccountContext, FeatureRequest } from './contracts';
+import { serviceError } from './errors';
+
+export function checkFeatures(account: AccountContext, features: FeatureRequest): void {
+  if (features.ownAi) {
+    if (!account.plan.paid) {
+      throw serviceError('byok_plan_required', 'Using your own AI provider needs a paid screenshot plan; upgrade the plan, or use ai_provider=service.');
+    }
+    if (!account.addons.byo_ai) {
+      throw serviceError('byok_addon_required', 'Using your own AI provider needs the Bring Your Own AI addon; add it to your plan, or use ai_provider=service.');
+    }
+  }
+  if (features.ownProxy) {
+    if (!account.plan.paid) {
+      throw serviceError('byo_proxy_plan_required', 'Using your own proxy needs a paid screenshot plan; upgrade the plan, or leave out custom_proxy_id.');
+    }
+    if (!account.addons.byo_proxy) {
+      throw serviceError('byo_proxy_addon_required', 'Using your own proxy needs the Bring Your Own Proxy addon; add it to your plan, or leave out custom_proxy_id.');
+    }
+  }
+}
+
