@@ -22,5 +22,8 @@ export function brokerOptions(config: Readonly<Config>): BrokerOptions {
     heartbeatInterval: 5,
     heartbeatTimeout: 15,
     tracking: { enabled: true, shutdownTimeout: 30_000 },
+    // bin/serve.ts owns SIGINT/SIGTERM. Moleculer's own handlers would race it: a second
+    // broker.stop() returns at once and the process exited before browsers were quit.
+    skipProcessEventRegistration: true,
   };
 }

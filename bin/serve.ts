@@ -17,7 +17,10 @@ async function main(): Promise<void> {
     throw err;
   }
   const broker = await startSystem(config);
+  let stopping = false;
   const stop = async () => {
+    if (stopping) return;
+    stopping = true;
     await broker.stop();
     process.exit(0);
   };
