@@ -32,17 +32,8 @@ const { ensureSystemDeps } = require('../scripts/ensure-system-deps');
 const CONFIG_DIR = path.join(__dirname, 'config');
 const GRID_TOML = path.join(CONFIG_DIR, 'grid.toml');
 
-/** Chromium flags without which Chromium hangs on this machine. */
-const CHROME_ARGS = [
-  '--headless=new',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-dev-shm-usage',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
+/** Chromium flags without which Chromium hangs on a closed network (shared with the capture service). */
+const CHROME_ARGS = require('./config/chrome-args.json');
 
 const DEFAULTS = {
   chromeBin: '/usr/bin/chromium',

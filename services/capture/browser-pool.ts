@@ -11,18 +11,15 @@
 import { Builder, type WebDriver } from 'selenium-webdriver';
 import chrome from 'selenium-webdriver/chrome';
 import { serviceError } from '../shared/errors';
+import MANDATORY_CHROME_ARGS from '../../grid/config/chrome-args.json';
 import { CdpConnection } from './cdp';
 
-/** Flags without which headless Chromium hangs or phones home on a closed network. */
+/**
+ * The flags without which headless Chromium hangs or phones home on a closed network (the
+ * same file configures the local Grid's nodes), plus quieter defaults for captures.
+ */
 export const CHROME_ARGS = [
-  '--headless=new',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-dev-shm-usage',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
+  ...MANDATORY_CHROME_ARGS,
   '--disable-default-apps',
   '--disable-extensions',
   '--mute-audio',
