@@ -11,10 +11,11 @@ import type { Config } from '../shared/config';
 import { buildHttpServer, openApiDocument, type RouteDef } from './http';
 import { ACCOUNT_ROUTES } from './routes';
 import { createFileStore, type FileStore } from '../shared/storage';
+import { configRoutes } from './config-routes';
 import { snapRoutes } from './snap-routes';
 
 export function apiRoutes(store: FileStore): RouteDef[] {
-  return [...ACCOUNT_ROUTES, ...snapRoutes(store)];
+  return [...ACCOUNT_ROUTES, ...snapRoutes(store), ...configRoutes(store)];
 }
 
 export function apiService(deps: { config: Readonly<Config>; store?: FileStore }): ServiceSchema {

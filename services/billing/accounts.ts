@@ -102,6 +102,12 @@ export class AccountRepository {
     return { accountId: row.account_id, plan: planRow(row), addons: await this.addonsOf(row.account_id) };
   }
 
+  async byId(accountId: string): Promise<AccountContext | null> {
+    const row = await this.db('accounts as a').join('plans as p', 'p.name', 'a.plan').where('a.id', accountId).first('a.id as account_id', 'p.name', 'p.paid', 'p.screenshot_limit');
+    if (!row) return null;
+    return { accountId: row.account_id, plan: planRow(row), addons: await this.addonsOf(row.account_id) };
+  }
+
   async summary(accountId: string): Promise<AccountSummary> {
     const account = await this.db('accounts').where({ id: accountId }).first();
     if (!account) throw serviceError('not_found', `No account "${accountId}".`);

@@ -8,7 +8,7 @@ import type { Context, ServiceSchema } from 'moleculer';
 import type { Knex } from 'knex';
 import type { Config } from '../shared/config';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
-import type { AccountContext, FeatureRequest, Handler, UsageKind } from '../shared/contracts';
+import type { AccountContext, FeatureRequest, Handler, Reservation, UsageAmounts, UsageKind } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
 import { checkFeatures } from '../shared/plan-gates';
 import { randomId } from '../shared/secrets';
@@ -57,11 +57,9 @@ export function billingService(deps: BillingDeps): ServiceSchema {
     return account;
   };
 
-  const reserve: Handler<'billing.reserve'> = async (ctx) => {
-    const { account, amounts, features } = ctx.params;
-    if (features) checkFeatures(account, features);
+  async function reserveFor(account: AccountContext, amounts: UsageAmounts, reservationId?: string, month?: string): Promise<Reservation> {
     const at = state.now();
-    const reservation = { id: randomId(12), accountId: account.accountId, month: monthOf(at), amounts };
+    const reservation = { id: reservationId ?? randomId(12), accountId: account.accountId, month: month ?? monthOf(at), amounts };
     const limits = limitsFor(account);
     const outcome = await state.store.reserve(reservation, limits, counterExpiry(at));
     if (!outcome.ok) {
@@ -72,6 +70,18 @@ export function billingService(deps: BillingDeps): ServiceSchema {
       );
     }
     return reservation;
+  }
+
+  const reserve: Handler<'billing.reserve'> = async (ctx) => {
+    const { account, amounts, features, reservationId } = ctx.params;
+    if (features) checkFeatures(account, features);
+    return reserveFor(account, amounts, reservationId);
+  };
+
+  const reserveForAccount: Handler<'billing.reserveFor'> = async (ctx) => {
+    const account = await state.accounts.byId(ctx.params.accountId);
+    if (!account) throw serviceError('not_found', `No account "${ctx.params.accountId}".`);
+    return reserveFor(account, ctx.params.amounts, ctx.params.reservationId, ctx.params.month);
   };
 
   const usage: Handler<'billing.usage'> = async (ctx) => {
@@ -90,6 +100,7 @@ export function billingService(deps: BillingDeps): ServiceSchema {
         },
       },
       reserve: { handler: reserve },
+      reserveFor: { handler: reserveForAccount },
       commit: { handler: (async (ctx) => ({ committed: await state.store.commit(ctx.params.reservation) })) as Handler<'billing.commit'> },
       refund: { handler: (async (ctx) => ({ refunded: await state.store.refund(ctx.params.reservation) })) as Handler<'billing.refund'> },
       usage: { handler: usage },

@@ -25,6 +25,7 @@ export interface RateOutcome {
 }
 
 export interface UsageStore {
+  /** Idempotent for a reservation id that is still pending. */
   reserve(reservation: Reservation, limits: Limits, expiresAt: Date): Promise<ReserveOutcome>;
   /** Gives a pending reservation back. True when this call refunded it. */
   refund(reservation: Reservation): Promise<boolean>;
@@ -42,8 +43,10 @@ function amountsIn(amounts: UsageAmounts): number[] {
 
 // KEYS[1] usage hash, KEYS[2] reservation key.
 // ARGV: 3 amounts, 3 limits, expire-at (unix s), reservation ttl (s). Returns 0 or the
-// 1-based index of the first exceeded kind followed by its usage.
+// 1-based index of the first exceeded kind followed by its usage. A reservation id that is
+// still pending is not counted twice (a job retried after its worker died).
 const RESERVE_LUA = `
+if redis.call('EXISTS', KEYS[2]) == 1 then return {0, 0} end
 local fields = {'screenshots', 'ai_credits', 'bandwidth_bytes'}
 for i = 1, 3 do
   local amount = tonumber(ARGV[i])
@@ -174,6 +177,8 @@ export class MemoryUsageStore implements UsageStore {
   }
 
   async reserve(r: Reservation, limits: Limits, expiresAt: Date): Promise<ReserveOutcome> {
+    const held = this.pending.get(r.id);
+    if (held && held.expiresAt > this.now()) return { ok: true };
     const counts = this.counts(r.accountId, r.month);
     const amounts = amountsIn(r.amounts);
     for (const [i, kind] of USAGE_KINDS.entries()) {

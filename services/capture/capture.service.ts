@@ -9,13 +9,15 @@ import sharp from 'sharp';
 import type { Config } from '../shared/config';
 import { type Handler, type ScreenshotRef, call } from '../shared/contracts';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
-import { isErrorCode } from '../shared/errors';
+import { isErrorCode, serviceError } from '../shared/errors';
+import { pageOf, pageQuery } from '../shared/paging';
 import { type SnapOptions, captureKey } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import { type FileStore, createFileStore } from '../shared/storage';
 import { BrowserPool } from './browser-pool';
 import { EgressPolicy } from './egress';
 import { CaptureEngine } from './engine';
+import { type ClaimedJob, JobQueue } from './jobs';
 import type { CaptureOutput } from './page-capture';
 
 export interface CaptureDeps {
@@ -23,6 +25,11 @@ export interface CaptureDeps {
   /** Injected for tests; defaults to createFileStore(config). */
   store?: FileStore;
 }
+
+/** Queued jobs are looked for this often, besides the capture.jobQueued event. */
+const JOB_POLL_MS = 2_000;
+/** A job that keeps killing its workers is failed after this many claims. */
+const MAX_JOB_ATTEMPTS = 3;
 
 const EXTENSION: Record<string, string> = { 'image/jpeg': 'jpeg', 'image/png': 'png', 'image/webp': 'webp', 'application/pdf': 'pdf' };
 
@@ -53,14 +60,20 @@ export function captureService(deps: CaptureDeps): ServiceSchema {
   let store: FileStore;
   let pool: BrowserPool;
   let engine: CaptureEngine;
+  let queue: JobQueue;
+  let poller: NodeJS.Timeout | null = null;
+  let stopping = false;
+  const inFlight = new Set<Promise<void>>();
 
-  const toRef = (row: ScreenshotRow, embedUrl: string): ScreenshotRef => {
+  const embedUrlOf = (configId: string) => `${config.appUrl}/embed/${configId}`;
+
+  const toRef = (row: ScreenshotRow): ScreenshotRef => {
     const main = row.image_name ?? row.html_name;
     return {
       id: String(row.id),
       job_id: row.job_id,
       config_id: row.config_id,
-      embed_url: embedUrl,
+      embed_url: embedUrlOf(row.config_id),
       direct_link: main ? `${config.cdnUrl}/${main}` : '',
       direct_thumbnail_link: row.thumb_name ? `${config.cdnUrl}/${row.thumb_name}` : '',
       taken_at_ms: Number(row.created_at_ms),
@@ -88,50 +101,169 @@ export function captureService(deps: CaptureDeps): ServiceSchema {
     const results = await Promise.allSettled(writes);
     const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
     if (failed) {
-      await Promise.allSettled(Object.values(names).filter((n): n is string => n !== null).map((n) => store.delete(n)));
+      await deleteFiles(names);
       throw failed.reason;
     }
     return { ...names, content_type: out.html !== undefined ? 'text/html; charset=utf-8' : (out.contentType ?? null) };
   }
 
-  /** Runs one capture for a job already recorded, and records its outcome exactly once. */
-  async function runJob(ctx: Context, job: { id: string; accountId: string; configId: string; embedUrl: string }, options: SnapOptions): Promise<ScreenshotRef> {
-    try {
-      const out = await engine.capture(options);
-      const files = await storeFiles(out, options);
-      const takenAt = Date.now();
-      const row = {
-        account_id: job.accountId,
-        config_id: job.configId,
-        job_id: job.id,
-        url: options.url,
-        ...files,
-        cache_key: captureKey(options),
-        created_at_ms: takenAt,
-      };
-      const id = await db.transaction(async (trx) => {
-        const [inserted] = await trx('screenshots').insert(row);
-        const screenshotId = Number(inserted);
-        await trx('jobs').where({ id: job.id }).update({ status: 'completed', screenshot_id: screenshotId, finished_at_ms: takenAt });
-        return screenshotId;
-      });
-      void ctx;
-      return toRef({ ...row, id } as ScreenshotRow, job.embedUrl);
-    } catch (err) {
-      const e = err as { type?: unknown; message?: string };
-      await db('jobs')
-        .where({ id: job.id })
-        .update({ status: 'failed', error_code: isErrorCode(e.type) ? e.type : 'internal_error', note: isErrorCode(e.type) ? String(e.message) : 'Internal error', finished_at_ms: Date.now() });
-      throw err;
-    }
+  async function deleteFiles(row: { image_name: string | null; thumb_name: string | null; html_name: string | null }): Promise<void> {
+    const names = [row.image_name, row.thumb_name, row.html_name].filter((n): n is string => Boolean(n));
+    await Promise.allSettled(names.map((n) => store.delete(n)));
   }
 
+  const screenshotRow = (job: { id: string; accountId: string; configId: string }, options: SnapOptions, files: Awaited<ReturnType<typeof storeFiles>>) => ({
+    account_id: job.accountId,
+    config_id: job.configId,
+    job_id: job.id,
+    url: options.url,
+    ...files,
+    cache_key: captureKey(options),
+    created_at_ms: Date.now(),
+  });
+
+  /** A snap: captured while the HTTP request waits; its job is recorded for GET /jobs. */
   const take: Handler<'capture.take'> = async (ctx) => {
     const { account, options } = ctx.params;
     const snapConfig = await call(ctx, 'scheduler.snapConfig', { accountId: account.accountId, options, snapKey: captureKey(options) });
-    const job = { id: randomId(12), accountId: account.accountId, configId: snapConfig.id, embedUrl: snapConfig.embed_url };
-    await db('jobs').insert({ id: job.id, account_id: job.accountId, config_id: job.configId, status: 'running', created_at_ms: Date.now() });
-    return runJob(ctx, job, options);
+    const job = { id: randomId(12), accountId: account.accountId, configId: snapConfig.id };
+    await db('jobs').insert({ id: job.id, account_id: job.accountId, config_id: job.configId, kind: 'snap', status: 'running', created_at_ms: Date.now() });
+    void call(ctx, 'scheduler.noteJob', { configId: job.configId, jobId: job.id }).catch(() => undefined);
+    try {
+      const out = await engine.capture(options);
+      const files = await storeFiles(out, options);
+      const row = screenshotRow(job, options, files);
+      const id = await db.transaction(async (trx) => {
+        const [inserted] = await trx('screenshots').insert(row);
+        const screenshotId = Number(inserted);
+        await trx('jobs').where({ id: job.id }).update({ status: 'completed', screenshot_id: screenshotId, finished_at_ms: row.created_at_ms });
+        return screenshotId;
+      });
+      return toRef({ ...row, id } as ScreenshotRow);
+    } catch (err) {
+      const e = err as { type?: unknown; message?: string };
+      const known = isErrorCode(e.type);
+      await db('jobs')
+        .where({ id: job.id })
+        .update({ status: 'failed', error_code: known ? e.type : 'internal_error', note: known ? String(e.message) : 'Internal error', finished_at_ms: Date.now() });
+      throw err;
+    }
+  };
+
+  /**
+   * Runs one claimed job: reserve its credit (idempotent per job, so a job taken over after
+   * a crash is charged once), capture, store, complete under the lease, then commit; a
+   * failure is recorded with its error code and the credit refunded.
+   */
+  async function runJob(broker: Context['broker'], job: ClaimedJob): Promise<void> {
+    const renew = setInterval(() => void queue.renew(job).catch(() => undefined), Math.max(500, Math.floor(config.capture.jobLeaseMs / 3)));
+    let reservation: Awaited<ReturnType<typeof reserve>> | null = null;
+    const reserve = () => call(broker, 'billing.reserveFor', { accountId: job.accountId, amounts: { screenshots: 1 }, reservationId: `job:${job.id}` });
+    try {
+      if (job.attempts > MAX_JOB_ATTEMPTS) {
+        await queue.fail(job, 'internal_error', `The capture was interrupted ${MAX_JOB_ATTEMPTS} times and was given up.`);
+        await call(broker, 'billing.refund', { reservation: await reserve() }).catch(() => undefined);
+        return;
+      }
+      reservation = await reserve();
+      const out = await engine.capture(job.options);
+      const files = await storeFiles(out, job.options);
+      const screenshotId = await queue.complete(job, screenshotRow(job, job.options, files));
+      if (screenshotId === null) {
+        // Another instance took the job over while this one was slow: its result counts.
+        await deleteFiles(files);
+        return;
+      }
+      await call(broker, 'billing.commit', { reservation });
+      broker.emit('capture.completed', { accountId: job.accountId, configId: job.configId, jobId: job.id, screenshotId: String(screenshotId) });
+    } catch (err) {
+      const e = err as { type?: unknown; message?: string };
+      if (stopping) {
+        // Shutting down: the job goes back to the queue for another instance (or the next start).
+        await queue.release(job).catch(() => undefined);
+        return;
+      }
+      const known = isErrorCode(e.type);
+      if (!known) broker.getLogger('capture').error(`job ${job.id} failed`, err);
+      const failed = await queue.fail(job, known ? String(e.type) : 'internal_error', known ? String(e.message) : 'The capture failed on our side; it was logged.');
+      if (failed && reservation) await call(broker, 'billing.refund', { reservation }).catch(() => undefined);
+    } finally {
+      clearInterval(renew);
+    }
+  }
+
+  /** Claims queued jobs while this instance has free browsers; one claimer at a time. */
+  let claiming = false;
+  async function pump(broker: Context['broker']): Promise<void> {
+    if (claiming || stopping) return;
+    claiming = true;
+    try {
+      while (!stopping && inFlight.size < config.capture.sessions) {
+        const job = await queue.claim();
+        if (!job) break;
+        const run: Promise<void> = runJob(broker, job).finally(() => {
+          inFlight.delete(run);
+          void pump(broker);
+        });
+        inFlight.add(run);
+      }
+    } catch (err) {
+      broker.getLogger('capture').warn(`claiming a job failed: ${(err as Error).message}`);
+    } finally {
+      claiming = false;
+    }
+  }
+
+  const enqueue: Handler<'capture.enqueue'> = async (ctx) => {
+    const { accountId, configId, jobId, kind, options } = ctx.params;
+    await queue.enqueue({ id: jobId, accountId, configId, kind, options });
+    ctx.broker.emit('capture.jobQueued', { jobId });
+    return { job_id: jobId };
+  };
+
+  const jobStatus: Handler<'capture.jobStatus'> = async (ctx) => {
+    const row = await queue.find(ctx.params.accountId, ctx.params.jobId);
+    if (!row) throw serviceError('not_found', `No job "${ctx.params.jobId}" in this account.`);
+    if (row.status === 'completed' && row.screenshot_id !== null) {
+      const shot = (await db('screenshots').where({ id: row.screenshot_id }).first()) as ScreenshotRow | undefined;
+      if (shot) return { status: 'completed', job_id: row.id, screenshot: toRef(shot) };
+    }
+    if (row.status === 'failed' || row.status === 'completed') {
+      return { status: 'failed', job_id: row.id, error_code: row.error_code ?? 'internal_error', note: row.note ?? 'The capture failed.' };
+    }
+    return { status: row.status, job_id: row.id };
+  };
+
+  const listForConfig: Handler<'capture.listForConfig'> = async (ctx) => {
+    const { accountId, configId, paging } = ctx.params;
+    const rows = (await pageQuery(db('screenshots').where({ account_id: accountId, config_id: configId }), paging, 'created_at_ms', 'id')) as ScreenshotRow[];
+    const page = pageOf(rows, paging);
+    return { screenshots: page.rows.map(toRef), has_more: page.has_more };
+  };
+
+  const listForAccount: Handler<'capture.listForAccount'> = async (ctx) => {
+    const { accountId, paging } = ctx.params;
+    const rows = (await pageQuery(db('screenshots').where({ account_id: accountId }), paging, 'created_at_ms', 'id')) as ScreenshotRow[];
+    const page = pageOf(rows, paging);
+    return { screenshots: page.rows.map(toRef), has_more: page.has_more };
+  };
+
+  const latestImage: Handler<'capture.latestImage'> = async (ctx) => {
+    const row = await db('screenshots').where({ config_id: ctx.params.configId }).whereNotNull('image_name').orderBy('created_at_ms', 'desc').orderBy('id', 'desc').first('image_name', 'content_type');
+    return row ? { image_name: String(row.image_name), content_type: String(row.content_type) } : null;
+  };
+
+  /** Deletes a configuration's screenshots (rows and files) and jobs. */
+  const deleteForConfig: Handler<'capture.deleteForConfig'> = async (ctx) => {
+    const { accountId, configId } = ctx.params;
+    const rows = (await db('screenshots').where({ account_id: accountId, config_id: configId }).select('id', 'image_name', 'thumb_name', 'html_name')) as ScreenshotRow[];
+    await db.transaction(async (trx) => {
+      await trx('screenshots').where({ account_id: accountId, config_id: configId }).delete();
+      await trx('jobs').where({ account_id: accountId, config_id: configId }).delete();
+    });
+    // Files go after the rows, so no listed screenshot ever points at a missing file.
+    await Promise.all(rows.map((r) => deleteFiles(r)));
+    return { screenshots: rows.length };
   };
 
   const findRecent: Handler<'capture.findRecent'> = async (ctx) => {
@@ -141,8 +273,7 @@ export function captureService(deps: CaptureDeps): ServiceSchema {
       .where('created_at_ms', '>=', since)
       .orderBy('created_at_ms', 'desc')
       .first()) as ScreenshotRow | undefined;
-    if (!row) return null;
-    return toRef(row, `${config.appUrl}/embed/${row.config_id}`);
+    return row ? toRef(row) : null;
   };
 
   return {
@@ -151,10 +282,22 @@ export function captureService(deps: CaptureDeps): ServiceSchema {
       // The broker's timeout is a backstop; the engine enforces the capture's own budget.
       take: { handler: take, timeout: config.capture.timeoutMs + config.capture.queueTimeoutMs + 30_000 },
       findRecent: { handler: findRecent },
+      enqueue: { handler: enqueue },
+      jobStatus: { handler: jobStatus },
+      listForConfig: { handler: listForConfig },
+      listForAccount: { handler: listForAccount },
+      latestImage: { handler: latestImage },
+      deleteForConfig: { handler: deleteForConfig },
+    },
+    events: {
+      'capture.jobQueued'(this: { broker: Context['broker'] }) {
+        void pump(this.broker);
+      },
     },
     created() {
       db = acquireDatabase(config.database);
       store = deps.store ?? createFileStore(config);
+      queue = new JobQueue(db, config.capture.jobLeaseMs);
       pool = new BrowserPool(
         { seleniumUrl: config.seleniumUrl, chromeBin: config.capture.chromeBin, chromedriverBin: config.capture.chromedriverBin, extraArgs: config.capture.extraArgs },
         { sessions: config.capture.sessions, queueMax: config.capture.queueMax, queueTimeoutMs: config.capture.queueTimeoutMs, keepAliveMs: 20_000 },
@@ -164,9 +307,18 @@ export function captureService(deps: CaptureDeps): ServiceSchema {
     },
     async started() {
       await pool.start();
+      // Jobs left queued (or orphaned by a dead instance) are picked up from the start.
+      poller = setInterval(() => void pump(this.broker), JOB_POLL_MS);
+      void pump(this.broker);
     },
     async stopped() {
+      stopping = true;
+      if (poller) clearInterval(poller);
+      // Running jobs get the time budget of one capture to finish; what is still running
+      // then fails with the browsers and goes back to the queue.
+      await Promise.race([Promise.allSettled([...inFlight]), new Promise((r) => setTimeout(r, config.capture.timeoutMs).unref())]);
       await pool.stop();
+      await Promise.allSettled([...inFlight]);
       await store.close();
       await releaseDatabase(config.database);
     },

@@ -1,22 +1,170 @@
 /**
- * scheduler: owns screenshot_configs. Today it gives every snap its unscheduled
- * configuration (one per account, URL and capture-affecting options, DESIGN section 3);
- * configuration endpoints and schedules arrive with the configurations issue.
+ * scheduler: owns screenshot_configs. Configuration CRUD, the unscheduled configuration
+ * each snap belongs to, and schedules: node-schedule ticks, and every tick claims the due
+ * configurations with row locks (FOR UPDATE SKIP LOCKED on MySQL), moves each to its next
+ * slot and starts one capture job. Any number of scheduler instances may run: a due slot is
+ * claimed by exactly one. The next run is stored, so schedules survive restarts; after
+ * downtime a configuration captures once (the next slot is the first one after now).
  */
 import type { Knex } from 'knex';
 import type { ServiceSchema } from 'moleculer';
+import schedule from 'node-schedule';
 import type { Config } from '../shared/config';
-import type { Handler } from '../shared/contracts';
+import { type ConfigView, type Handler, call } from '../shared/contracts';
 import { acquireDatabase, isUniqueViolation, releaseDatabase } from '../shared/database';
+import { serviceError } from '../shared/errors';
+import { pageOf, pageQuery } from '../shared/paging';
+import type { ConfigOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
+import { type Interval, nextRunAfter } from './schedule';
+
+export interface SchedulerDeps {
+  config: Readonly<Config>;
+  /** Injected for tests (a controllable clock); defaults to Date.now. */
+  now?: () => number;
+  /** Ticks on their own (node-schedule); tests that drive tick() themselves turn it off. */
+  autoTick?: boolean;
+}
+
+/** How many due configurations one tick claims at most (the rest wait for the next tick). */
+const TICK_BATCH = 50;
+
+interface ConfigRow {
+  id: string;
+  account_id: string;
+  url: string;
+  options: string;
+  capture_options: string | null;
+  scheduled: number | boolean;
+  scheduled_every: number | null;
+  scheduled_interval: string | null;
+  next_run_at_ms: number | string | null;
+  schedule_anchor_ms: number | string | null;
+  last_job_id: string | null;
+  created_at_ms: number | string;
+}
 
 export function embedUrl(config: Readonly<Config>, configId: string): string {
   return `${config.appUrl}/embed/${configId}`;
 }
 
-export function schedulerService(deps: { config: Readonly<Config> }): ServiceSchema {
+/** What the schedule of a configuration is, from its validated options. */
+function scheduleOf(o: ConfigOptions): { every: number; interval: Interval } | null {
+  if (o.scheduled_screenshot !== true) return null;
+  if (!o.scheduled_interval) {
+    throw serviceError('invalid_parameter', 'scheduled_interval is required with scheduled_screenshot=true: one of minutes, hours, days, weeks, months, years.');
+  }
+  return { every: o.scheduled_every ?? 1, interval: o.scheduled_interval };
+}
+
+export function schedulerService(deps: SchedulerDeps): ServiceSchema {
   const { config } = deps;
+  const now = deps.now ?? Date.now;
   let db: Knex;
+  let job: schedule.Job | null = null;
+  const isMysql = () => db.client.config.client === 'mysql2';
+
+  const view = (row: ConfigRow): ConfigView => ({
+    config: JSON.parse(row.options) as Record<string, unknown>,
+    ids: { last_job_id: row.last_job_id, screenshot_config_id: row.id, embed_url: embedUrl(config, row.id) },
+    created_at: String(Number(row.created_at_ms)),
+  });
+
+  async function own(accountId: string, id: string): Promise<ConfigRow> {
+    const row = (await db('screenshot_configs').where({ id, account_id: accountId }).first()) as ConfigRow | undefined;
+    if (!row) throw serviceError('not_found', `No screenshot configuration "${id}" in this account.`);
+    return row;
+  }
+
+  /** Columns describing the schedule (or its absence), anchored at `at`. */
+  function scheduleColumns(o: ConfigOptions, at: number) {
+    const s = scheduleOf(o);
+    if (!s) return { scheduled: false, scheduled_every: null, scheduled_interval: null, next_run_at_ms: null, schedule_anchor_ms: null };
+    return {
+      scheduled: true,
+      scheduled_every: s.every,
+      scheduled_interval: s.interval,
+      schedule_anchor_ms: at,
+      next_run_at_ms: nextRunAfter(at, s.every, s.interval, at),
+    };
+  }
+
+  const create: Handler<'scheduler.create'> = async (ctx) => {
+    const { accountId, input, jobId } = ctx.params;
+    const at = now();
+    const row = {
+      id: randomId(12),
+      account_id: accountId,
+      url: input.options.url,
+      options: JSON.stringify(input.given),
+      capture_options: JSON.stringify(input.options),
+      last_job_id: jobId,
+      created_at_ms: at,
+      ...scheduleColumns(input.options, at),
+    };
+    await db('screenshot_configs').insert(row);
+    return view(row as unknown as ConfigRow);
+  };
+
+  const get: Handler<'scheduler.get'> = async (ctx) => {
+    const row = await own(ctx.params.accountId, ctx.params.id);
+    return { ...view(row), options: JSON.parse(row.capture_options ?? row.options) as ConfigOptions };
+  };
+
+  /**
+   * PATCH: the given options are merged over the stored ones. Leaving out
+   * scheduled_screenshot=true makes the configuration one-time; including it keeps (or
+   * makes) it scheduled. A changed schedule is anchored anew; an unchanged one keeps its
+   * slots. New options apply to the next capture.
+   */
+  const update: Handler<'scheduler.update'> = async (ctx) => {
+    const { accountId, id, input } = ctx.params;
+    return db.transaction(async (trx) => {
+      let q = trx('screenshot_configs').where({ id, account_id: accountId }).first();
+      if (isMysql()) q = q.forUpdate();
+      const row = (await q) as ConfigRow | undefined;
+      if (!row) throw serviceError('not_found', `No screenshot configuration "${id}" in this account.`);
+      const given = { ...(JSON.parse(row.options) as Record<string, unknown>), ...input.given };
+      const options = { ...(JSON.parse(row.capture_options ?? '{}') as ConfigOptions), ...input.options };
+      if (input.options.scheduled_screenshot !== true) {
+        delete given.scheduled_screenshot;
+        options.scheduled_screenshot = undefined;
+      }
+      const at = now();
+      const next = scheduleColumns(options, at);
+      const unchanged =
+        next.scheduled && Boolean(row.scheduled) && next.scheduled_every === row.scheduled_every && next.scheduled_interval === row.scheduled_interval;
+      const columns = unchanged ? {} : next;
+      const changes = { url: options.url, options: JSON.stringify(given), capture_options: JSON.stringify(options), ...columns };
+      await trx('screenshot_configs').where({ id }).update(changes);
+      return view({ ...row, ...changes } as ConfigRow);
+    });
+  };
+
+  const list: Handler<'scheduler.list'> = async (ctx) => {
+    const { accountId, paging } = ctx.params;
+    const rows = (await pageQuery(db('screenshot_configs').where({ account_id: accountId }), paging, 'created_at_ms', 'id')) as ConfigRow[];
+    const page = pageOf(rows, paging);
+    return { configs: page.rows.map(view), has_more: page.has_more };
+  };
+
+  const remove: Handler<'scheduler.remove'> = async (ctx) => {
+    const row = await own(ctx.params.accountId, ctx.params.id);
+    await db('screenshot_configs').where({ id: row.id }).delete();
+    return view(row);
+  };
+
+  const noteJob: Handler<'scheduler.noteJob'> = async (ctx) => {
+    await db('screenshot_configs').where({ id: ctx.params.configId }).update({ last_job_id: ctx.params.jobId });
+    return { ok: true };
+  };
+
+  const embedInfo: Handler<'scheduler.embedInfo'> = async (ctx) => {
+    const row = (await db('screenshot_configs').where({ id: ctx.params.id }).first('options')) as Pick<ConfigRow, 'options'> | undefined;
+    if (!row) throw serviceError('not_found', `No screenshot configuration "${ctx.params.id}".`);
+    const placeholder = (JSON.parse(row.options) as { placeholder_url?: unknown }).placeholder_url;
+    return { placeholder_url: typeof placeholder === 'string' && placeholder !== '' ? placeholder : null };
+  };
 
   const snapConfig: Handler<'scheduler.snapConfig'> = async (ctx) => {
     const { accountId, options, snapKey } = ctx.params;
@@ -30,9 +178,10 @@ export function schedulerService(deps: { config: Readonly<Config> }): ServiceSch
           account_id: accountId,
           url: options.url,
           options: JSON.stringify(options),
+          capture_options: JSON.stringify(options),
           snap_key: snapKey,
           scheduled: false,
-          created_at_ms: Date.now(),
+          created_at_ms: now(),
         });
         row = { id };
       } catch (err) {
@@ -44,14 +193,74 @@ export function schedulerService(deps: { config: Readonly<Config> }): ServiceSch
     return { id: String(row.id), embed_url: embedUrl(config, String(row.id)) };
   };
 
+  /**
+   * One scheduling round: claims due configurations (locked rows, skipped by other
+   * instances), moves each to its first slot after now, and starts one capture job each.
+   * Returns the jobs started.
+   */
+  async function tick(this: { broker: ServiceSchema['broker'] }): Promise<Array<{ configId: string; jobId: string }>> {
+    const at = now();
+    const claimed = await db.transaction(async (trx) => {
+      let q = trx('screenshot_configs').where('scheduled', true).where('next_run_at_ms', '<=', at).orderBy('next_run_at_ms').limit(TICK_BATCH);
+      if (isMysql()) q = q.forUpdate().skipLocked();
+      const due = (await q.select('id', 'account_id', 'capture_options', 'scheduled_every', 'scheduled_interval', 'schedule_anchor_ms', 'next_run_at_ms')) as ConfigRow[];
+      const started: Array<{ row: ConfigRow; jobId: string }> = [];
+      for (const row of due) {
+        const jobId = randomId(12);
+        const next = nextRunAfter(Number(row.schedule_anchor_ms), Number(row.scheduled_every), row.scheduled_interval as Interval, at);
+        await trx('screenshot_configs').where({ id: row.id }).update({ next_run_at_ms: next, last_job_id: jobId });
+        started.push({ row, jobId });
+      }
+      return started;
+    });
+    const broker = this.broker;
+    const started: Array<{ configId: string; jobId: string }> = [];
+    for (const { row, jobId } of claimed) {
+      try {
+        await call(broker as never, 'capture.enqueue', {
+          accountId: row.account_id,
+          configId: row.id,
+          jobId,
+          kind: 'scheduled',
+          options: JSON.parse(row.capture_options ?? '{}'),
+        });
+        started.push({ configId: row.id, jobId });
+      } catch (err) {
+        // The job could not be recorded: make the slot due again so the next tick retries it.
+        await db('screenshot_configs').where({ id: row.id }).update({ next_run_at_ms: Number(row.next_run_at_ms) });
+        broker?.getLogger('scheduler').warn(`could not start the scheduled capture of ${row.id}: ${(err as Error).message}`);
+      }
+    }
+    return started;
+  }
+
   return {
     name: 'scheduler',
-    actions: { snapConfig: { handler: snapConfig } },
+    actions: {
+      create: { handler: create },
+      get: { handler: get },
+      update: { handler: update },
+      list: { handler: list },
+      remove: { handler: remove },
+      noteJob: { handler: noteJob },
+      embedInfo: { handler: embedInfo },
+      snapConfig: { handler: snapConfig },
+    },
+    methods: { tick },
     created() {
       db = acquireDatabase(config.database);
     },
+    started() {
+      if (deps.autoTick === false) return;
+      // Every few seconds: a slot is at most one tick late.
+      job = schedule.scheduleJob(`*/${config.schedulerTickSeconds} * * * * *`, () => {
+        (this as unknown as { tick(): Promise<unknown> }).tick().catch((err: Error) => this.logger.warn(`scheduler tick failed: ${err.message}`));
+      });
+    },
     async stopped() {
+      job?.cancel();
       await releaseDatabase(config.database);
     },
   };
 }
+

@@ -37,12 +37,16 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   /** Largest accepted request body, bytes. */
   bodyLimit: number;
+  /** Seconds between scheduler rounds (a due capture starts at most this late). */
+  schedulerTickSeconds: number;
   capture: {
     /** Browser sessions this capture instance keeps warm (at most the Grid's free slots). */
     sessions: number;
     queueMax: number;
     queueTimeoutMs: number;
     timeoutMs: number;
+    /** Lease of a claimed job; another instance takes the job over when it runs out. */
+    jobLeaseMs: number;
     chromeBin: string;
     chromedriverBin: string;
     /** Extra Chromium flags, space separated (e.g. --host-resolver-rules for test fixtures). */
@@ -161,11 +165,13 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     },
     logLevel,
     bodyLimit: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 50 * 1_048_576),
+    schedulerTickSeconds: int(env, 'SCHEDULER_TICK_SECONDS', 5, 1, 59),
     capture: {
       sessions: int(env, 'CAPTURE_SESSIONS', 2, 1, 256),
       queueMax: int(env, 'CAPTURE_QUEUE_MAX', 16, 0, 10_000),
       queueTimeoutMs: int(env, 'CAPTURE_QUEUE_TIMEOUT_MS', 30_000, 100, 600_000),
       timeoutMs: int(env, 'CAPTURE_TIMEOUT_MS', 60_000, 1000, 600_000),
+      jobLeaseMs: int(env, 'CAPTURE_JOB_LEASE_MS', 30_000, 1000, 3_600_000),
       chromeBin: str(env, 'CHROME_BIN') ?? '/usr/bin/chromium',
       chromedriverBin: str(env, 'CHROMEDRIVER_BIN') ?? '/usr/bin/chromedriver',
       extraArgs: chromeArgs(env),

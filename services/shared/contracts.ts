@@ -4,7 +4,8 @@
  * neither misname an action nor pass the wrong shape. Events are named in the past tense.
  */
 import type { ServiceBroker, Context } from 'moleculer';
-import type { SnapOptions } from './screenshot-options';
+import type { Paging } from './paging';
+import type { ConfigOptions, SnapOptions } from './screenshot-options';
 
 export type UsageKind = 'screenshots' | 'ai_credits' | 'bandwidth_bytes';
 export type UsageAmounts = Partial<Record<UsageKind, number>>;
@@ -83,11 +84,35 @@ export interface ScreenshotRef {
   content_type: string | null;
 }
 
+export type JobKind = 'config' | 'scheduled';
+
+/** GET /jobs/:job_id, as capture reports it. */
+export type JobStatus =
+  | { status: 'queued' | 'running'; job_id: string }
+  | { status: 'completed'; job_id: string; screenshot: ScreenshotRef }
+  | { status: 'failed'; job_id: string; error_code: string; note: string };
+
+/** A configuration as get, list, update and delete show it. */
+export interface ConfigView {
+  config: Record<string, unknown>;
+  ids: { last_job_id: string | null; screenshot_config_id: string; embed_url: string };
+  created_at: string;
+}
+
+/** What create and update receive: the options as given (echoed) and validated (run). */
+export interface ConfigInput {
+  given: Record<string, unknown>;
+  options: ConfigOptions;
+}
+
 /** Action name -> [params, result]. */
 export interface Actions {
   'billing.authenticate': [{ token: string }, AccountContext];
   'billing.checkFeatures': [{ account: AccountContext; features: FeatureRequest }, { ok: true }];
-  'billing.reserve': [{ account: AccountContext; amounts: UsageAmounts; features?: FeatureRequest }, Reservation];
+  /** `reservationId` makes the reservation idempotent while pending (jobs use `job:<id>`). */
+  'billing.reserve': [{ account: AccountContext; amounts: UsageAmounts; features?: FeatureRequest; reservationId?: string }, Reservation];
+  /** The same for a caller that knows only the account id (scheduled work). */
+  'billing.reserveFor': [{ accountId: string; amounts: UsageAmounts; reservationId: string; month?: string }, Reservation];
   'billing.commit': [{ reservation: Reservation }, { committed: boolean }];
   'billing.refund': [{ reservation: Reservation }, { refunded: boolean }];
   'billing.usage': [{ account: AccountContext }, { limits: Limits; usage: Limits; month: string }];
@@ -99,6 +124,19 @@ export interface Actions {
   'billing.upsertPlan': [PlanRecord, PlanRecord];
   'capture.take': [{ account: AccountContext; options: SnapOptions }, ScreenshotRef];
   'capture.findRecent': [{ accountId: string; cacheKey: string; since: number }, ScreenshotRef | null];
+  'capture.enqueue': [{ accountId: string; configId: string; jobId: string; kind: JobKind; options: SnapOptions }, { job_id: string }];
+  'capture.jobStatus': [{ accountId: string; jobId: string }, JobStatus];
+  'capture.listForConfig': [{ accountId: string; configId: string; paging: Paging }, { screenshots: ScreenshotRef[]; has_more: boolean }];
+  'capture.listForAccount': [{ accountId: string; paging: Paging }, { screenshots: ScreenshotRef[]; has_more: boolean }];
+  'capture.latestImage': [{ configId: string }, { image_name: string; content_type: string } | null];
+  'capture.deleteForConfig': [{ accountId: string; configId: string }, { screenshots: number }];
+  'scheduler.create': [{ accountId: string; input: ConfigInput; jobId: string }, ConfigView];
+  'scheduler.get': [{ accountId: string; id: string }, ConfigView & { options: ConfigOptions }];
+  'scheduler.update': [{ accountId: string; id: string; input: ConfigInput }, ConfigView];
+  'scheduler.list': [{ accountId: string; paging: Paging }, { configs: ConfigView[]; has_more: boolean }];
+  'scheduler.remove': [{ accountId: string; id: string }, ConfigView];
+  'scheduler.noteJob': [{ configId: string; jobId: string }, { ok: true }];
+  'scheduler.embedInfo': [{ id: string }, { placeholder_url: string | null }];
   'scheduler.snapConfig': [{ accountId: string; options: SnapOptions; snapKey: string }, { id: string; embed_url: string }];
   'ai.verifiedProviders': [{ accountId: string }, string[]];
   'proxy.summaries': [{ accountId: string }, Array<{ id: number; label: string; verified: boolean }>];

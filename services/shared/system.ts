@@ -9,12 +9,13 @@ import { apiService } from '../api/api.service';
 import { type BillingDeps, billingService } from '../billing/billing.service';
 import { captureService } from '../capture/capture.service';
 import { proxyService } from '../proxy/proxy.service';
-import { schedulerService } from '../scheduler/scheduler.service';
+import { type SchedulerDeps, schedulerService } from '../scheduler/scheduler.service';
 import type { Config, ServiceName } from './config';
 import { migrateLatest } from './database';
 
 export interface SystemOverrides {
   billing?: Omit<BillingDeps, 'config'>;
+  scheduler?: Omit<SchedulerDeps, 'config'>;
 }
 
 type Factory = (config: Readonly<Config>, overrides: SystemOverrides) => ServiceSchema;
@@ -25,7 +26,7 @@ const FACTORIES: Partial<Record<ServiceName, Factory>> = {
   ai: (config) => aiService({ config }),
   proxy: (config) => proxyService({ config }),
   capture: (config) => captureService({ config }),
-  scheduler: (config) => schedulerService({ config }),
+  scheduler: (config, o) => schedulerService({ config, ...(o.scheduler ?? {}) }),
 };
 
 export async function startSystem(config: Readonly<Config>, overrides: SystemOverrides = {}): Promise<ServiceBroker> {

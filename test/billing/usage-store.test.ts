@@ -42,6 +42,15 @@ function behavesAsAUsageStore(name: string, make: () => { store: UsageStore; pre
       expect((await store.usage('c', '2026-11')).screenshots).to.equal(0);
     });
 
+    it('counts a pending reservation id once however often it is reserved (a retried job)', async () => {
+      const r = { ...reservation('h', { screenshots: 1 }), id: 'job:abc' };
+      expect(await store.reserve(r, limits, expiry)).to.deep.equal({ ok: true });
+      expect(await store.reserve(r, limits, expiry)).to.deep.equal({ ok: true });
+      expect((await store.usage('h', '2026-11')).screenshots).to.equal(1);
+      expect(await store.refund(r)).to.equal(true);
+      expect((await store.usage('h', '2026-11')).screenshots).to.equal(0);
+    });
+
     it('does not refund a committed reservation', async () => {
       const r = reservation('d', { screenshots: 1 });
       await store.reserve(r, limits, expiry);

@@ -1,0 +1,284 @@
+/**
+ * Screenshot configurations, jobs, the archive and embed URLs (spec, "Screenshot
+ * configurations"; DESIGN section 3). The api orchestrates: gates, then the credit
+ * reserved under the job's id (so the job is charged once however often it runs), then
+ * the configuration (scheduler) and the persisted job (capture); anything half-done is
+ * undone before the error is answered.
+ */
+import sharp from 'sharp';
+import { type ConfigView, type ScreenshotRef, call } from '../shared/contracts';
+import { ERROR_STATUS, isErrorCode, serviceError } from '../shared/errors';
+import { checkFeatures } from '../shared/plan-gates';
+import { type ConfigOptions, OPTIONS_BY_NAME, requestedFeatures } from '../shared/screenshot-options';
+import { randomId } from '../shared/secrets';
+import type { FileStore } from '../shared/storage';
+import type { RouteContext, RouteDef } from './http';
+import { PAGING_SCHEMA, parsePaging } from './paging-params';
+import { KEY_ONLY_SCHEMA, type RawParams, shapeSchema, validateKeyOnly, validateShape } from './request-schemas';
+
+/** The options as the caller gave them (echoed by get and list): known options only, no empties. */
+function givenOptions(raw: RawParams): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(raw).filter(([k, v]) => OPTIONS_BY_NAME.has(k) && v !== '' && v !== undefined && v !== null));
+}
+
+/** Per-configuration list and job status: the four (L) fields, taken_at_timestamp in unix seconds. */
+function listed(ref: ScreenshotRef) {
+  return { direct_link: ref.direct_link, direct_thumbnail_link: ref.direct_thumbnail_link, taken_at_timestamp: Math.floor(ref.taken_at_ms / 1000), job_id: ref.job_id };
+}
+
+/** Account-wide list: the full record. */
+function fullRecord(ref: ScreenshotRef) {
+  return {
+    id: ref.id,
+    is_browser_extension_screenshot: false,
+    embed_url: ref.embed_url,
+    screenshot_configuration_id: ref.config_id,
+    direct_link: ref.direct_link,
+    direct_thumbnail_link: ref.direct_thumbnail_link,
+    taken_at_timestamp: String(ref.taken_at_ms),
+    taken_at: new Date(ref.taken_at_ms).toISOString().replace('Z', '+00:00'),
+    ai: { ai_analyzed: false, ai_prompt: '', ai_response: '' },
+    job_id: ref.job_id,
+    is_proxy_screenshot: false,
+    proxy_server: null,
+  };
+}
+
+const configView = (v: ConfigView) => ({ config: v.config, ids: v.ids, created_at: v.created_at });
+
+/** Reserves the job's credit and records the job; refunds if the job cannot be recorded. */
+async function startJob(ctx: RouteContext, configId: string, options: ConfigOptions, undo?: () => Promise<unknown>): Promise<string> {
+  const { broker, account } = ctx;
+  const jobId = randomId(12);
+  const reservation = await call(broker, 'billing.reserve', { account, amounts: { screenshots: 1 }, reservationId: `job:${jobId}` });
+  try {
+    await call(broker, 'capture.enqueue', { accountId: account.accountId, configId, jobId, kind: 'config', options });
+  } catch (err) {
+    await call(broker, 'billing.refund', { reservation }).catch(() => undefined);
+    await undo?.().catch(() => undefined);
+    throw err;
+  }
+  return jobId;
+}
+
+async function createConfig(ctx: RouteContext) {
+  const { broker, account } = ctx;
+  const options = validateShape<ConfigOptions>('configCreate', ctx.params);
+  checkFeatures(account, requestedFeatures(options));
+  if (options.scheduled_screenshot === true && !options.scheduled_interval) {
+    throw serviceError('invalid_parameter', 'scheduled_interval is required with scheduled_screenshot=true: one of minutes, hours, days, weeks, months, years.');
+  }
+  // The job id is chosen first so the configuration records it as its last job.
+  const jobId = randomId(12);
+  const reservation = await call(broker, 'billing.reserve', { account, amounts: { screenshots: 1 }, reservationId: `job:${jobId}` });
+  let created: ConfigView | null = null;
+  try {
+    created = await call(broker, 'scheduler.create', { accountId: account.accountId, input: { given: givenOptions(ctx.params), options }, jobId });
+    await call(broker, 'capture.enqueue', { accountId: account.accountId, configId: created.ids.screenshot_config_id, jobId, kind: 'config', options });
+  } catch (err) {
+    await call(broker, 'billing.refund', { reservation }).catch(() => undefined);
+    if (created) await call(broker, 'scheduler.remove', { accountId: account.accountId, id: created.ids.screenshot_config_id }).catch(() => undefined);
+    throw err;
+  }
+  return { success: true, screenshot_configuration_id: created.ids.screenshot_config_id, embed_url: created.ids.embed_url, job_id: jobId };
+}
+
+async function captureNow(ctx: RouteContext) {
+  validateKeyOnly(ctx.params);
+  const existing = await call(ctx.broker, 'scheduler.get', { accountId: ctx.account.accountId, id: ctx.path.id ?? '' });
+  const jobId = await startJob(ctx, existing.ids.screenshot_config_id, existing.options);
+  await call(ctx.broker, 'scheduler.noteJob', { configId: existing.ids.screenshot_config_id, jobId });
+  return { success: true, job_id: jobId, embed_url: existing.ids.embed_url };
+}
+
+async function getConfig(ctx: RouteContext) {
+  validateKeyOnly(ctx.params);
+  const v = await call(ctx.broker, 'scheduler.get', { accountId: ctx.account.accountId, id: ctx.path.id ?? '' });
+  return { success: true, ...configView(v) };
+}
+
+async function updateConfig(ctx: RouteContext) {
+  const options = validateShape<ConfigOptions>('configUpdate', ctx.params);
+  checkFeatures(ctx.account, requestedFeatures(options));
+  const v = await call(ctx.broker, 'scheduler.update', { accountId: ctx.account.accountId, id: ctx.path.id ?? '', input: { given: givenOptions(ctx.params), options } });
+  return { success: true, config: v.config };
+}
+
+async function listConfigs(ctx: RouteContext) {
+  const paging = parsePaging(ctx.params);
+  const { configs, has_more } = await call(ctx.broker, 'scheduler.list', { accountId: ctx.account.accountId, paging });
+  return { success: true, screenshot_configurations: configs.map(configView), has_more };
+}
+
+async function deleteConfig(ctx: RouteContext) {
+  validateKeyOnly(ctx.params);
+  const accountId = ctx.account.accountId;
+  const v = await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' });
+  await call(ctx.broker, 'capture.deleteForConfig', { accountId, configId: v.ids.screenshot_config_id });
+  await call(ctx.broker, 'scheduler.remove', { accountId, id: v.ids.screenshot_config_id });
+  return { success: true, deleted: true, screenshot_configuration: configView(v) };
+}
+
+async function listConfigScreenshots(ctx: RouteContext) {
+  const paging = parsePaging(ctx.params);
+  const accountId = ctx.account.accountId;
+  const v = await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' });
+  const { screenshots, has_more } = await call(ctx.broker, 'capture.listForConfig', { accountId, configId: v.ids.screenshot_config_id, paging });
+  return { success: true, screenshots: screenshots.map(listed), has_more };
+}
+
+async function listScreenshots(ctx: RouteContext) {
+  const paging = parsePaging(ctx.params);
+  const { screenshots, has_more } = await call(ctx.broker, 'capture.listForAccount', { accountId: ctx.account.accountId, paging });
+  return { success: true, screenshots: screenshots.map(fullRecord), has_more };
+}
+
+async function jobStatus(ctx: RouteContext) {
+  validateKeyOnly(ctx.params);
+  const job = await call(ctx.broker, 'capture.jobStatus', { accountId: ctx.account.accountId, jobId: ctx.path.job_id ?? '' });
+  if (job.status === 'completed') return { success: true, status: job.status, job_id: job.job_id, screenshot: listed(job.screenshot) };
+  if (job.status === 'failed') {
+    // The failure's own status (e.g. 422 page_load_failed), with the job's state.
+    const status = isErrorCode(job.error_code) ? ERROR_STATUS[job.error_code] : 500;
+    ctx.reply.code(status);
+    return { success: false, status: 'failed', job_id: job.job_id, error_code: job.error_code, note: job.note };
+  }
+  return { success: true, status: job.status, job_id: job.job_id };
+}
+
+let placeholder: Promise<Buffer> | null = null;
+/** The service's own placeholder, drawn once per process. */
+function servicePlaceholder(): Promise<Buffer> {
+  placeholder ??= sharp(
+    Buffer.from(
+      '<svg xmlns="http://www.w3.org/2000/svg" width="800" height="500"><rect width="100%" height="100%" fill="#eef0f3"/><text x="50%" y="50%" font-family="sans-serif" font-size="28" fill="#8a93a0" text-anchor="middle">The first capture is on its way</text></svg>',
+    ),
+  )
+    .png()
+    .toBuffer();
+  return placeholder;
+}
+
+function embedRoute(store: FileStore): RouteDef {
+  return {
+    method: 'GET',
+    url: '/embed/:id',
+    summary: "The configuration's latest image, without a key (the placeholder until the first capture).",
+    tag: 'configurations',
+    auth: false,
+    response: { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf'] },
+    errors: ['not_found'],
+    handler: async ({ broker, path, reply }) => {
+      const id = path.id ?? '';
+      const info = await call(broker, 'scheduler.embedInfo', { id });
+      const latest = await call(broker, 'capture.latestImage', { configId: id });
+      reply.header('cache-control', 'no-cache');
+      if (latest) {
+        const file = await store.get(latest.image_name);
+        if (file) return reply.header('content-type', file.contentType).send(file.data);
+      }
+      if (info.placeholder_url) return reply.redirect(info.placeholder_url, 302);
+      return reply.header('content-type', 'image/png').send(await servicePlaceholder());
+    },
+  };
+}
+
+const CONFIG_ERRORS = ['invalid_parameter', 'not_found'] as const;
+const START_ERRORS = ['byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'screenshot_limit_reached'] as const;
+const ok = (properties: Record<string, unknown>) => ({ type: 'object', properties: { success: { type: 'boolean' }, ...properties } });
+
+export function configRoutes(store: FileStore): RouteDef[] {
+  return [
+    {
+      method: 'POST',
+      url: '/screenshot_configs',
+      summary: 'Create a configuration (optionally scheduled) and start its first capture.',
+      tag: 'configurations',
+      params: shapeSchema('configCreate'),
+      response: ok({ screenshot_configuration_id: { type: 'string' }, embed_url: { type: 'string' }, job_id: { type: 'string' } }),
+      errors: [...CONFIG_ERRORS, 'invalid_ai_structured_fields', 'ai_provider_unsupported', ...START_ERRORS],
+      handler: createConfig,
+    },
+    {
+      method: 'POST',
+      url: '/screenshot_configs/:id/capture',
+      summary: 'Start a capture now (the schedule is not disturbed).',
+      tag: 'configurations',
+      params: KEY_ONLY_SCHEMA,
+      response: ok({ job_id: { type: 'string' }, embed_url: { type: 'string' } }),
+      errors: [...CONFIG_ERRORS, 'screenshot_limit_reached'],
+      handler: captureNow,
+    },
+    {
+      method: 'GET',
+      url: '/screenshot_configs/:id',
+      summary: 'A configuration: its options as given, ids and creation time (epoch ms).',
+      tag: 'configurations',
+      params: KEY_ONLY_SCHEMA,
+      response: ok({ config: { type: 'object' }, ids: { type: 'object' }, created_at: { type: 'string' } }),
+      errors: [...CONFIG_ERRORS],
+      handler: getConfig,
+    },
+    {
+      method: 'PATCH',
+      url: '/screenshot_configs/:id',
+      summary: 'Change options (url required); leaving out scheduled_screenshot=true makes it one-time.',
+      tag: 'configurations',
+      params: shapeSchema('configUpdate'),
+      response: ok({ config: { type: 'object' } }),
+      errors: [...CONFIG_ERRORS, 'invalid_ai_structured_fields', 'ai_provider_unsupported', 'byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required'],
+      handler: updateConfig,
+    },
+    {
+      method: 'GET',
+      url: '/screenshot_configs',
+      summary: "The account's configurations, paged.",
+      tag: 'configurations',
+      params: PAGING_SCHEMA,
+      response: ok({ screenshot_configurations: { type: 'array' }, has_more: { type: 'boolean' } }),
+      errors: ['invalid_parameter'],
+      handler: listConfigs,
+    },
+    {
+      method: 'DELETE',
+      url: '/screenshot_configs/:id',
+      summary: 'Delete a configuration with its screenshots and their files.',
+      tag: 'configurations',
+      params: KEY_ONLY_SCHEMA,
+      response: ok({ deleted: { type: 'boolean' }, screenshot_configuration: { type: 'object' } }),
+      errors: [...CONFIG_ERRORS],
+      handler: deleteConfig,
+    },
+    {
+      method: 'GET',
+      url: '/screenshot_configs/:id/screenshots',
+      summary: "A configuration's screenshots, paged.",
+      tag: 'archive',
+      params: PAGING_SCHEMA,
+      response: ok({ screenshots: { type: 'array' }, has_more: { type: 'boolean' } }),
+      errors: [...CONFIG_ERRORS],
+      handler: listConfigScreenshots,
+    },
+    {
+      method: 'GET',
+      url: '/screenshots',
+      summary: "Every screenshot of the account, paged (full records).",
+      tag: 'archive',
+      params: PAGING_SCHEMA,
+      response: ok({ screenshots: { type: 'array' }, has_more: { type: 'boolean' } }),
+      errors: ['invalid_parameter'],
+      handler: listScreenshots,
+    },
+    {
+      method: 'GET',
+      url: '/jobs/:job_id',
+      summary: "A capture job's state: queued, running, completed (with the screenshot) or failed.",
+      tag: 'configurations',
+      params: KEY_ONLY_SCHEMA,
+      response: ok({ status: { type: 'string' }, job_id: { type: 'string' }, screenshot: { type: 'object' } }),
+      errors: [...CONFIG_ERRORS, 'page_load_failed', 'selector_not_found', 'capture_timeout', 'url_not_allowed', 'screenshot_limit_reached'],
+      handler: jobStatus,
+    },
+    embedRoute(store),
+  ];
+}
