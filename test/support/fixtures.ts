@@ -51,6 +51,7 @@ const PAGES: Record<string, (req: http.IncomingMessage, port: number) => { statu
   }),
   '/hang': () => ({ body: page('<p>about to hang</p><script>for(;;){}</script>') }),
   '/slow': () => ({ body: page('<p>slow</p>') }),
+  '/very-slow': () => ({ body: page('<p>very slow</p>') }),
   '/to-private': (_req, port) => ({ status: 302, headers: { location: `http://127.0.0.1:${port}/plain` }, body: '' }),
   '/with-private-image': (_req, port) => ({ body: page(`<p>public page</p><img id="px" src="http://127.0.0.1:${port}/pixel.png">`) }),
   '/pixel.png': () => ({ headers: { 'content-type': 'image/gif' }, body: '' }),
@@ -74,6 +75,7 @@ export async function startFixtures(): Promise<FixtureServer> {
       res.end(out.body);
     };
     if (path === '/slow') setTimeout(send, 2500);
+    else if (path === '/very-slow') setTimeout(send, 6000);
     else send();
   });
   server.keepAliveTimeout = 1000;

@@ -1,0 +1,250 @@
+/**
+ * Screenshot configurations, jobs, the archive and embed URLs end to end (embedded mode on
+ * the real Grid), with the scheduler driven by a controllable clock.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import knex, { type Knex } from 'knex';
+import sharp from 'sharp';
+import { knexConfig } from '../../services/shared/database';
+import { backendConfig } from '../support/backends';
+import { type FixtureServer, startFixtures } from '../support/fixtures';
+import { sharedGrid } from '../support/grid';
+import { type HttpAnswer, qs, request } from '../support/http';
+import { type RunningSystem, runSystem } from '../support/system';
+
+type Body = Record<string, unknown>;
+
+describe('screenshot configurations, jobs, archive and embed', function () {
+  this.timeout(120_000);
+  let fx: FixtureServer;
+  let sys: RunningSystem;
+  let db: Knex;
+  let cleanup: () => Promise<void>;
+  let token: string;
+  let clock = Date.now();
+  let dataDir: string;
+
+  const api = (method: string, p: string, json?: Body, key = token) =>
+    request<Body>(sys.base, method, p, { headers: { authorization: `Bearer ${key}` }, ...(json ? { json } : {}) });
+  const tick = () => (sys.broker.getLocalService('scheduler') as unknown as { tick(): Promise<Array<{ configId: string; jobId: string }>> }).tick();
+  async function finished(jobId: string, key = token): Promise<HttpAnswer<Body>> {
+    for (let i = 0; i < 150; i++) {
+      const r = await api('GET', `/jobs/${jobId}`, undefined, key);
+      if (r.body.status === 'completed' || r.body.status === 'failed') return r;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    throw new Error(`job ${jobId} did not finish`);
+  }
+  const create = async (options: Body, key = token) => {
+    const r = await api('POST', '/screenshot_configs', { wait: 0, ...options }, key);
+    expect(r.status, JSON.stringify(r.body)).to.equal(200);
+    return r.body as { screenshot_configuration_id: string; embed_url: string; job_id: string };
+  };
+
+  before(async () => {
+    const grid = await sharedGrid();
+    fx = await startFixtures();
+    const b = await backendConfig('sqlite', { SERVICES: 'api,billing,capture,scheduler,ai,proxy', SELENIUM_URL: grid.url, ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '2' });
+    cleanup = b.cleanup;
+    dataDir = b.config.dataDir;
+    sys = await runSystem(b.config, { scheduler: { now: () => clock, autoTick: false } });
+    db = knex(knexConfig(b.config.database));
+    token = (await sys.account('paid')).access_token;
+  });
+  after(async () => {
+    await db?.destroy();
+    await sys?.stop();
+    await fx?.stop();
+    await cleanup?.();
+  });
+
+  it('creates a configuration: exactly {success, screenshot_configuration_id, embed_url, job_id}, and the job completes', async () => {
+    const r = await api('POST', '/screenshot_configs', { url: `${fx.origin}/plain`, wait: '0', page_width: 640, page_height: 480, custom_title: 'Plain' });
+    expect(r.body).to.have.all.keys('success', 'screenshot_configuration_id', 'embed_url', 'job_id');
+    const { screenshot_configuration_id: id, embed_url, job_id } = r.body as Record<string, string>;
+    expect(embed_url).to.equal(`${sys.config.appUrl}/embed/${id}`);
+    const done = await finished(job_id!);
+    expect(done.body).to.have.all.keys('success', 'status', 'job_id', 'screenshot');
+    expect(done.body.screenshot).to.have.all.keys('direct_link', 'direct_thumbnail_link', 'taken_at_timestamp', 'job_id');
+    const shot = done.body.screenshot as { taken_at_timestamp: number; direct_link: string };
+    expect(shot.taken_at_timestamp).to.be.a('number').and.to.be.closeTo(Date.now() / 1000, 120);
+    const image = await sharp(Buffer.from(await (await fetch(shot.direct_link)).arrayBuffer())).metadata();
+    expect([image.width, image.height]).to.deep.equal([640, 480]);
+
+    const got = await api('GET', `/screenshot_configs/${id}`);
+    expect(got.body).to.have.all.keys('success', 'config', 'ids', 'created_at');
+    expect(got.body.config).to.deep.equal({ url: `${fx.origin}/plain`, wait: '0', page_width: 640, page_height: 480, custom_title: 'Plain' });
+    expect(got.body.ids).to.deep.equal({ last_job_id: job_id, screenshot_config_id: id, embed_url });
+    expect(got.body.created_at).to.be.a('string').and.match(/^\d{13}$/);
+  });
+
+  it('reports a failed job with its error code and refunds its credit', async () => {
+    const { access_token } = await sys.account('free');
+    const { job_id } = await create({ url: 'http://127.0.0.1:9/dead' }, access_token);
+    const r = await finished(job_id, access_token);
+    expect(r.status).to.equal(422);
+    expect(r.body).to.deep.include({ success: false, status: 'failed', error_code: 'page_load_failed' });
+    const limits = await api('GET', '/account_limits', undefined, access_token);
+    expect((limits.body.results as Body).screenshot_current_month_usage).to.equal(0);
+  });
+
+  it('shows the placeholder at the embed URL until the first capture, then the latest image', async () => {
+    const withOwn = await create({ url: `${fx.origin}/very-slow`, placeholder_url: 'https://example.com/placeholder.png' });
+    const redirected = await fetch(withOwn.embed_url, { redirect: 'manual' });
+    expect(redirected.status).to.equal(302);
+    expect(redirected.headers.get('location')).to.equal('https://example.com/placeholder.png');
+
+    const plain = await create({ url: `${fx.origin}/very-slow`, image_format: 'png', page_width: 300, page_height: 200 });
+    const before = await fetch(plain.embed_url);
+    expect(before.status).to.equal(200);
+    expect(before.headers.get('cache-control')).to.equal('no-cache');
+    const placeholder = await sharp(Buffer.from(await before.arrayBuffer())).metadata();
+    expect([placeholder.width, placeholder.height]).to.deep.equal([800, 500]);
+
+    await finished(plain.job_id);
+    const after = await fetch(plain.embed_url);
+    expect(after.headers.get('content-type')).to.equal('image/png');
+    const latest = await sharp(Buffer.from(await after.arrayBuffer())).metadata();
+    expect([latest.width, latest.height]).to.deep.equal([300, 200]);
+    expect((await fetch(`${sys.config.appUrl}/embed/unknownid123`)).status).to.equal(404);
+  });
+
+  it('PATCH turns a scheduled configuration one-time and back; new options apply to the next capture', async () => {
+    const c = await create({ url: `${fx.origin}/plain`, scheduled_screenshot: true, scheduled_every: 1, scheduled_interval: 'hours' });
+    const row = () => db('screenshot_configs').where({ id: c.screenshot_configuration_id }).first();
+    expect(Boolean((await row()).scheduled)).to.equal(true);
+
+    const oneTime = await api('PATCH', `/screenshot_configs/${c.screenshot_configuration_id}`, { url: `${fx.origin}/plain`, page_width: 500, page_height: 400 });
+    expect(oneTime.body).to.have.all.keys('success', 'config');
+    expect(oneTime.body.config).not.to.have.property('scheduled_screenshot');
+    expect(oneTime.body.config).to.include({ page_width: 500, scheduled_interval: 'hours' });
+    expect(Boolean((await row()).scheduled)).to.equal(false);
+
+    const back = await api('PATCH', `/screenshot_configs/${c.screenshot_configuration_id}`, { url: `${fx.origin}/plain`, scheduled_screenshot: 'true' });
+    expect(back.body.config).to.include({ scheduled_screenshot: 'true', page_width: 500 });
+    expect(Boolean((await row()).scheduled)).to.equal(true);
+
+    const missingUrl = await api('PATCH', `/screenshot_configs/${c.screenshot_configuration_id}`, { wait: 10 });
+    expect([missingUrl.status, missingUrl.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
+
+    await finished(c.job_id);
+    const nextRun = (await row()).next_run_at_ms;
+    const now = await api('POST', `/screenshot_configs/${c.screenshot_configuration_id}/capture`);
+    expect(now.body).to.have.all.keys('success', 'job_id', 'embed_url');
+    expect(now.body.embed_url).to.equal(c.embed_url);
+    const shot = (await finished(String(now.body.job_id))).body.screenshot as { direct_link: string };
+    const meta = await sharp(Buffer.from(await (await fetch(shot.direct_link)).arrayBuffer())).metadata();
+    expect([meta.width, meta.height]).to.deep.equal([500, 400]);
+    // Capture now does not disturb the schedule.
+    expect((await row()).next_run_at_ms).to.equal(nextRun);
+    expect((await row()).last_job_id).to.equal(now.body.job_id);
+  });
+
+  it('runs a schedule every minute on the clock, and once after downtime, not once per missed slot', async () => {
+    clock = Date.now();
+    const c = await create({ url: `${fx.origin}/plain`, scheduled_screenshot: 'true', scheduled_every: '1', scheduled_interval: 'minutes' });
+    await finished(c.job_id);
+    const mine = (started: Array<{ configId: string; jobId: string }>) => started.filter((s) => s.configId === c.screenshot_configuration_id);
+    clock += 30_000;
+    expect(mine(await tick())).to.have.length(0);
+    clock += 31_000;
+    const first = mine(await tick());
+    expect(first).to.have.length(1);
+    expect(mine(await tick())).to.have.length(0);
+    expect((await finished(first[0]!.jobId)).body.status).to.equal('completed');
+    clock += 10 * 60_000;
+    const afterDowntime = mine(await tick());
+    expect(afterDowntime).to.have.length(1);
+    expect(mine(await tick())).to.have.length(0);
+    await finished(afterDowntime[0]!.jobId);
+    const list = await api('GET', `/screenshot_configs/${c.screenshot_configuration_id}/screenshots`);
+    expect((list.body.screenshots as unknown[]).length).to.equal(3);
+  });
+
+  it('pages lists: limit 1 to 1000, after/before in seconds or milliseconds, ASC/DESC, has_more', async () => {
+    const { access_token } = await sys.account('paid');
+    const c = await create({ url: `${fx.origin}/plain?paging` }, access_token);
+    await finished(c.job_id, access_token);
+    for (let i = 0; i < 2; i++) {
+      const now = await api('POST', `/screenshot_configs/${c.screenshot_configuration_id}/capture`, undefined, access_token);
+      await finished(String(now.body.job_id), access_token);
+    }
+    const list = (params: Record<string, string | number>) => api('GET', `/screenshot_configs/${c.screenshot_configuration_id}/screenshots?${qs(params)}`, undefined, access_token);
+    const all = (await list({})).body.screenshots as Array<{ taken_at_timestamp: number; job_id: string }>;
+    expect(all).to.have.length(3);
+    expect(all[0]!.taken_at_timestamp).to.be.at.least(all[2]!.taken_at_timestamp);
+    const asc = (await list({ order: 'ASC' })).body.screenshots as typeof all;
+    expect(asc.map((s) => s.job_id)).to.deep.equal([...all].reverse().map((s) => s.job_id));
+    const page1 = await list({ limit: 2, order: 'ASC' });
+    expect(page1.body.has_more).to.equal(true);
+    const page2 = await list({ limit: 2, page: 2, order: 'ASC' });
+    expect(page2.body.has_more).to.equal(false);
+    expect((page2.body.screenshots as typeof all).map((s) => s.job_id)).to.deep.equal([asc[2]!.job_id]);
+
+    const records = (await api('GET', `/screenshots?${qs({ order: 'ASC' })}`, undefined, access_token)).body.screenshots as Array<{ taken_at_timestamp: string }>;
+    const firstMs = Number(records[0]!.taken_at_timestamp);
+    const lastMs = Number(records[2]!.taken_at_timestamp);
+    const afterMs = await api('GET', `/screenshots?${qs({ after: firstMs })}`, undefined, access_token);
+    expect((afterMs.body.screenshots as unknown[]).length).to.equal(2);
+    const beforeSeconds = await api('GET', `/screenshots?${qs({ before_date: Math.ceil(lastMs / 1000) + 1 })}`, undefined, access_token);
+    expect((beforeSeconds.body.screenshots as unknown[]).length).to.equal(3);
+    const beforeMs = await api('GET', `/screenshots?${qs({ before: lastMs })}`, undefined, access_token);
+    expect((beforeMs.body.screenshots as unknown[]).length).to.equal(2);
+    expect(await api('GET', `/screenshots?${qs({ after: Math.floor(lastMs / 1000) + 5 })}`, undefined, access_token)).to.have.nested.property('body.screenshots').that.is.empty;
+
+    for (const bad of [{ limit: 0 }, { limit: 1001 }, { page: 0 }, { order: 'sideways' }, { after: 'yesterday' }] as Array<Record<string, string | number>>) {
+      const r = await api('GET', `/screenshots?${qs(bad)}`, undefined, access_token);
+      expect([r.status, r.body.error_code], JSON.stringify(bad)).to.deep.equal([400, 'invalid_parameter']);
+    }
+    const configs = await api('GET', `/screenshot_configs?${qs({ limit: 1 })}`, undefined, access_token);
+    expect(configs.body).to.have.all.keys('success', 'screenshot_configurations', 'has_more');
+    expect((configs.body.screenshot_configurations as Array<Body>)[0]).to.have.all.keys('config', 'ids', 'created_at');
+  });
+
+  it('deletes a configuration with its screenshots and their stored files', async () => {
+    const c = await create({ url: `${fx.origin}/plain?delete` });
+    const shot = (await finished(c.job_id)).body.screenshot as { direct_link: string; direct_thumbnail_link: string };
+    const files = [shot.direct_link, shot.direct_thumbnail_link].map((l) => l.split('/').pop() as string);
+    for (const f of files) expect(fs.existsSync(path.join(dataDir, 'files', f))).to.equal(true);
+    const r = await api('DELETE', `/screenshot_configs/${c.screenshot_configuration_id}`);
+    expect(r.body).to.have.all.keys('success', 'deleted', 'screenshot_configuration');
+    expect(r.body.deleted).to.equal(true);
+    expect((r.body.screenshot_configuration as Body).config).to.deep.include({ url: `${fx.origin}/plain?delete` });
+    for (const f of files) expect(fs.existsSync(path.join(dataDir, 'files', f))).to.equal(false);
+    expect((await fetch(shot.direct_link)).status).to.equal(404);
+    expect(await db('screenshots').where({ config_id: c.screenshot_configuration_id }).count({ n: '*' })).to.deep.equal([{ n: 0 }]);
+    expect((await api('GET', `/screenshot_configs/${c.screenshot_configuration_id}`)).status).to.equal(404);
+    expect((await api('GET', `/jobs/${c.job_id}`)).status).to.equal(404);
+  });
+
+  it("answers 404 for another account's configuration and job", async () => {
+    const c = await create({ url: `${fx.origin}/plain?mine` });
+    const other = (await sys.account('paid')).access_token;
+    for (const [method, p] of [
+      ['GET', `/screenshot_configs/${c.screenshot_configuration_id}`],
+      ['POST', `/screenshot_configs/${c.screenshot_configuration_id}/capture`],
+      ['GET', `/screenshot_configs/${c.screenshot_configuration_id}/screenshots`],
+      ['DELETE', `/screenshot_configs/${c.screenshot_configuration_id}`],
+      ['GET', `/jobs/${c.job_id}`],
+    ] as const) {
+      const r = await api(method, p, undefined, other);
+      expect([r.status, r.body.error_code], `${method} ${p}`).to.deep.equal([404, 'not_found']);
+    }
+    const patch = await api('PATCH', `/screenshot_configs/${c.screenshot_configuration_id}`, { url: `${fx.origin}/x` }, other);
+    expect(patch.status).to.equal(404);
+    expect((await api('GET', `/screenshot_configs/${c.screenshot_configuration_id}`)).status).to.equal(200);
+  });
+
+  it('refuses a schedule without an interval and a configuration past the monthly limit, leaving nothing behind', async () => {
+    const noInterval = await api('POST', '/screenshot_configs', { url: `${fx.origin}/plain`, scheduled_screenshot: true });
+    expect([noInterval.status, noInterval.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
+    await sys.broker.call('billing.upsertPlan', { name: 'none', paid: false, screenshot_limit: 0 });
+    const { access_token } = await sys.account('none');
+    const refused = await api('POST', '/screenshot_configs', { url: `${fx.origin}/plain` }, access_token);
+    expect([refused.status, refused.body.error_code]).to.deep.equal([402, 'screenshot_limit_reached']);
+    const list = await api('GET', '/screenshot_configs', undefined, access_token);
+    expect(list.body.screenshot_configurations).to.deep.equal([]);
+  });
+});
