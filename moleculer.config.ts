@@ -19,8 +19,9 @@ export function brokerOptions(config: Readonly<Config>): BrokerOptions {
     // Errors must keep their type/code/data across the transporter (see shared/errors.ts).
     errorRegenerator: undefined,
     registry: { strategy: 'RoundRobin', preferLocal: true },
-    heartbeatInterval: 5,
-    heartbeatTimeout: 15,
+    // A node that died (crash, kill) is dropped from the registry within ~10 s.
+    heartbeatInterval: 3,
+    heartbeatTimeout: 10,
     tracking: { enabled: true, shutdownTimeout: 30_000 },
     // bin/serve.ts owns SIGINT/SIGTERM. Moleculer's own handlers would race it: a second
     // broker.stop() returns at once and the process exited before browsers were quit.

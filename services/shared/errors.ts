@@ -96,9 +96,9 @@ export function toEnvelope(err: unknown): { status: number; body: ErrorEnvelope;
     };
   }
   const moleculerType = typeof e?.type === 'string' ? e.type : '';
-  // A service that is not running anywhere, or did not answer: the system is short of
-  // capacity, not broken by the caller.
-  if (['SERVICE_NOT_FOUND', 'SERVICE_NOT_AVAILABLE', 'REQUEST_TIMEOUT', 'REQUEST_SKIPPED'].includes(moleculerType)) {
+  // A service that is not running anywhere, did not answer, or whose node just went away:
+  // the system is short of capacity, not broken by the caller; a retry will find a node.
+  if (['SERVICE_NOT_FOUND', 'SERVICE_NOT_AVAILABLE', 'REQUEST_TIMEOUT', 'REQUEST_SKIPPED', 'REQUEST_REJECTED'].includes(moleculerType)) {
     return {
       status: 503,
       body: {
