@@ -14,6 +14,7 @@ import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';
 import type { RouteContext, RouteDef } from './http';
 import { PAGING_SCHEMA, parsePaging } from './paging-params';
+import { snapRecord } from './snap-routes';
 import { KEY_ONLY_SCHEMA, type RawParams, shapeSchema, validateKeyOnly, validateShape } from './request-schemas';
 
 /** The options as the caller gave them (echoed by get and list): known options only, no empties. */
@@ -26,19 +27,13 @@ function listed(ref: ScreenshotRef) {
   return { direct_link: ref.direct_link, direct_thumbnail_link: ref.direct_thumbnail_link, taken_at_timestamp: Math.floor(ref.taken_at_ms / 1000), job_id: ref.job_id };
 }
 
-/** Account-wide list: the full record. */
+/** Account-wide list: the snap record's fields plus the ones only this list carries. */
 function fullRecord(ref: ScreenshotRef) {
+  const { success: _, ...record } = snapRecord(ref);
   return {
-    id: ref.id,
+    ...record,
     is_browser_extension_screenshot: false,
-    embed_url: ref.embed_url,
-    screenshot_configuration_id: ref.config_id,
-    direct_link: ref.direct_link,
-    direct_thumbnail_link: ref.direct_thumbnail_link,
-    taken_at_timestamp: String(ref.taken_at_ms),
-    taken_at: new Date(ref.taken_at_ms).toISOString().replace('Z', '+00:00'),
     ai: { ai_analyzed: false, ai_prompt: '', ai_response: '' },
-    job_id: ref.job_id,
     is_proxy_screenshot: false,
     proxy_server: null,
   };
