@@ -8,6 +8,7 @@
  * [{key, value}] lists, and empty strings count as absent. ajv then coerces numbers.
  */
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import { checkActions } from '../shared/actions-schema';
 import { serviceError } from '../shared/errors';
 import { OPTION_TABLE, OPTIONS_BY_NAME, type OptionSpec, type Scope, optionSchema } from '../shared/screenshot-options';
 
@@ -187,6 +188,7 @@ function checkRules(values: RawParams): void {
   if (values.hover_on_selected === true && values.selectors === undefined) {
     throw serviceError('invalid_parameter', 'hover_on_selected: requires selectors (the element to hover).');
   }
+  if (Array.isArray(values.multi_step_actions)) checkActions(values.multi_step_actions, values);
 }
 
 /**

@@ -11,6 +11,11 @@ import { serviceError } from '../shared/errors';
 import type { SnapOptions } from '../shared/screenshot-options';
 import { type CdpConnection, CdpError } from './cdp';
 import type { EgressPolicy } from './egress';
+// BEGIN page blocking and consent (blocking.ts, consent.ts)
+import { PageBlocker, injectCosmetics, wantsBlocking } from './blocking';
+import { ConsentHandler } from './consent';
+// END page blocking and consent
+import { type ChangeReading, runActions } from './actions';
 
 export const DEFAULTS = {
   wait: 1500,
@@ -32,6 +37,8 @@ export interface CaptureOutput {
   thumbnailSource?: Buffer;
   html?: string;
   finalUrl: string;
+  /** Texts read by multi_step_actions `change` steps (change detection compares them). */
+  changes?: ChangeReading[];
 }
 
 type Params = Record<string, unknown>;
@@ -108,11 +115,33 @@ async function prepare(page: PageSession, o: SnapOptions, userAgent: string): Pr
  * egress policy allows. Remembers a refused main-document load so the caller can answer
  * url_not_allowed rather than page_load_failed.
  */
-async function guardRequests(page: PageSession, policy: EgressPolicy): Promise<{ refusedNavigation(): string | null; stop(): void }> {
+async function guardRequests(
+  page: PageSession,
+  policy: EgressPolicy,
+  blocking: { blocker: PageBlocker; o: SnapOptions } | null = null,
+): Promise<{ refusedNavigation(): string | null; stop(): void }> {
   let refused: string | null = null;
+  // BEGIN page blocking: the main frame's URL tells first from third parties.
+  const mainFrameId = blocking ? (await page.send<{ frameTree: { frame: { id: string } } }>('Page.getFrameTree')).frameTree.frame.id : '';
+  let pageUrl = blocking?.o.url ?? '';
+  // END page blocking
   const off = page.cdp.on('Fetch.requestPaused', (params, sessionId) => {
     if (sessionId !== page.sessionId) return;
-    const { requestId, request, resourceType } = params as { requestId: string; request: { url: string }; resourceType: string };
+    const { requestId, request, resourceType, frameId } = params as { requestId: string; request: { url: string }; resourceType: string; frameId?: string };
+    // BEGIN page blocking: no_ads, no_tracking, disable_third_party_js first, then the egress policy.
+    if (blocking) {
+      const isMainFrame = resourceType === 'Document' && frameId === mainFrameId;
+      if (isMainFrame) pageUrl = request.url;
+      if (blocking.blocker.decide({ url: request.url, pageUrl, resourceType, isMainFrame }, blocking.o).block) {
+        void page.send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }).catch(() => undefined);
+        return;
+      }
+      if (policy.allowPrivateNetworks) {
+        void page.send('Fetch.continueRequest', { requestId }).catch(() => undefined);
+        return;
+      }
+    }
+    // END page blocking
     void policy.check(request.url).then(
       (verdict) => {
         if (verdict.allowed) return page.send('Fetch.continueRequest', { requestId }).catch(() => undefined);
@@ -259,12 +288,34 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
   if (!verdict.allowed) throw serviceError('url_not_allowed', `url: ${o.url} ${verdict.reason}. Private and internal addresses are refused.`);
 
   await prepare(page, o, ctx.userAgent);
-  const guard = policy.allowPrivateNetworks ? null : await guardRequests(page, policy);
+  // BEGIN page blocking and consent: requests are paused for the egress policy or for blocking;
+  // autoconsent is installed before navigating.
+  const blocker = wantsBlocking(o) ? await PageBlocker.shared() : null;
+  const guard = policy.allowPrivateNetworks && !blocker ? null : await guardRequests(page, policy, blocker ? { blocker, o } : null);
+  const consent = o.no_cookie_banners ? await ConsentHandler.attach(page, { scriptsDisabled: o.disable_js }) : null;
+  // END page blocking and consent
   try {
     await navigate(page, o.url, deadline, guard ? guard.refusedNavigation : () => null);
+    if (consent) await consent.settle(deadline); // page blocking and consent
     if (o.wait_for) await waitForSelector(page, o.wait_for, deadline, 'wait_for');
-    if (o.incremental_scroll || o.fullpage_advanced) await scrollThrough(page, o.incremental_scroll ? 400 : 150, deadline);
+    if (blocker) await injectCosmetics(page, blocker, o); // page blocking and consent
     await inject(page, o);
+    // multi_step_actions: after the injections, before scrolling and the global wait. A
+    // step's navigation passes the same egress policy as the main URL.
+    const refusedNavigation = guard ? guard.refusedNavigation : () => null;
+    const changes = o.multi_step_actions?.length
+      ? (
+          await runActions(page, o.multi_step_actions, deadline, {
+            refusedNavigation,
+            async navigate(url) {
+              const v = await policy.check(url);
+              if (!v.allowed) throw serviceError('url_not_allowed', `${url} ${v.reason}. Private and internal addresses are refused.`);
+              await navigate(page, url, deadline, refusedNavigation);
+            },
+          })
+        ).changes
+      : undefined;
+    if (o.incremental_scroll || o.fullpage_advanced) await scrollThrough(page, o.incremental_scroll ? 400 : 150, deadline);
     const wait = o.wait ?? DEFAULTS.wait;
     if (wait > 0) await sleep(Math.min(wait, Math.max(0, deadline - Date.now())));
 
@@ -277,7 +328,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
             false,
           );
       if (html === null) throw serviceError('selector_not_found', `selectors: no element matches ${jsString(o.selectors ?? '')} on the page.`);
-      return { html, finalUrl };
+      return { html, finalUrl, ...(changes ? { changes } : {}) };
     }
 
     let clip: Box | null = null;
@@ -291,7 +342,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
       const width = o.page_width ?? DEFAULTS.page_width;
       clip = { x: 0, y: 0, width, height: Math.max(o.page_height ?? DEFAULTS.page_height, await contentHeight(page)) };
     }
-    return { ...(await screenshot(page, o, clip)), finalUrl };
+    return { ...(await screenshot(page, o, clip)), finalUrl, ...(changes ? { changes } : {}) };
   } catch (err) {
     if (err instanceof CdpError && /Target closed|Session with given id not found|connection closed/i.test(err.message)) {
       throw serviceError('page_load_failed', 'The page crashed the browser tab while loading; try again, or capture a simpler page.');
@@ -299,5 +350,6 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
     throw err;
   } finally {
     guard?.stop();
+    consent?.stop(); // page blocking and consent
   }
 }
