@@ -158,10 +158,13 @@ export class BrowserPool {
     private readonly launcher: (opts: LaunchOptions, id: number) => Promise<BrowserSlot> = launchSession,
   ) {}
 
-  /** Opens every session now, so the first captures find warm browsers. */
-  async start(): Promise<void> {
+  /**
+   * Opens every session now, so the first captures find warm browsers. Waits a bounded
+   * time: on a saturated Grid the service starts anyway and sessions join as they come.
+   */
+  async start(maxWaitMs = 15_000): Promise<void> {
     const launches = Array.from({ length: this.opts.sessions }, () => this.addSlot());
-    await Promise.allSettled(launches);
+    await Promise.race([Promise.allSettled(launches), new Promise((r) => setTimeout(r, maxWaitMs).unref())]);
     this.keepAlive = setInterval(() => this.pingIdle(), this.opts.keepAliveMs);
     this.keepAlive.unref();
   }

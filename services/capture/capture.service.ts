@@ -14,6 +14,7 @@ import { pageOf, pageQuery } from '../shared/paging';
 import { type SnapOptions, captureKey } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import { type FileStore, createFileStore } from '../shared/storage';
+import { PageBlocker } from './blocking';
 import { BrowserPool } from './browser-pool';
 import { EgressPolicy } from './egress';
 import { CaptureEngine } from './engine';
@@ -306,6 +307,9 @@ export function captureService(deps: CaptureDeps): ServiceSchema {
       engine = new CaptureEngine(pool, new EgressPolicy(config.allowPrivateNetworks), config.capture.timeoutMs);
     },
     async started() {
+      // Filter lists are compiled once per process; doing it now keeps the first no_ads
+      // capture from paying for it. A missing list is reported by the capture that needs it.
+      void PageBlocker.shared().catch(() => undefined);
       await pool.start();
       // Jobs left queued (or orphaned by a dead instance) are picked up from the start.
       poller = setInterval(() => void pump(this.broker), JOB_POLL_MS);
