@@ -73,10 +73,18 @@ export class BrowserSlot {
     this.prepared = p;
   }
 
-  /** The prepared page (or a new one), handed over to one capture. */
+  /**
+   * The prepared page (or a new one), handed over to one capture. The spare for the next
+   * capture starts at once, alongside this one, so back-to-back requests find it ready
+   * (a fresh context and window take a few hundred ms to come up).
+   */
   async takePage(): Promise<PreparedPage> {
     const p = this.prepared ?? this.createPage();
     this.prepared = null;
+    p.then(
+      () => this.prepareNext(),
+      () => undefined,
+    );
     return p;
   }
 

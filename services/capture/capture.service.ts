@@ -32,6 +32,9 @@ const JOB_POLL_MS = 2_000;
 /** A job that keeps killing its workers is failed after this many claims. */
 const MAX_JOB_ATTEMPTS = 3;
 
+// Thumbnails are small; one libvips thread leaves the cores to Chromium.
+sharp.concurrency(1);
+
 const EXTENSION: Record<string, string> = { 'image/jpeg': 'jpeg', 'image/png': 'png', 'image/webp': 'webp', 'application/pdf': 'pdf' };
 
 interface ScreenshotRow {

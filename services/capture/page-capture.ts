@@ -36,7 +36,6 @@ export interface CaptureOutput {
   /** A raster for the thumbnail when the main output is a PDF. */
   thumbnailSource?: Buffer;
   html?: string;
-  finalUrl: string;
   /** Texts read by multi_step_actions `change` steps (change detection compares them). */
   changes?: ChangeReading[];
 }
@@ -319,7 +318,6 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
     const wait = o.wait ?? DEFAULTS.wait;
     if (wait > 0) await sleep(Math.min(wait, Math.max(0, deadline - Date.now())));
 
-    const finalUrl = await page.evaluate<string>('location.href', false);
     if (o.html_only) {
       const html = o.selectors
         ? await page.evaluate<string | null>(`(() => { const el = document.querySelector(${jsString(o.selectors)}); return el ? el.outerHTML : null; })()`, false)
@@ -328,7 +326,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
             false,
           );
       if (html === null) throw serviceError('selector_not_found', `selectors: no element matches ${jsString(o.selectors ?? '')} on the page.`);
-      return { html, finalUrl, ...(changes ? { changes } : {}) };
+      return { html, ...(changes ? { changes } : {}) };
     }
 
     let clip: Box | null = null;
@@ -342,7 +340,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
       const width = o.page_width ?? DEFAULTS.page_width;
       clip = { x: 0, y: 0, width, height: Math.max(o.page_height ?? DEFAULTS.page_height, await contentHeight(page)) };
     }
-    return { ...(await screenshot(page, o, clip)), finalUrl, ...(changes ? { changes } : {}) };
+    return { ...(await screenshot(page, o, clip)), ...(changes ? { changes } : {}) };
   } catch (err) {
     if (err instanceof CdpError && /Target closed|Session with given id not found|connection closed/i.test(err.message)) {
       throw serviceError('page_load_failed', 'The page crashed the browser tab while loading; try again, or capture a simpler page.');

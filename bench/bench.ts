@@ -1,0 +1,454 @@
+/**
+ * `npm run bench`: how far GET /snap is from what the browser itself needs.
+ *
+ * One run starts a standalone Selenium Grid (grid/grid.js), a local page server (bench/pages.ts)
+ * and then, one after the other, never at the same time:
+ *
+ *   (a) the floor: N WebDriver sessions on that Grid (N = concurrency, opened exactly like the
+ *       capture service opens its own: launchSession), each with one target in its own browser
+ *       context, attached over the browser-level CDP socket (se:cdp) in flat mode, with the
+ *       same viewport. One iteration = Page.navigate, wait for Page.loadEventFired,
+ *       Page.captureScreenshot (same format and quality as /snap). The same tab is reused.
+ *   (b) GET /snap end to end over HTTP against the real system started in this process
+ *       (startSystem: SQLite in a temp DATA_DIR, the same Grid, 4 capture sessions), with
+ *       wait=0 and ttl=0 (always a fresh capture), timed until the whole body is read.
+ *
+ * For each page (simple, heavy) and concurrency (1, 2, 4): warm-up iterations (not counted),
+ * then a fixed number of iterations spread over `concurrency` workers. Reported: p50 and p95
+ * latency and captures per second (completed captures / wall time of the cell), side by
+ * side, with the ratios and the targets (snap p50 within 1.5x of the floor; snap throughput
+ * at concurrency 4 at least 0.7x of the floor). The table goes to stdout and to
+ * bench/results.md; progress goes to stderr.
+ *
+ * Environment:
+ *   BENCH_ITERATIONS  measured iterations per cell: one number for every concurrency, or one
+ *                     per concurrency as "30,40,60" (the default).
+ *   BENCH_WARMUP      warm-up iterations per worker before each cell (default 2).
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { ServiceBroker } from 'moleculer';
+import { type BrowserSlot, launchSession } from '../services/capture/browser-pool';
+import { loadConfig, type Config } from '../services/shared/config';
+import { call } from '../services/shared/contracts';
+import { httpPort, startSystem } from '../services/shared/system';
+import { type PageServer, startPageServer } from './pages';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const RESULTS_FILE = path.join(ROOT, 'bench', 'results.md');
+
+const CONCURRENCY = [1, 2, 4] as const;
+const VIEWPORT = { width: 1280, height: 800 };
+const FORMAT = 'jpeg';
+const QUALITY = 80;
+const PAGE_NAMES = ['simple', 'heavy'] as const;
+type PageName = (typeof PAGE_NAMES)[number];
+const STEP_TIMEOUT_MS = 60_000;
+const TARGETS = { p50Ratio: 1.5, throughputRatioAt4: 0.7 };
+
+interface Grid {
+  url: string;
+  stop(): Promise<void>;
+}
+
+const gridModule = require(path.join(ROOT, 'grid', 'grid.js')) as {
+  startGrid(opts: { mode: 'standalone' | 'hub'; maxSessions: number; port: number; sessionTimeout?: number; log?: (m: string) => void }): Promise<Grid>;
+};
+
+const progress = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+
+// ------------------------------------------------------------------------------------------
+// settings
+// ------------------------------------------------------------------------------------------
+
+function positiveInt(name: string, raw: string): number {
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1) throw new Error(`${name} must be positive integers, got "${raw}"`);
+  return Number(raw);
+}
+
+function iterationCounts(): Record<number, number> {
+  const raw = process.env.BENCH_ITERATIONS?.trim();
+  const defaults = [30, 40, 60];
+  let counts = defaults;
+  if (raw) {
+    const parts = raw.split(',').map((p) => positiveInt('BENCH_ITERATIONS', p));
+    if (parts.length === 1) counts = CONCURRENCY.map(() => parts[0]!);
+    else if (parts.length === CONCURRENCY.length) counts = parts;
+    else throw new Error(`BENCH_ITERATIONS takes one number or ${CONCURRENCY.length} (one per concurrency ${CONCURRENCY.join(',')}), got "${raw}"`);
+  }
+  return Object.fromEntries(CONCURRENCY.map((c, i) => [c, counts[i]!]));
+}
+
+const ITERATIONS = iterationCounts();
+const WARMUP_PER_WORKER = process.env.BENCH_WARMUP?.trim() ? positiveInt('BENCH_WARMUP', process.env.BENCH_WARMUP) : 2;
+
+// ------------------------------------------------------------------------------------------
+// measuring
+// ------------------------------------------------------------------------------------------
+
+interface CellResult {
+  samples: number[];
+  wallMs: number;
+  /** Mean size of the images produced, bytes (a sanity check that both sides do the same work). */
+  meanBytes: number;
+}
+
+interface Stats {
+  p50: number;
+  p95: number;
+  perSecond: number;
+  meanBytes: number;
+}
+
+/** Nearest-rank percentile. */
+function percentile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
+function stats(r: CellResult): Stats {
+  const sorted = [...r.samples].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 0.5), p95: percentile(sorted, 0.95), perSecond: (r.samples.length / r.wallMs) * 1000, meanBytes: r.meanBytes };
+}
+
+/**
+ * Runs `iterations` operations over `workers` concurrent workers (worker w always uses its own
+ * resource w), and times each one and the whole.
+ */
+async function runCell(workers: number, iterations: number, op: (worker: number) => Promise<number>): Promise<CellResult> {
+  let started = 0;
+  let bytes = 0;
+  const samples: number[] = [];
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: workers }, async (_, w) => {
+      while (started < iterations) {
+        started++;
+        const s = performance.now();
+        bytes += await op(w);
+        samples.push(performance.now() - s);
+      }
+    }),
+  );
+  const wallMs = performance.now() - t0;
+  return { samples, wallMs, meanBytes: samples.length ? bytes / samples.length : 0 };
+}
+
+/** Rejects when the promise takes longer than ms (so a stuck start-up never hangs the bench). */
+function within<T>(what: string, promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+async function measure(label: string, workers: number, op: (worker: number) => Promise<number>): Promise<Stats> {
+  await runCell(workers, WARMUP_PER_WORKER * workers, op);
+  const result = await runCell(workers, ITERATIONS[workers]!, op);
+  const s = stats(result);
+  progress(`${label}: p50 ${s.p50.toFixed(0)} ms, p95 ${s.p95.toFixed(0)} ms, ${s.perSecond.toFixed(2)} captures/s (${result.samples.length} in ${(result.wallMs / 1000).toFixed(1)} s)`);
+  return s;
+}
+
+// ------------------------------------------------------------------------------------------
+// (a) the floor: raw CDP in the same Grid sessions
+// ------------------------------------------------------------------------------------------
+
+interface FloorTab {
+  slot: BrowserSlot;
+  sessionId: string;
+}
+
+async function openFloorTab(config: Readonly<Config>, id: number): Promise<FloorTab> {
+  const slot = await launchSession(
+    { seleniumUrl: config.seleniumUrl, chromeBin: config.capture.chromeBin, chromedriverBin: config.capture.chromedriverBin, extraArgs: config.capture.extraArgs },
+    id,
+  );
+  try {
+    const { cdp } = slot;
+    const { browserContextId } = await cdp.send<{ browserContextId: string }>('Target.createBrowserContext', { disposeOnDetach: false });
+    const { targetId } = await cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId, newWindow: true });
+    const { sessionId } = await cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
+    await cdp.send('Page.enable', {}, sessionId);
+    await cdp.send('Emulation.setDeviceMetricsOverride', { ...VIEWPORT, deviceScaleFactor: 1, mobile: false }, sessionId);
+    return { slot, sessionId };
+  } catch (err) {
+    await slot.quit();
+    throw err;
+  }
+}
+
+/** One floor iteration: navigate, wait for the load event, screenshot. Returns the image size. */
+async function floorCapture(tab: FloorTab, url: string): Promise<number> {
+  const { cdp } = tab.slot;
+  const loaded = cdp.waitFor('Page.loadEventFired', tab.sessionId, STEP_TIMEOUT_MS);
+  loaded.catch(() => undefined);
+  const nav = await cdp.send<{ errorText?: string }>('Page.navigate', { url }, tab.sessionId);
+  if (nav.errorText) throw new Error(`floor: navigating to ${url} failed: ${nav.errorText}`);
+  await loaded;
+  const shot = await cdp.send<{ data: string }>('Page.captureScreenshot', { format: FORMAT, quality: QUALITY }, tab.sessionId);
+  return Buffer.from(shot.data, 'base64').length;
+}
+
+type Results = Record<PageName, Record<number, Stats>>;
+
+interface FloorInfo {
+  chromium: string;
+  domNodes: Record<string, number>;
+}
+
+async function runFloor(config: Readonly<Config>, pages: PageServer, open: Set<FloorTab>): Promise<{ results: Results; info: FloorInfo }> {
+  const results = { simple: {}, heavy: {} } as Results;
+  const info: FloorInfo = { chromium: 'unknown', domNodes: {} };
+  for (const c of CONCURRENCY) {
+    progress(`floor: opening ${c} Grid session(s)`);
+    const tabs = await Promise.all(
+      Array.from({ length: c }, async (_, i) => {
+        const tab = await within('opening a Grid session', openFloorTab(config, i + 1), 120_000);
+        open.add(tab);
+        return tab;
+      }),
+    );
+    try {
+      if (info.chromium === 'unknown') {
+        const version = await tabs[0]!.slot.cdp.send<{ product: string }>('Browser.getVersion');
+        info.chromium = version.product;
+      }
+      for (const name of PAGE_NAMES) {
+        const url = pages.origin + pages.pages[name];
+        results[name][c] = await measure(`floor  ${name.padEnd(6)} c=${c}`, c, (w) => floorCapture(tabs[w]!, url));
+        if (info.domNodes[name] === undefined) {
+          const r = await tabs[0]!.slot.cdp.send<{ result: { value: number } }>(
+            'Runtime.evaluate',
+            { expression: 'document.getElementsByTagName("*").length', returnByValue: true },
+            tabs[0]!.sessionId,
+          );
+          info.domNodes[name] = r.result.value;
+        }
+      }
+    } finally {
+      await Promise.all(
+        tabs.map(async (t) => {
+          open.delete(t);
+          await t.slot.quit();
+        }),
+      );
+    }
+  }
+  return { results, info };
+}
+
+// ------------------------------------------------------------------------------------------
+// (b) GET /snap end to end
+// ------------------------------------------------------------------------------------------
+
+function snapOnce(agent: http.Agent, url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent, timeout: STEP_TIMEOUT_MS * 2 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (d: Buffer) => chunks.push(d));
+      res.on('error', reject);
+      res.on('end', () => {
+        const body = Buffer.concat(chunks);
+        if (res.statusCode !== 200 || res.headers['content-type'] !== `image/${FORMAT}`) {
+          reject(new Error(`/snap answered ${res.statusCode} ${res.headers['content-type']}: ${body.toString('utf8').slice(0, 300)}`));
+          return;
+        }
+        if (res.headers['x-cache'] !== 'MISS') {
+          reject(new Error(`/snap answered X-Cache ${res.headers['x-cache']}; every capture must be fresh`));
+          return;
+        }
+        resolve(body.length);
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('/snap request timed out')));
+    req.on('error', reject);
+  });
+}
+
+async function runSnap(broker: ServiceBroker, pages: PageServer): Promise<Results> {
+  const results = { simple: {}, heavy: {} } as Results;
+  await call(broker, 'billing.upsertPlan', { name: 'bench', paid: true, screenshot_limit: 10_000_000 });
+  const { access_token } = await call(broker, 'billing.createAccount', { plan: 'bench' });
+  const base = `http://127.0.0.1:${httpPort(broker)}`;
+  for (const c of CONCURRENCY) {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: c });
+    try {
+      for (const name of PAGE_NAMES) {
+        const query = new URLSearchParams({
+          access_token,
+          url: pages.origin + pages.pages[name],
+          wait: '0',
+          ttl: '0',
+          page_width: String(VIEWPORT.width),
+          page_height: String(VIEWPORT.height),
+          image_format: FORMAT,
+          quality: String(QUALITY),
+        });
+        const url = `${base}/snap?${query}`;
+        results[name][c] = await measure(`snap   ${name.padEnd(6)} c=${c}`, c, () => snapOnce(agent, url));
+      }
+    } finally {
+      agent.destroy();
+    }
+  }
+  return results;
+}
+
+// ------------------------------------------------------------------------------------------
+// report
+// ------------------------------------------------------------------------------------------
+
+const ms = (v: number) => v.toFixed(0);
+const rate = (v: number) => v.toFixed(2);
+const ratio = (v: number) => `${v.toFixed(2)}x`;
+
+function report(floor: Results, snap: Results, info: FloorInfo, pages: PageServer, totalSeconds: number, load: number[]): string {
+  const cpus = os.cpus();
+  const lines: string[] = [];
+  lines.push('# Benchmark: GET /snap against the raw CDP floor', '');
+  lines.push(`Run ${new Date().toISOString()} (${totalSeconds.toFixed(0)} s in all).`, '');
+  lines.push(
+    `Machine: ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB RAM, ` +
+      `${os.type()} ${os.release()}, Node ${process.version}, ${info.chromium} (Selenium Grid standalone, Debian Chromium). ` +
+      `Load average (1 min) before the floor, before /snap and at the end: ${load.map((l) => l.toFixed(2)).join(' / ')} ` +
+      '(anything else running on the machine skews the numbers).',
+    '',
+  );
+  const pageDesc = (name: PageName) => {
+    const s = pages.sizes[name]!;
+    const imgs = s.images ? ` + ${s.images} images (${(s.imageBytes / 1024).toFixed(0)} KB)` : '';
+    return `${name}: ${(s.htmlBytes / 1024).toFixed(1)} KB HTML${imgs}, ${info.domNodes[name] ?? '?'} DOM elements`;
+  };
+  lines.push(
+    `Pages (local node:http server, no-store): ${PAGE_NAMES.map(pageDesc).join('; ')}. ` +
+      `Viewport ${VIEWPORT.width}x${VIEWPORT.height}, ${FORMAT} quality ${QUALITY}. ` +
+      `Iterations per cell: ${CONCURRENCY.map((c) => `c=${c}: ${ITERATIONS[c]}`).join(', ')}, after ${WARMUP_PER_WORKER} warm-up iterations per worker. ` +
+      'Floor = raw CDP in N Grid sessions (navigate + load event + captureScreenshot, tab reused); ' +
+      'snap = GET /snap over HTTP (wait=0, ttl=0, CAPTURE_SESSIONS=4, SQLite), timed until the body is read.',
+    '',
+  );
+  lines.push(
+    '| page | concurrency | floor p50 ms | floor p95 ms | floor captures/s | snap p50 ms | snap p95 ms | snap captures/s | p50 ratio (snap/floor) | throughput ratio (snap/floor) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  );
+  const p50Ratios: Array<{ where: string; r: number }> = [];
+  const tputRatios: Array<{ where: string; r: number }> = [];
+  for (const name of PAGE_NAMES) {
+    for (const c of CONCURRENCY) {
+      const f = floor[name][c]!;
+      const s = snap[name][c]!;
+      const p50r = s.p50 / f.p50;
+      const tr = s.perSecond / f.perSecond;
+      p50Ratios.push({ where: `${name} c=${c}`, r: p50r });
+      if (c === 4) tputRatios.push({ where: `${name} c=${c}`, r: tr });
+      lines.push(`| ${name} | ${c} | ${ms(f.p50)} | ${ms(f.p95)} | ${rate(f.perSecond)} | ${ms(s.p50)} | ${ms(s.p95)} | ${rate(s.perSecond)} | ${ratio(p50r)} | ${ratio(tr)} |`);
+    }
+  }
+  lines.push('');
+  const p50Miss = p50Ratios.filter((x) => x.r > TARGETS.p50Ratio);
+  const tputMiss = tputRatios.filter((x) => x.r < TARGETS.throughputRatioAt4);
+  const worstP50 = p50Ratios.reduce((a, b) => (b.r > a.r ? b : a));
+  const worstTput = tputRatios.reduce((a, b) => (b.r < a.r ? b : a));
+  lines.push(
+    `Targets: snap p50 within ${TARGETS.p50Ratio}x of the floor (every row): **${p50Miss.length ? 'NOT MET' : 'MET'}** ` +
+      `(worst ${worstP50.where}: ${ratio(worstP50.r)}${p50Miss.length ? `; missed at ${p50Miss.map((x) => `${x.where} ${ratio(x.r)}`).join(', ')}` : ''}); ` +
+      `snap throughput at concurrency 4 at least ${TARGETS.throughputRatioAt4}x of the floor: **${tputMiss.length ? 'NOT MET' : 'MET'}** ` +
+      `(${tputRatios.map((x) => `${x.where}: ${ratio(x.r)}`).join(', ')}; worst ${worstTput.where}).`,
+    '',
+  );
+  lines.push(
+    `Mean image size, floor / snap: ${PAGE_NAMES.map((n) => `${n} ${(floor[n][1]!.meanBytes / 1024).toFixed(1)} KB / ${(snap[n][1]!.meanBytes / 1024).toFixed(1)} KB`).join('; ')}.`,
+    '',
+  );
+  return lines.join('\n');
+}
+
+// ------------------------------------------------------------------------------------------
+// main
+// ------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const t0 = performance.now();
+  const cleanups: Array<() => Promise<void>> = [];
+  let cleaning: Promise<void> | null = null;
+  const cleanup = () => {
+    cleaning ??= (async () => {
+      for (const fn of cleanups.splice(0).reverse()) {
+        await fn().catch((err: Error) => progress(`cleanup: ${err.message}`));
+      }
+    })();
+    return cleaning;
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    progress(`${signal}: stopping everything`);
+    void cleanup().then(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  const load = [os.loadavg()[0]!];
+  try {
+    progress('starting the Selenium Grid and the page server');
+    const [grid, pages] = await Promise.all([gridModule.startGrid({ mode: 'standalone', maxSessions: 8, port: 0, sessionTimeout: 300 }), startPageServer()]);
+    cleanups.push(() => grid.stop());
+    cleanups.push(() => pages.stop());
+
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'snap-bench-'));
+    cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+    const passThrough = Object.fromEntries(['CHROME_BIN', 'CHROMEDRIVER_BIN', 'CHROME_EXTRA_ARGS'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
+    const config = loadConfig({
+      ...passThrough,
+      DATA_DIR: dataDir,
+      SELENIUM_URL: grid.url,
+      ALLOW_PRIVATE_NETWORKS: 'true',
+      CAPTURE_SESSIONS: '4',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      // The bench sends far more than a person would; the per-account request rate is not what it measures.
+      RATE_LIMIT_MAX: '0',
+    });
+
+    // (a) the floor; its sessions are all quit before (b) starts.
+    const openTabs = new Set<FloorTab>();
+    cleanups.push(async () => {
+      await Promise.all([...openTabs].map((t) => t.slot.quit()));
+    });
+    if (load[0]! > os.cpus().length) progress(`warning: load average ${load[0]!.toFixed(2)} on ${os.cpus().length} cores; other work will skew the numbers`);
+    const { results: floor, info } = await runFloor(config, pages, openTabs);
+    load.push(os.loadavg()[0]!);
+
+    // (b) GET /snap on the real system.
+    progress('starting the system (SQLite, 4 capture sessions on the same Grid)');
+    const broker = await within('starting the system', startSystem(config), 180_000);
+    let brokerStopped = false;
+    cleanups.push(async () => {
+      if (!brokerStopped) await broker.stop();
+    });
+    const snap = await runSnap(broker, pages);
+    brokerStopped = true;
+    await broker.stop();
+
+    load.push(os.loadavg()[0]!);
+    const text = report(floor, snap, info, pages, (performance.now() - t0) / 1000, load);
+    process.stdout.write(`${text}\n`);
+    fs.writeFileSync(RESULTS_FILE, `${text}\n`);
+    progress(`written to ${path.relative(process.cwd(), RESULTS_FILE) || RESULTS_FILE}`);
+  } finally {
+    await cleanup();
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  }
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`[bench] FAILED: ${err.stack ?? err.message}\n`);
+  process.exitCode = 1;
+  // Everything was stopped; if a start-up that timed out still holds the event loop, leave anyway.
+  setTimeout(() => process.exit(1), 10_000).unref();
+});
