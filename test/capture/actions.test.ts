@@ -5,33 +5,19 @@
  * a step's navigation).
  */
 import { expect } from 'chai';
-import sharp from 'sharp';
 import { BrowserPool } from '../../services/capture/browser-pool';
 import { EgressPolicy } from '../../services/capture/egress';
 import { CaptureEngine } from '../../services/capture/engine';
 import type { SnapOptions } from '../../services/shared/screenshot-options';
-import { backendConfig, configFrom } from '../support/backends';
+import { configFrom } from '../support/backends';
 import { sharedGrid } from '../support/grid';
-import { type HttpAnswer, qs, request } from '../support/http';
-import { type RunningSystem, runSystem } from '../support/system';
+import { qs, request } from '../support/http';
+import type { RunningSystem, } from '../support/system';
+import { expectEnvelope, pixel, screenshotsUsed, startCaptureSystem } from '../support/capture-helpers';
 import { type ActionFixtures, LOGIN, PRICES, startActionFixtures } from './action-fixtures';
 
-const SERVICES = 'api,billing,capture,scheduler,ai,proxy';
 
 type Step = Record<string, string | number | boolean>;
-
-/** RGB of one pixel. */
-async function pixel(image: Buffer, x: number, y: number): Promise<[number, number, number]> {
-  const { data, info } = await sharp(image).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-  const i = (y * info.width + x) * info.channels;
-  return [data[i] ?? -1, data[i + 1] ?? -1, data[i + 2] ?? -1];
-}
-
-function expectEnvelope(r: HttpAnswer, status: number, code: string, ...fragments: string[]) {
-  expect(r.status, r.raw.toString().slice(0, 400)).to.equal(status);
-  expect(r.body).to.include({ success: false, error_code: code });
-  for (const f of fragments) expect(String(r.body.note)).to.contain(f);
-}
 
 describe('multi_step_actions on a real Selenium Grid', function () {
   this.timeout(120_000);
@@ -48,29 +34,15 @@ describe('multi_step_actions on a real Selenium Grid', function () {
     expect(r.status, r.raw.toString().slice(0, 400)).to.equal(200);
     return String(r.body.html);
   };
-  const used = async (key: string) =>
-    (await request<{ results: { screenshot_current_month_usage: number } }>(sys.base, 'GET', `/account_limits?access_token=${key}`)).body.results
-      .screenshot_current_month_usage;
+  const used = (key: string) => screenshotsUsed(sys, key);
 
   before(async () => {
-    const grid = await sharedGrid();
     fx = await startActionFixtures();
-    const b = await backendConfig('sqlite', {
-      SERVICES,
-      SELENIUM_URL: grid.url,
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      CAPTURE_SESSIONS: '2',
-      CAPTURE_TIMEOUT_MS: '15000',
-    });
-    cleanup = b.cleanup;
-    sys = await runSystem(b.config);
-    await sys.broker.call('billing.upsertPlan', { name: 'big', paid: true, screenshot_limit: 100_000 });
-    token = (await sys.account('big')).access_token;
+    ({ sys, token, cleanup } = await startCaptureSystem({ ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '2', CAPTURE_TIMEOUT_MS: '15000' }));
   });
   after(async () => {
-    await sys?.stop();
-    await fx?.stop();
     await cleanup?.();
+    await fx?.stop();
   });
 
   describe('forms', () => {

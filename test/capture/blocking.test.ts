@@ -11,6 +11,7 @@ import { expect } from 'chai';
 import sharp from 'sharp';
 import { DEFAULT_LISTS, LIST_PACKAGE, PageBlocker, isThirdParty, wantsBlocking } from '../../services/capture/blocking';
 import { backendConfig } from '../support/backends';
+import { CAPTURE_SERVICES as SERVICES, startCaptureSystem } from '../support/capture-helpers';
 import { sharedGrid } from '../support/grid';
 import { qs, request } from '../support/http';
 import { type RunningSystem, runSystem } from '../support/system';
@@ -31,7 +32,6 @@ import {
   startBlockingFixtures,
 } from './consent-fixtures';
 
-const SERVICES = 'api,billing,capture,scheduler,ai,proxy';
 
 type RGB = [number, number, number];
 
@@ -204,25 +204,17 @@ describe('page blocking and consent on a real Selenium Grid', function () {
   };
 
   before(async () => {
-    const grid = await sharedGrid();
     fx = await startBlockingFixtures();
-    const b = await backendConfig('sqlite', {
-      SERVICES,
-      SELENIUM_URL: grid.url,
+    ({ sys, token, cleanup } = await startCaptureSystem({
       ALLOW_PRIVATE_NETWORKS: 'true',
       CAPTURE_SESSIONS: '2',
       CAPTURE_TIMEOUT_MS: '15000',
       CHROME_EXTRA_ARGS: JSON.stringify([hostResolverRules()]),
-    });
-    cleanup = b.cleanup;
-    sys = await runSystem(b.config);
-    await sys.broker.call('billing.upsertPlan', { name: 'big', paid: true, screenshot_limit: 100_000 });
-    token = (await sys.account('big')).access_token;
+    }));
   });
   after(async () => {
-    await sys?.stop();
-    await fx?.stop();
     await cleanup?.();
+    await fx?.stop();
   });
 
   describe('no_ads and no_tracking', () => {

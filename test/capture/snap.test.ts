@@ -3,32 +3,15 @@
  * with fixture pages served locally.
  */
 import { expect } from 'chai';
-import sharp from 'sharp';
 import { backendConfig } from '../support/backends';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { sharedGrid } from '../support/grid';
-import { type HttpAnswer, qs, request } from '../support/http';
+import { qs, request } from '../support/http';
 import { type RunningSystem, runSystem } from '../support/system';
+import { CAPTURE_SERVICES as SERVICES, expectEnvelope, imageSize, pixel, screenshotsUsed, startCaptureSystem } from '../support/capture-helpers';
 
-const SERVICES = 'api,billing,capture,scheduler,ai,proxy';
 
-async function size(image: Buffer): Promise<[number, number]> {
-  const m = await sharp(image).metadata();
-  return [m.width ?? 0, m.height ?? 0];
-}
-
-/** RGB of one pixel. */
-async function pixel(image: Buffer, x: number, y: number): Promise<[number, number, number]> {
-  const { data, info } = await sharp(image).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-  const i = (y * info.width + x) * info.channels;
-  return [data[i] ?? -1, data[i + 1] ?? -1, data[i + 2] ?? -1];
-}
-
-function expectEnvelope(r: HttpAnswer, status: number, code: string, fragment?: string) {
-  expect(r.status, r.raw.toString().slice(0, 300)).to.equal(status);
-  expect(r.body).to.include({ success: false, error_code: code });
-  if (fragment) expect(String(r.body.note)).to.contain(fragment);
-}
+const size = imageSize;
 
 describe('snap on a real Selenium Grid', function () {
   this.timeout(120_000);
@@ -39,29 +22,15 @@ describe('snap on a real Selenium Grid', function () {
 
   const snap = (params: Record<string, string | number | boolean>, key = token) =>
     request(sys.base, 'GET', `/snap?${qs({ access_token: key, wait: 0, ttl: 0, ...params })}`);
-  const used = async (key = token) =>
-    (await request<{ results: { screenshot_current_month_usage: number } }>(sys.base, 'GET', `/account_limits?access_token=${key}`)).body.results
-      .screenshot_current_month_usage;
+  const used = (key = token) => screenshotsUsed(sys, key);
 
   before(async () => {
-    const grid = await sharedGrid();
     fx = await startFixtures();
-    const b = await backendConfig('sqlite', {
-      SERVICES,
-      SELENIUM_URL: grid.url,
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      CAPTURE_SESSIONS: '2',
-      CAPTURE_TIMEOUT_MS: '8000',
-    });
-    cleanup = b.cleanup;
-    sys = await runSystem(b.config);
-    await sys.broker.call('billing.upsertPlan', { name: 'big', paid: true, screenshot_limit: 100_000 });
-    token = (await sys.account('big')).access_token;
+    ({ sys, token, cleanup } = await startCaptureSystem({ ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '2', CAPTURE_TIMEOUT_MS: '8000' }));
   });
   after(async () => {
-    await sys?.stop();
-    await fx?.stop();
     await cleanup?.();
+    await fx?.stop();
   });
 
   describe('image size and format', () => {
