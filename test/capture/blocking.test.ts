@@ -10,11 +10,9 @@ import path from 'node:path';
 import { expect } from 'chai';
 import sharp from 'sharp';
 import { DEFAULT_LISTS, LIST_PACKAGE, PageBlocker, isThirdParty, wantsBlocking } from '../../services/capture/blocking';
-import { backendConfig } from '../support/backends';
-import { CAPTURE_SERVICES as SERVICES, startCaptureSystem } from '../support/capture-helpers';
-import { sharedGrid } from '../support/grid';
+import { startCaptureSystem } from '../support/capture-helpers';
 import { qs, request } from '../support/http';
-import { type RunningSystem, runSystem } from '../support/system';
+import type { RunningSystem } from '../support/system';
 import {
   AD_IMAGE_HOST,
   AD_SCRIPT_HOST,
@@ -369,22 +367,12 @@ describe('page blocking with the egress policy on (ALLOW_PRIVATE_NETWORKS unset)
   const snap = (params: Record<string, string | number | boolean>) => request(sys.base, 'GET', `/snap?${qs({ access_token: token, wait: 0, ttl: 0, ...params })}`);
 
   before(async () => {
-    const grid = await sharedGrid();
     fx = await startBlockingFixtures();
-    const b = await backendConfig('sqlite', {
-      SERVICES,
-      SELENIUM_URL: grid.url,
-      CAPTURE_SESSIONS: '1',
-      CHROME_EXTRA_ARGS: JSON.stringify([hostResolverRules()]),
-    });
-    cleanup = b.cleanup;
-    sys = await runSystem(b.config);
-    token = (await sys.account('paid')).access_token;
+    ({ sys, token, cleanup } = await startCaptureSystem({ CAPTURE_SESSIONS: '1', CHROME_EXTRA_ARGS: JSON.stringify([hostResolverRules()]) }));
   });
   after(async () => {
-    await sys?.stop();
-    await fx?.stop();
     await cleanup?.();
+    await fx?.stop();
   });
 
   it('still refuses private targets and redirects with url_not_allowed', async () => {

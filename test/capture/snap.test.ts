@@ -3,12 +3,10 @@
  * with fixture pages served locally.
  */
 import { expect } from 'chai';
-import { backendConfig } from '../support/backends';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
-import { sharedGrid } from '../support/grid';
 import { qs, request } from '../support/http';
-import { type RunningSystem, runSystem } from '../support/system';
-import { CAPTURE_SERVICES as SERVICES, expectEnvelope, imageSize, pixel, screenshotsUsed, startCaptureSystem } from '../support/capture-helpers';
+import type { RunningSystem } from '../support/system';
+import { expectEnvelope, imageSize, pixel, screenshotsUsed, startCaptureSystem } from '../support/capture-helpers';
 
 
 const size = imageSize;
@@ -259,24 +257,17 @@ describe('snap egress policy and capacity (ALLOW_PRIVATE_NETWORKS unset)', funct
   const snap = (params: Record<string, string | number | boolean>) => request(sys.base, 'GET', `/snap?${qs({ access_token: token, wait: 0, ttl: 0, ...params })}`);
 
   before(async () => {
-    const grid = await sharedGrid();
     fx = await startFixtures();
-    const b = await backendConfig('sqlite', {
-      SERVICES,
-      SELENIUM_URL: grid.url,
+    ({ sys, token, cleanup } = await startCaptureSystem({
       CAPTURE_SESSIONS: '1',
       CAPTURE_QUEUE_MAX: '0',
       // "fixture.test" stands for a public site: Chromium resolves it to the fixture server.
       CHROME_EXTRA_ARGS: JSON.stringify(['--host-resolver-rules=MAP fixture.test 127.0.0.1']),
-    });
-    cleanup = b.cleanup;
-    sys = await runSystem(b.config);
-    token = (await sys.account('paid')).access_token;
+    }));
   });
   after(async () => {
-    await sys?.stop();
-    await fx?.stop();
     await cleanup?.();
+    await fx?.stop();
   });
 
   const usedNow = async () =>
