@@ -237,6 +237,20 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect((await api('GET', `/screenshot_configs/${c.screenshot_configuration_id}`)).status).to.equal(200);
   });
 
+  it('runs multi_step_actions on configurations too: validated on create, a failing step fails the job with action_failed', async () => {
+    const invalid = await api('POST', '/screenshot_configs', { url: `${fx.origin}/plain`, multi_step_actions: [{ type: 'click' }] });
+    expect([invalid.status, invalid.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
+    expect(String(invalid.body.note)).to.contain('multi_step_actions[0] (click)');
+    const { access_token } = await sys.account('paid');
+    const c = await create({ url: `${fx.origin}/plain`, multi_step_actions: [{ type: 'css', value: 'h1 { color: red }' }, { type: 'click', selector: '#nothing-here' }] }, access_token);
+    const r = await finished(c.job_id, access_token);
+    expect(r.status).to.equal(422);
+    expect(r.body).to.deep.include({ status: 'failed', error_code: 'action_failed' });
+    expect(String(r.body.note)).to.contain('multi_step_actions[1] (click)');
+    const limits = await api('GET', '/account_limits', undefined, access_token);
+    expect((limits.body.results as Body).screenshot_current_month_usage).to.equal(0);
+  });
+
   it('refuses a schedule without an interval and a configuration past the monthly limit, leaving nothing behind', async () => {
     const noInterval = await api('POST', '/screenshot_configs', { url: `${fx.origin}/plain`, scheduled_screenshot: true });
     expect([noInterval.status, noInterval.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
