@@ -41,19 +41,31 @@ function fullRecord(ref: ScreenshotRef) {
 
 const configView = (v: ConfigView) => ({ config: v.config, ids: v.ids, created_at: v.created_at });
 
-/** Reserves the job's credit and records the job; refunds if the job cannot be recorded. */
-async function startJob(ctx: RouteContext, configId: string, options: ConfigOptions, undo?: () => Promise<unknown>): Promise<string> {
+/**
+ * Starts a capture job of a configuration: reserves the credit under the job's id (402
+ * before anything is written), then `configIdOf` (which may create the configuration),
+ * then records the job. On any failure the credit is refunded and `undo` runs, so nothing
+ * half-done stays behind.
+ */
+async function startJob(
+  ctx: RouteContext,
+  jobId: string,
+  options: ConfigOptions,
+  configIdOf: () => Promise<string>,
+  undo?: (configId: string) => Promise<unknown>,
+): Promise<string> {
   const { broker, account } = ctx;
-  const jobId = randomId(12);
   const reservation = await call(broker, 'billing.reserve', { account, amounts: { screenshots: 1 }, reservationId: `job:${jobId}` });
+  let configId: string | null = null;
   try {
+    configId = await configIdOf();
     await call(broker, 'capture.enqueue', { accountId: account.accountId, configId, jobId, kind: 'config', options });
   } catch (err) {
     await call(broker, 'billing.refund', { reservation }).catch(() => undefined);
-    await undo?.().catch(() => undefined);
+    if (configId !== null) await undo?.(configId).catch(() => undefined);
     throw err;
   }
-  return jobId;
+  return configId;
 }
 
 async function createConfig(ctx: RouteContext) {
@@ -65,24 +77,27 @@ async function createConfig(ctx: RouteContext) {
   }
   // The job id is chosen first so the configuration records it as its last job.
   const jobId = randomId(12);
-  const reservation = await call(broker, 'billing.reserve', { account, amounts: { screenshots: 1 }, reservationId: `job:${jobId}` });
-  let created: ConfigView | null = null;
-  try {
-    created = await call(broker, 'scheduler.create', { accountId: account.accountId, input: { given: givenOptions(ctx.params), options }, jobId });
-    await call(broker, 'capture.enqueue', { accountId: account.accountId, configId: created.ids.screenshot_config_id, jobId, kind: 'config', options });
-  } catch (err) {
-    await call(broker, 'billing.refund', { reservation }).catch(() => undefined);
-    if (created) await call(broker, 'scheduler.remove', { accountId: account.accountId, id: created.ids.screenshot_config_id }).catch(() => undefined);
-    throw err;
-  }
-  return { success: true, screenshot_configuration_id: created.ids.screenshot_config_id, embed_url: created.ids.embed_url, job_id: jobId };
+  let embedUrl = '';
+  const configId = await startJob(
+    ctx,
+    jobId,
+    options,
+    async () => {
+      const created = await call(broker, 'scheduler.create', { accountId: account.accountId, input: { given: givenOptions(ctx.params), options }, jobId });
+      embedUrl = created.ids.embed_url;
+      return created.ids.screenshot_config_id;
+    },
+    (id) => call(broker, 'scheduler.remove', { accountId: account.accountId, id }),
+  );
+  return { success: true, screenshot_configuration_id: configId, embed_url: embedUrl, job_id: jobId };
 }
 
 async function captureNow(ctx: RouteContext) {
   validateKeyOnly(ctx.params);
   const existing = await call(ctx.broker, 'scheduler.get', { accountId: ctx.account.accountId, id: ctx.path.id ?? '' });
-  const jobId = await startJob(ctx, existing.ids.screenshot_config_id, existing.options);
-  await call(ctx.broker, 'scheduler.noteJob', { configId: existing.ids.screenshot_config_id, jobId });
+  const jobId = randomId(12);
+  const configId = await startJob(ctx, jobId, existing.options, async () => existing.ids.screenshot_config_id);
+  await call(ctx.broker, 'scheduler.noteJob', { configId, jobId });
   return { success: true, job_id: jobId, embed_url: existing.ids.embed_url };
 }
 

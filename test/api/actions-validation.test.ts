@@ -2,15 +2,8 @@ import { expect } from 'chai';
 import { validateShape } from '../../services/api/request-schemas';
 import { checkActions } from '../../services/shared/actions-schema';
 import type { SnapOptions } from '../../services/shared/screenshot-options';
+import { errorOf } from '../support/errors';
 
-function errorOf(fn: () => unknown): { type: string; message: string; code: number } {
-  try {
-    fn();
-  } catch (err) {
-    return err as { type: string; message: string; code: number };
-  }
-  throw new Error('expected a validation error');
-}
 
 const snap = (multi_step_actions: unknown) => validateShape<SnapOptions>('snap', { url: 'https://example.com', multi_step_actions });
 

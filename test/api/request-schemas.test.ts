@@ -1,15 +1,8 @@
 import { expect } from 'chai';
 import { shapeSchema, validateShape } from '../../services/api/request-schemas';
 import type { SnapOptions } from '../../services/shared/screenshot-options';
+import { errorOf } from '../support/errors';
 
-function errorOf(fn: () => unknown): { type: string; message: string; code: number } {
-  try {
-    fn();
-  } catch (err) {
-    return err as { type: string; message: string; code: number };
-  }
-  throw new Error('expected a validation error');
-}
 
 describe('request schemas (generated from the option table)', () => {
   it('coerces GET and form text: numbers, booleans as true/1/yes, JSON strings', () => {
