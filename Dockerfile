@@ -9,6 +9,8 @@ RUN npx tsc -p tsconfig.json && npm prune --omit=dev
 
 FROM node:20.19-bookworm-slim
 WORKDIR /app
+# EasyList and EasyPrivacy for no_ads / no_tracking, as Debian ships them (no browser needed).
+RUN apt-get update && apt-get install -y --no-install-recommends webext-ublock-origin-chromium && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

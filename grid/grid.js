@@ -27,7 +27,7 @@ const path = require('node:path');
 const net = require('node:net');
 const http = require('node:http');
 const { spawn } = require('node:child_process');
-const { ensureSystemDeps } = require('../scripts/ensure-system-deps');
+const { ensureSystemDeps, DEFAULT_CHROME_BIN, DEFAULT_CHROMEDRIVER_BIN } = require('../scripts/ensure-system-deps');
 
 const CONFIG_DIR = path.join(__dirname, 'config');
 const GRID_TOML = path.join(CONFIG_DIR, 'grid.toml');
@@ -36,8 +36,8 @@ const GRID_TOML = path.join(CONFIG_DIR, 'grid.toml');
 const CHROME_ARGS = require('./config/chrome-args.json');
 
 const DEFAULTS = {
-  chromeBin: '/usr/bin/chromium',
-  chromedriverBin: '/usr/bin/chromedriver',
+  chromeBin: DEFAULT_CHROME_BIN,
+  chromedriverBin: DEFAULT_CHROMEDRIVER_BIN,
   maxSessions: 2,
   sessionTimeout: 60,
   host: '127.0.0.1',
@@ -82,8 +82,8 @@ function renderNodeToml(o = {}) {
     'goog:chromeOptions': { binary: chromeBin, args },
   };
   const stereotypeJson = oneLineJson(stereotype);
-  return `# Selenium Grid 4.20 — Node serving Debian's Chromium through Debian's chromedriver.
-# (Debian packages \`chromium\` and \`chromium-driver\`; see scripts/ensure-system-deps.js.)
+  return `# Selenium Grid 4.20 — Node serving Debian's Chromium headless shell through Debian's chromedriver.
+# (Debian packages \`chromium-headless-shell\` and \`chromium-driver\`; see scripts/ensure-system-deps.js.)
 #
 # This file is the readable default. grid/grid.js renders the same content at run time
 # (renderNodeToml) into its temp dir when ports, max-sessions, session-timeout or the binary

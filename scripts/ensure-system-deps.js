@@ -3,7 +3,11 @@
 /**
  * ensure-system-deps.js — make sure the non-npm things the service needs exist:
  *
- *   - Chromium        (CHROME_BIN,       default /usr/bin/chromium)      Debian package `chromium`
+ *   - Chromium        (CHROME_BIN,       default /usr/bin/chromium-headless-shell)
+ *                                                     Debian package `chromium-headless-shell`
+ *                     (Chromium's headless shell: the same Blink, but no browser UI behind each
+ *                     window, so a capture's fresh context costs far less; `chromium` comes along
+ *                     with chromium-driver and can be chosen with CHROME_BIN=/usr/bin/chromium)
  *   - chromedriver    (CHROMEDRIVER_BIN, default /usr/bin/chromedriver)  Debian package `chromium-driver`
  *   - java (>= 11)    (JAVA_BIN,         default `java` on PATH)         Debian package `openjdk-17-jre-headless`
  *   - Selenium Grid 4 server jar (SELENIUM_JAR, default grid/vendor/selenium-server-4.20.0.jar),
@@ -33,7 +37,8 @@ const { spawn } = require('node:child_process');
 const REPO_ROOT = path.resolve(__dirname, '..');
 const SELENIUM_VERSION = '4.20.0';
 const SELENIUM_NPM_PKG = `@nightwatch/selenium-server@${SELENIUM_VERSION}`;
-const DEFAULT_CHROME_BIN = '/usr/bin/chromium';
+const DEFAULT_CHROME_BIN = '/usr/bin/chromium-headless-shell';
+const DEFAULT_CHROME_PKG = 'chromium-headless-shell';
 const DEFAULT_CHROMEDRIVER_BIN = '/usr/bin/chromedriver';
 const DEFAULT_SELENIUM_JAR = path.join(REPO_ROOT, 'grid', 'vendor', `selenium-server-${SELENIUM_VERSION}.jar`);
 const GRID_GITIGNORE = path.join(REPO_ROOT, 'grid', '.gitignore');
@@ -219,7 +224,9 @@ async function ensureSystemDeps({ log = () => {} } = {}) {
 
   // --- Debian packages -------------------------------------------------------------------------
   const missing = []; // [{what, path, pkg}]
-  if (!isExecutable(chromeBin)) missing.push({ what: 'Chromium', path: chromeBin, pkg: 'chromium' });
+  if (!isExecutable(chromeBin)) {
+    missing.push({ what: 'Chromium', path: chromeBin, pkg: chromeBin === '/usr/bin/chromium' ? 'chromium' : DEFAULT_CHROME_PKG });
+  }
   if (!isExecutable(chromedriverBin)) {
     missing.push({ what: 'chromedriver', path: chromedriverBin, pkg: 'chromium-driver' });
   }
@@ -232,7 +239,7 @@ async function ensureSystemDeps({ log = () => {} } = {}) {
     // apt only helps for the default locations; an override pointing elsewhere is the operator's job.
     const custom = missing.filter(
       (m) =>
-        (m.pkg === 'chromium' && m.path !== DEFAULT_CHROME_BIN) ||
+        (m.what === 'Chromium' && m.path !== DEFAULT_CHROME_BIN && m.path !== '/usr/bin/chromium') ||
         (m.pkg === 'chromium-driver' && m.path !== DEFAULT_CHROMEDRIVER_BIN),
     );
     if (custom.length) {

@@ -189,6 +189,9 @@ export class ConsentHandler {
       await Promise.all([
         page.send('Runtime.addBinding', { name: BINDING, executionContextName: WORLD }),
         page.send('Page.addScriptToEvaluateOnNewDocument', { source: a.source, worldName: WORLD }),
+        // Context and binding events; pages are prepared without the Runtime domain, whose
+        // events every other capture would pay for.
+        page.send('Runtime.enable'),
       ]);
     } catch (err) {
       h.stop();

@@ -6,27 +6,11 @@
  */
 import { serviceError } from '../shared/errors';
 import type { SnapOptions } from '../shared/screenshot-options';
-import type { BrowserPool, BrowserSlot, PreparedPage } from './browser-pool';
+import { type BrowserPool, type BrowserSlot, type PreparedPage, withTimeout } from './browser-pool';
 import type { EgressPolicy } from './egress';
 import { type CaptureOutput, PageSession, capturePage } from './page-capture';
 
 const DISPOSE_TIMEOUT_MS = 5_000;
-
-function within<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-    promise.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (e) => {
-        clearTimeout(timer);
-        reject(e);
-      },
-    );
-  });
-}
 
 export class CaptureEngine {
   constructor(
@@ -39,7 +23,7 @@ export class CaptureEngine {
     const slot = await this.pool.acquire();
     let page: PreparedPage | null = null;
     try {
-      page = await within(slot.takePage(), 15_000);
+      page = await withTimeout(slot.takePage(), 15_000, 'preparing a browser context');
       return await this.runWithBudget(slot, page, options);
     } catch (err) {
       // An error without a domain code is the browser's own failure, not the page's: the
@@ -47,12 +31,11 @@ export class CaptureEngine {
       if (!(err as { type?: unknown }).type) slot.broken = true;
       throw err;
     } finally {
-      // The slot is free at once (its next page is already being prepared); the used
-      // context is disposed alongside, off the answer's path. A browser that cannot
-      // dispose a context within the limit is retired.
-      const used = page;
+      // The used context is disposed off the answer's path, then the next page is prepared;
+      // the slot is free at once (a capture that takes it waits for that page). A browser
+      // that cannot dispose a context within the limit is retired.
+      slot.recycle(page, DISPOSE_TIMEOUT_MS).catch(() => this.pool.retire(slot));
       this.pool.release(slot);
-      if (used) within(slot.disposePage(used), DISPOSE_TIMEOUT_MS).catch(() => this.pool.retire(slot));
     }
   }
 

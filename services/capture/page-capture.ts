@@ -173,6 +173,19 @@ async function navigate(page: PageSession, url: string, deadline: number, refuse
   if (after) throw serviceError('url_not_allowed', `The page may not be captured: ${after}. Private and internal addresses are refused.`);
 }
 
+/**
+ * Moves the pointer off the page, below and to the right of the viewport. Chromium's headless
+ * shell starts every page with the pointer at (0, 0), so whatever sits in the top-left corner
+ * would be captured in its :hover state; a person's browser has no pointer over a page it has
+ * just opened. Below and right, not above: leaving through the top edge is what "exit intent"
+ * pop-ups wait for.
+ */
+async function parkPointer(page: PageSession, o: SnapOptions): Promise<void> {
+  const width = o.page_width ?? DEFAULTS.page_width;
+  const height = o.page_height ?? DEFAULTS.page_height;
+  await page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: width + 10, y: height + 10 });
+}
+
 async function waitForSelector(page: PageSession, selector: string, deadline: number, what: string): Promise<void> {
   const probe = `!!document.querySelector(${jsString(selector)})`;
   for (;;) {
@@ -295,6 +308,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
   // END page blocking and consent
   try {
     await navigate(page, o.url, deadline, guard ? guard.refusedNavigation : () => null);
+    await parkPointer(page, o);
     if (consent) await consent.settle(deadline); // page blocking and consent
     if (o.wait_for) await waitForSelector(page, o.wait_for, deadline, 'wait_for');
     if (blocker) await injectCosmetics(page, blocker, o); // page blocking and consent

@@ -47,7 +47,11 @@ export interface Config {
     timeoutMs: number;
     /** Lease of a claimed job; another instance takes the job over when it runs out. */
     jobLeaseMs: number;
-    chromeBin: string;
+    /**
+     * The browser binary. Embedded mode: Chromium's headless shell by default. On a Grid: null
+     * unless CHROME_BIN is set, so each Node starts the browser its own stereotype names.
+     */
+    chromeBin: string | null;
     chromedriverBin: string;
     /** Extra Chromium flags, space separated (e.g. --host-resolver-rules for test fixtures). */
     extraArgs: string[];
@@ -139,6 +143,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     throw new ConfigError('SECRETS_KEY must be 64 hex characters (32 bytes); generate one with: openssl rand -hex 32');
   }
 
+  const seleniumUrl = url(env, 'SELENIUM_URL', ['http:', 'https:']);
   const config: Config = {
     port,
     host: str(env, 'HOST') ?? '0.0.0.0',
@@ -154,7 +159,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     namespace: str(env, 'NAMESPACE') ?? '',
     nodeId: str(env, 'NODE_ID'),
     services: services as ServiceName[],
-    seleniumUrl: url(env, 'SELENIUM_URL', ['http:', 'https:']),
+    seleniumUrl,
     storageUrl: url(env, 'STORAGE_URL', ['gs:', 'file:']),
     gcsApiEndpoint: url(env, 'GCS_API_ENDPOINT', ['http:', 'https:']),
     secretsKey,
@@ -172,7 +177,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       queueTimeoutMs: int(env, 'CAPTURE_QUEUE_TIMEOUT_MS', 30_000, 100, 600_000),
       timeoutMs: int(env, 'CAPTURE_TIMEOUT_MS', 60_000, 1000, 600_000),
       jobLeaseMs: int(env, 'CAPTURE_JOB_LEASE_MS', 30_000, 1000, 3_600_000),
-      chromeBin: str(env, 'CHROME_BIN') ?? '/usr/bin/chromium',
+      chromeBin: str(env, 'CHROME_BIN') ?? (seleniumUrl ? null : '/usr/bin/chromium-headless-shell'),
       chromedriverBin: str(env, 'CHROMEDRIVER_BIN') ?? '/usr/bin/chromedriver',
       extraArgs: chromeArgs(env),
     },

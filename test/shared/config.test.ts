@@ -21,6 +21,13 @@ describe('config', () => {
     expect(Object.isFrozen(c)).to.equal(true);
   });
 
+  it('starts the headless shell in embedded mode, and leaves the browser to each Grid node unless CHROME_BIN says otherwise', () => {
+    expect(loadConfig({}).capture.chromeBin).to.equal('/usr/bin/chromium-headless-shell');
+    expect(loadConfig({ SELENIUM_URL: 'http://hub:4444' }).capture.chromeBin).to.equal(null);
+    expect(loadConfig({ SELENIUM_URL: 'http://hub:4444', CHROME_BIN: '/opt/chrome/chrome' }).capture.chromeBin).to.equal('/opt/chrome/chrome');
+    expect(loadConfig({ CHROME_BIN: '/usr/bin/chromium' }).capture.chromeBin).to.equal('/usr/bin/chromium');
+  });
+
   for (const [name, value, fragment] of [
     ['PORT', 'abc', 'PORT must be an integer'],
     ['SERVICES', 'api,printer', 'unknown service "printer"'],
