@@ -15,8 +15,9 @@
  *
  * For each page (simple, heavy) and concurrency (1, 2, 4): warm-up iterations (not counted),
  * then a fixed number of iterations spread over `concurrency` workers. Reported: p50 and p95
- * latency and captures per second (completed captures / wall time of the cell), side by
- * side, with the ratios and the targets (snap p50 within 1.5x of the floor; snap throughput
+ * latency, captures per second (completed captures / wall time of the cell) and CPU time per
+ * capture (the whole machine's, from /proc/stat, and this process's share), side by side,
+ * with the ratios and the targets (snap p50 within 1.5x of the floor; snap throughput
  * at concurrency 4 at least 0.7x of the floor). The table goes to stdout and to
  * bench/results.md; progress goes to stderr.
  *
@@ -58,6 +59,10 @@ const gridModule = require(path.join(ROOT, 'grid', 'grid.js')) as {
   startGrid(opts: { mode: 'standalone' | 'hub'; maxSessions: number; port: number; sessionTimeout?: number; log?: (m: string) => void }): Promise<Grid>;
 };
 
+/** The browser the Grid's node starts (the node stereotype's binary). */
+const BROWSER_BIN =
+  process.env.CHROME_BIN || (require(path.join(ROOT, 'scripts', 'ensure-system-deps.js')) as { DEFAULT_CHROME_BIN: string }).DEFAULT_CHROME_BIN;
+
 const progress = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
 // ------------------------------------------------------------------------------------------
@@ -92,6 +97,10 @@ const WARMUP_PER_WORKER = process.env.BENCH_WARMUP?.trim() ? positiveInt('BENCH_
 interface CellResult {
   samples: number[];
   wallMs: number;
+  /** CPU time of the whole machine (every process: browsers, Grid, this process) per operation, ms. */
+  machineCpuMs: number;
+  /** CPU time of this process (for /snap: the whole service) per operation, ms. */
+  selfCpuMs: number;
   /** Mean size of the images produced, bytes (a sanity check that both sides do the same work). */
   meanBytes: number;
 }
@@ -101,6 +110,26 @@ interface Stats {
   p95: number;
   perSecond: number;
   meanBytes: number;
+  machineCpuMs: number;
+  selfCpuMs: number;
+}
+
+/** Busy CPU time of the whole machine so far, ms (from /proc/stat; 0 where there is none). */
+function machineCpuMs(): number {
+  try {
+    const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal: everything but idle and iowait is busy.
+    const busy = fields[0]! + fields[1]! + fields[2]! + fields[5]! + fields[6]! + (fields[7] ?? 0);
+    return (busy * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}
+const CLOCK_TICKS_PER_SECOND = 100;
+
+function selfCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
 }
 
 /** Nearest-rank percentile. */
@@ -111,7 +140,14 @@ function percentile(sorted: number[], q: number): number {
 
 function stats(r: CellResult): Stats {
   const sorted = [...r.samples].sort((a, b) => a - b);
-  return { p50: percentile(sorted, 0.5), p95: percentile(sorted, 0.95), perSecond: (r.samples.length / r.wallMs) * 1000, meanBytes: r.meanBytes };
+  return {
+    p50: percentile(sorted, 0.5),
+    p95: percentile(sorted, 0.95),
+    perSecond: (r.samples.length / r.wallMs) * 1000,
+    meanBytes: r.meanBytes,
+    machineCpuMs: r.machineCpuMs,
+    selfCpuMs: r.selfCpuMs,
+  };
 }
 
 /**
@@ -122,6 +158,8 @@ async function runCell(workers: number, iterations: number, op: (worker: number)
   let started = 0;
   let bytes = 0;
   const samples: number[] = [];
+  const machine0 = machineCpuMs();
+  const self0 = selfCpuMs();
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: workers }, async (_, w) => {
@@ -134,7 +172,14 @@ async function runCell(workers: number, iterations: number, op: (worker: number)
     }),
   );
   const wallMs = performance.now() - t0;
-  return { samples, wallMs, meanBytes: samples.length ? bytes / samples.length : 0 };
+  const n = Math.max(1, samples.length);
+  return {
+    samples,
+    wallMs,
+    meanBytes: samples.length ? bytes / samples.length : 0,
+    machineCpuMs: (machineCpuMs() - machine0) / n,
+    selfCpuMs: (selfCpuMs() - self0) / n,
+  };
 }
 
 /** Rejects when the promise takes longer than ms (so a stuck start-up never hangs the bench). */
@@ -150,7 +195,10 @@ async function measure(label: string, workers: number, op: (worker: number) => P
   await runCell(workers, WARMUP_PER_WORKER * workers, op);
   const result = await runCell(workers, ITERATIONS[workers]!, op);
   const s = stats(result);
-  progress(`${label}: p50 ${s.p50.toFixed(0)} ms, p95 ${s.p95.toFixed(0)} ms, ${s.perSecond.toFixed(2)} captures/s (${result.samples.length} in ${(result.wallMs / 1000).toFixed(1)} s)`);
+  progress(
+    `${label}: p50 ${s.p50.toFixed(0)} ms, p95 ${s.p95.toFixed(0)} ms, ${s.perSecond.toFixed(2)} captures/s (${result.samples.length} in ${(result.wallMs / 1000).toFixed(1)} s), ` +
+      `CPU per capture ${s.machineCpuMs.toFixed(0)} ms (this process ${s.selfCpuMs.toFixed(0)} ms)`,
+  );
   return s;
 }
 
@@ -314,7 +362,7 @@ function report(floor: Results, snap: Results, info: FloorInfo, pages: PageServe
   lines.push(`Run ${new Date().toISOString()} (${totalSeconds.toFixed(0)} s in all).`, '');
   lines.push(
     `Machine: ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB RAM, ` +
-      `${os.type()} ${os.release()}, Node ${process.version}, ${info.chromium} (Selenium Grid standalone, Debian Chromium). ` +
+      `${os.type()} ${os.release()}, Node ${process.version}, ${info.chromium} (Selenium Grid standalone, ${BROWSER_BIN}). ` +
       `Load average (1 min) before the floor, before /snap and at the end: ${load.map((l) => l.toFixed(2)).join(' / ')} ` +
       '(anything else running on the machine skews the numbers).',
     '',
@@ -329,12 +377,14 @@ function report(floor: Results, snap: Results, info: FloorInfo, pages: PageServe
       `Viewport ${VIEWPORT.width}x${VIEWPORT.height}, ${FORMAT} quality ${QUALITY}. ` +
       `Iterations per cell: ${CONCURRENCY.map((c) => `c=${c}: ${ITERATIONS[c]}`).join(', ')}, after ${WARMUP_PER_WORKER} warm-up iterations per worker. ` +
       'Floor = raw CDP in N Grid sessions (navigate + load event + captureScreenshot, tab reused); ' +
-      'snap = GET /snap over HTTP (wait=0, ttl=0, CAPTURE_SESSIONS=4, SQLite), timed until the body is read.',
+      'snap = GET /snap over HTTP (wait=0, ttl=0, CAPTURE_SESSIONS=4, SQLite), timed until the body is read. ' +
+      'CPU per capture: busy CPU time of the whole machine (/proc/stat: browsers, Grid, this process) over the cell, divided by its captures; ' +
+      "in brackets, the service's own share (this process).",
     '',
   );
   lines.push(
-    '| page | concurrency | floor p50 ms | floor p95 ms | floor captures/s | snap p50 ms | snap p95 ms | snap captures/s | p50 ratio (snap/floor) | throughput ratio (snap/floor) |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| page | concurrency | floor p50 ms | floor p95 ms | floor captures/s | snap p50 ms | snap p95 ms | snap captures/s | p50 ratio (snap/floor) | throughput ratio (snap/floor) | CPU ms per capture, floor / snap (service) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   );
   const p50Ratios: Array<{ where: string; r: number }> = [];
   const tputRatios: Array<{ where: string; r: number }> = [];
@@ -346,7 +396,10 @@ function report(floor: Results, snap: Results, info: FloorInfo, pages: PageServe
       const tr = s.perSecond / f.perSecond;
       p50Ratios.push({ where: `${name} c=${c}`, r: p50r });
       if (c === 4) tputRatios.push({ where: `${name} c=${c}`, r: tr });
-      lines.push(`| ${name} | ${c} | ${ms(f.p50)} | ${ms(f.p95)} | ${rate(f.perSecond)} | ${ms(s.p50)} | ${ms(s.p95)} | ${rate(s.perSecond)} | ${ratio(p50r)} | ${ratio(tr)} |`);
+      lines.push(
+        `| ${name} | ${c} | ${ms(f.p50)} | ${ms(f.p95)} | ${rate(f.perSecond)} | ${ms(s.p50)} | ${ms(s.p95)} | ${rate(s.perSecond)} | ${ratio(p50r)} | ${ratio(tr)} | ` +
+          `${ms(f.machineCpuMs)} / ${ms(s.machineCpuMs)} (${ms(s.selfCpuMs)}) |`,
+      );
     }
   }
   lines.push('');
