@@ -32,7 +32,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { ServiceBroker } from 'moleculer';
-import { type BrowserSlot, launchSession } from '../services/capture/browser-pool';
+import { type BrowserSlot, launchSession, withTimeout } from '../services/capture/browser-pool';
 import { loadConfig, type Config } from '../services/shared/config';
 import { call } from '../services/shared/contracts';
 import { httpPort, startSystem } from '../services/shared/system';
@@ -182,15 +182,6 @@ async function runCell(workers: number, iterations: number, op: (worker: number)
   };
 }
 
-/** Rejects when the promise takes longer than ms (so a stuck start-up never hangs the bench). */
-function within<T>(what: string, promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms / 1000} s`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
 async function measure(label: string, workers: number, op: (worker: number) => Promise<number>): Promise<Stats> {
   await runCell(workers, WARMUP_PER_WORKER * workers, op);
   const result = await runCell(workers, ITERATIONS[workers]!, op);
@@ -256,7 +247,7 @@ async function runFloor(config: Readonly<Config>, pages: PageServer, open: Set<F
     progress(`floor: opening ${c} Grid session(s)`);
     const tabs = await Promise.all(
       Array.from({ length: c }, async (_, i) => {
-        const tab = await within('opening a Grid session', openFloorTab(config, i + 1), 120_000);
+        const tab = await withTimeout(openFloorTab(config, i + 1), 120_000, 'opening a Grid session');
         open.add(tab);
         return tab;
       }),
@@ -478,7 +469,7 @@ async function main(): Promise<void> {
 
     // (b) GET /snap on the real system.
     progress('starting the system (SQLite, 4 capture sessions on the same Grid)');
-    const broker = await within('starting the system', startSystem(config), 180_000);
+    const broker = await withTimeout(startSystem(config), 180_000, 'starting the system');
     let brokerStopped = false;
     cleanups.push(async () => {
       if (!brokerStopped) await broker.stop();

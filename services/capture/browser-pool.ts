@@ -88,7 +88,7 @@ export class BrowserSlot {
   /** Starts preparing the next page in the background (once the last context is gone). */
   prepareNext(): void {
     if (this.prepared || this.broken) return;
-    const p = this.recycling.then(() => this.createPage());
+    const p = this.pageAfterRecycling();
     this.prepared = p;
     p.then(
       () => {
@@ -107,7 +107,7 @@ export class BrowserSlot {
    * measurably slows the capture down. The pool lets idle slots with a ready page go first.
    */
   async takePage(): Promise<PreparedPage> {
-    const p = this.prepared ?? this.recycling.then(() => this.createPage());
+    const p = this.prepared ?? this.pageAfterRecycling();
     this.prepared = null;
     this.spareReady = false;
     return p;
@@ -121,6 +121,11 @@ export class BrowserSlot {
     const disposal = used ? withTimeout(this.disposePage(used), disposeTimeoutMs, 'disposing a browser context') : Promise.resolve();
     this.recycling = disposal.catch(() => undefined);
     return disposal;
+  }
+
+  /** A new page once the last capture's context is gone (never two contexts coming and going at once). */
+  private pageAfterRecycling(): Promise<PreparedPage> {
+    return this.recycling.then(() => this.createPage());
   }
 
   private async createPage(): Promise<PreparedPage> {
