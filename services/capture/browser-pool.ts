@@ -13,6 +13,7 @@ import chrome from 'selenium-webdriver/chrome';
 import { serviceError } from '../shared/errors';
 import MANDATORY_CHROME_ARGS from '../../grid/config/chrome-args.json';
 import { CdpConnection } from './cdp';
+import { presetPage } from './page-capture';
 
 /**
  * The flags without which headless Chromium hangs or phones home on a closed network (the
@@ -133,7 +134,7 @@ export class BrowserSlot {
     // Its own window: a background tab in headless Chromium can stall on screenshots.
     const { targetId } = await this.cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId: contextId, newWindow: true });
     const { sessionId } = await this.cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
-    await this.cdp.send('Page.enable', {}, sessionId);
+    await Promise.all([this.cdp.send('Page.enable', {}, sessionId), presetPage(this.cdp, sessionId, this.userAgent)]);
     return { contextId, targetId, sessionId };
   }
 

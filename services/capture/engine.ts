@@ -19,17 +19,28 @@ export class CaptureEngine {
     private readonly timeoutMs: number,
   ) {}
 
-  async capture(options: SnapOptions): Promise<CaptureOutput> {
+  /**
+   * Captures, then hands the output to `keep` (storing files, recording) before the used
+   * context is disposed: disposing it alongside would compete with `keep` for the CPU and
+   * measurably slow the answer down. The browser is held until `keep` is done.
+   */
+  capture(options: SnapOptions): Promise<CaptureOutput>;
+  capture<T>(options: SnapOptions, keep: (out: CaptureOutput) => Promise<T>): Promise<T>;
+  async capture<T>(options: SnapOptions, keep?: (out: CaptureOutput) => Promise<T>): Promise<T | CaptureOutput> {
     const slot = await this.pool.acquire();
     let page: PreparedPage | null = null;
     try {
-      page = await withTimeout(slot.takePage(), 15_000, 'preparing a browser context');
-      return await this.runWithBudget(slot, page, options);
-    } catch (err) {
-      // An error without a domain code is the browser's own failure, not the page's: the
-      // session is replaced rather than trusted with the next capture.
-      if (!(err as { type?: unknown }).type) slot.broken = true;
-      throw err;
+      let out: CaptureOutput;
+      try {
+        page = await withTimeout(slot.takePage(), 15_000, 'preparing a browser context');
+        out = await this.runWithBudget(slot, page, options);
+      } catch (err) {
+        // An error without a domain code is the browser's own failure, not the page's: the
+        // session is replaced rather than trusted with the next capture.
+        if (!(err as { type?: unknown }).type) slot.broken = true;
+        throw err;
+      }
+      return keep ? await keep(out) : out;
     } finally {
       // The used context is disposed off the answer's path, then the next page is prepared;
       // the slot is free at once (a capture that takes it waits for that page). A browser

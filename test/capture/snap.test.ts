@@ -142,6 +142,21 @@ describe('snap on a real Selenium Grid', function () {
       expect(h.cookie).to.contain(`session=${tag}`);
     });
 
+    it('without user_agent, sends a desktop Chrome user agent, to the site and to page script, with no "HeadlessChrome"', async () => {
+      const tag = `d${Date.now()}`;
+      // The default user agent is set while the page is prepared; a capture that overrides it
+      // comes first, on the same browsers, to show nothing of it stays behind.
+      await snap({ url: `${fx.origin}/echo?${tag}-custom`, html_only: true, user_agent: `SnapTest/${tag}` });
+      const r = await snap({ url: `${fx.origin}/echo?${tag}`, wait: 0, html_only: true, js_inject: 'document.body.dataset.ua = navigator.userAgent' });
+      expect(r.status).to.equal(200);
+      const seen = fx.seen.filter((s) => s.path === '/echo' && s.query === tag);
+      expect(seen).to.have.length(1);
+      const ua = String(seen[0]!.headers['user-agent']);
+      expect(ua).to.match(/ Chrome\/\d+/);
+      expect(ua).not.to.contain('Headless');
+      expect(r.body.html).to.contain(`data-ua="${ua}"`);
+    });
+
     it('gives page script the time_zone and the geolocation', async () => {
       const r = await snap({ url: `${fx.origin}/env`, html_only: true, wait_for: '#geo.done', time_zone: 'Asia/Tokyo', latitude: 48.8584, longitude: 2.2945, accuracy: 10 });
       expect(r.body.html).to.contain('<p id="tz">Asia/Tokyo</p>');

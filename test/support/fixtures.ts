@@ -1,5 +1,5 @@
 /**
- * Fixture pages served locally for capture tests. Every request is recorded (path, headers)
+ * Fixture pages served locally for capture tests. Every request is recorded (path, query, headers)
  * so tests can see what the browser sent.
  */
 import http from 'node:http';
@@ -7,6 +7,8 @@ import type { AddressInfo } from 'node:net';
 
 export interface SeenRequest {
   path: string;
+  /** The query string, without "?" ('' when there is none). */
+  query: string;
   headers: http.IncomingHttpHeaders;
 }
 
@@ -61,8 +63,8 @@ export async function startFixtures(): Promise<FixtureServer> {
   const seen: SeenRequest[] = [];
   let port = 0;
   const server = http.createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0] ?? '/';
-    seen.push({ path, headers: req.headers });
+    const [path = '/', query = ''] = (req.url ?? '/').split('?');
+    seen.push({ path, query, headers: req.headers });
     const handler = PAGES[path];
     if (!handler) {
       res.writeHead(404, { 'content-type': 'text/plain' });
