@@ -20,13 +20,14 @@ export class CaptureEngine {
   ) {}
 
   /**
-   * Captures, then hands the output to `keep` (storing files, recording) before the used
-   * context is disposed: disposing it alongside would compete with `keep` for the CPU and
-   * measurably slow the answer down. The browser is held until `keep` is done.
+   * Captures, then hands the output to `finish` (the thumbnail) before the used context is
+   * disposed: disposing it alongside would compete with `finish` for the CPU and slow the
+   * answer down. The browser is held until `finish` is done, so it should be short work
+   * (no uploads).
    */
   capture(options: SnapOptions): Promise<CaptureOutput>;
-  capture<T>(options: SnapOptions, keep: (out: CaptureOutput) => Promise<T>): Promise<T>;
-  async capture<T>(options: SnapOptions, keep?: (out: CaptureOutput) => Promise<T>): Promise<T | CaptureOutput> {
+  capture<T>(options: SnapOptions, finish: (out: CaptureOutput) => Promise<T>): Promise<T>;
+  async capture<T>(options: SnapOptions, finish?: (out: CaptureOutput) => Promise<T>): Promise<T | CaptureOutput> {
     const slot = await this.pool.acquire();
     let page: PreparedPage | null = null;
     try {
@@ -40,7 +41,7 @@ export class CaptureEngine {
         if (!(err as { type?: unknown }).type) slot.broken = true;
         throw err;
       }
-      return keep ? await keep(out) : out;
+      return finish ? await finish(out) : out;
     } finally {
       // The used context is disposed off the answer's path, then the next page is prepared;
       // the slot is free at once (a capture that takes it waits for that page). A browser
