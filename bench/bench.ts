@@ -9,6 +9,14 @@
  *       context, attached over the browser-level CDP socket (se:cdp) in flat mode, with the
  *       same viewport. One iteration = Page.navigate, wait for Page.loadEventFired,
  *       Page.captureScreenshot (same format and quality as /snap). The same tab is reused.
+ *   (c) the isolated floor, right after (a) for each page and concurrency: raw CDP doing
+ *       exactly the browser work DESIGN.md section 4 requires of every capture, and nothing
+ *       of ours, on as many Grid sessions as the service gets (4). Each capture takes an idle
+ *       browser whose page is ready: a fresh browser context and window (created, attached,
+ *       Page.enable, viewport) prepared in the background after that browser's previous
+ *       capture, once its used context was disposed. Then the same navigate, load event and
+ *       screenshot as (a). It shows what isolation itself costs, and so how close any
+ *       implementation of the design can come to (a) on this machine.
  *   (b) GET /snap end to end over HTTP against the real system started in this process
  *       (startSystem: SQLite in a temp DATA_DIR, the same Grid, 4 capture sessions), with
  *       wait=0 and ttl=0 (always a fresh capture), timed until the whole body is read.
@@ -49,6 +57,8 @@ const PAGE_NAMES = ['simple', 'heavy'] as const;
 type PageName = (typeof PAGE_NAMES)[number];
 const STEP_TIMEOUT_MS = 60_000;
 const TARGETS = { p50Ratio: 1.5, throughputRatioAt4: 0.7 };
+/** Browser sessions of the system under test (CAPTURE_SESSIONS), and of the isolated floor. */
+const SNAP_SESSIONS = 4;
 
 interface Grid {
   url: string;
@@ -202,19 +212,24 @@ interface FloorTab {
   sessionId: string;
 }
 
+/** A page (target in its own window) in a fresh browser context, with the bench's viewport. */
+async function openPage(slot: BrowserSlot): Promise<{ contextId: string; sessionId: string }> {
+  const { cdp } = slot;
+  const { browserContextId } = await cdp.send<{ browserContextId: string }>('Target.createBrowserContext', { disposeOnDetach: false });
+  const { targetId } = await cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId, newWindow: true });
+  const { sessionId } = await cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
+  await cdp.send('Page.enable', {}, sessionId);
+  await cdp.send('Emulation.setDeviceMetricsOverride', { ...VIEWPORT, deviceScaleFactor: 1, mobile: false }, sessionId);
+  return { contextId: browserContextId, sessionId };
+}
+
 async function openFloorTab(config: Readonly<Config>, id: number): Promise<FloorTab> {
   const slot = await launchSession(
     { seleniumUrl: config.seleniumUrl, chromeBin: config.capture.chromeBin, chromedriverBin: config.capture.chromedriverBin, extraArgs: config.capture.extraArgs },
     id,
   );
   try {
-    const { cdp } = slot;
-    const { browserContextId } = await cdp.send<{ browserContextId: string }>('Target.createBrowserContext', { disposeOnDetach: false });
-    const { targetId } = await cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId, newWindow: true });
-    const { sessionId } = await cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
-    await cdp.send('Page.enable', {}, sessionId);
-    await cdp.send('Emulation.setDeviceMetricsOverride', { ...VIEWPORT, deviceScaleFactor: 1, mobile: false }, sessionId);
-    return { slot, sessionId };
+    return { slot, sessionId: (await openPage(slot)).sessionId };
   } catch (err) {
     await slot.quit();
     throw err;
@@ -233,6 +248,84 @@ async function floorCapture(tab: FloorTab, url: string): Promise<number> {
   return Buffer.from(shot.data, 'base64').length;
 }
 
+/** One browser of the isolated floor and the page it has prepared for its next capture. */
+interface IsolatedSession {
+  slot: BrowserSlot;
+  next: Promise<{ contextId: string; sessionId: string }>;
+  ready: boolean;
+  busy: boolean;
+  lastUsed: number;
+}
+
+/**
+ * (c) The isolated floor: as many browsers as the service has (SNAP_SESSIONS), each with a
+ * fresh context and window prepared for its next capture. A capture takes an idle browser
+ * whose page is ready, least recently used first; afterwards that browser disposes the used
+ * context and prepares the next page in the background. The design's ideal, on the same
+ * resources the service gets, with nothing of the service in it.
+ */
+class IsolatedPool {
+  private readonly sessions: IsolatedSession[];
+
+  constructor(slots: BrowserSlot[]) {
+    this.sessions = slots.map((slot) => ({ slot, next: openPage(slot), ready: false, busy: false, lastUsed: 0 }));
+    for (const s of this.sessions) this.markReadyWhenPrepared(s);
+  }
+
+  async capture(url: string): Promise<number> {
+    const s = this.pick();
+    s.busy = true;
+    let page: { contextId: string; sessionId: string } | null = null;
+    try {
+      page = await s.next;
+      return await floorCapture({ slot: s.slot, sessionId: page.sessionId }, url);
+    } finally {
+      s.busy = false;
+      s.lastUsed = performance.now();
+      this.recycle(s, page?.contextId ?? null);
+    }
+  }
+
+  /** Disposes every prepared context (the sessions themselves are quit by their owner). */
+  async close(): Promise<void> {
+    await Promise.all(
+      this.sessions.map(async (s) => {
+        const page = await s.next.catch(() => null);
+        if (page) await s.slot.cdp.send('Target.disposeBrowserContext', { browserContextId: page.contextId }).catch(() => undefined);
+      }),
+    );
+  }
+
+  private pick(): IsolatedSession {
+    let best: IsolatedSession | undefined;
+    for (const s of this.sessions) {
+      if (s.busy) continue;
+      if (!best || (s.ready && !best.ready) || (s.ready === best.ready && s.lastUsed < best.lastUsed)) best = s;
+    }
+    // Never more workers than sessions (concurrency at most SNAP_SESSIONS).
+    if (!best) throw new Error('isolated floor: more workers than browsers');
+    return best;
+  }
+
+  /** Disposes the used context, then prepares the next page, in the background. */
+  private recycle(s: IsolatedSession, usedContextId: string | null): void {
+    const disposed = usedContextId ? s.slot.cdp.send('Target.disposeBrowserContext', { browserContextId: usedContextId }) : Promise.resolve();
+    s.next = disposed.then(() => openPage(s.slot));
+    this.markReadyWhenPrepared(s);
+  }
+
+  private markReadyWhenPrepared(s: IsolatedSession): void {
+    s.ready = false;
+    const next = s.next;
+    next.then(
+      () => {
+        if (s.next === next) s.ready = true;
+      },
+      () => undefined,
+    );
+  }
+}
+
 type Results = Record<PageName, Record<number, Stats>>;
 
 interface FloorInfo {
@@ -240,8 +333,23 @@ interface FloorInfo {
   domNodes: Record<string, number>;
 }
 
-async function runFloor(config: Readonly<Config>, pages: PageServer, open: Set<FloorTab>): Promise<{ results: Results; info: FloorInfo }> {
+async function runFloor(
+  config: Readonly<Config>,
+  pages: PageServer,
+  open: Set<FloorTab>,
+): Promise<{ results: Results; isolated: Results; info: FloorInfo }> {
   const results = { simple: {}, heavy: {} } as Results;
+  const isolated = { simple: {}, heavy: {} } as Results;
+  // The isolated floor's browsers stay open (idle) while the plain floor runs.
+  progress(`isolated floor: opening ${SNAP_SESSIONS} Grid sessions`);
+  const isolatedTabs = await Promise.all(
+    Array.from({ length: SNAP_SESSIONS }, async (_, i) => {
+      const tab = await withTimeout(openFloorTab(config, 100 + i), 120_000, 'opening a Grid session');
+      open.add(tab);
+      return tab;
+    }),
+  );
+  const isolatedPool = new IsolatedPool(isolatedTabs.map((t) => t.slot));
   const info: FloorInfo = { chromium: 'unknown', domNodes: {} };
   for (const c of CONCURRENCY) {
     progress(`floor: opening ${c} Grid session(s)`);
@@ -268,6 +376,7 @@ async function runFloor(config: Readonly<Config>, pages: PageServer, open: Set<F
           );
           info.domNodes[name] = r.result.value;
         }
+        isolated[name][c] = await measure(`isolated ${name.padEnd(6)} c=${c}`, c, () => isolatedPool.capture(url));
       }
     } finally {
       await Promise.all(
@@ -278,7 +387,14 @@ async function runFloor(config: Readonly<Config>, pages: PageServer, open: Set<F
       );
     }
   }
-  return { results, info };
+  await isolatedPool.close();
+  await Promise.all(
+    isolatedTabs.map(async (t) => {
+      open.delete(t);
+      await t.slot.quit();
+    }),
+  );
+  return { results, isolated, info };
 }
 
 // ------------------------------------------------------------------------------------------
@@ -346,7 +462,7 @@ const ms = (v: number) => v.toFixed(0);
 const rate = (v: number) => v.toFixed(2);
 const ratio = (v: number) => `${v.toFixed(2)}x`;
 
-function report(floor: Results, snap: Results, info: FloorInfo, pages: PageServer, totalSeconds: number, load: number[]): string {
+function report(floor: Results, isolated: Results, snap: Results, info: FloorInfo, pages: PageServer, totalSeconds: number, load: number[]): string {
   const cpus = os.cpus();
   const lines: string[] = [];
   lines.push('# Benchmark: GET /snap against the raw CDP floor', '');
@@ -368,7 +484,7 @@ function report(floor: Results, snap: Results, info: FloorInfo, pages: PageServe
       `Viewport ${VIEWPORT.width}x${VIEWPORT.height}, ${FORMAT} quality ${QUALITY}. ` +
       `Iterations per cell: ${CONCURRENCY.map((c) => `c=${c}: ${ITERATIONS[c]}`).join(', ')}, after ${WARMUP_PER_WORKER} warm-up iterations per worker. ` +
       'Floor = raw CDP in N Grid sessions (navigate + load event + captureScreenshot, tab reused); ' +
-      'snap = GET /snap over HTTP (wait=0, ttl=0, CAPTURE_SESSIONS=4, SQLite), timed until the body is read. ' +
+      `snap = GET /snap over HTTP (wait=0, ttl=0, CAPTURE_SESSIONS=${SNAP_SESSIONS}, SQLite), timed until the body is read. ` +
       'CPU per capture: busy CPU time of the whole machine (/proc/stat: browsers, Grid, this process) over the cell, divided by its captures; ' +
       "in brackets, the service's own share (this process).",
     '',
@@ -406,9 +522,35 @@ function report(floor: Results, snap: Results, info: FloorInfo, pages: PageServe
     '',
   );
   lines.push(
-    `Mean image size, floor / snap: ${PAGE_NAMES.map((n) => `${n} ${(floor[n][1]!.meanBytes / 1024).toFixed(1)} KB / ${(snap[n][1]!.meanBytes / 1024).toFixed(1)} KB`).join('; ')}.`,
+    `Mean image size, floor / isolated floor / snap: ${PAGE_NAMES.map(
+      (n) => `${n} ${(floor[n][1]!.meanBytes / 1024).toFixed(1)} KB / ${(isolated[n][1]!.meanBytes / 1024).toFixed(1)} KB / ${(snap[n][1]!.meanBytes / 1024).toFixed(1)} KB`,
+    ).join('; ')}.`,
     '',
   );
+  lines.push(
+    '## What isolation itself costs',
+    '',
+    `Isolated floor = raw CDP doing the browser work DESIGN.md section 4 requires of every capture, on ${SNAP_SESSIONS} Grid sessions as the service has: ` +
+      'a fresh browser context and window per capture, prepared in the background after the browser\'s previous capture (whose context is disposed first), ' +
+      'taken from an idle browser whose page is ready, least recently used first (as the service does); then the same navigate + load event + ' +
+      'captureScreenshot as the floor. None of the service is involved. Its ratio to the floor is what the isolation the design requires costs ' +
+      'on this machine; the ratio of /snap to it is what the service adds.',
+    '',
+    '| page | concurrency | isolated p50 ms | isolated p95 ms | isolated captures/s | CPU ms per capture, floor / isolated / snap | p50 ratio (isolated/floor) | throughput ratio (isolated/floor) | p50 ratio (snap/isolated) | throughput ratio (snap/isolated) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  );
+  for (const name of PAGE_NAMES) {
+    for (const c of CONCURRENCY) {
+      const f = floor[name][c]!;
+      const i = isolated[name][c]!;
+      const s = snap[name][c]!;
+      lines.push(
+        `| ${name} | ${c} | ${ms(i.p50)} | ${ms(i.p95)} | ${rate(i.perSecond)} | ${ms(f.machineCpuMs)} / ${ms(i.machineCpuMs)} / ${ms(s.machineCpuMs)} | ` +
+          `${ratio(i.p50 / f.p50)} | ${ratio(i.perSecond / f.perSecond)} | ${ratio(s.p50 / i.p50)} | ${ratio(s.perSecond / i.perSecond)} |`,
+      );
+    }
+  }
+  lines.push('');
   return lines.join('\n');
 }
 
@@ -450,7 +592,7 @@ async function main(): Promise<void> {
       DATA_DIR: dataDir,
       SELENIUM_URL: grid.url,
       ALLOW_PRIVATE_NETWORKS: 'true',
-      CAPTURE_SESSIONS: '4',
+      CAPTURE_SESSIONS: String(SNAP_SESSIONS),
       PORT: '0',
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
@@ -464,7 +606,7 @@ async function main(): Promise<void> {
       await Promise.all([...openTabs].map((t) => t.slot.quit()));
     });
     if (load[0]! > os.cpus().length) progress(`warning: load average ${load[0]!.toFixed(2)} on ${os.cpus().length} cores; other work will skew the numbers`);
-    const { results: floor, info } = await runFloor(config, pages, openTabs);
+    const { results: floor, isolated, info } = await runFloor(config, pages, openTabs);
     load.push(os.loadavg()[0]!);
 
     // (b) GET /snap on the real system.
@@ -479,7 +621,7 @@ async function main(): Promise<void> {
     await broker.stop();
 
     load.push(os.loadavg()[0]!);
-    const text = report(floor, snap, info, pages, (performance.now() - t0) / 1000, load);
+    const text = report(floor, isolated, snap, info, pages, (performance.now() - t0) / 1000, load);
     process.stdout.write(`${text}\n`);
     fs.writeFileSync(RESULTS_FILE, `${text}\n`);
     progress(`written to ${path.relative(process.cwd(), RESULTS_FILE) || RESULTS_FILE}`);
