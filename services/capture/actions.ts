@@ -277,8 +277,7 @@ interface NavigationWatch {
 }
 
 async function watchNavigation(page: PageSession): Promise<NavigationWatch> {
-  const { frameTree } = await page.send<{ frameTree: { frame: { id: string } } }>('Page.getFrameTree');
-  const mainFrame = frameTree.frame.id;
+  const mainFrame = page.mainFrameId;
   let started = false;
   let loaded = false;
   let wake: (() => void) | null = null;

@@ -25,6 +25,12 @@ export const CHROME_ARGS = [
   '--disable-extensions',
   '--mute-audio',
   '--hide-scrollbars',
+  // Frames in the page's own renderer: the page's request interception (egress policy, ad and
+  // tracker blocking) then sees every frame's requests. Under site isolation a cross-site
+  // frame gets a renderer of its own that interception on the page does not reach (seen with
+  // the full browser; the headless shell does not isolate sites). Isolation between captures
+  // and accounts does not depend on it: a browser context never shares a renderer.
+  '--disable-site-isolation-trials',
   // One switch only: Chromium reads the last --disable-features it is given.
   `--disable-features=${[
     'Translate',
@@ -63,6 +69,8 @@ export interface PreparedPage {
   contextId: string;
   targetId: string;
   sessionId: string;
+  /** The page's main frame; its id stays the same across navigations. */
+  mainFrameId: string;
 }
 
 export class BrowserSlot {
@@ -134,8 +142,12 @@ export class BrowserSlot {
     // Its own window: a background tab in headless Chromium can stall on screenshots.
     const { targetId } = await this.cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId: contextId, newWindow: true });
     const { sessionId } = await this.cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
-    await Promise.all([this.cdp.send('Page.enable', {}, sessionId), presetPage(this.cdp, sessionId, this.userAgent)]);
-    return { contextId, targetId, sessionId };
+    const [, , { frameTree }] = await Promise.all([
+      this.cdp.send('Page.enable', {}, sessionId),
+      presetPage(this.cdp, sessionId, this.userAgent),
+      this.cdp.send<{ frameTree: { frame: { id: string } } }>('Page.getFrameTree', {}, sessionId),
+    ]);
+    return { contextId, targetId, sessionId, mainFrameId: frameTree.frame.id };
   }
 
   /** Throws the page away with its context (cookies, storage, cache, renderer). */

@@ -60,7 +60,7 @@ export class CaptureEngine {
         this.timeoutMs,
       );
     });
-    const work = capturePage({ page: new PageSession(slot.cdp, page.sessionId, page.contextId), userAgent: slot.userAgent, policy: this.policy, deadline }, options);
+    const work = capturePage({ page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId), userAgent: slot.userAgent, policy: this.policy, deadline }, options);
     work.catch(() => undefined);
     try {
       return await Promise.race([work, overrun]);

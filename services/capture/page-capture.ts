@@ -53,6 +53,8 @@ export class PageSession {
     readonly sessionId: string,
     /** The page's own browser context (permissions are granted per context). */
     readonly contextId: string,
+    /** The page's main frame (the same across its navigations). */
+    readonly mainFrameId: string,
   ) {}
 
   send<T = Params>(method: string, params: Params = {}): Promise<T> {
@@ -141,15 +143,14 @@ async function guardRequests(
 ): Promise<{ refusedNavigation(): string | null; stop(): void }> {
   let refused: string | null = null;
   // BEGIN page blocking: the main frame's URL tells first from third parties.
-  const mainFrameId = blocking ? (await page.send<{ frameTree: { frame: { id: string } } }>('Page.getFrameTree')).frameTree.frame.id : '';
   let pageUrl = blocking?.o.url ?? '';
   // END page blocking
   const off = page.cdp.on('Fetch.requestPaused', (params, sessionId) => {
     if (sessionId !== page.sessionId) return;
     const { requestId, request, resourceType, frameId } = params as { requestId: string; request: { url: string }; resourceType: string; frameId?: string };
+    const isMainFrame = resourceType === 'Document' && frameId === page.mainFrameId;
     // BEGIN page blocking: no_ads, no_tracking, disable_third_party_js first, then the egress policy.
     if (blocking) {
-      const isMainFrame = resourceType === 'Document' && frameId === mainFrameId;
       if (isMainFrame) pageUrl = request.url;
       if (blocking.blocker.decide({ url: request.url, pageUrl, resourceType, isMainFrame }, blocking.o).block) {
         void page.send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }).catch(() => undefined);
@@ -164,7 +165,9 @@ async function guardRequests(
     void policy.check(request.url).then(
       (verdict) => {
         if (verdict.allowed) return page.send('Fetch.continueRequest', { requestId }).catch(() => undefined);
-        if (resourceType === 'Document' && refused === null) refused = `${request.url} ${verdict.reason}`;
+        // The page itself (or a redirect of it) refused: the capture is answered url_not_allowed.
+        // A frame of the page is only left empty, like any other refused sub-request.
+        if (isMainFrame && refused === null) refused = `${request.url} ${verdict.reason}`;
         return page.send('Fetch.failRequest', { requestId, errorReason: 'AccessDenied' }).catch(() => undefined);
       },
       () => page.send('Fetch.failRequest', { requestId, errorReason: 'AccessDenied' }).catch(() => undefined),

@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
-import { qs, request } from '../support/http';
+import { type HttpAnswer, qs, request } from '../support/http';
 import type { RunningSystem } from '../support/system';
 import { expectEnvelope, imageSize, pixel, screenshotsUsed, startCaptureSystem } from '../support/capture-helpers';
 
@@ -263,6 +263,21 @@ describe('snap on a real Selenium Grid', function () {
   });
 });
 
+/** A public page framing a private address and a cross-site page that loads one: the page is captured, nothing private is reached. */
+async function expectFramesGuarded(fx: FixtureServer, snap: (params: Record<string, string | number | boolean>) => Promise<HttpAnswer>): Promise<void> {
+  const before = fx.seen.length;
+  const r = await snap({ url: `http://fixture.test:${fx.port}/with-private-frames`, html_only: true });
+  expect(r.status).to.equal(200);
+  expect(r.body.html).to.contain('framing page');
+  const seen = fx.seen.slice(before).map((s) => `${s.headers.host}${s.path}`);
+  // The cross-site frame itself is public and loads; nothing reaches the private address.
+  expect(seen).to.include(`other.test:${fx.port}/with-private-image`);
+  expect(seen.filter((s) => s.startsWith('127.0.0.1'))).to.deep.equal([]);
+}
+
+// "fixture.test" and "other.test" stand for two public sites: Chromium resolves them to the fixture server.
+const PUBLIC_NAMES = JSON.stringify(['--host-resolver-rules=MAP fixture.test 127.0.0.1, MAP other.test 127.0.0.1']);
+
 describe('snap egress policy and capacity (ALLOW_PRIVATE_NETWORKS unset)', function () {
   this.timeout(120_000);
   let fx: FixtureServer;
@@ -276,8 +291,7 @@ describe('snap egress policy and capacity (ALLOW_PRIVATE_NETWORKS unset)', funct
     ({ sys, token, cleanup } = await startCaptureSystem({
       CAPTURE_SESSIONS: '1',
       CAPTURE_QUEUE_MAX: '0',
-      // "fixture.test" stands for a public site: Chromium resolves it to the fixture server.
-      CHROME_EXTRA_ARGS: JSON.stringify(['--host-resolver-rules=MAP fixture.test 127.0.0.1']),
+      CHROME_EXTRA_ARGS: PUBLIC_NAMES,
     }));
   });
   after(async () => {
@@ -310,6 +324,10 @@ describe('snap egress policy and capacity (ALLOW_PRIVATE_NETWORKS unset)', funct
     expect(paths).not.to.include('/pixel.png');
   });
 
+  it('blocks private addresses in frames too: a frame of one, and what a cross-site frame loads', async () => {
+    await expectFramesGuarded(fx, snap);
+  });
+
   it('answers 503 capacity_exhausted with Retry-After when every browser is busy and the queue is full', async () => {
     const slow = snap({ url: `http://fixture.test:${fx.port}/slow` });
     await new Promise((r) => setTimeout(r, 500));
@@ -317,5 +335,30 @@ describe('snap egress policy and capacity (ALLOW_PRIVATE_NETWORKS unset)', funct
     expectEnvelope(refused, 503, 'capacity_exhausted', 'busy');
     expect(Number(refused.headers.get('retry-after'))).to.be.greaterThan(0);
     expect((await slow).status).to.equal(200);
+  });
+});
+
+// The full browser (which operators may choose with CHROME_BIN) isolates sites: a cross-site
+// frame runs in a renderer of its own, whose requests the page's interception would not see.
+// Embedded mode (a local ChromeDriver), as a Grid node starts the browser its stereotype names.
+describe('snap egress policy in frames on the full Chromium (embedded, CHROME_BIN=/usr/bin/chromium)', function () {
+  this.timeout(120_000);
+  let fx: FixtureServer;
+  let sys: RunningSystem;
+  let cleanup: () => Promise<void>;
+  let token: string;
+  const snap = (params: Record<string, string | number | boolean>) => request(sys.base, 'GET', `/snap?${qs({ access_token: token, wait: 0, ttl: 0, ...params })}`);
+
+  before(async () => {
+    fx = await startFixtures();
+    ({ sys, token, cleanup } = await startCaptureSystem({ SELENIUM_URL: '', CAPTURE_SESSIONS: '1', CHROME_BIN: '/usr/bin/chromium', CHROME_EXTRA_ARGS: PUBLIC_NAMES }));
+  });
+  after(async () => {
+    await cleanup?.();
+    await fx?.stop();
+  });
+
+  it('blocks private addresses in frames too: a frame of one, and what a cross-site frame loads', async () => {
+    await expectFramesGuarded(fx, snap);
   });
 });

@@ -56,6 +56,15 @@ const PAGES: Record<string, (req: http.IncomingMessage, port: number) => { statu
   '/very-slow': () => ({ body: page('<p>very slow</p>') }),
   '/to-private': (_req, port) => ({ status: 302, headers: { location: `http://127.0.0.1:${port}/plain` }, body: '' }),
   '/with-private-image': (_req, port) => ({ body: page(`<p>public page</p><img id="px" src="http://127.0.0.1:${port}/pixel.png">`) }),
+  // A public page framing a private address directly, and a public site of another origin
+  // (a cross-site frame, so its own renderer process under site isolation) that loads a
+  // private image itself.
+  '/with-private-frames': (_req, port) => ({
+    body: page(
+      `<p>framing page</p><iframe id="direct" src="http://127.0.0.1:${port}/plain?framed"></iframe>` +
+        `<iframe id="cross-site" src="http://other.test:${port}/with-private-image?framed"></iframe>`,
+    ),
+  }),
   '/pixel.png': () => ({ headers: { 'content-type': 'image/gif' }, body: '' }),
 };
 
