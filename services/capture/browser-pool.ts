@@ -73,8 +73,14 @@ export interface PreparedPage {
   mainFrameId: string;
 }
 
+/** A CDP command unanswered this long makes a busy slot ask ChromeDriver whether its browser is still there. */
+const STALL_MS = 3_000;
+/** How long ChromeDriver may take to answer that question before the browser counts as gone. */
+const PROBE_TIMEOUT_MS = 10_000;
+
 export class BrowserSlot {
   private prepared: Promise<PreparedPage> | null = null;
+  private probing = false;
   /** The prepared page has finished coming up (a capture can start on it at once). */
   private spareReady = false;
   /** Disposal of the last capture's context, then preparation of the next page. */
@@ -92,6 +98,38 @@ export class BrowserSlot {
 
   get hasReadyPage(): boolean {
     return this.spareReady;
+  }
+
+  /** The browser is gone: its CDP connection closed (or was closed because the browser stopped answering). */
+  get lost(): boolean {
+    return this.cdp.closed;
+  }
+
+  /**
+   * Watches the browser while a capture runs; returns the function that stops watching.
+   * A browser that dies under a capture (a crash, the OOM killer, its node gone) does not
+   * fail the capture's CDP commands: behind the Grid's proxy they stay unanswered, for good.
+   * ChromeDriver knows at once, so a command unanswered for STALL_MS makes the slot ask it
+   * (any WebDriver command will do). A browser found gone has its CDP connection closed,
+   * which fails every waiting command; the engine then takes the capture again elsewhere.
+   */
+  watch(): () => void {
+    const timer = setInterval(() => {
+      if (this.probing || this.cdp.closed || this.cdp.oldestPendingMs < STALL_MS) return;
+      this.probing = true;
+      withTimeout(this.driver.getWindowHandle(), PROBE_TIMEOUT_MS, 'asking ChromeDriver whether the browser is there')
+        .then(
+          () => undefined,
+          (err: Error) => {
+            this.broken = true;
+            this.cdp.close(`CDP connection closed: the browser stopped answering (${err.message.split('\n')[0]})`);
+          },
+        )
+        .finally(() => {
+          this.probing = false;
+        });
+    }, 1_000);
+    return () => clearInterval(timer);
   }
 
   /** Starts preparing the next page in the background (once the last context is gone). */
@@ -340,6 +378,12 @@ export class BrowserPool {
       }
       this.lastLaunchError = null;
       this.slots.push(slot);
+      // A closed socket (the Grid or the browser gone, or the watchdog) retires the slot at once.
+      slot.cdp.onClose((err) => {
+        if (this.closed || !this.slots.includes(slot)) return;
+        this.log.warn(`Browser session ${slot.id} is gone (${err.message}); replacing it.`);
+        this.retire(slot);
+      });
       slot.prepareNext();
       this.handOver(slot);
     } catch (err) {

@@ -21,7 +21,8 @@ export class CdpError extends Error {
 
 export class CdpConnection {
   private nextId = 1;
-  private readonly pending = new Map<number, { method: string; resolve(v: Params): void; reject(e: Error): void }>();
+  private readonly pending = new Map<number, { method: string; sentAt: number; resolve(v: Params): void; reject(e: Error): void }>();
+  private readonly closeListeners: Array<(err: Error) => void> = [];
   private readonly listeners = new Map<string, Set<Listener>>();
   private closedError: Error | null = null;
 
@@ -43,12 +44,25 @@ export class CdpConnection {
     return this.closedError !== null;
   }
 
+  /** How long the oldest unanswered command has waited, ms (0 when none is waiting). */
+  get oldestPendingMs(): number {
+    // Map keeps insertion order: the first entry is the oldest.
+    for (const waiter of this.pending.values()) return Date.now() - waiter.sentAt;
+    return 0;
+  }
+
+  /** Called once when the connection closes, whoever closed it. */
+  onClose(listener: (err: Error) => void): void {
+    if (this.closedError) listener(this.closedError);
+    else this.closeListeners.push(listener);
+  }
+
   send<T = Params>(method: string, params: Params = {}, sessionId?: string): Promise<T> {
     if (this.closedError) return Promise.reject(new CdpError(method, this.closedError.message));
     const id = this.nextId++;
     const message = JSON.stringify(sessionId ? { id, method, params, sessionId } : { id, method, params });
     return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { method, resolve: resolve as (v: Params) => void, reject });
+      this.pending.set(id, { method, sentAt: Date.now(), resolve: resolve as (v: Params) => void, reject });
       this.ws.send(message, (err) => {
         if (err) {
           this.pending.delete(id);
@@ -86,8 +100,9 @@ export class CdpConnection {
     });
   }
 
-  close(): void {
-    this.fail(new Error('CDP connection closed by us'));
+  /** Closes the connection; every unanswered command fails with `why`. */
+  close(why = 'CDP connection closed by us'): void {
+    this.fail(new Error(why));
     this.ws.terminate();
   }
 
@@ -111,5 +126,6 @@ export class CdpConnection {
     this.closedError = err;
     for (const waiter of this.pending.values()) waiter.reject(new CdpError(waiter.method, err.message));
     this.pending.clear();
+    for (const listener of this.closeListeners.splice(0)) listener(err);
   }
 }

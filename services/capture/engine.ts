@@ -2,7 +2,8 @@
  * The capture engine: takes a browser from the pool, runs one capture in a fresh context
  * within its time budget, and always gives the browser back. A capture that overruns is
  * stopped (its context, and with it the page's renderer, is disposed) and answered with
- * capture_timeout; a browser that cannot even dispose a context is replaced.
+ * capture_timeout; a browser that cannot even dispose a context is replaced. A browser that
+ * dies under a capture is replaced and the capture taken again, once, on another browser.
  */
 import { serviceError } from '../shared/errors';
 import type { SnapOptions } from '../shared/screenshot-options';
@@ -11,6 +12,25 @@ import type { EgressPolicy } from './egress';
 import { type CaptureOutput, PageSession, capturePage } from './page-capture';
 
 const DISPOSE_TIMEOUT_MS = 5_000;
+/** A capture whose browser died is taken again only if at least this much of its budget is left. */
+const MIN_RETRY_MS = 1_000;
+
+/** The browser died under a capture; the capture itself may well be fine elsewhere. */
+class BrowserLost extends Error {
+  constructor(override readonly cause: Error) {
+    super(`the browser was lost during the capture: ${cause.message}`);
+  }
+
+  /** What the client is told when the capture cannot be taken again. */
+  answer(twice: boolean): Error {
+    return serviceError(
+      'page_load_failed',
+      twice
+        ? 'The browser stopped (crashed or ran out of memory) while capturing the page, twice, on two browsers; capture a lighter page, or try again later.'
+        : 'The browser stopped (crashed or ran out of memory) while capturing the page, too late to try again within the time budget; try again.',
+    );
+  }
+}
 
 export class CaptureEngine {
   constructor(
@@ -28,14 +48,37 @@ export class CaptureEngine {
   capture(options: SnapOptions): Promise<CaptureOutput>;
   capture<T>(options: SnapOptions, finish: (out: CaptureOutput) => Promise<T>): Promise<T>;
   async capture<T>(options: SnapOptions, finish?: (out: CaptureOutput) => Promise<T>): Promise<T | CaptureOutput> {
+    const deadline = Date.now() + this.timeoutMs;
+    try {
+      return await this.attempt(options, deadline, finish);
+    } catch (err) {
+      if (!(err instanceof BrowserLost)) throw err;
+      // The browser died under the capture (a crash, the OOM killer, its node gone): once
+      // more on another browser, within what is left of the time budget. A page that kills
+      // browsers gets two and is then answered page_load_failed.
+      if (deadline - Date.now() < MIN_RETRY_MS) throw err.answer(false);
+      try {
+        return await this.attempt(options, deadline, finish);
+      } catch (again) {
+        throw again instanceof BrowserLost ? again.answer(true) : again;
+      }
+    }
+  }
+
+  private async attempt<T>(options: SnapOptions, deadline: number, finish?: (out: CaptureOutput) => Promise<T>): Promise<T | CaptureOutput> {
     const slot = await this.pool.acquire();
+    const unwatch = slot.watch();
     let page: PreparedPage | null = null;
     try {
       let out: CaptureOutput;
       try {
         page = await withTimeout(slot.takePage(), 15_000, 'preparing a browser context');
-        out = await this.runWithBudget(slot, page, options);
+        out = await this.runWithBudget(slot, page, options, deadline);
       } catch (err) {
+        if (slot.lost) {
+          slot.broken = true;
+          throw new BrowserLost(err as Error);
+        }
         // An error without a domain code is the browser's own failure, not the page's: the
         // session is replaced rather than trusted with the next capture.
         if (!(err as { type?: unknown }).type) slot.broken = true;
@@ -43,6 +86,7 @@ export class CaptureEngine {
       }
       return finish ? await finish(out) : out;
     } finally {
+      unwatch();
       // The used context is disposed off the answer's path, then the next page is prepared;
       // the slot is free at once (a capture that takes it waits for that page). A browser
       // that cannot dispose a context within the limit is retired.
@@ -51,13 +95,12 @@ export class CaptureEngine {
     }
   }
 
-  private async runWithBudget(slot: BrowserSlot, page: PreparedPage, options: SnapOptions): Promise<CaptureOutput> {
-    const deadline = Date.now() + this.timeoutMs;
+  private async runWithBudget(slot: BrowserSlot, page: PreparedPage, options: SnapOptions, deadline: number): Promise<CaptureOutput> {
     let timer: NodeJS.Timeout | undefined;
     const overrun = new Promise<never>((_, reject) => {
       timer = setTimeout(
         () => reject(serviceError('capture_timeout', `The capture took longer than ${Math.round(this.timeoutMs / 1000)} seconds and was stopped; lower wait, avoid incremental_scroll, or capture a lighter page.`)),
-        this.timeoutMs,
+        Math.max(0, deadline - Date.now()),
       );
     });
     const work = capturePage({ page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId), userAgent: slot.userAgent, policy: this.policy, deadline }, options);

@@ -2,9 +2,11 @@
  * GET/POST /snap end to end against a real Selenium Grid (standalone, Debian Chromium),
  * with fixture pages served locally.
  */
+import { execFileSync } from 'node:child_process';
 import { expect } from 'chai';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { type HttpAnswer, qs, request } from '../support/http';
+import { sharedGrid } from '../support/grid';
 import type { RunningSystem } from '../support/system';
 import { expectEnvelope, imageSize, pixel, screenshotsUsed, startCaptureSystem } from '../support/capture-helpers';
 
@@ -360,5 +362,68 @@ describe('snap egress policy in frames on the full Chromium (embedded, CHROME_BI
 
   it('blocks private addresses in frames too: a frame of one, and what a cross-site frame loads', async () => {
     await expectFramesGuarded(fx, snap);
+  });
+});
+
+/** The user-data directories of the Grid's live sessions (ChromeDriver reports each in its capabilities). */
+async function gridBrowserDirs(gridUrl: string): Promise<string[]> {
+  const status = (await (await fetch(`${gridUrl}/status`)).json()) as {
+    value: { nodes: Array<{ slots: Array<{ session: { capabilities: { chrome?: { userDataDir?: string } } } | null }> }> };
+  };
+  return status.value.nodes.flatMap((n) => n.slots.flatMap((s) => (s.session?.capabilities.chrome?.userDataDir ? [s.session.capabilities.chrome.userDataDir] : [])));
+}
+
+/** SIGKILLs a browser (and its renderers) as a crash or the kernel's OOM killer would. */
+function killBrowser(userDataDir: string): void {
+  execFileSync('pkill', ['-KILL', '-f', '--', `--user-data-dir=${userDataDir}`]);
+}
+
+describe('snap when a browser dies (a crash, the OOM killer)', function () {
+  this.timeout(120_000);
+  let fx: FixtureServer;
+  let sys: RunningSystem;
+  let cleanup: () => Promise<void>;
+  let token: string;
+  let gridUrl: string;
+  const snap = (params: Record<string, string | number | boolean>) => request(sys.base, 'GET', `/snap?${qs({ access_token: token, wait: 0, ttl: 0, ...params })}`);
+
+  before(async () => {
+    fx = await startFixtures();
+    gridUrl = (await sharedGrid()).url;
+    ({ sys, token, cleanup } = await startCaptureSystem({ CAPTURE_SESSIONS: '1', ALLOW_PRIVATE_NETWORKS: 'true' }));
+  });
+  after(async () => {
+    await cleanup?.();
+    await fx?.stop();
+  });
+
+  /** The one browser of this system: the session that was not there before it started. */
+  async function ourBrowser(others: string[]): Promise<string> {
+    const mine = (await gridBrowserDirs(gridUrl)).filter((d) => !others.includes(d));
+    expect(mine, 'exactly one browser session of this system on the Grid').to.have.length(1);
+    return mine[0]!;
+  }
+
+  it('between captures: the next capture works, on a new browser, and is charged once', async () => {
+    expect((await snap({ url: `${fx.origin}/plain` })).status).to.equal(200);
+    const before = await screenshotsUsed(sys, token);
+    const dir = await ourBrowser([]);
+    killBrowser(dir);
+    const r = await snap({ url: `${fx.origin}/plain` });
+    expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
+    expect(await screenshotsUsed(sys, token)).to.equal(before + 1);
+    expect(await gridBrowserDirs(gridUrl)).not.to.include(dir);
+  });
+
+  it('during a capture: the capture is taken again on a new browser and answered, charged once', async () => {
+    const before = await screenshotsUsed(sys, token);
+    const dir = await ourBrowser([]);
+    const pending = snap({ url: `${fx.origin}/slow` });
+    await new Promise((r) => setTimeout(r, 800));
+    killBrowser(dir);
+    const r = await pending;
+    expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
+    expect(r.headers.get('content-type')).to.equal('image/jpeg');
+    expect(await screenshotsUsed(sys, token)).to.equal(before + 1);
   });
 });
