@@ -8,7 +8,7 @@ import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { type HttpAnswer, qs, request } from '../support/http';
 import { sharedGrid } from '../support/grid';
 import type { RunningSystem } from '../support/system';
-import { expectEnvelope, imageSize, pixel, screenshotsUsed, startCaptureSystem } from '../support/capture-helpers';
+import { expectEnvelope, imageSize, pixel, screenshotsUsed, snapSuite, startCaptureSystem } from '../support/capture-helpers';
 
 
 const size = imageSize;
@@ -282,58 +282,40 @@ const PUBLIC_NAMES = JSON.stringify(['--host-resolver-rules=MAP fixture.test 127
 
 describe('snap egress policy and capacity (ALLOW_PRIVATE_NETWORKS unset)', function () {
   this.timeout(120_000);
-  let fx: FixtureServer;
-  let sys: RunningSystem;
-  let cleanup: () => Promise<void>;
-  let token: string;
-  const snap = (params: Record<string, string | number | boolean>) => request(sys.base, 'GET', `/snap?${qs({ access_token: token, wait: 0, ttl: 0, ...params })}`);
+  const t = snapSuite({ CAPTURE_SESSIONS: '1', CAPTURE_QUEUE_MAX: '0', CHROME_EXTRA_ARGS: PUBLIC_NAMES });
 
-  before(async () => {
-    fx = await startFixtures();
-    ({ sys, token, cleanup } = await startCaptureSystem({
-      CAPTURE_SESSIONS: '1',
-      CAPTURE_QUEUE_MAX: '0',
-      CHROME_EXTRA_ARGS: PUBLIC_NAMES,
-    }));
-  });
-  after(async () => {
-    await cleanup?.();
-    await fx?.stop();
-  });
-
-  const usedNow = async () =>
-    (await request<{ results: { screenshot_current_month_usage: number } }>(sys.base, 'GET', `/account_limits?access_token=${token}`)).body.results.screenshot_current_month_usage;
+  const usedNow = () => screenshotsUsed(t.sys, t.token);
 
   it('refuses http://127.0.0.1 and the metadata address with 400 url_not_allowed, spending nothing', async () => {
-    expectEnvelope(await snap({ url: `${fx.origin}/plain` }), 400, 'url_not_allowed', '127.0.0.1');
-    expectEnvelope(await snap({ url: 'http://169.254.169.254/latest/meta-data/' }), 400, 'url_not_allowed', '169.254.169.254');
-    expectEnvelope(await snap({ url: 'http://localhost:9/' }), 400, 'url_not_allowed');
+    expectEnvelope(await t.snap({ url: `${t.fx.origin}/plain` }), 400, 'url_not_allowed', '127.0.0.1');
+    expectEnvelope(await t.snap({ url: 'http://169.254.169.254/latest/meta-data/' }), 400, 'url_not_allowed', '169.254.169.254');
+    expectEnvelope(await t.snap({ url: 'http://localhost:9/' }), 400, 'url_not_allowed');
     expect(await usedNow()).to.equal(0);
   });
 
   it('refuses a redirect to a private address', async () => {
-    expectEnvelope(await snap({ url: `http://fixture.test:${fx.port}/to-private` }), 400, 'url_not_allowed', '127.0.0.1');
+    expectEnvelope(await t.snap({ url: `http://fixture.test:${t.fx.port}/to-private` }), 400, 'url_not_allowed', '127.0.0.1');
     expect(await usedNow()).to.equal(0);
   });
 
   it('blocks sub-requests of the page to private addresses', async () => {
-    const before = fx.seen.length;
-    const r = await snap({ url: `http://fixture.test:${fx.port}/with-private-image`, html_only: true });
+    const before = t.fx.seen.length;
+    const r = await t.snap({ url: `http://fixture.test:${t.fx.port}/with-private-image`, html_only: true });
     expect(r.status).to.equal(200);
     expect(r.body.html).to.contain('public page');
-    const paths = fx.seen.slice(before).map((s) => s.path);
+    const paths = t.fx.seen.slice(before).map((s) => s.path);
     expect(paths).to.include('/with-private-image');
     expect(paths).not.to.include('/pixel.png');
   });
 
   it('blocks private addresses in frames too: a frame of one, and what a cross-site frame loads', async () => {
-    await expectFramesGuarded(fx, snap);
+    await expectFramesGuarded(t.fx, t.snap);
   });
 
   it('answers 503 capacity_exhausted with Retry-After when every browser is busy and the queue is full', async () => {
-    const slow = snap({ url: `http://fixture.test:${fx.port}/slow` });
+    const slow = t.snap({ url: `http://fixture.test:${t.fx.port}/slow` });
     await new Promise((r) => setTimeout(r, 500));
-    const refused = await snap({ url: `http://fixture.test:${fx.port}/plain` });
+    const refused = await t.snap({ url: `http://fixture.test:${t.fx.port}/plain` });
     expectEnvelope(refused, 503, 'capacity_exhausted', 'busy');
     expect(Number(refused.headers.get('retry-after'))).to.be.greaterThan(0);
     expect((await slow).status).to.equal(200);
@@ -345,23 +327,10 @@ describe('snap egress policy and capacity (ALLOW_PRIVATE_NETWORKS unset)', funct
 // Embedded mode (a local ChromeDriver), as a Grid node starts the browser its stereotype names.
 describe('snap egress policy in frames on the full Chromium (embedded, CHROME_BIN=/usr/bin/chromium)', function () {
   this.timeout(120_000);
-  let fx: FixtureServer;
-  let sys: RunningSystem;
-  let cleanup: () => Promise<void>;
-  let token: string;
-  const snap = (params: Record<string, string | number | boolean>) => request(sys.base, 'GET', `/snap?${qs({ access_token: token, wait: 0, ttl: 0, ...params })}`);
-
-  before(async () => {
-    fx = await startFixtures();
-    ({ sys, token, cleanup } = await startCaptureSystem({ SELENIUM_URL: '', CAPTURE_SESSIONS: '1', CHROME_BIN: '/usr/bin/chromium', CHROME_EXTRA_ARGS: PUBLIC_NAMES }));
-  });
-  after(async () => {
-    await cleanup?.();
-    await fx?.stop();
-  });
+  const t = snapSuite({ SELENIUM_URL: '', CAPTURE_SESSIONS: '1', CHROME_BIN: '/usr/bin/chromium', CHROME_EXTRA_ARGS: PUBLIC_NAMES });
 
   it('blocks private addresses in frames too: a frame of one, and what a cross-site frame loads', async () => {
-    await expectFramesGuarded(fx, snap);
+    await expectFramesGuarded(t.fx, t.snap);
   });
 });
 
@@ -380,21 +349,10 @@ function killBrowser(userDataDir: string): void {
 
 describe('snap when a browser dies (a crash, the OOM killer)', function () {
   this.timeout(120_000);
-  let fx: FixtureServer;
-  let sys: RunningSystem;
-  let cleanup: () => Promise<void>;
-  let token: string;
+  const t = snapSuite({ CAPTURE_SESSIONS: '1', ALLOW_PRIVATE_NETWORKS: 'true' });
   let gridUrl: string;
-  const snap = (params: Record<string, string | number | boolean>) => request(sys.base, 'GET', `/snap?${qs({ access_token: token, wait: 0, ttl: 0, ...params })}`);
-
   before(async () => {
-    fx = await startFixtures();
     gridUrl = (await sharedGrid()).url;
-    ({ sys, token, cleanup } = await startCaptureSystem({ CAPTURE_SESSIONS: '1', ALLOW_PRIVATE_NETWORKS: 'true' }));
-  });
-  after(async () => {
-    await cleanup?.();
-    await fx?.stop();
   });
 
   /** The one browser of this system: the session that was not there before it started. */
@@ -405,25 +363,25 @@ describe('snap when a browser dies (a crash, the OOM killer)', function () {
   }
 
   it('between captures: the next capture works, on a new browser, and is charged once', async () => {
-    expect((await snap({ url: `${fx.origin}/plain` })).status).to.equal(200);
-    const before = await screenshotsUsed(sys, token);
+    expect((await t.snap({ url: `${t.fx.origin}/plain` })).status).to.equal(200);
+    const before = await screenshotsUsed(t.sys, t.token);
     const dir = await ourBrowser([]);
     killBrowser(dir);
-    const r = await snap({ url: `${fx.origin}/plain` });
+    const r = await t.snap({ url: `${t.fx.origin}/plain` });
     expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
-    expect(await screenshotsUsed(sys, token)).to.equal(before + 1);
+    expect(await screenshotsUsed(t.sys, t.token)).to.equal(before + 1);
     expect(await gridBrowserDirs(gridUrl)).not.to.include(dir);
   });
 
   it('during a capture: the capture is taken again on a new browser and answered, charged once', async () => {
-    const before = await screenshotsUsed(sys, token);
+    const before = await screenshotsUsed(t.sys, t.token);
     const dir = await ourBrowser([]);
-    const pending = snap({ url: `${fx.origin}/slow` });
+    const pending = t.snap({ url: `${t.fx.origin}/slow` });
     await new Promise((r) => setTimeout(r, 800));
     killBrowser(dir);
     const r = await pending;
     expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
     expect(r.headers.get('content-type')).to.equal('image/jpeg');
-    expect(await screenshotsUsed(sys, token)).to.equal(before + 1);
+    expect(await screenshotsUsed(t.sys, t.token)).to.equal(before + 1);
   });
 });

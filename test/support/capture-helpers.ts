@@ -2,8 +2,9 @@
 import { expect } from 'chai';
 import sharp from 'sharp';
 import { backendConfig } from './backends';
+import { type FixtureServer, startFixtures } from './fixtures';
 import { sharedGrid } from './grid';
-import { type HttpAnswer, request } from './http';
+import { type HttpAnswer, qs, request } from './http';
 import { type RunningSystem, runSystem } from './system';
 
 /** Every service a capture needs, in one process (embedded SQLite, the shared Grid). */
@@ -52,4 +53,49 @@ export function expectEnvelope(r: HttpAnswer, status: number, code: string, ...f
 export async function screenshotsUsed(sys: RunningSystem, key: string): Promise<number> {
   const r = await request<{ results: { screenshot_current_month_usage: number } }>(sys.base, 'GET', `/account_limits?access_token=${key}`);
   return r.body.results.screenshot_current_month_usage;
+}
+
+/** The fixture pages and the capture system of one describe block, once its before hook ran. */
+export interface SnapSuite {
+  readonly fx: FixtureServer;
+  readonly sys: RunningSystem;
+  readonly token: string;
+  /** GET /snap with wait=0 and ttl=0 unless params say otherwise; `key` defaults to the suite's account. */
+  snap(params: Record<string, string | number | boolean>, key?: string): Promise<HttpAnswer>;
+}
+
+/**
+ * Registers before/after hooks in the calling describe block: fixture pages (fixtures.ts)
+ * and a capture system started with `env` (startCaptureSystem), both stopped afterwards.
+ */
+export function snapSuite(env: Record<string, string>): SnapSuite {
+  let parts: { fx: FixtureServer; sys: RunningSystem; token: string } | null = null;
+  let stop: Array<() => Promise<void>> = [];
+  before(async () => {
+    const fx = await startFixtures();
+    stop.push(() => fx.stop());
+    const { sys, token, cleanup } = await startCaptureSystem(env);
+    stop.unshift(cleanup);
+    parts = { fx, sys, token };
+  });
+  after(async () => {
+    for (const fn of stop) await fn();
+    stop = [];
+  });
+  const started = () => {
+    if (!parts) throw new Error('snapSuite: used before its before hook ran');
+    return parts;
+  };
+  return {
+    get fx() {
+      return started().fx;
+    },
+    get sys() {
+      return started().sys;
+    },
+    get token() {
+      return started().token;
+    },
+    snap: (params, key) => request(started().sys.base, 'GET', `/snap?${qs({ access_token: key ?? started().token, wait: 0, ttl: 0, ...params })}`),
+  };
 }
