@@ -5,12 +5,14 @@
  */
 import path from 'node:path';
 
-interface Grid {
+export interface Grid {
   url: string;
+  /** Process group leaders: the hub (or the standalone server), then node 1, node 2, ... */
+  pids: number[];
   stop(): Promise<void>;
 }
 
-const gridModule = require(path.resolve(__dirname, '..', '..', '..', 'grid', 'grid.js')) as {
+export const gridModule = require(path.resolve(__dirname, '..', '..', '..', 'grid', 'grid.js')) as {
   startGrid(opts: { mode: 'standalone' | 'hub'; nodes?: number; maxSessions: number; port: number; sessionTimeout?: number }): Promise<Grid>;
 };
 
