@@ -21,14 +21,15 @@ class BrowserLost extends Error {
     super(`the browser was lost during the capture: ${cause.message}`);
   }
 
-  /** What the client is told when the capture cannot be taken again. */
-  answer(twice: boolean): Error {
-    return serviceError(
-      'page_load_failed',
-      twice
-        ? 'The browser stopped (crashed or ran out of memory) while capturing the page, twice, on two browsers; capture a lighter page, or try again later.'
-        : 'The browser stopped (crashed or ran out of memory) while capturing the page, too late to try again within the time budget; try again.',
-    );
+  /** What the client is told when the capture is not (or no longer) taken again. */
+  answer(why: 'twice' | 'late' | 'actions'): Error {
+    const stopped = 'The browser stopped (crashed or ran out of memory) while capturing the page';
+    const note = {
+      twice: `${stopped}, twice, on two browsers; capture a lighter page, or try again later.`,
+      late: `${stopped}, too late to try again within the time budget; try again.`,
+      actions: `${stopped}; captures with multi_step_actions are not taken again by themselves, as the steps may already have acted on the site. Try again if that is safe.`,
+    }[why];
+    return serviceError('page_load_failed', note);
   }
 }
 
@@ -55,12 +56,15 @@ export class CaptureEngine {
       if (!(err instanceof BrowserLost)) throw err;
       // The browser died under the capture (a crash, the OOM killer, its node gone): once
       // more on another browser, within what is left of the time budget. A page that kills
-      // browsers gets two and is then answered page_load_failed.
-      if (deadline - Date.now() < MIN_RETRY_MS) throw err.answer(false);
+      // browsers gets two and is then answered page_load_failed. Not with multi-step
+      // actions: their steps may already have acted on the site (a form sent), and doing
+      // them again is not ours to decide.
+      if (options.multi_step_actions?.length) throw err.answer('actions');
+      if (deadline - Date.now() < MIN_RETRY_MS) throw err.answer('late');
       try {
         return await this.attempt(options, deadline, finish);
       } catch (again) {
-        throw again instanceof BrowserLost ? again.answer(true) : again;
+        throw again instanceof BrowserLost ? again.answer('twice') : again;
       }
     }
   }

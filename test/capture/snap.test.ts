@@ -384,4 +384,18 @@ describe('snap when a browser dies (a crash, the OOM killer)', function () {
     expect(r.headers.get('content-type')).to.equal('image/jpeg');
     expect(await screenshotsUsed(t.sys, t.token)).to.equal(before + 1);
   });
+
+  it('during a capture with multi_step_actions: not taken again (the steps may have acted on the site), 422 page_load_failed and refunded', async () => {
+    const before = await screenshotsUsed(t.sys, t.token);
+    const seenBefore = t.fx.seen.filter((s) => s.path === '/plain').length;
+    const dir = await ourBrowser([]);
+    const pending = request(t.sys.base, 'POST', '/snap', {
+      json: { access_token: t.token, url: `${t.fx.origin}/plain`, wait: 0, ttl: 0, multi_step_actions: [{ type: 'wait', value: '5000' }] },
+    });
+    await new Promise((r) => setTimeout(r, 1500));
+    killBrowser(dir);
+    expectEnvelope(await pending, 422, 'page_load_failed', 'multi_step_actions');
+    expect(t.fx.seen.filter((s) => s.path === '/plain').length, 'the page was loaded once').to.equal(seenBefore + 1);
+    expect(await screenshotsUsed(t.sys, t.token)).to.equal(before);
+  });
 });
