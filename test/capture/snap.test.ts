@@ -3,6 +3,8 @@
  * with fixture pages served locally.
  */
 import { execFileSync } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { type HttpAnswer, qs, request } from '../support/http';
@@ -282,7 +284,12 @@ const PUBLIC_NAMES = JSON.stringify(['--host-resolver-rules=MAP fixture.test 127
 
 describe('snap egress policy and capacity (ALLOW_PRIVATE_NETWORKS unset)', function () {
   this.timeout(120_000);
-  const t = snapSuite({ CAPTURE_SESSIONS: '1', CAPTURE_QUEUE_MAX: '0', CHROME_EXTRA_ARGS: PUBLIC_NAMES });
+  const t = snapSuite((fx) => ({
+    CAPTURE_SESSIONS: '1',
+    CAPTURE_QUEUE_MAX: '0',
+    // Chromium also counts the fixture server as a public address, as a real site's would be.
+    CHROME_EXTRA_ARGS: JSON.stringify([...JSON.parse(PUBLIC_NAMES), `--ip-address-space-overrides=127.0.0.1:${fx.port}=public`]),
+  }));
 
   const usedNow = () => screenshotsUsed(t.sys, t.token);
 
@@ -310,6 +317,25 @@ describe('snap egress policy and capacity (ALLOW_PRIVATE_NETWORKS unset)', funct
 
   it('blocks private addresses in frames too: a frame of one, and what a cross-site frame loads', async () => {
     await expectFramesGuarded(t.fx, t.snap);
+  });
+
+  it("refuses a public page's WebSocket to a private address (Chromium's Local Network Access: CDP cannot pause a handshake)", async () => {
+    let upgrades = 0;
+    const internal = http.createServer((_req, res) => res.end('internal'));
+    internal.on('upgrade', (_req, socket) => {
+      upgrades++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => internal.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (internal.address() as AddressInfo).port;
+      const r = await t.snap({ url: `http://fixture.test:${t.fx.port}/with-private-socket?port=${port}`, html_only: true, wait_for: 'body[data-ws]' });
+      expect(r.status).to.equal(200);
+      expect(r.body.html).to.contain('data-ws="refused"');
+      expect(upgrades).to.equal(0);
+    } finally {
+      internal.close();
+    }
   });
 
   it('answers 503 capacity_exhausted with Retry-After when every browser is busy and the queue is full', async () => {

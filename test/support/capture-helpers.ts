@@ -67,15 +67,16 @@ export interface SnapSuite {
 /**
  * Registers before/after hooks in the calling describe block: fixture pages (fixtures.ts)
  * and a capture system started with `env` (startCaptureSystem), both stopped afterwards.
- * `env` may be a function, read when the hook runs (after the block's earlier hooks).
+ * `env` may be a function of the fixture server, read when the hook runs (after the
+ * block's earlier hooks).
  */
-export function snapSuite(env: Record<string, string> | (() => Record<string, string>)): SnapSuite {
+export function snapSuite(env: Record<string, string> | ((fx: FixtureServer) => Record<string, string>)): SnapSuite {
   let parts: { fx: FixtureServer; sys: RunningSystem; token: string } | null = null;
   let stop: Array<() => Promise<void>> = [];
   before(async () => {
     const fx = await startFixtures();
     stop.push(() => fx.stop());
-    const { sys, token, cleanup } = await startCaptureSystem(typeof env === 'function' ? env() : env);
+    const { sys, token, cleanup } = await startCaptureSystem(typeof env === 'function' ? env(fx) : env);
     stop.unshift(cleanup);
     parts = { fx, sys, token };
   });

@@ -65,6 +65,13 @@ const PAGES: Record<string, (req: http.IncomingMessage, port: number) => { statu
         `<iframe id="cross-site" src="http://other.test:${port}/with-private-image?framed"></iframe>`,
     ),
   }),
+  // Opens a WebSocket to 127.0.0.1 on the port in the query; body[data-ws] tells how it went.
+  '/with-private-socket': () => ({
+    body: page(
+      '<p>socket page</p><script>const port = new URLSearchParams(location.search).get("port"); const w = new WebSocket("ws://127.0.0.1:" + port + "/");' +
+        'w.onopen = () => { document.body.dataset.ws = "open"; }; w.onerror = () => { document.body.dataset.ws = "refused"; };</script>',
+    ),
+  }),
   '/pixel.png': () => ({ headers: { 'content-type': 'image/gif' }, body: '' }),
 };
 
