@@ -25,9 +25,9 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const net = require('node:net');
-const http = require('node:http');
 const { spawn } = require('node:child_process');
 const { ensureSystemDeps, DEFAULT_CHROME_BIN, DEFAULT_CHROMEDRIVER_BIN } = require('../scripts/ensure-system-deps');
+const { getStatus } = require('./wait-ready');
 
 const CONFIG_DIR = path.join(__dirname, 'config');
 const GRID_TOML = path.join(CONFIG_DIR, 'grid.toml');
@@ -150,27 +150,6 @@ function portInUse(port, host = '127.0.0.1') {
       sock.destroy();
       resolve(false);
     });
-  });
-}
-
-function getJson(url, timeoutMs = 2000) {
-  return new Promise((resolve, reject) => {
-    const req = http.get(url, { timeout: timeoutMs, headers: { accept: 'application/json' } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => {
-        body += d;
-      });
-      res.on('end', () => {
-        try {
-          resolve({ status: res.statusCode, json: JSON.parse(body) });
-        } catch {
-          reject(new Error(`bad JSON from ${url} (HTTP ${res.statusCode}): ${body.slice(0, 200)}`));
-        }
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
-    req.on('error', reject);
   });
 }
 
@@ -465,7 +444,7 @@ async function startGrid(opts = {}) {
       const dead = procs.find((p) => p.exited);
       if (dead) await fail(`${dead.name} exited early (${dead.code})`);
       try {
-        const { json } = await getJson(`${url}/status`, 2000);
+        const json = await getStatus(`${url}/status`, 2000);
         const v = json.value || {};
         const nodeList = Array.isArray(v.nodes) ? v.nodes : [];
         const up = nodeList.filter((n) => n.availability === 'UP').length;

@@ -16,6 +16,7 @@
 const http = require('node:http');
 const https = require('node:https');
 
+/** GET a Grid endpoint (http or https) and parse its JSON body. */
 function getStatus(url, timeoutMs) {
   return new Promise((resolve, reject) => {
     const mod = url.startsWith('https:') ? https : http;
@@ -66,7 +67,7 @@ async function waitReady(baseUrl, { timeoutMs = 60000, minNodes = 1, intervalMs 
   }
 }
 
-module.exports = { waitReady };
+module.exports = { waitReady, getStatus };
 
 if (require.main === module) {
   const [url, timeoutArg, minNodesArg] = process.argv.slice(2);
