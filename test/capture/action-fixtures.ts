@@ -5,8 +5,8 @@
  * a search form, and pages with late or timed content. Every request is recorded with its
  * method and body so tests can see what the browser really sent.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
+import { type LocalServer, serveLocally } from '../support/local-server';
 
 export interface SeenAction {
   method: string;
@@ -15,12 +15,8 @@ export interface SeenAction {
   body: string;
 }
 
-export interface ActionFixtures {
-  /** http://127.0.0.1:port */
-  origin: string;
-  port: number;
+export interface ActionFixtures extends LocalServer {
   seen: SeenAction[];
-  stop(): Promise<void>;
 }
 
 export const LOGIN = { username: 'alice', password: 's3cret' };
@@ -129,8 +125,7 @@ const PAGES: Record<string, (req: http.IncomingMessage, body: string, port: numb
 
 export async function startActionFixtures(): Promise<ActionFixtures> {
   const seen: SeenAction[] = [];
-  let port = 0;
-  const server = http.createServer((req, res) => {
+  const server = await serveLocally((req, res, port) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -150,17 +145,5 @@ export async function startActionFixtures(): Promise<ActionFixtures> {
       }, out.delayMs ?? 0);
     });
   });
-  server.keepAliveTimeout = 1000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as AddressInfo).port;
-  return {
-    origin: `http://127.0.0.1:${port}`,
-    port,
-    seen,
-    stop: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return { ...server, seen };
 }

@@ -16,8 +16,7 @@
  *   shop:    #first-party / #third-party paragraphs written by scripts from
  *            static.shop-example.test and widgets.other-vendor.test.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { serveLocally } from '../support/local-server';
 
 export const AD_SCRIPT_HOST = 'pagead2.googlesyndication.com';
 export const AD_IMAGE_HOST = 'ad.doubleclick.net';
@@ -176,8 +175,7 @@ const ROUTES: Record<string, Record<string, Route>> = {
 
 export async function startBlockingFixtures(): Promise<BlockingFixtures> {
   const seen: SeenHostRequest[] = [];
-  let port = 0;
-  const server = http.createServer((req, res) => {
+  const server = await serveLocally((req, res, port) => {
     const host = (req.headers.host ?? '').replace(/:\d+$/, '');
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     seen.push({ host, path });
@@ -191,18 +189,11 @@ export async function startBlockingFixtures(): Promise<BlockingFixtures> {
     res.writeHead(out.status ?? 200, { 'content-type': out.type ?? 'text/html; charset=utf-8', 'cache-control': 'no-store', ...(out.location ? { location: out.location } : {}) });
     res.end(out.body);
   });
-  server.keepAliveTimeout = 1000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as AddressInfo).port;
   return {
-    port,
-    url: (host, path = '/') => `http://${host}:${port}${path}`,
+    port: server.port,
+    url: (host, path = '/') => `http://${host}:${server.port}${path}`,
     seen,
     received: (host, path, since = 0) => seen.slice(since).some((s) => s.host === host && s.path === path),
-    stop: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    stop: server.stop,
   };
 }

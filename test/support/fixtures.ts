@@ -2,8 +2,8 @@
  * Fixture pages served locally for capture tests. Every request is recorded (path, query, headers)
  * so tests can see what the browser sent.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
+import { type LocalServer, serveLocally } from './local-server';
 
 export interface SeenRequest {
   path: string;
@@ -12,12 +12,8 @@ export interface SeenRequest {
   headers: http.IncomingHttpHeaders;
 }
 
-export interface FixtureServer {
-  /** http://127.0.0.1:port */
-  origin: string;
-  port: number;
+export interface FixtureServer extends LocalServer {
   seen: SeenRequest[];
-  stop(): Promise<void>;
 }
 
 const page = (body: string, head = '') =>
@@ -77,8 +73,7 @@ const PAGES: Record<string, (req: http.IncomingMessage, port: number) => { statu
 
 export async function startFixtures(): Promise<FixtureServer> {
   const seen: SeenRequest[] = [];
-  let port = 0;
-  const server = http.createServer((req, res) => {
+  const server = await serveLocally((req, res, port) => {
     const [path = '/', query = ''] = (req.url ?? '/').split('?');
     seen.push({ path, query, headers: req.headers });
     const handler = PAGES[path];
@@ -96,17 +91,5 @@ export async function startFixtures(): Promise<FixtureServer> {
     else if (path === '/very-slow') setTimeout(send, 6000);
     else send();
   });
-  server.keepAliveTimeout = 1000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as AddressInfo).port;
-  return {
-    origin: `http://127.0.0.1:${port}`,
-    port,
-    seen,
-    stop: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return { ...server, seen };
 }
