@@ -6,34 +6,18 @@ import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { type FixtureServer, startFixtures } from '../support/fixtures';
-import { type HttpAnswer, qs, request } from '../support/http';
+import type { FixtureServer } from '../support/fixtures';
+import { type HttpAnswer, request } from '../support/http';
 import { sharedGrid } from '../support/grid';
-import type { RunningSystem } from '../support/system';
-import { expectEnvelope, imageSize, pixel, screenshotsUsed, snapSuite, startCaptureSystem } from '../support/capture-helpers';
-
+import { expectEnvelope, imageSize, pixel, screenshotsUsed, snapSuite } from '../support/capture-helpers';
 
 const size = imageSize;
 
 describe('snap on a real Selenium Grid', function () {
   this.timeout(120_000);
-  let fx: FixtureServer;
-  let sys: RunningSystem;
-  let cleanup: () => Promise<void>;
-  let token: string;
-
-  const snap = (params: Record<string, string | number | boolean>, key = token) =>
-    request(sys.base, 'GET', `/snap?${qs({ access_token: key, wait: 0, ttl: 0, ...params })}`);
-  const used = (key = token) => screenshotsUsed(sys, key);
-
-  before(async () => {
-    fx = await startFixtures();
-    ({ sys, token, cleanup } = await startCaptureSystem({ ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '2', CAPTURE_TIMEOUT_MS: '8000' }));
-  });
-  after(async () => {
-    await cleanup?.();
-    await fx?.stop();
-  });
+  const t = snapSuite({ ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '2', CAPTURE_TIMEOUT_MS: '8000' });
+  const snap = t.snap;
+  const used = (key = t.token) => screenshotsUsed(t.sys, key);
 
   describe('image size and format', () => {
     for (const [w, h] of [
@@ -42,7 +26,7 @@ describe('snap on a real Selenium Grid', function () {
       [375, 812],
     ]) {
       it(`is exactly ${w}x${h} for page_width=${w}, page_height=${h}`, async () => {
-        const r = await snap({ url: `${fx.origin}/plain`, page_width: w, page_height: h, image_format: 'png' });
+        const r = await snap({ url: `${t.fx.origin}/plain`, page_width: w, page_height: h, image_format: 'png' });
         expect(r.status).to.equal(200);
         expect(r.headers.get('content-type')).to.equal('image/png');
         expect(await size(r.raw)).to.deep.equal([w, h]);
@@ -50,40 +34,40 @@ describe('snap on a real Selenium Grid', function () {
     }
 
     it('doubles both sides with scale_factor=2', async () => {
-      const r = await snap({ url: `${fx.origin}/plain`, page_width: 640, page_height: 480, scale_factor: 2, image_format: 'png' });
+      const r = await snap({ url: `${t.fx.origin}/plain`, page_width: 640, page_height: 480, scale_factor: 2, image_format: 'png' });
       expect(await size(r.raw)).to.deep.equal([1280, 960]);
     });
 
     it('defaults to a 1920x1000 JPEG', async () => {
-      const r = await snap({ url: `${fx.origin}/plain` });
+      const r = await snap({ url: `${t.fx.origin}/plain` });
       expect(r.headers.get('content-type')).to.equal('image/jpeg');
       expect(r.raw.subarray(0, 3).toString('hex')).to.equal('ffd8ff');
       expect(await size(r.raw)).to.deep.equal([1920, 1000]);
     });
 
     it("captures the page's whole scroll height with fullpage", async () => {
-      const r = await snap({ url: `${fx.origin}/tall`, page_width: 800, page_height: 600, fullpage: true, image_format: 'png' });
+      const r = await snap({ url: `${t.fx.origin}/tall`, page_width: 800, page_height: 600, fullpage: true, image_format: 'png' });
       expect(await size(r.raw)).to.deep.equal([800, 2600]);
     });
 
     it("captures only the element's box with selectors", async () => {
-      const r = await snap({ url: `${fx.origin}/plain`, selectors: '#box', image_format: 'png' });
+      const r = await snap({ url: `${t.fx.origin}/plain`, selectors: '#box', image_format: 'png' });
       expect(await size(r.raw)).to.deep.equal([300, 200]);
       expect(await pixel(r.raw, 150, 100)).to.deep.equal([0, 0, 255]);
     });
 
     it('makes smaller JPEGs at quality 10 than at 90', async () => {
-      const low = await snap({ url: `${fx.origin}/noisy`, page_width: 800, page_height: 600, quality: 10 });
-      const high = await snap({ url: `${fx.origin}/noisy`, page_width: 800, page_height: 600, quality: 90 });
+      const low = await snap({ url: `${t.fx.origin}/noisy`, page_width: 800, page_height: 600, quality: 10 });
+      const high = await snap({ url: `${t.fx.origin}/noisy`, page_width: 800, page_height: 600, quality: 90 });
       expect(low.raw.length).to.be.below(high.raw.length * 0.6);
     });
 
     it('writes WebP and PDF with their magic bytes and content types', async () => {
-      const webp = await snap({ url: `${fx.origin}/plain`, image_format: 'webp' });
+      const webp = await snap({ url: `${t.fx.origin}/plain`, image_format: 'webp' });
       expect(webp.headers.get('content-type')).to.equal('image/webp');
       expect(webp.raw.subarray(0, 4).toString()).to.equal('RIFF');
       expect(webp.raw.subarray(8, 12).toString()).to.equal('WEBP');
-      const pdf = await snap({ url: `${fx.origin}/plain`, image_format: 'pdf' });
+      const pdf = await snap({ url: `${t.fx.origin}/plain`, image_format: 'pdf' });
       expect(pdf.headers.get('content-type')).to.equal('application/pdf');
       expect(pdf.raw.subarray(0, 5).toString()).to.equal('%PDF-');
     });
@@ -91,7 +75,7 @@ describe('snap on a real Selenium Grid', function () {
 
   describe('page options', () => {
     it('css_inject and js_inject change the pixels', async () => {
-      const base = { url: `${fx.origin}/white`, page_width: 400, page_height: 300, image_format: 'png' };
+      const base = { url: `${t.fx.origin}/white`, page_width: 400, page_height: 300, image_format: 'png' };
       expect(await pixel((await snap(base)).raw, 10, 10)).to.deep.equal([255, 255, 255]);
       const css = await snap({ ...base, css_inject: 'div { background: rgb(255, 0, 0) !important; }' });
       expect(await pixel(css.raw, 10, 10)).to.deep.equal([255, 0, 0]);
@@ -100,35 +84,35 @@ describe('snap on a real Selenium Grid', function () {
     });
 
     it('hover_on_selected shows the :hover style of the element', async () => {
-      const plain = await snap({ url: `${fx.origin}/hover`, selectors: '#btn', image_format: 'png' });
+      const plain = await snap({ url: `${t.fx.origin}/hover`, selectors: '#btn', image_format: 'png' });
       expect(await pixel(plain.raw, 100, 50)).to.deep.equal([0, 128, 0]);
-      const hovered = await snap({ url: `${fx.origin}/hover`, selectors: '#btn', hover_on_selected: true, image_format: 'png' });
+      const hovered = await snap({ url: `${t.fx.origin}/hover`, selectors: '#btn', hover_on_selected: true, image_format: 'png' });
       expect(await pixel(hovered.raw, 100, 50)).to.deep.equal([255, 0, 0]);
     });
 
     it('wait_for waits for late content', async () => {
-      const early = await snap({ url: `${fx.origin}/late`, html_only: true });
+      const early = await snap({ url: `${t.fx.origin}/late`, html_only: true });
       // The script's own text names the element; only the rendered element counts.
       expect(early.body.html).not.to.contain('<p id="late">');
-      const waited = await snap({ url: `${fx.origin}/late`, html_only: true, wait_for: '#late' });
+      const waited = await snap({ url: `${t.fx.origin}/late`, html_only: true, wait_for: '#late' });
       expect(waited.body.html).to.contain('<p id="late">late content</p>');
     });
 
     it('fullpage_advanced and incremental_scroll scroll lazy content into view', async () => {
-      const plain = await snap({ url: `${fx.origin}/lazy`, html_only: true });
+      const plain = await snap({ url: `${t.fx.origin}/lazy`, html_only: true });
       expect(plain.body.html).not.to.contain('<p id="lazy-loaded">');
-      const advanced = await snap({ url: `${fx.origin}/lazy`, html_only: true, fullpage_advanced: true });
+      const advanced = await snap({ url: `${t.fx.origin}/lazy`, html_only: true, fullpage_advanced: true });
       expect(advanced.body.html).to.contain('<p id="lazy-loaded">');
-      const incremental = await snap({ url: `${fx.origin}/lazy`, html_only: true, incremental_scroll: true });
+      const incremental = await snap({ url: `${t.fx.origin}/lazy`, html_only: true, incremental_scroll: true });
       expect(incremental.body.html).to.contain('<p id="lazy-loaded">');
     });
 
     it('sends headers, cookies, user_agent and accept_language to the site', async () => {
       const tag = `t${Date.now()}`;
-      const r = await request(sys.base, 'POST', '/snap', {
+      const r = await request(t.sys.base, 'POST', '/snap', {
         json: {
-          access_token: token,
-          url: `${fx.origin}/echo?${tag}`,
+          access_token: t.token,
+          url: `${t.fx.origin}/echo?${tag}`,
           wait: 0,
           ttl: 0,
           headers: [{ key: 'X-Test-Header', value: tag }],
@@ -138,7 +122,7 @@ describe('snap on a real Selenium Grid', function () {
         },
       });
       expect(r.status).to.equal(200);
-      const seen = fx.seen.filter((s) => s.path === '/echo' && s.headers['x-test-header'] === tag);
+      const seen = t.fx.seen.filter((s) => s.path === '/echo' && s.headers['x-test-header'] === tag);
       expect(seen).to.have.length(1);
       const h = seen[0]!.headers;
       expect(h['user-agent']).to.equal(`SnapTest/${tag}`);
@@ -150,10 +134,10 @@ describe('snap on a real Selenium Grid', function () {
       const tag = `d${Date.now()}`;
       // The default user agent is set while the page is prepared; a capture that overrides it
       // comes first, on the same browsers, to show nothing of it stays behind.
-      await snap({ url: `${fx.origin}/echo?${tag}-custom`, html_only: true, user_agent: `SnapTest/${tag}` });
-      const r = await snap({ url: `${fx.origin}/echo?${tag}`, wait: 0, html_only: true, js_inject: 'document.body.dataset.ua = navigator.userAgent' });
+      await snap({ url: `${t.fx.origin}/echo?${tag}-custom`, html_only: true, user_agent: `SnapTest/${tag}` });
+      const r = await snap({ url: `${t.fx.origin}/echo?${tag}`, wait: 0, html_only: true, js_inject: 'document.body.dataset.ua = navigator.userAgent' });
       expect(r.status).to.equal(200);
-      const seen = fx.seen.filter((s) => s.path === '/echo' && s.query === tag);
+      const seen = t.fx.seen.filter((s) => s.path === '/echo' && s.query === tag);
       expect(seen).to.have.length(1);
       const ua = String(seen[0]!.headers['user-agent']);
       expect(ua).to.match(/ Chrome\/\d+/);
@@ -162,24 +146,24 @@ describe('snap on a real Selenium Grid', function () {
     });
 
     it('gives page script the time_zone and the geolocation', async () => {
-      const r = await snap({ url: `${fx.origin}/env`, html_only: true, wait_for: '#geo.done', time_zone: 'Asia/Tokyo', latitude: 48.8584, longitude: 2.2945, accuracy: 10 });
+      const r = await snap({ url: `${t.fx.origin}/env`, html_only: true, wait_for: '#geo.done', time_zone: 'Asia/Tokyo', latitude: 48.8584, longitude: 2.2945, accuracy: 10 });
       expect(r.body.html).to.contain('<p id="tz">Asia/Tokyo</p>');
       expect(r.body.html).to.contain('48.8584,2.2945');
     });
 
     it('disable_js stops scripts', async () => {
-      const on = await snap({ url: `${fx.origin}/js-rendered`, html_only: true });
+      const on = await snap({ url: `${t.fx.origin}/js-rendered`, html_only: true });
       expect(on.body.html).to.contain('<p id="from-js">');
-      const off = await snap({ url: `${fx.origin}/js-rendered`, html_only: true, disable_js: true });
+      const off = await snap({ url: `${t.fx.origin}/js-rendered`, html_only: true, disable_js: true });
       expect(off.body.html).not.to.contain('<p id="from-js">');
       expect(off.body.html).to.contain('<div id="static">static</div>');
     });
 
     it('shares no cookie between two captures in a row', async () => {
-      await snap({ url: `${fx.origin}/echo` });
-      const before = fx.seen.length;
-      const second = await snap({ url: `${fx.origin}/echo`, html_only: true });
-      const req = fx.seen.slice(before).find((s) => s.path === '/echo');
+      await snap({ url: `${t.fx.origin}/echo` });
+      const before = t.fx.seen.length;
+      const second = await snap({ url: `${t.fx.origin}/echo`, html_only: true });
+      const req = t.fx.seen.slice(before).find((s) => s.path === '/echo');
       expect(req?.headers.cookie).to.equal(undefined);
       // Only the cookie this response set; nothing from the first capture (fromjs=1).
       expect(second.body.html).to.contain('<p id="cookies">cookies:visited=yes</p>');
@@ -188,14 +172,14 @@ describe('snap on a real Selenium Grid', function () {
 
   describe('answers', () => {
     it('json=true answers exactly the record, whose links load without a key', async () => {
-      const r = await snap({ url: `${fx.origin}/plain`, json: true, image_format: 'png', page_width: 800, page_height: 600 });
+      const r = await snap({ url: `${t.fx.origin}/plain`, json: true, image_format: 'png', page_width: 800, page_height: 600 });
       expect(r.status).to.equal(200);
       expect(r.body).to.have.all.keys('success', 'id', 'embed_url', 'screenshot_configuration_id', 'direct_link', 'direct_thumbnail_link', 'taken_at_timestamp', 'taken_at', 'job_id');
       const b = r.body as Record<string, string>;
       expect(b.taken_at_timestamp).to.match(/^\d{13}$/);
       expect(b.taken_at).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/);
       expect(new Date(b.taken_at!).getTime()).to.equal(Number(b.taken_at_timestamp));
-      expect(b.embed_url).to.equal(`${sys.config.appUrl}/embed/${b.screenshot_configuration_id}`);
+      expect(b.embed_url).to.equal(`${t.sys.config.appUrl}/embed/${b.screenshot_configuration_id}`);
       const image = await fetch(b.direct_link!);
       expect(image.status).to.equal(200);
       expect(await size(Buffer.from(await image.arrayBuffer()))).to.deep.equal([800, 600]);
@@ -207,17 +191,17 @@ describe('snap on a real Selenium Grid', function () {
     });
 
     it('html_only answers {success, html}: the rendered DOM, or the outerHTML of selectors', async () => {
-      const r = await snap({ url: `${fx.origin}/js-rendered`, html_only: true });
+      const r = await snap({ url: `${t.fx.origin}/js-rendered`, html_only: true });
       expect(r.body).to.have.all.keys('success', 'html');
       expect(r.body.html).to.match(/^<!DOCTYPE html>/);
       expect(r.body.html).to.contain('<p id="from-js">rendered by script</p>');
-      const el = await snap({ url: `${fx.origin}/js-rendered`, html_only: true, selectors: '#from-js' });
+      const el = await snap({ url: `${t.fx.origin}/js-rendered`, html_only: true, selectors: '#from-js' });
       expect(el.body.html).to.equal('<p id="from-js">rendered by script</p>');
     });
 
     it('reuses a capture within ttl without spending a credit, and ttl=0 captures fresh', async () => {
-      const { access_token } = await sys.account('free');
-      const params = { url: `${fx.origin}/plain?ttl-test`, page_width: 500, page_height: 400, json: true };
+      const { access_token } = await t.sys.account('free');
+      const params = { url: `${t.fx.origin}/plain?ttl-test`, page_width: 500, page_height: 400, json: true };
       const first = await snap({ ...params, ttl: 600 }, access_token);
       expect(first.headers.get('x-cache')).to.equal('MISS');
       const second = await snap({ ...params, ttl: 600 }, access_token);
@@ -231,9 +215,9 @@ describe('snap on a real Selenium Grid', function () {
     });
 
     it('puts snaps of the same page and options in one configuration', async () => {
-      const a = await snap({ url: `${fx.origin}/plain?same`, json: true });
-      const b = await snap({ url: `${fx.origin}/plain?same`, json: true });
-      const c = await snap({ url: `${fx.origin}/plain?same`, json: true, page_width: 1000 });
+      const a = await snap({ url: `${t.fx.origin}/plain?same`, json: true });
+      const b = await snap({ url: `${t.fx.origin}/plain?same`, json: true });
+      const c = await snap({ url: `${t.fx.origin}/plain?same`, json: true, page_width: 1000 });
       expect(a.body.screenshot_configuration_id).to.equal(b.body.screenshot_configuration_id);
       expect(c.body.screenshot_configuration_id).not.to.equal(a.body.screenshot_configuration_id);
     });
@@ -241,25 +225,25 @@ describe('snap on a real Selenium Grid', function () {
 
   describe('failures spend no credit', () => {
     it('a dead URL is 422 page_load_failed and refunded', async () => {
-      const { access_token } = await sys.account('free');
+      const { access_token } = await t.sys.account('free');
       const r = await snap({ url: 'http://127.0.0.1:9/nothing-listens-here' }, access_token);
       expectEnvelope(r, 422, 'page_load_failed', 'could not be loaded');
       expect(await used(access_token)).to.equal(0);
     });
 
     it('a selector that matches nothing is 422 selector_not_found and refunded', async () => {
-      const { access_token } = await sys.account('free');
-      expectEnvelope(await snap({ url: `${fx.origin}/plain`, selectors: '#missing' }, access_token), 422, 'selector_not_found', '#missing');
+      const { access_token } = await t.sys.account('free');
+      expectEnvelope(await snap({ url: `${t.fx.origin}/plain`, selectors: '#missing' }, access_token), 422, 'selector_not_found', '#missing');
       expect(await used(access_token)).to.equal(0);
     });
 
     it('a capture that hangs ends with 504 capture_timeout, and the next capture works', async () => {
-      const { access_token } = await sys.account('free');
-      const hung = await snap({ url: `${fx.origin}/hang` }, access_token);
+      const { access_token } = await t.sys.account('free');
+      const hung = await snap({ url: `${t.fx.origin}/hang` }, access_token);
       expectEnvelope(hung, 504, 'capture_timeout');
       expect(await used(access_token)).to.equal(0);
       for (let i = 0; i < 3; i++) {
-        const next = await snap({ url: `${fx.origin}/plain`, page_width: 640, page_height: 480, image_format: 'png' }, access_token);
+        const next = await snap({ url: `${t.fx.origin}/plain`, page_width: 640, page_height: 480, image_format: 'png' }, access_token);
         expect(next.status).to.equal(200);
         expect(await size(next.raw)).to.deep.equal([640, 480]);
       }
