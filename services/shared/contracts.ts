@@ -1,7 +1,8 @@
 /**
  * The contracts between services: every action's name, params and result, written once.
  * `call(broker, 'billing.reserve', params)` is checked against this table, so a caller can
- * neither misname an action nor pass the wrong shape. Events are named in the past tense.
+ * neither misname an action nor pass the wrong shape. Events are named in the past tense
+ * and typed the same way: `emit(broker, 'capture.completed', payload)` against `Events`.
  */
 import type { ServiceBroker, Context } from 'moleculer';
 import type { Paging } from './paging';
@@ -158,3 +159,21 @@ export function call<A extends ActionName>(
 
 /** Typed handler signature for a service's action table. */
 export type Handler<A extends ActionName> = (ctx: Context<ParamsOf<A>>) => Promise<ResultOf<A>>;
+
+/** Event name -> payload. Emitted to every service that listens (Moleculer's balanced emit). */
+export interface Events {
+  /** A queued job (config or scheduled) was written: capture instances look for work. */
+  'capture.jobQueued': { jobId: string };
+  /** A queued job's screenshot is stored and its credit committed. */
+  'capture.completed': { accountId: string; configId: string; jobId: string; screenshotId: string };
+}
+
+export type EventName = keyof Events;
+
+/** A typed broker.emit. */
+export function emit<E extends EventName>(emitter: ServiceBroker | Context, event: E, payload: Events[E]): Promise<void> {
+  return (emitter as ServiceBroker).emit(event, payload);
+}
+
+/** Typed handler signature for a service's event table. */
+export type EventHandler<E extends EventName> = (ctx: Context<Events[E]>) => void | Promise<void>;

@@ -114,3 +114,13 @@ export function toEnvelope(err: unknown): { status: number; body: ErrorEnvelope;
     body: { success: false, error_code: 'internal_error', note: 'Something went wrong on our side; the error was logged. Retry, and report it if it persists.' },
   };
 }
+
+/**
+ * What a failed capture records on its job row: a domain error keeps its code and note;
+ * anything else is ours (`known: false`, for the caller to log) and shows a generic note.
+ */
+export function failureOf(err: unknown): { code: ErrorCode; note: string; known: boolean } {
+  const e = err as { type?: unknown; message?: unknown } | null;
+  if (e && isErrorCode(e.type)) return { code: e.type, note: String(e.message ?? e.type), known: true };
+  return { code: 'internal_error', note: 'The capture failed on our side; it was logged.', known: false };
+}

@@ -35,3 +35,9 @@ export function pageQuery<T extends Knex.QueryBuilder>(query: T, paging: Paging,
 export function pageOf<R>(rows: R[], paging: Paging): { rows: R[]; has_more: boolean } {
   return { rows: rows.slice(0, paging.limit), has_more: rows.length > paging.limit };
 }
+
+/** One page of a list endpoint: the rows of `query` (newest first unless ASC), mapped, and has_more. */
+export async function fetchPage<R, V>(query: Knex.QueryBuilder, paging: Paging, map: (row: R) => V): Promise<{ items: V[]; has_more: boolean }> {
+  const page = pageOf((await pageQuery(query, paging, 'created_at_ms', 'id')) as R[], paging);
+  return { items: page.rows.map(map), has_more: page.has_more };
+}
