@@ -5,6 +5,10 @@
  * instance claims the job again. Only the holder of the current lease can complete or fail
  * the job, so it finishes exactly once.
  *
+ * A snap's job is written here too, already running under a lease of its own (start): it
+ * is answered in its HTTP request, so no worker ever claims it, but it completes and fails
+ * the same way and GET /jobs reads it like any other.
+ *
  * On MySQL/MariaDB the claim uses SELECT ... FOR UPDATE SKIP LOCKED, so instances never
  * wait on each other's rows; SQLite (embedded, one process) serialises writers anyway.
  */
@@ -13,13 +17,18 @@ import type { JobKind } from '../shared/contracts';
 import type { SnapOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 
-export interface ClaimedJob {
+/** A job this instance holds the lease of: only it may complete or fail the job. */
+export interface LeasedJob {
   id: string;
   accountId: string;
   configId: string;
+  leaseToken: string;
+}
+
+/** A queued job claimed by a worker. */
+export interface ClaimedJob extends LeasedJob {
   kind: JobKind;
   options: SnapOptions;
-  leaseToken: string;
   attempts: number;
 }
 
@@ -56,6 +65,21 @@ export class JobQueue {
     });
   }
 
+  /** Records a snap's job as running under a lease held by the request that captures it. */
+  async start(job: { id: string; accountId: string; configId: string }): Promise<LeasedJob> {
+    const leased = { ...job, leaseToken: randomId(12) };
+    await this.db('jobs').insert({
+      id: job.id,
+      account_id: job.accountId,
+      config_id: job.configId,
+      kind: 'snap',
+      status: 'running',
+      lease_token: leased.leaseToken,
+      created_at_ms: this.now(),
+    });
+    return leased;
+  }
+
   /** The oldest claimable job (queued, or running with an expired lease), or null. */
   async claim(): Promise<ClaimedJob | null> {
     const now = this.now();
@@ -84,29 +108,29 @@ export class JobQueue {
   }
 
   /** Extends the lease; false when it was lost (another instance took the job over). */
-  async renew(job: ClaimedJob): Promise<boolean> {
+  async renew(job: LeasedJob): Promise<boolean> {
     const n = await this.db('jobs').where({ id: job.id, lease_token: job.leaseToken, status: 'running' }).update({ lease_until_ms: this.now() + this.leaseMs });
     return n === 1;
   }
 
   /**
-   * Records the screenshot and completes the job in one transaction, only while this
-   * worker holds the lease. Returns the screenshot id, or null when the lease was lost.
+   * Records the screenshot (`record`, in the same transaction) and completes the job, only
+   * while this worker holds the lease. Returns the screenshot id, or null when the lease
+   * was lost.
    */
-  async complete(job: ClaimedJob, screenshot: Record<string, unknown>): Promise<number | null> {
+  async complete(job: LeasedJob, record: (trx: Knex.Transaction) => Promise<number>): Promise<number | null> {
     return this.db.transaction(async (trx) => {
       let held = trx('jobs').where({ id: job.id, lease_token: job.leaseToken, status: 'running' }).first('id');
       if (this.mysql) held = held.forUpdate();
       if (!(await held)) return null;
-      const [inserted] = await trx('screenshots').insert(screenshot);
-      const screenshotId = Number(inserted);
+      const screenshotId = await record(trx);
       await trx('jobs').where({ id: job.id }).update({ status: 'completed', screenshot_id: screenshotId, finished_at_ms: this.now(), lease_token: null, lease_until_ms: null });
       return screenshotId;
     });
   }
 
   /** Fails the job while this worker holds the lease; false when the lease was lost. */
-  async fail(job: ClaimedJob, errorCode: string, note: string): Promise<boolean> {
+  async fail(job: LeasedJob, errorCode: string, note: string): Promise<boolean> {
     const n = await this.db('jobs')
       .where({ id: job.id, lease_token: job.leaseToken, status: 'running' })
       .update({ status: 'failed', error_code: errorCode, note, finished_at_ms: this.now(), lease_token: null, lease_until_ms: null });
@@ -114,8 +138,13 @@ export class JobQueue {
   }
 
   /** Gives a job back to the queue (e.g. when this instance is shutting down). */
-  async release(job: ClaimedJob): Promise<void> {
+  async release(job: LeasedJob): Promise<void> {
     await this.db('jobs').where({ id: job.id, lease_token: job.leaseToken, status: 'running' }).update({ status: 'queued', lease_token: null, lease_until_ms: null });
+  }
+
+  /** Deletes a configuration's jobs (inside the caller's transaction when given). */
+  async deleteForConfig(accountId: string, configId: string, trx: Knex | Knex.Transaction = this.db): Promise<void> {
+    await trx('jobs').where({ account_id: accountId, config_id: configId }).delete();
   }
 
   async find(accountId: string, jobId: string): Promise<JobRow | undefined> {
