@@ -7,6 +7,7 @@
  */
 import sharp from 'sharp';
 import { type ConfigView, type ScreenshotRef, call } from '../shared/contracts';
+import { withCredits } from '../shared/credits';
 import { ERROR_STATUS, isErrorCode, serviceError } from '../shared/errors';
 import { checkFeatures } from '../shared/plan-gates';
 import { type ConfigOptions, OPTIONS_BY_NAME, requestedFeatures } from '../shared/screenshot-options';
@@ -55,17 +56,24 @@ async function startJob(
   undo?: (configId: string) => Promise<unknown>,
 ): Promise<string> {
   const { broker, account } = ctx;
-  const reservation = await call(broker, 'billing.reserve', { account, amounts: { screenshots: 1 }, reservationId: `job:${jobId}` });
   let configId: string | null = null;
-  try {
-    configId = await configIdOf();
-    await call(broker, 'capture.enqueue', { accountId: account.accountId, configId, jobId, kind: 'config', options });
-  } catch (err) {
-    await call(broker, 'billing.refund', { reservation }).catch(() => undefined);
-    if (configId !== null) await undo?.(configId).catch(() => undefined);
-    throw err;
-  }
-  return configId;
+  return withCredits(
+    broker,
+    { account, amounts: { screenshots: 1 }, reservationId: `job:${jobId}` },
+    async () => {
+      configId = await configIdOf();
+      await call(broker, 'capture.enqueue', { accountId: account.accountId, configId, jobId, kind: 'config', options });
+      return configId;
+    },
+    {
+      // The worker that runs the job reserves again under the same id, and settles it.
+      settle: () => 'hold',
+      onFailure: async () => {
+        if (configId !== null) await undo?.(configId).catch(() => undefined);
+        return 'refund';
+      },
+    },
+  );
 }
 
 async function createConfig(ctx: RouteContext) {

@@ -5,6 +5,7 @@
  * never through the transporter. Also GET /cdn/:name, the public file links.
  */
 import { type ScreenshotRef, call } from '../shared/contracts';
+import { withCredits } from '../shared/credits';
 import { serviceError } from '../shared/errors';
 import { checkFeatures } from '../shared/plan-gates';
 import { type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
@@ -57,15 +58,7 @@ function snapHandler(store: FileStore) {
       const cached = await call(broker, 'capture.findRecent', { accountId: account.accountId, cacheKey: captureKey(options), since: Date.now() - ttl * 1000 });
       if (cached) return answer(ctx, store, cached, options, 'HIT');
     }
-    const reservation = await call(broker, 'billing.reserve', { account, amounts: { screenshots: 1 }, features });
-    let ref: ScreenshotRef;
-    try {
-      ref = await call(broker, 'capture.take', { account, options });
-    } catch (err) {
-      await call(broker, 'billing.refund', { reservation }).catch(() => undefined);
-      throw err;
-    }
-    await call(broker, 'billing.commit', { reservation });
+    const ref = await withCredits(broker, { account, amounts: { screenshots: 1 }, features }, () => call(broker, 'capture.take', { account, options }));
     return answer(ctx, store, ref, options, 'MISS');
   };
 }

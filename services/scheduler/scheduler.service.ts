@@ -13,7 +13,8 @@ import type { Config } from '../shared/config';
 import { type ConfigView, type Handler, call } from '../shared/contracts';
 import { acquireDatabase, isUniqueViolation, releaseDatabase } from '../shared/database';
 import { serviceError } from '../shared/errors';
-import { pageOf, pageQuery } from '../shared/paging';
+import { embedUrl } from '../shared/links';
+import { fetchPage } from '../shared/paging';
 import type { ConfigOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import { type Interval, nextRunAfter } from './schedule';
@@ -42,10 +43,6 @@ interface ConfigRow {
   schedule_anchor_ms: number | string | null;
   last_job_id: string | null;
   created_at_ms: number | string;
-}
-
-export function embedUrl(config: Readonly<Config>, configId: string): string {
-  return `${config.appUrl}/embed/${configId}`;
 }
 
 /** What the schedule of a configuration is, from its validated options. */
@@ -143,9 +140,8 @@ export function schedulerService(deps: SchedulerDeps): ServiceSchema {
 
   const list: Handler<'scheduler.list'> = async (ctx) => {
     const { accountId, paging } = ctx.params;
-    const rows = (await pageQuery(db('screenshot_configs').where({ account_id: accountId }), paging, 'created_at_ms', 'id')) as ConfigRow[];
-    const page = pageOf(rows, paging);
-    return { configs: page.rows.map(view), has_more: page.has_more };
+    const { items, has_more } = await fetchPage(db('screenshot_configs').where({ account_id: accountId }), paging, view);
+    return { configs: items, has_more };
   };
 
   const remove: Handler<'scheduler.remove'> = async (ctx) => {
