@@ -39,11 +39,10 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { ServiceBroker } from 'moleculer';
 import { type BrowserSlot, launchSession, withTimeout } from '../services/capture/browser-pool';
 import { loadConfig, type Config } from '../services/shared/config';
 import { call } from '../services/shared/contracts';
-import { httpPort, startSystem } from '../services/shared/system';
+import { type System, startSystem } from '../services/system';
 import { type PageServer, startPageServer } from './pages';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -425,11 +424,11 @@ function snapOnce(agent: http.Agent, url: string): Promise<number> {
   });
 }
 
-async function runSnap(broker: ServiceBroker, pages: PageServer): Promise<Results> {
+async function runSnap({ broker, api }: System, pages: PageServer): Promise<Results> {
   const results = { simple: {}, heavy: {} } as Results;
   await call(broker, 'billing.upsertPlan', { name: 'bench', paid: true, screenshot_limit: 10_000_000 });
   const { access_token } = await call(broker, 'billing.createAccount', { plan: 'bench' });
-  const base = `http://127.0.0.1:${httpPort(broker)}`;
+  const base = `http://127.0.0.1:${api?.port()}`;
   for (const c of CONCURRENCY) {
     const agent = new http.Agent({ keepAlive: true, maxSockets: c });
     try {
@@ -611,12 +610,13 @@ async function main(): Promise<void> {
 
     // (b) GET /snap on the real system.
     progress('starting the system (SQLite, 4 capture sessions on the same Grid)');
-    const broker = await withTimeout(startSystem(config), 180_000, 'starting the system');
+    const system = await withTimeout(startSystem(config), 180_000, 'starting the system');
+    const { broker } = system;
     let brokerStopped = false;
     cleanups.push(async () => {
       if (!brokerStopped) await broker.stop();
     });
-    const snap = await runSnap(broker, pages);
+    const snap = await runSnap(system, pages);
     brokerStopped = true;
     await broker.stop();
 

@@ -13,7 +13,7 @@
 import { parseAddons } from '../services/billing/accounts';
 import { ConfigError, loadConfig } from '../services/shared/config';
 import { call } from '../services/shared/contracts';
-import { startSystem } from '../services/shared/system';
+import { startSystem } from '../services/system';
 
 const USAGE = `Usage: npm run --silent admin -- <command>
 
@@ -62,7 +62,7 @@ async function main(): Promise<number> {
     return group ? 0 : 1;
   }
   const base = loadConfig();
-  const broker = await startSystem({ ...base, services: ['billing'], transporter: null, logLevel: 'warn' });
+  const { broker } = await startSystem({ ...base, services: ['billing'], transporter: null, logLevel: 'warn' });
   const print = (value: unknown, human: () => string) => console.log(json ? JSON.stringify(value, null, 2) : human());
   try {
     const key = `${group} ${command ?? ''}`.trim();

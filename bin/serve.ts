@@ -3,7 +3,7 @@
  * Stops cleanly on SIGINT/SIGTERM.
  */
 import { type Config, ConfigError, loadConfig } from '../services/shared/config';
-import { startSystem } from '../services/shared/system';
+import { startSystem } from '../services/system';
 
 async function main(): Promise<void> {
   let config: Readonly<Config>;
@@ -16,7 +16,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const broker = await startSystem(config);
+  const { broker } = await startSystem(config);
   let stopping = false;
   const stop = async () => {
     if (stopping) return;

@@ -6,7 +6,8 @@
 import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { ServiceSchema } from 'moleculer';
+import type { LoggerInstance, ServiceSchema } from 'moleculer';
+import type { ServiceUnit } from '../shared/service-unit';
 import type { Config } from '../shared/config';
 import { buildHttpServer, openApiDocument, type RouteDef } from './http';
 import { ACCOUNT_ROUTES } from './routes';
@@ -18,14 +19,26 @@ export function apiRoutes(store: FileStore): RouteDef[] {
   return [...ACCOUNT_ROUTES, ...snapRoutes(store), ...configRoutes(store)];
 }
 
-export function apiService(deps: { config: Readonly<Config>; store?: FileStore }): ServiceSchema {
+export interface ApiHandle {
+  /**
+   * Starts answering HTTP. Called by startSystem once every service of this process has
+   * started, so the first request never finds a local service still warming up.
+   */
+  listen(): Promise<void>;
+  /** The port it listens on (the one chosen when PORT=0). */
+  port(): number;
+}
+
+export function apiService(deps: { config: Readonly<Config>; store?: FileStore }): ServiceUnit<ApiHandle> {
   const { config } = deps;
   let app: FastifyInstance;
   let store: FileStore;
-  return {
+  let port = config.port;
+  let logger: LoggerInstance;
+  const schema: ServiceSchema = {
     name: 'api',
-    settings: { port: config.port },
     created() {
+      logger = this.logger;
       store = deps.store ?? createFileStore(config);
       const routes = apiRoutes(store);
       const document = openApiDocument(routes, config);
@@ -45,22 +58,19 @@ export function apiService(deps: { config: Readonly<Config>; store?: FileStore }
       app.register(swagger, { mode: 'static', specification: { document: document as never } });
       app.register(swaggerUi, { routePrefix: '/docs' });
     },
-    methods: {
-      /**
-       * Called by startSystem once every service of this process has started, so the
-       * first request never finds a local service still warming up.
-       */
-      async listen() {
-        await app.listen({ port: config.port, host: config.host });
-        const address = app.server.address();
-        const port = typeof address === 'object' && address ? address.port : config.port;
-        this.settings.port = port;
-        this.logger.info(`HTTP listening on ${config.host}:${port}`);
-      },
-    },
     async stopped() {
       await app.close();
       await store.close();
     },
   };
+  const handle: ApiHandle = {
+    async listen() {
+      await app.listen({ port: config.port, host: config.host });
+      const address = app.server.address();
+      port = typeof address === 'object' && address ? address.port : config.port;
+      logger.info(`HTTP listening on ${config.host}:${port}`);
+    },
+    port: () => port,
+  };
+  return { schema, handle };
 }

@@ -12,6 +12,7 @@ import type { AccountContext, FeatureRequest, Handler, Reservation, UsageAmounts
 import { serviceError } from '../shared/errors';
 import { checkFeatures } from '../shared/plan-gates';
 import { randomId } from '../shared/secrets';
+import type { ServiceUnit } from '../shared/service-unit';
 import { AccountRepository } from './accounts';
 import { counterExpiry, limitsFor, monthOf } from './limits';
 import { MemoryUsageStore, RedisUsageStore, type UsageStore } from './usage-store';
@@ -36,7 +37,7 @@ interface BillingState {
   now: () => Date;
 }
 
-export function billingService(deps: BillingDeps): ServiceSchema {
+export function billingService(deps: BillingDeps): ServiceUnit {
   const { config } = deps;
   let state: BillingState;
 
@@ -89,7 +90,7 @@ export function billingService(deps: BillingDeps): ServiceSchema {
     return { limits: limitsFor(ctx.params.account), usage: await state.store.usage(ctx.params.account.accountId, month), month };
   };
 
-  return {
+  const schema: ServiceSchema = {
     name: 'billing',
     actions: {
       authenticate: { params: { token: 'string' }, handler: authenticate },
@@ -129,4 +130,5 @@ export function billingService(deps: BillingDeps): ServiceSchema {
       await releaseDatabase(config.database);
     },
   };
+  return { schema, handle: {} };
 }

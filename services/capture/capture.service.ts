@@ -14,6 +14,7 @@ import { acquireDatabase, releaseDatabase } from '../shared/database';
 import { serviceError } from '../shared/errors';
 import { captureKey } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
+import type { ServiceUnit } from '../shared/service-unit';
 import { type FileStore, createFileStore } from '../shared/storage';
 import { PageBlocker } from './blocking';
 import { BrowserPool } from './browser-pool';
@@ -42,7 +43,7 @@ interface CaptureState {
   worker: JobWorker;
 }
 
-export function captureService(deps: CaptureDeps): ServiceSchema {
+export function captureService(deps: CaptureDeps): ServiceUnit {
   const { config } = deps;
   let s: CaptureState;
 
@@ -88,7 +89,7 @@ export function captureService(deps: CaptureDeps): ServiceSchema {
 
   const queued: EventHandler<'capture.jobQueued'> = () => void s.worker.pump();
 
-  return {
+  const schema: ServiceSchema = {
     name: 'capture',
     actions: {
       // The broker's timeout is a backstop; the engine enforces the capture's own budget.
@@ -135,4 +136,5 @@ export function captureService(deps: CaptureDeps): ServiceSchema {
       await releaseDatabase(config.database);
     },
   };
+  return { schema, handle: {} };
 }

@@ -7,7 +7,7 @@
  * downtime a configuration captures once (the next slot is the first one after now).
  */
 import type { Knex } from 'knex';
-import type { ServiceSchema } from 'moleculer';
+import type { LoggerInstance, ServiceBroker, ServiceSchema } from 'moleculer';
 import schedule from 'node-schedule';
 import type { Config } from '../shared/config';
 import { type ConfigView, type Handler, call } from '../shared/contracts';
@@ -17,6 +17,7 @@ import { embedUrl } from '../shared/links';
 import { fetchPage } from '../shared/paging';
 import type { ConfigOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
+import type { ServiceUnit } from '../shared/service-unit';
 import { type Interval, nextRunAfter } from './schedule';
 
 export interface SchedulerDeps {
@@ -54,10 +55,17 @@ function scheduleOf(o: ConfigOptions): { every: number; interval: Interval } | n
   return { every: o.scheduled_every ?? 1, interval: o.scheduled_interval };
 }
 
-export function schedulerService(deps: SchedulerDeps): ServiceSchema {
+export interface SchedulerHandle {
+  /** One scheduling round now (tests turn autoTick off and drive it); the jobs started. */
+  tick(): Promise<Array<{ configId: string; jobId: string }>>;
+}
+
+export function schedulerService(deps: SchedulerDeps): ServiceUnit<SchedulerHandle> {
   const { config } = deps;
   const now = deps.now ?? Date.now;
   let db: Knex;
+  let broker: ServiceBroker;
+  let logger: LoggerInstance;
   let job: schedule.Job | null = null;
   const isMysql = () => db.client.config.client === 'mysql2';
 
@@ -194,7 +202,7 @@ export function schedulerService(deps: SchedulerDeps): ServiceSchema {
    * instances), moves each to its first slot after now, and starts one capture job each.
    * Returns the jobs started.
    */
-  async function tick(this: { broker: ServiceSchema['broker'] }): Promise<Array<{ configId: string; jobId: string }>> {
+  async function tick(): Promise<Array<{ configId: string; jobId: string }>> {
     const at = now();
     const claimed = await db.transaction(async (trx) => {
       let q = trx('screenshot_configs').where('scheduled', true).where('next_run_at_ms', '<=', at).orderBy('next_run_at_ms').limit(TICK_BATCH);
@@ -209,11 +217,10 @@ export function schedulerService(deps: SchedulerDeps): ServiceSchema {
       }
       return started;
     });
-    const broker = this.broker;
     const started: Array<{ configId: string; jobId: string }> = [];
     for (const { row, jobId } of claimed) {
       try {
-        await call(broker as never, 'capture.enqueue', {
+        await call(broker, 'capture.enqueue', {
           accountId: row.account_id,
           configId: row.id,
           jobId,
@@ -224,13 +231,13 @@ export function schedulerService(deps: SchedulerDeps): ServiceSchema {
       } catch (err) {
         // The job could not be recorded: make the slot due again so the next tick retries it.
         await db('screenshot_configs').where({ id: row.id }).update({ next_run_at_ms: Number(row.next_run_at_ms) });
-        broker?.getLogger('scheduler').warn(`could not start the scheduled capture of ${row.id}: ${(err as Error).message}`);
+        logger.warn(`could not start the scheduled capture of ${row.id}: ${(err as Error).message}`);
       }
     }
     return started;
   }
 
-  return {
+  const schema: ServiceSchema = {
     name: 'scheduler',
     actions: {
       create: { handler: create },
@@ -242,15 +249,16 @@ export function schedulerService(deps: SchedulerDeps): ServiceSchema {
       embedInfo: { handler: embedInfo },
       snapConfig: { handler: snapConfig },
     },
-    methods: { tick },
     created() {
       db = acquireDatabase(config.database);
+      broker = this.broker;
+      logger = this.logger;
     },
     started() {
       if (deps.autoTick === false) return;
       // Every few seconds: a slot is at most one tick late.
       job = schedule.scheduleJob(`*/${config.schedulerTickSeconds} * * * * *`, () => {
-        (this as unknown as { tick(): Promise<unknown> }).tick().catch((err: Error) => this.logger.warn(`scheduler tick failed: ${err.message}`));
+        tick().catch((err: Error) => logger.warn(`scheduler tick failed: ${err.message}`));
       });
     },
     async stopped() {
@@ -258,5 +266,5 @@ export function schedulerService(deps: SchedulerDeps): ServiceSchema {
       await releaseDatabase(config.database);
     },
   };
+  return { schema, handle: { tick } };
 }
-

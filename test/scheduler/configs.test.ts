@@ -28,7 +28,7 @@ describe('screenshot configurations, jobs, archive and embed', function () {
 
   const api = (method: string, p: string, json?: Body, key = token) =>
     request<Body>(sys.base, method, p, { headers: { authorization: `Bearer ${key}` }, ...(json ? { json } : {}) });
-  const tick = () => (sys.broker.getLocalService('scheduler') as unknown as { tick(): Promise<Array<{ configId: string; jobId: string }>> }).tick();
+  const tick = () => sys.scheduler!.tick();
   async function finished(jobId: string, key = token): Promise<HttpAnswer<Body>> {
     for (let i = 0; i < 150; i++) {
       const r = await api('GET', `/jobs/${jobId}`, undefined, key);

@@ -52,7 +52,7 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
       }
       clock += 61_000;
       // Both instances tick at the same time, several rounds: every due slot is claimed once.
-      const tickOf = (s: RunningSystem) => (s.broker.getLocalService('scheduler') as unknown as { tick(): Promise<Array<{ configId: string }>> }).tick();
+      const tickOf = (s: RunningSystem) => s.scheduler!.tick();
       const rounds = await Promise.all([tickOf(a), tickOf(c), tickOf(a), tickOf(c), tickOf(a), tickOf(c)]);
       const started = rounds.flat();
       expect(started.map((s) => s.configId).sort()).to.deep.equal([...ids].sort());

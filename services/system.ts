@@ -1,0 +1,52 @@
+/**
+ * The composition root: starts the services this process runs (SERVICES) on one broker.
+ * bin/serve.ts, the admin CLI, the benchmark and the tests all start the system through
+ * here, so there is one code path. It sits above the services: they import shared/, never
+ * this file or each other.
+ */
+import { ServiceBroker } from 'moleculer';
+import { brokerOptions } from '../moleculer.config';
+import { aiService } from './ai/ai.service';
+import { type ApiHandle, apiService } from './api/api.service';
+import { type BillingDeps, billingService } from './billing/billing.service';
+import { captureService } from './capture/capture.service';
+import { proxyService } from './proxy/proxy.service';
+import { type SchedulerDeps, type SchedulerHandle, schedulerService } from './scheduler/scheduler.service';
+import type { Config } from './shared/config';
+import { migrateLatest } from './shared/database';
+
+export interface SystemOverrides {
+  billing?: Omit<BillingDeps, 'config'>;
+  scheduler?: Omit<SchedulerDeps, 'config'>;
+}
+
+/** A started system: its broker, and the handles of the services that have one (null when not run here). */
+export interface System {
+  broker: ServiceBroker;
+  api: ApiHandle | null;
+  scheduler: SchedulerHandle | null;
+}
+
+export async function startSystem(config: Readonly<Config>, overrides: SystemOverrides = {}): Promise<System> {
+  if (config.migrateOnStart) await migrateLatest(config.database);
+  const broker = new ServiceBroker(brokerOptions(config));
+  const runs = (name: Config['services'][number]) => config.services.includes(name);
+  const system: System = { broker, api: null, scheduler: null };
+  if (runs('api')) {
+    const api = apiService({ config });
+    broker.createService(api.schema);
+    system.api = api.handle;
+  }
+  if (runs('billing')) broker.createService(billingService({ config, ...(overrides.billing ?? {}) }).schema);
+  if (runs('ai')) broker.createService(aiService({ config }).schema);
+  if (runs('proxy')) broker.createService(proxyService({ config }).schema);
+  if (runs('capture')) broker.createService(captureService({ config }).schema);
+  if (runs('scheduler')) {
+    const scheduler = schedulerService({ config, ...(overrides.scheduler ?? {}) });
+    broker.createService(scheduler.schema);
+    system.scheduler = scheduler.handle;
+  }
+  await broker.start();
+  await system.api?.listen();
+  return system;
+}
