@@ -1,0 +1,136 @@
+/**
+ * JobWorker with its collaborators stubbed (queue, pipeline, billing through the broker):
+ * who is charged, refunded or left pending in each outcome of a job, and how many jobs run
+ * at once. The whole path through real browsers is in test/scheduler/configs.test.ts and
+ * test/system/jobs-cluster.test.ts.
+ */
+import { expect } from 'chai';
+import type { ServiceBroker } from 'moleculer';
+import sinon from 'sinon';
+import { type ClaimedJob, JobQueue } from '../../services/capture/jobs';
+import { JobWorker } from '../../services/capture/worker';
+import type { Reservation, ScreenshotRef } from '../../services/shared/contracts';
+import { serviceError } from '../../services/shared/errors';
+
+const job = (id: string, attempts = 1): ClaimedJob => ({ id, accountId: 'acc', configId: 'cfg', kind: 'config', options: { url: 'https://example.test/' }, leaseToken: 't', attempts });
+const ref = (id: string): ScreenshotRef => ({
+  id,
+  job_id: 'j',
+  config_id: 'cfg',
+  embed_url: '',
+  direct_link: '',
+  direct_thumbnail_link: '',
+  taken_at_ms: 0,
+  image_name: 'a.png',
+  html_name: null,
+  content_type: 'image/png',
+});
+
+function setup(sessions = 2) {
+  const reservation: Reservation = { id: 'job:j1', accountId: 'acc', month: '2026-11', amounts: { screenshots: 1 } };
+  const call = sinon.stub().callsFake(async (action: string) => (action === 'billing.reserveFor' ? reservation : {}));
+  const emit = sinon.stub().resolves();
+  const broker = { call, emit } as unknown as ServiceBroker;
+  const queue = sinon.createStubInstance(JobQueue);
+  queue.fail.resolves(true);
+  queue.renew.resolves(true);
+  queue.release.resolves();
+  const pipeline = { run: sinon.stub() };
+  const logger = { warn: sinon.stub(), error: sinon.stub() };
+  const worker = new JobWorker(broker, queue, pipeline, logger, { sessions, leaseMs: 30_000, pollMs: 60_000 });
+  const billingCalls = () => call.getCalls().map((c) => c.args[0] as string);
+  return { worker, queue, pipeline, logger, call, emit, billingCalls };
+}
+
+describe('JobWorker (collaborators stubbed)', () => {
+  it('charges a stored job under its job id and announces capture.completed', async () => {
+    const t = setup();
+    t.pipeline.run.resolves(ref('42'));
+    await t.worker.run(job('j1'));
+    expect(t.billingCalls()).to.deep.equal(['billing.reserveFor', 'billing.commit']);
+    expect(t.call.firstCall.args[1]).to.deep.equal({ accountId: 'acc', amounts: { screenshots: 1 }, reservationId: 'job:j1' });
+    expect(t.emit.calledOnceWithExactly('capture.completed', { accountId: 'acc', configId: 'cfg', jobId: 'j1', screenshotId: '42' })).to.equal(true);
+    expect(t.queue.fail.called).to.equal(false);
+  });
+
+  it('leaves the credit to the instance that took the job over when the lease was lost', async () => {
+    const t = setup();
+    t.pipeline.run.resolves(null);
+    await t.worker.run(job('j1'));
+    expect(t.billingCalls()).to.deep.equal(['billing.reserveFor']);
+    expect(t.emit.called).to.equal(false);
+  });
+
+  it('records a domain failure on the job and refunds the credit', async () => {
+    const t = setup();
+    t.pipeline.run.rejects(serviceError('selector_not_found', 'No element matches #x.'));
+    await t.worker.run(job('j1'));
+    expect(t.queue.fail.calledOnceWith(sinon.match({ id: 'j1' }), 'selector_not_found', 'No element matches #x.')).to.equal(true);
+    expect(t.billingCalls()).to.deep.equal(['billing.reserveFor', 'billing.refund']);
+    expect(t.logger.error.called).to.equal(false);
+  });
+
+  it('logs an error of ours and shows the job a generic note', async () => {
+    const t = setup();
+    t.pipeline.run.rejects(new TypeError('x is undefined'));
+    await t.worker.run(job('j1'));
+    expect(t.queue.fail.firstCall.args.slice(1)).to.deep.equal(['internal_error', 'The capture failed on our side; it was logged.']);
+    expect(t.logger.error.calledOnce).to.equal(true);
+  });
+
+  it('does not refund a failure it could not record (the lease was lost)', async () => {
+    const t = setup();
+    t.queue.fail.resolves(false);
+    t.pipeline.run.rejects(serviceError('page_load_failed', 'gone'));
+    await t.worker.run(job('j1'));
+    expect(t.billingCalls()).to.deep.equal(['billing.reserveFor']);
+  });
+
+  it('records a refused reservation (the month is used up) as the job’s failure, without capturing', async () => {
+    const t = setup();
+    t.call.withArgs('billing.reserveFor').rejects(serviceError('screenshot_limit_reached', 'used up'));
+    await t.worker.run(job('j1'));
+    expect(t.pipeline.run.called).to.equal(false);
+    expect(t.queue.fail.firstCall.args.slice(1)).to.deep.equal(['screenshot_limit_reached', 'used up']);
+    expect(t.billingCalls()).to.deep.equal(['billing.reserveFor']);
+  });
+
+  it('gives up a job that was interrupted too often, and refunds it', async () => {
+    const t = setup();
+    await t.worker.run(job('j1', 4));
+    expect(t.pipeline.run.called).to.equal(false);
+    expect(t.queue.fail.firstCall.args.slice(1)).to.deep.equal(['internal_error', 'The capture was interrupted 3 times and was given up.']);
+    expect(t.billingCalls()).to.deep.equal(['billing.reserveFor', 'billing.refund']);
+  });
+
+  it('when stopping, hands a failing job back to the queue with its credit still pending', async () => {
+    const t = setup();
+    let fail!: (err: Error) => void;
+    t.pipeline.run.returns(new Promise((_, reject) => (fail = reject)));
+    const running = t.worker.run(job('j1'));
+    await new Promise((r) => setImmediate(r));
+    const stopped = t.worker.stop(1_000);
+    fail(new Error('the browser was stopped'));
+    await Promise.all([running, stopped]);
+    expect(t.queue.release.calledOnce).to.equal(true);
+    expect(t.queue.fail.called).to.equal(false);
+    expect(t.billingCalls()).to.deep.equal(['billing.reserveFor']);
+  });
+
+  it('runs at most `sessions` jobs at once and claims the next when one finishes', async () => {
+    const t = setup(2);
+    const queued = [job('j1'), job('j2'), job('j3')];
+    t.queue.claim.callsFake(async () => queued.shift() ?? null);
+    const finish: Array<() => void> = [];
+    t.pipeline.run.callsFake(() => new Promise((resolve) => finish.push(() => resolve(ref('1')))));
+    await t.worker.pump();
+    await new Promise((r) => setImmediate(r));
+    expect(t.pipeline.run.callCount).to.equal(2);
+    finish[0]?.();
+    await new Promise((r) => setTimeout(r, 10));
+    expect(t.pipeline.run.callCount).to.equal(3);
+    for (const f of finish.slice(1)) f();
+    await t.worker.stop(1_000);
+    expect(t.emit.callCount).to.equal(3);
+  });
+});

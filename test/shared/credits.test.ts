@@ -1,0 +1,103 @@
+/** withCredits with billing stubbed: which reservation is made, and how it is settled. */
+import { expect } from 'chai';
+import type { ServiceBroker } from 'moleculer';
+import sinon from 'sinon';
+import type { AccountContext, Reservation } from '../../services/shared/contracts';
+import { withCredits } from '../../services/shared/credits';
+import { serviceError } from '../../services/shared/errors';
+
+const account: AccountContext = { accountId: 'acc1', plan: { name: 'free', paid: false, screenshot_limit: 100 }, addons: {} };
+const reservation: Reservation = { id: 'r1', accountId: 'acc1', month: '2026-11', amounts: { screenshots: 1 } };
+
+/** A broker whose billing answers from the stub; `calls()` lists the actions called, in order. */
+function billing() {
+  const call = sinon.stub().callsFake(async (action: string) => {
+    if (action === 'billing.reserve' || action === 'billing.reserveFor') return reservation;
+    if (action === 'billing.commit') return { committed: true };
+    if (action === 'billing.refund') return { refunded: true };
+    throw new Error(`unexpected ${action}`);
+  });
+  return { broker: { call } as unknown as ServiceBroker, call, calls: () => call.getCalls().map((c) => c.args[0] as string) };
+}
+
+describe('withCredits (billing stubbed)', () => {
+  it('reserves with the account (its gates checked), runs the work with the reservation, then commits', async () => {
+    const b = billing();
+    const work = sinon.stub().resolves('done');
+    expect(await withCredits(b.broker, { account, amounts: { screenshots: 1 }, features: { ownAi: true } }, work)).to.equal('done');
+    expect(b.calls()).to.deep.equal(['billing.reserve', 'billing.commit']);
+    expect(b.call.firstCall.args[1]).to.deep.equal({ account, amounts: { screenshots: 1 }, features: { ownAi: true } });
+    expect(work.calledOnceWithExactly(reservation)).to.equal(true);
+    expect(b.call.secondCall.args[1]).to.deep.equal({ reservation });
+  });
+
+  it('reserves by account id (billing.reserveFor) when only the id is known', async () => {
+    const b = billing();
+    await withCredits(b.broker, { accountId: 'acc1', amounts: { screenshots: 1 }, reservationId: 'job:j1' }, async () => 1);
+    expect(b.calls()).to.deep.equal(['billing.reserveFor', 'billing.commit']);
+    expect(b.call.firstCall.args[1]).to.deep.equal({ accountId: 'acc1', amounts: { screenshots: 1 }, reservationId: 'job:j1' });
+  });
+
+  it('refunds when the work fails, and rethrows the work’s error', async () => {
+    const b = billing();
+    const failure = serviceError('page_load_failed', 'no page');
+    const err = await withCredits(b.broker, { account, amounts: { screenshots: 1 } }, () => Promise.reject(failure)).catch((e) => e);
+    expect(err).to.equal(failure);
+    expect(b.calls()).to.deep.equal(['billing.reserve', 'billing.refund']);
+  });
+
+  it('does not run the work, nor refund, when the reservation is refused; onFailure still hears of it', async () => {
+    const b = billing();
+    const refused = serviceError('screenshot_limit_reached', 'used up');
+    b.call.withArgs('billing.reserve').rejects(refused);
+    const work = sinon.stub().resolves('never');
+    const onFailure = sinon.stub().resolves('refund');
+    const err = await withCredits(b.broker, { account, amounts: { screenshots: 1 } }, work, { onFailure }).catch((e) => e);
+    expect(err).to.equal(refused);
+    expect(work.called).to.equal(false);
+    expect(onFailure.calledOnceWithExactly(refused)).to.equal(true);
+    expect(b.calls()).to.deep.equal(['billing.reserve']);
+  });
+
+  it('leaves the reservation pending when settle says hold, and refunds when it says refund', async () => {
+    const held = billing();
+    await withCredits(held.broker, { account, amounts: { screenshots: 1 } }, async () => null, { settle: () => 'hold' });
+    expect(held.calls()).to.deep.equal(['billing.reserve']);
+    const refunded = billing();
+    await withCredits(refunded.broker, { account, amounts: { screenshots: 1 } }, async () => null, { settle: () => 'refund' });
+    expect(refunded.calls()).to.deep.equal(['billing.reserve', 'billing.refund']);
+  });
+
+  it('lets onFailure keep the credit pending (another run settles it) and runs it before the refund', async () => {
+    const b = billing();
+    const held = await withCredits(b.broker, { account, amounts: { screenshots: 1 } }, () => Promise.reject(new Error('x')), { onFailure: async () => 'hold' }).catch((e) => e);
+    expect(held).to.be.an('error');
+    expect(b.calls()).to.deep.equal(['billing.reserve']);
+
+    const order: string[] = [];
+    const c = billing();
+    c.call.withArgs('billing.refund').callsFake(async () => order.push('refund'));
+    await withCredits(c.broker, { account, amounts: { screenshots: 1 } }, () => Promise.reject(new Error('x')), {
+      onFailure: async () => {
+        order.push('onFailure');
+        return 'refund';
+      },
+    }).catch(() => undefined);
+    expect(order).to.deep.equal(['onFailure', 'refund']);
+  });
+
+  it('answers the work’s error, not the refund’s, when the refund fails too', async () => {
+    const b = billing();
+    b.call.withArgs('billing.refund').rejects(new Error('billing is down'));
+    const err = await withCredits(b.broker, { account, amounts: { screenshots: 1 } }, () => Promise.reject(serviceError('capture_timeout', 'slow'))).catch((e) => e);
+    expect(err.type).to.equal('capture_timeout');
+  });
+
+  it('does not refund when the commit fails (the work succeeded; the reservation stays pending)', async () => {
+    const b = billing();
+    b.call.withArgs('billing.commit').rejects(new Error('billing is down'));
+    const err = await withCredits(b.broker, { account, amounts: { screenshots: 1 } }, async () => 'done').catch((e) => e);
+    expect(err.message).to.equal('billing is down');
+    expect(b.calls()).to.deep.equal(['billing.reserve', 'billing.commit']);
+  });
+});
