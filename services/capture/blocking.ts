@@ -23,7 +23,7 @@ import { Worker } from 'node:worker_threads';
 import { ENGINE_VERSION, FiltersEngine, Request, type RequestType } from '@ghostery/adblocker';
 import { getDomain } from 'tldts';
 import { serviceError } from '../shared/errors';
-import type { PageSession } from './page-capture';
+import { type PageSession, inPageCall, insertStyle } from './page-session';
 
 export const LIST_PACKAGE = 'webext-ublock-origin-chromium';
 const LIST_DIR = '/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist';
@@ -241,8 +241,7 @@ export async function injectCosmetics(page: PageSession, blocker: PageBlocker, o
   if (!css && blocked.length === 0) return { css: 0, collapsed: 0 };
   const collapsed = await page.evaluate<number>(
     `(() => {
-      const css = ${JSON.stringify(css)};
-      if (css) { const s = document.createElement('style'); s.setAttribute('data-injected', 'no_ads'); s.textContent = css; (document.head || document.documentElement).appendChild(s); }
+      ${css ? inPageCall(insertStyle, css, 'data-injected', 'no_ads') : ''};
       const blocked = new Set(${JSON.stringify(blocked)});
       let n = 0;
       for (const el of document.querySelectorAll('img,iframe,frame,video,audio,embed,object')) {

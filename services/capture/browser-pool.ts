@@ -13,7 +13,7 @@ import chrome from 'selenium-webdriver/chrome';
 import { serviceError } from '../shared/errors';
 import MANDATORY_CHROME_ARGS from '../../grid/config/chrome-args.json';
 import { CdpConnection } from './cdp';
-import { presetPage } from './page-capture';
+import { presetPage } from './page-session';
 
 /**
  * The flags without which headless Chromium hangs or phones home on a closed network (the

@@ -9,7 +9,8 @@ import { serviceError } from '../shared/errors';
 import type { SnapOptions } from '../shared/screenshot-options';
 import { type BrowserPool, type BrowserSlot, type PreparedPage, withTimeout } from './browser-pool';
 import type { EgressPolicy } from './egress';
-import { type CaptureOutput, PageSession, capturePage } from './page-capture';
+import { type CaptureOutput, capturePage } from './page-capture';
+import { PageSession } from './page-session';
 
 const DISPOSE_TIMEOUT_MS = 5_000;
 /** A capture whose browser died is taken again only if at least this much of its budget is left. */

@@ -9,22 +9,13 @@
  */
 import { serviceError } from '../shared/errors';
 import type { SnapOptions } from '../shared/screenshot-options';
-import { type CdpConnection, CdpError } from './cdp';
 import type { EgressPolicy } from './egress';
 // BEGIN page blocking and consent (blocking.ts, consent.ts)
 import { PageBlocker, injectCosmetics, wantsBlocking } from './blocking';
 import { ConsentHandler } from './consent';
 // END page blocking and consent
 import { type ChangeReading, runActions } from './actions';
-
-export const DEFAULTS = {
-  wait: 1500,
-  page_width: 1920,
-  page_height: 1000,
-  image_format: 'jpeg',
-  quality: 100,
-  scale_factor: 1,
-} as const;
+import { DEFAULTS, type PageSession, browserGone, insertStyle, quote, sleep, waitForSelector } from './page-session';
 
 /** How long scrolling for lazy content may take (spec, Limits: incremental_scroll). */
 const SCROLL_BUDGET_MS = 10_000;
@@ -41,55 +32,6 @@ export interface CaptureOutput {
 }
 
 type Params = Record<string, unknown>;
-
-interface EvalResult<T> {
-  result: { value?: T; type: string; subtype?: string };
-  exceptionDetails?: { text: string; exception?: { description?: string } };
-}
-
-export class PageSession {
-  constructor(
-    readonly cdp: CdpConnection,
-    readonly sessionId: string,
-    /** The page's own browser context (permissions are granted per context). */
-    readonly contextId: string,
-    /** The page's main frame (the same across its navigations). */
-    readonly mainFrameId: string,
-  ) {}
-
-  send<T = Params>(method: string, params: Params = {}): Promise<T> {
-    return this.cdp.send<T>(method, params, this.sessionId);
-  }
-
-  /** Evaluates an expression in the page and returns its value (awaiting promises). */
-  async evaluate<T>(expression: string, awaitPromise = true): Promise<T> {
-    const r = await this.send<EvalResult<T>>('Runtime.evaluate', { expression, returnByValue: true, awaitPromise, userGesture: true });
-    if (r.exceptionDetails) throw new Error(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text);
-    return r.result.value as T;
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function jsString(s: string): string {
-  return JSON.stringify(s);
-}
-
-/**
- * What a capture with default options needs, set on every prepared page while the browser is
- * idle (BrowserSlot), so such a capture sends two commands fewer on its own path. Both stay
- * in force across navigations.
- */
-export async function presetPage(cdp: CdpConnection, sessionId: string, userAgent: string): Promise<void> {
-  await Promise.all([
-    cdp.send(
-      'Emulation.setDeviceMetricsOverride',
-      { width: DEFAULTS.page_width, height: DEFAULTS.page_height, deviceScaleFactor: DEFAULTS.scale_factor, mobile: false },
-      sessionId,
-    ),
-    cdp.send('Emulation.setUserAgentOverride', { userAgent }, sessionId),
-  ]);
-}
 
 /** Applies everything that must be in place before the first request (beyond presetPage). */
 async function prepare(page: PageSession, o: SnapOptions, userAgent: string): Promise<void> {
@@ -209,19 +151,11 @@ async function parkPointer(page: PageSession, o: SnapOptions): Promise<void> {
   await page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: width + 10, y: height + 10 });
 }
 
-async function waitForSelector(page: PageSession, selector: string, deadline: number, what: string): Promise<void> {
-  const probe = `!!document.querySelector(${jsString(selector)})`;
-  for (;;) {
-    let found = false;
-    try {
-      found = await page.evaluate<boolean>(probe, false);
-    } catch (err) {
-      throw serviceError('invalid_parameter', `${what}: ${jsString(selector)} is not a valid CSS selector (${(err as Error).message.split('\n')[0]}).`);
-    }
-    if (found) return;
-    if (Date.now() + 100 > deadline) throw serviceError('selector_not_found', `${what}: no element matches ${jsString(selector)} on the page (waited until the time budget ran out).`);
-    await sleep(100);
-  }
+/** wait_for: the element must show up within the time budget. */
+async function waitFor(page: PageSession, selector: string, deadline: number): Promise<void> {
+  const found = await waitForSelector(page, selector, deadline);
+  if (found === 'timed-out') throw serviceError('selector_not_found', `wait_for: no element matches ${quote(selector)} on the page (waited until the time budget ran out).`);
+  if (found !== 'present') throw serviceError('invalid_parameter', `wait_for: ${quote(selector)} is not a valid CSS selector (${found.invalid.split('\n')[0]}).`);
 }
 
 /** Scrolls down a viewport at a time to trigger lazy loading, then back to the top. */
@@ -241,10 +175,7 @@ async function scrollThrough(page: PageSession, stepDelayMs: number, deadline: n
 
 async function inject(page: PageSession, o: SnapOptions): Promise<void> {
   if (o.css_inject) {
-    await page.evaluate(
-      `(() => { const s = document.createElement('style'); s.setAttribute('data-injected', 'css_inject'); s.textContent = ${jsString(o.css_inject)}; (document.head || document.documentElement).appendChild(s); })()`,
-      false,
-    );
+    await page.run(insertStyle, o.css_inject, 'data-injected', 'css_inject');
   }
   if (o.js_inject && !o.disable_js) {
     try {
@@ -264,11 +195,11 @@ interface Box {
 
 async function elementBox(page: PageSession, selector: string): Promise<Box> {
   const box = await page.evaluate<Box | null>(
-    `(() => { const el = document.querySelector(${jsString(selector)}); if (!el) return null; el.scrollIntoView({ block: 'center', inline: 'center' }); const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height }; })()`,
+    `(() => { const el = document.querySelector(${quote(selector)}); if (!el) return null; el.scrollIntoView({ block: 'center', inline: 'center' }); const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height }; })()`,
     false,
   );
-  if (!box) throw serviceError('selector_not_found', `selectors: no element matches ${jsString(selector)} on the page.`);
-  if (box.width < 1 || box.height < 1) throw serviceError('selector_not_found', `selectors: the element matching ${jsString(selector)} has no visible size.`);
+  if (!box) throw serviceError('selector_not_found', `selectors: no element matches ${quote(selector)} on the page.`);
+  if (box.width < 1 || box.height < 1) throw serviceError('selector_not_found', `selectors: the element matching ${quote(selector)} has no visible size.`);
   return box;
 }
 
@@ -333,7 +264,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
     await navigate(page, o.url, deadline, guard ? guard.refusedNavigation : () => null);
     await parkPointer(page, o);
     if (consent) await consent.settle(deadline); // page blocking and consent
-    if (o.wait_for) await waitForSelector(page, o.wait_for, deadline, 'wait_for');
+    if (o.wait_for) await waitFor(page, o.wait_for, deadline);
     if (blocker) await injectCosmetics(page, blocker, o); // page blocking and consent
     await inject(page, o);
     // multi_step_actions: after the injections, before scrolling and the global wait. A
@@ -357,12 +288,12 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
 
     if (o.html_only) {
       const html = o.selectors
-        ? await page.evaluate<string | null>(`(() => { const el = document.querySelector(${jsString(o.selectors)}); return el ? el.outerHTML : null; })()`, false)
+        ? await page.evaluate<string | null>(`(() => { const el = document.querySelector(${quote(o.selectors)}); return el ? el.outerHTML : null; })()`, false)
         : await page.evaluate<string>(
             "(document.doctype ? new XMLSerializer().serializeToString(document.doctype) + '\\n' : '') + document.documentElement.outerHTML",
             false,
           );
-      if (html === null) throw serviceError('selector_not_found', `selectors: no element matches ${jsString(o.selectors ?? '')} on the page.`);
+      if (html === null) throw serviceError('selector_not_found', `selectors: no element matches ${quote(o.selectors ?? '')} on the page.`);
       return { html, ...(changes ? { changes } : {}) };
     }
 
@@ -379,7 +310,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
     }
     return { ...(await screenshot(page, o, clip)), ...(changes ? { changes } : {}) };
   } catch (err) {
-    if (err instanceof CdpError && /Target closed|Session with given id not found|connection closed/i.test(err.message)) {
+    if (browserGone(err)) {
       throw serviceError('page_load_failed', 'The page crashed the browser tab while loading; try again, or capture a simpler page.');
     }
     throw err;
