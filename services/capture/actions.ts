@@ -14,6 +14,7 @@
 import { type ActionStep, checkboxState, waitMilliseconds } from '../shared/actions-schema';
 import { serviceError } from '../shared/errors';
 import { type PageSession, browserGone, insertStyle, quote, sleep, waitForSelector } from './page-session';
+import { urlNotAllowed } from './request-guard';
 
 /** The text a `change` step read, for change detection. */
 export interface ChangeReading {
@@ -458,7 +459,7 @@ async function mayNavigate(env: StepEnv, graceMs: number, act: () => Promise<voi
     if (!(await watch.settle(graceMs, deadline))) return;
     const refused = hooks.refusedNavigation();
     if (refused && refused !== refusedBefore) {
-      throw serviceError('url_not_allowed', `the page it led to may not be captured: ${refused}. Private and internal addresses are refused.`);
+      throw urlNotAllowed(`the page it led to may not be captured: ${refused}`);
     }
     const href = await page.evaluate<string>('location.href', false);
     if (href.startsWith('chrome-error:')) throw new StepFailure('the page it led to could not be loaded.');

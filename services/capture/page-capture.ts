@@ -1,6 +1,6 @@
 /**
  * One capture on a prepared page: emulation (viewport, scale, user agent, language, time
- * zone, geolocation, JavaScript), request control (headers, cookies, egress policy),
+ * zone, geolocation, JavaScript), request control (headers, cookies, the request guard),
  * navigation, waiting, scrolling, injection, then the image (or PDF, or HTML).
  *
  * Everything goes through CDP on the page's flat session; the page lives in its own
@@ -16,6 +16,7 @@ import { ConsentHandler } from './consent';
 // END page blocking and consent
 import { type ChangeReading, runActions } from './actions';
 import { DEFAULTS, type PageSession, browserGone, insertStyle, quote, sleep, waitForSelector } from './page-session';
+import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './request-guard';
 
 /** How long scrolling for lazy content may take (spec, Limits: incremental_scroll). */
 const SCROLL_BUDGET_MS = 10_000;
@@ -73,58 +74,12 @@ async function prepare(page: PageSession, o: SnapOptions, userAgent: string): Pr
   await Promise.all(steps);
 }
 
-/**
- * Pauses every request of the page at the Fetch stage and lets through only what the
- * egress policy allows. Remembers a refused main-document load so the caller can answer
- * url_not_allowed rather than page_load_failed.
- */
-async function guardRequests(
-  page: PageSession,
-  policy: EgressPolicy,
-  blocking: { blocker: PageBlocker; o: SnapOptions } | null = null,
-): Promise<{ refusedNavigation(): string | null; stop(): void }> {
-  let refused: string | null = null;
-  // BEGIN page blocking: the main frame's URL tells first from third parties.
-  let pageUrl = blocking?.o.url ?? '';
-  // END page blocking
-  const off = page.cdp.on('Fetch.requestPaused', (params, sessionId) => {
-    if (sessionId !== page.sessionId) return;
-    const { requestId, request, resourceType, frameId } = params as { requestId: string; request: { url: string }; resourceType: string; frameId?: string };
-    const isMainFrame = resourceType === 'Document' && frameId === page.mainFrameId;
-    // BEGIN page blocking: no_ads, no_tracking, disable_third_party_js first, then the egress policy.
-    if (blocking) {
-      if (isMainFrame) pageUrl = request.url;
-      if (blocking.blocker.decide({ url: request.url, pageUrl, resourceType, isMainFrame }, blocking.o).block) {
-        void page.send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }).catch(() => undefined);
-        return;
-      }
-      if (policy.allowPrivateNetworks) {
-        void page.send('Fetch.continueRequest', { requestId }).catch(() => undefined);
-        return;
-      }
-    }
-    // END page blocking
-    void policy.check(request.url).then(
-      (verdict) => {
-        if (verdict.allowed) return page.send('Fetch.continueRequest', { requestId }).catch(() => undefined);
-        // The page itself (or a redirect of it) refused: the capture is answered url_not_allowed.
-        // A frame of the page is only left empty, like any other refused sub-request.
-        if (isMainFrame && refused === null) refused = `${request.url} ${verdict.reason}`;
-        return page.send('Fetch.failRequest', { requestId, errorReason: 'AccessDenied' }).catch(() => undefined);
-      },
-      () => page.send('Fetch.failRequest', { requestId, errorReason: 'AccessDenied' }).catch(() => undefined),
-    );
-  });
-  await page.send('Fetch.enable', { patterns: [{ urlPattern: '*', requestStage: 'Request' }] });
-  return { refusedNavigation: () => refused, stop: off };
-}
-
-async function navigate(page: PageSession, url: string, deadline: number, refusedNavigation: () => string | null): Promise<void> {
+async function navigate(page: PageSession, url: string, deadline: number, guard: RequestGuard): Promise<void> {
   const loaded = page.cdp.waitFor('Page.loadEventFired', page.sessionId, Math.max(1, deadline - Date.now()));
   loaded.catch(() => undefined);
   const nav = await page.send<{ errorText?: string }>('Page.navigate', { url });
-  const refused = refusedNavigation();
-  if (refused) throw serviceError('url_not_allowed', `The page may not be captured: ${refused}. Private and internal addresses are refused.`);
+  const refused = guard.refusedNavigation();
+  if (refused) throw urlNotAllowed(`The page may not be captured: ${refused}`);
   if (nav.errorText) {
     throw serviceError('page_load_failed', `The page could not be loaded (${nav.errorText}); check that ${url} is reachable from the internet.`);
   }
@@ -134,8 +89,8 @@ async function navigate(page: PageSession, url: string, deadline: number, refuse
     // A page whose load event never comes (a stalled sub-resource) is still captured as it
     // is when the time budget runs out; the overall capture timeout decides otherwise.
   }
-  const after = refusedNavigation();
-  if (after) throw serviceError('url_not_allowed', `The page may not be captured: ${after}. Private and internal addresses are refused.`);
+  const after = guard.refusedNavigation();
+  if (after) throw urlNotAllowed(`The page may not be captured: ${after}`);
 }
 
 /**
@@ -250,18 +205,17 @@ export interface CaptureContext {
 /** Runs the capture; throws domain errors (selector_not_found, page_load_failed, ...). */
 export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<CaptureOutput> {
   const { page, policy, deadline } = ctx;
-  const verdict = await policy.check(o.url);
-  if (!verdict.allowed) throw serviceError('url_not_allowed', `url: ${o.url} ${verdict.reason}. Private and internal addresses are refused.`);
+  await admitUrl(policy, o.url, 'url: ');
 
   await prepare(page, o, ctx.userAgent);
   // BEGIN page blocking and consent: requests are paused for the egress policy or for blocking;
   // autoconsent is installed before navigating.
   const blocker = wantsBlocking(o) ? await PageBlocker.shared() : null;
-  const guard = policy.allowPrivateNetworks && !blocker ? null : await guardRequests(page, policy, blocker ? { blocker, o } : null);
+  const guard = await guardRequests(page, policy, blocker ? { blocker, o } : null);
   const consent = o.no_cookie_banners ? await ConsentHandler.attach(page, { scriptsDisabled: o.disable_js }) : null;
   // END page blocking and consent
   try {
-    await navigate(page, o.url, deadline, guard ? guard.refusedNavigation : () => null);
+    await navigate(page, o.url, deadline, guard);
     await parkPointer(page, o);
     if (consent) await consent.settle(deadline); // page blocking and consent
     if (o.wait_for) await waitFor(page, o.wait_for, deadline);
@@ -269,15 +223,13 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
     await inject(page, o);
     // multi_step_actions: after the injections, before scrolling and the global wait. A
     // step's navigation passes the same egress policy as the main URL.
-    const refusedNavigation = guard ? guard.refusedNavigation : () => null;
     const changes = o.multi_step_actions?.length
       ? (
           await runActions(page, o.multi_step_actions, deadline, {
-            refusedNavigation,
+            refusedNavigation: guard.refusedNavigation,
             async navigate(url) {
-              const v = await policy.check(url);
-              if (!v.allowed) throw serviceError('url_not_allowed', `${url} ${v.reason}. Private and internal addresses are refused.`);
-              await navigate(page, url, deadline, refusedNavigation);
+              await admitUrl(policy, url);
+              await navigate(page, url, deadline, guard);
             },
           })
         ).changes
@@ -315,7 +267,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
     }
     throw err;
   } finally {
-    guard?.stop();
+    guard.stop();
     consent?.stop(); // page blocking and consent
   }
 }
