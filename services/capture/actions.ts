@@ -11,7 +11,7 @@
  * for any failed capture. `change` steps only read the element's text here: storing it and
  * alerting on a difference belong to the notifier.
  */
-import { type ActionStep, checkboxState, waitMilliseconds } from '../shared/actions-schema';
+import { type ActionStep, type ActionType, checkboxState, waitMilliseconds } from '../shared/actions-schema';
 import { serviceError } from '../shared/errors';
 import { type PageSession, browserGone, insertStyle, quote, sleep, waitForSelector } from './page-session';
 import { urlNotAllowed } from './request-guard';
@@ -442,7 +442,14 @@ interface StepEnv {
   deadline: number;
   hooks: NavigationHooks;
   index: number;
+  /** The step's selector ('' for the types that take none). */
+  selector: string;
+  /** Where `change` steps put what they read. */
+  changes: ChangeReading[];
 }
+
+/** What one type of step does; a step that cannot do what it says throws a StepFailure. */
+type StepHandler = (env: StepEnv, step: ActionStep) => Promise<void>;
 
 /** Runs a step that may start a navigation, and leaves the next page loaded. */
 async function mayNavigate(env: StepEnv, graceMs: number, act: () => Promise<void>): Promise<void> {
@@ -468,125 +475,111 @@ async function mayNavigate(env: StepEnv, graceMs: number, act: () => Promise<voi
   }
 }
 
-async function runStep(env: StepEnv, step: ActionStep): Promise<ChangeReading | null> {
-  const { page, deadline } = env;
-  const selector = step.selector ?? '';
-  const value = step.value;
-  switch (step.type) {
-    case 'click':
-      await mayNavigate(env, CLICK_NAVIGATION_GRACE_MS, () => clickElement(page, selector));
-      return null;
+const STEPS: Record<ActionType, StepHandler> = {
+  click: (env) => mayNavigate(env, CLICK_NAVIGATION_GRACE_MS, () => clickElement(env.page, env.selector)),
 
-    case 'hover': {
-      const at = await locate(page, selector);
-      if (!at.visible) throw new StepFailure(`the element ${quote(selector)} has no visible box to hover over.`);
-      await mouseMove(page, at.x, at.y);
-      await sleep(HOVER_SETTLE_MS);
-      return null;
+  async hover({ page, selector }) {
+    const at = await locate(page, selector);
+    if (!at.visible) throw new StepFailure(`the element ${quote(selector)} has no visible box to hover over.`);
+    await mouseMove(page, at.x, at.y);
+    await sleep(HOVER_SETTLE_MS);
+  },
+
+  async text_field({ page, selector }, { value }) {
+    const text = String(value ?? '');
+    const prep = await page.run(pagePrepareField, selector);
+    if (prep.status === 'not-text') throw new StepFailure(`the element ${quote(selector)} is ${prep.what}, not a text field.`);
+    if (prep.status === 'readonly') throw new StepFailure(`the field ${quote(selector)} is read-only.`);
+    if (prep.status === 'unfocusable') throw new StepFailure(`the field ${quote(selector)} cannot be focused (is it hidden?).`);
+    if (prep.status !== 'ok') elementProblem(prep.status, selector);
+    if (text !== '') await page.send('Input.insertText', { text });
+    await page.run(pageFinishField, selector, text);
+  },
+
+  async select(env, { value }) {
+    const { page, selector } = env;
+    const wanted = String(value ?? '');
+    await mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, async () => {
+      const r = await page.run(pageSelect, selector, wanted);
+      if (r.status === 'no-option') throw new StepFailure(`no option ${quote(wanted)} in ${selector} (options: ${r.options.join(', ') || 'none'}).`);
+      if (r.status === 'not-select') throw new StepFailure(`the element ${quote(selector)} is a <${r.tag}>, not a <select>.`);
+      if (r.status === 'option-disabled') throw new StepFailure(`the option ${quote(wanted)} in ${selector} is disabled.`);
+      if (r.status !== 'ok') elementProblem(r.status, selector);
+    });
+  },
+
+  async checkbox(env, { value }) {
+    const { page, selector } = env;
+    const wanted = checkboxState(value);
+    if (wanted === null) throw new StepFailure(`"value" must be true or false.`);
+    const before = await page.run(pageCheckState, selector);
+    if (before.status === 'not-checkbox') throw new StepFailure(`the element ${quote(selector)} is a <${before.tag}>, not a checkbox.`);
+    if (before.status !== 'ok') elementProblem(before.status, selector);
+    if (before.checked === wanted) return;
+    if (before.radio && !wanted) throw new StepFailure(`${quote(selector)} is a radio button, which cannot be unchecked; check another radio button of its group instead.`);
+    await mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, () => clickElement(page, selector));
+    const after = await page.run(pageCheckState, selector);
+    if (after.status === 'ok' && after.checked !== wanted) {
+      throw new StepFailure(`the checkbox ${quote(selector)} stayed ${after.checked ? 'checked' : 'unchecked'} after a click (a script on the page may prevent it).`);
     }
+  },
 
-    case 'text_field': {
-      const text = String(value ?? '');
-      const prep = await page.run(pagePrepareField, selector);
-      if (prep.status === 'not-text') throw new StepFailure(`the element ${quote(selector)} is ${prep.what}, not a text field.`);
-      if (prep.status === 'readonly') throw new StepFailure(`the field ${quote(selector)} is read-only.`);
-      if (prep.status === 'unfocusable') throw new StepFailure(`the field ${quote(selector)} cannot be focused (is it hidden?).`);
-      if (prep.status !== 'ok') elementProblem(prep.status, selector);
-      if (text !== '') await page.send('Input.insertText', { text });
-      await page.run(pageFinishField, selector, text);
-      return null;
+  async submit(env) {
+    const { page } = env;
+    const plan = await page.run(pageSubmitPlan);
+    if (plan.how === 'no-form') throw new StepFailure('nothing is focused and the page has no form to submit; fill a field with text_field first, or click the submit button.');
+    if (plan.how === 'invalid') {
+      throw new StepFailure(`the form was not submitted: its field "${plan.field}" is invalid${plan.message ? ` (${plan.message.replace(/\.$/, '')})` : ''}.`);
     }
+    await mayNavigate(env, CLICK_NAVIGATION_GRACE_MS, async () => {
+      if (plan.how === 'enter') await pressEnter(page);
+      else await page.run(pageRequestSubmit);
+    });
+  },
 
-    case 'select': {
-      const wanted = String(value ?? '');
-      await mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, async () => {
-        const r = await page.run(pageSelect, selector, wanted);
-        if (r.status === 'no-option') throw new StepFailure(`no option ${quote(wanted)} in ${selector} (options: ${r.options.join(', ') || 'none'}).`);
-        if (r.status === 'not-select') throw new StepFailure(`the element ${quote(selector)} is a <${r.tag}>, not a <select>.`);
-        if (r.status === 'option-disabled') throw new StepFailure(`the option ${quote(wanted)} in ${selector} is disabled.`);
-        if (r.status !== 'ok') elementProblem(r.status, selector);
+  redirect: ({ hooks }, { value }) => hooks.navigate(String(value)),
+
+  // Started, not awaited: a promise the script returns is left to run on its own.
+  javascript: (env, { value }) =>
+    mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, async () => {
+      const r = await env.page.send<{ exceptionDetails?: ExceptionDetails }>('Runtime.evaluate', {
+        expression: String(value),
+        awaitPromise: false,
+        returnByValue: false,
+        userGesture: true,
       });
-      return null;
-    }
+      if (r.exceptionDetails) throw new StepFailure(`the script threw: ${exceptionText(r.exceptionDetails)}.`);
+    }),
 
-    case 'checkbox': {
-      const wanted = checkboxState(value);
-      if (wanted === null) throw new StepFailure(`"value" must be true or false.`);
-      const before = await page.run(pageCheckState, selector);
-      if (before.status === 'not-checkbox') throw new StepFailure(`the element ${quote(selector)} is a <${before.tag}>, not a checkbox.`);
-      if (before.status !== 'ok') elementProblem(before.status, selector);
-      if (before.checked === wanted) return null;
-      if (before.radio && !wanted) throw new StepFailure(`${quote(selector)} is a radio button, which cannot be unchecked; check another radio button of its group instead.`);
-      await mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, () => clickElement(page, selector));
-      const after = await page.run(pageCheckState, selector);
-      if (after.status === 'ok' && after.checked !== wanted) {
-        throw new StepFailure(`the checkbox ${quote(selector)} stayed ${after.checked ? 'checked' : 'unchecked'} after a click (a script on the page may prevent it).`);
-      }
-      return null;
-    }
+  evaluateJs: (env, { value }) => mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, () => evaluateAndWait(env.page, String(value), env.deadline)),
 
-    case 'submit': {
-      const plan = await page.run(pageSubmitPlan);
-      if (plan.how === 'no-form') throw new StepFailure('nothing is focused and the page has no form to submit; fill a field with text_field first, or click the submit button.');
-      if (plan.how === 'invalid') {
-        throw new StepFailure(`the form was not submitted: its field "${plan.field}" is invalid${plan.message ? ` (${plan.message.replace(/\.$/, '')})` : ''}.`);
-      }
-      await mayNavigate(env, CLICK_NAVIGATION_GRACE_MS, async () => {
-        if (plan.how === 'enter') await pressEnter(page);
-        else await page.run(pageRequestSubmit);
-      });
-      return null;
-    }
+  css: ({ page, index }, { value }) => page.run(insertStyle, String(value), 'data-injected', `multi_step_actions[${index}]`),
 
-    case 'redirect':
-      await env.hooks.navigate(String(value));
-      return null;
+  async wait({ deadline }, { value }) {
+    const ms = waitMilliseconds(value);
+    if (ms === null) throw new StepFailure('"value" must be whole milliseconds.');
+    await sleep(Math.min(ms, deadline - Date.now()));
+  },
 
-    case 'javascript':
-      // Started, not awaited: a promise the script returns is left to run on its own.
-      await mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, async () => {
-        const r = await page.send<{ exceptionDetails?: ExceptionDetails }>('Runtime.evaluate', {
-          expression: String(value),
-          awaitPromise: false,
-          returnByValue: false,
-          userGesture: true,
-        });
-        if (r.exceptionDetails) throw new StepFailure(`the script threw: ${exceptionText(r.exceptionDetails)}.`);
-      });
-      return null;
+  async wait_for_selector({ page, selector, deadline }) {
+    const started = Date.now();
+    const found = await waitForSelector(page, selector, deadline - DEADLINE_MARGIN_MS);
+    if (found === 'present') return;
+    if (found !== 'timed-out') elementProblem('invalid', selector);
+    throw new StepFailure(`no element matches ${quote(selector)} on the page (waited ${Date.now() - started} ms, until the capture's time budget ran out).`);
+  },
 
-    case 'evaluateJs':
-      await mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, () => evaluateAndWait(page, String(value), deadline));
-      return null;
+  async change({ page, selector, index, changes }, step) {
+    const read = await page.run(pageReadText, selector, MAX_CHANGE_TEXT);
+    if (typeof read === 'string') elementProblem(read, selector);
+    changes.push({ index, selector, text: read.text, send_to: step.send_to ?? '', url: step.url ?? '' });
+  },
+};
 
-    case 'css':
-      await page.run(insertStyle, String(value), 'data-injected', `multi_step_actions[${env.index}]`);
-      return null;
-
-    case 'wait': {
-      const ms = waitMilliseconds(value);
-      if (ms === null) throw new StepFailure('"value" must be whole milliseconds.');
-      await sleep(Math.min(ms, deadline - Date.now()));
-      return null;
-    }
-
-    case 'wait_for_selector': {
-      const started = Date.now();
-      const found = await waitForSelector(page, selector, deadline - DEADLINE_MARGIN_MS);
-      if (found === 'present') return null;
-      if (found !== 'timed-out') elementProblem('invalid', selector);
-      throw new StepFailure(`no element matches ${quote(selector)} on the page (waited ${Date.now() - started} ms, until the capture's time budget ran out).`);
-    }
-
-    case 'change': {
-      const read = await page.run(pageReadText, selector, MAX_CHANGE_TEXT);
-      if (typeof read === 'string') elementProblem(read, selector);
-      return { index: env.index, selector, text: read.text, send_to: step.send_to ?? '', url: step.url ?? '' };
-    }
-
-    default:
-      throw new StepFailure(`unknown step type ${quote(String((step as { type: unknown }).type))}.`);
-  }
+/** The handler of a step's type (own keys only: a type named like an Object method is unknown too). */
+function handlerOf(step: ActionStep): StepHandler {
+  if (Object.hasOwn(STEPS, step.type)) return STEPS[step.type];
+  throw new StepFailure(`unknown step type ${quote(String((step as { type: unknown }).type))}.`);
 }
 
 function stepError(err: unknown, index: number, type: string): unknown {
@@ -616,8 +609,7 @@ export async function runActions(page: PageSession, actions: readonly ActionStep
   for (const [index, step] of actions.entries()) {
     if (Date.now() >= deadline) break;
     try {
-      const reading = await runStep({ page, deadline, hooks, index }, step);
-      if (reading) changes.push(reading);
+      await handlerOf(step)({ page, deadline, hooks, index, selector: step.selector ?? '', changes }, step);
     } catch (err) {
       throw stepError(err, index, step.type);
     }
