@@ -40,7 +40,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { ServiceBroker } from 'moleculer';
-import { type BrowserSlot, launchSession, withTimeout } from '../services/capture/browser-pool';
+import { type BrowserSlot, launchSession, withTimeout } from '../services/capture/browser-slot';
 import { loadConfig, type Config } from '../services/shared/config';
 import { call } from '../services/shared/contracts';
 import { httpPort, startSystem } from '../services/shared/system';

@@ -9,7 +9,7 @@
  * the list's mtime and size, so a restarted process loads it in milliseconds. The lists stay
  * in separate engines: `no_ads` consults EasyList only and `no_tracking` EasyPrivacy only.
  *
- * Requests are matched as the page makes them (CDP Fetch, see page-capture.ts) and blocked
+ * Requests are matched as the page makes them (CDP Fetch, see request-guard.ts) and blocked
  * ones fail with BlockedByClient. After load, the lists' element hiding rules (`##`
  * filters: generic ones, the page's hostname's, and those keyed on the classes and ids
  * present) become a stylesheet, and images, frames and media whose request was blocked are

@@ -7,7 +7,8 @@
  */
 import { serviceError } from '../shared/errors';
 import type { SnapOptions } from '../shared/screenshot-options';
-import { type BrowserPool, type BrowserSlot, type PreparedPage, withTimeout } from './browser-pool';
+import type { BrowserPool } from './browser-pool';
+import { type BrowserSlot, type PreparedPage, withTimeout } from './browser-slot';
 import type { EgressPolicy } from './egress';
 import { type CaptureOutput, capturePage } from './page-capture';
 import { PageSession } from './page-session';
