@@ -140,6 +140,12 @@ export interface DomFeatures {
   hrefs?: string[];
 }
 
+/**
+ * Where a capture gets the blocker, when its options ask for blocking: built on first use,
+ * as the lists take seconds to parse the first time (PageBlocker.shared, in the service).
+ */
+export type BlockerSource = () => Promise<PageBlocker>;
+
 export class PageBlocker {
   private static sharedInstance: Promise<PageBlocker> | null = null;
   private static lists: ListPaths = DEFAULT_LISTS;

@@ -328,7 +328,7 @@ export function captureService(deps: CaptureDeps): ServiceSchema {
         { sessions: config.capture.sessions, queueMax: config.capture.queueMax, queueTimeoutMs: config.capture.queueTimeoutMs, keepAliveMs: 20_000 },
         this.logger,
       );
-      engine = new CaptureEngine(pool, new EgressPolicy(config.allowPrivateNetworks), config.capture.timeoutMs);
+      engine = new CaptureEngine(pool, new EgressPolicy(config.allowPrivateNetworks), () => PageBlocker.shared(), config.capture.timeoutMs);
     },
     async started() {
       // Filter lists are compiled once per process; doing it now keeps the first no_ads

@@ -9,6 +9,7 @@ import { serviceError } from '../shared/errors';
 import type { SnapOptions } from '../shared/screenshot-options';
 import type { BrowserPool } from './browser-pool';
 import { type BrowserSlot, type PreparedPage, withTimeout } from './browser-slot';
+import type { BlockerSource } from './blocking';
 import type { EgressPolicy } from './egress';
 import { type CaptureOutput, capturePage } from './page-capture';
 import { PageSession } from './page-session';
@@ -39,6 +40,7 @@ export class CaptureEngine {
   constructor(
     private readonly pool: BrowserPool,
     private readonly policy: EgressPolicy,
+    private readonly blocker: BlockerSource,
     private readonly timeoutMs: number,
   ) {}
 
@@ -109,7 +111,10 @@ export class CaptureEngine {
         Math.max(0, deadline - Date.now()),
       );
     });
-    const work = capturePage({ page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId), userAgent: slot.userAgent, policy: this.policy, deadline }, options);
+    const work = capturePage(
+      { page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId), userAgent: slot.userAgent, policy: this.policy, blocker: this.blocker, deadline },
+      options,
+    );
     work.catch(() => undefined);
     try {
       return await Promise.race([work, overrun]);

@@ -11,7 +11,7 @@ import { serviceError } from '../shared/errors';
 import type { SnapOptions } from '../shared/screenshot-options';
 import type { EgressPolicy } from './egress';
 // BEGIN page blocking and consent (blocking.ts, consent.ts)
-import { PageBlocker, injectCosmetics, wantsBlocking } from './blocking';
+import { type BlockerSource, injectCosmetics, wantsBlocking } from './blocking';
 import { ConsentHandler } from './consent';
 // END page blocking and consent
 import { type ChangeReading, runActions } from './actions';
@@ -198,6 +198,7 @@ export interface CaptureContext {
   page: PageSession;
   userAgent: string;
   policy: EgressPolicy;
+  blocker: BlockerSource;
   /** Epoch ms by which the capture must be done. */
   deadline: number;
 }
@@ -210,7 +211,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
   await prepare(page, o, ctx.userAgent);
   // BEGIN page blocking and consent: requests are paused for the egress policy or for blocking;
   // autoconsent is installed before navigating.
-  const blocker = wantsBlocking(o) ? await PageBlocker.shared() : null;
+  const blocker = wantsBlocking(o) ? await ctx.blocker() : null;
   const guard = await guardRequests(page, policy, blocker ? { blocker, o } : null);
   const consent = o.no_cookie_banners ? await ConsentHandler.attach(page, { scriptsDisabled: o.disable_js }) : null;
   // END page blocking and consent
