@@ -42,6 +42,8 @@ export class CaptureEngine {
     private readonly policy: EgressPolicy,
     private readonly blocker: BlockerSource,
     private readonly timeoutMs: number,
+    /** What runs on the page; unit tests stand in for the browser here. */
+    private readonly runPage: typeof capturePage = capturePage,
   ) {}
 
   /**
@@ -111,7 +113,7 @@ export class CaptureEngine {
         Math.max(0, deadline - Date.now()),
       );
     });
-    const work = capturePage(
+    const work = this.runPage(
       { page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId), userAgent: slot.userAgent, policy: this.policy, blocker: this.blocker, deadline },
       options,
     );
