@@ -22,7 +22,10 @@ const TIMEOUT_MS = 30_000;
 
 const pageOf = (id: number): PreparedPage => ({ contextId: `context-${id}`, targetId: `target-${id}`, sessionId: `session-${id}`, mainFrameId: `frame-${id}` });
 
-/** A browser slot whose browser is a stub; `die()` makes it look gone, as a crash would. */
+/** What a command on a browser that died fails with. */
+const gone = () => new CdpError('Page.navigate', 'CDP connection closed: the browser stopped answering');
+
+/** A browser slot whose browser is a stub; `crash` is a page capture during which that browser dies. */
 function stubSlot(id: number) {
   const slot = sinon.createStubInstance(BrowserSlot);
   Object.assign(slot, { id, busy: true, broken: false, userAgent: 'Mozilla/5.0 Chrome/156', cdp: sinon.createStubInstance(CdpConnection) });
@@ -38,11 +41,12 @@ function stubSlot(id: number) {
     die() {
       lost = true;
     },
+    async crash(): Promise<never> {
+      lost = true;
+      throw gone();
+    },
   };
 }
-
-/** What a command on a browser that died fails with. */
-const gone = () => new CdpError('Page.navigate', 'CDP connection closed: the browser stopped answering');
 
 async function rejection(p: Promise<unknown>): Promise<Error & { type?: string; data?: unknown }> {
   try {
@@ -102,10 +106,7 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     const first = stubSlot(1);
     const second = stubSlot(2);
     pool.acquire.onFirstCall().resolves(first.slot).onSecondCall().resolves(second.slot);
-    runPage.onFirstCall().callsFake(async () => {
-      first.die();
-      throw gone();
-    });
+    runPage.onFirstCall().callsFake(first.crash);
     runPage.onSecondCall().resolves(OUTPUT);
     expect(await engine.capture(OPTIONS)).to.equal(OUTPUT);
     expect(runPage.secondCall.args[0].page.sessionId).to.equal('session-2');
@@ -122,14 +123,8 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     const first = stubSlot(1);
     const second = stubSlot(2);
     pool.acquire.onFirstCall().resolves(first.slot).onSecondCall().resolves(second.slot);
-    runPage.onFirstCall().callsFake(async () => {
-      first.die();
-      throw gone();
-    });
-    runPage.onSecondCall().callsFake(async () => {
-      second.die();
-      throw gone();
-    });
+    runPage.onFirstCall().callsFake(first.crash);
+    runPage.onSecondCall().callsFake(second.crash);
     const err = await rejection(engine.capture(OPTIONS));
     expect(err.type).to.equal('page_load_failed');
     expect(err.message).to.contain('twice, on two browsers');
@@ -139,10 +134,7 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
   it('does not take a capture with multi_step_actions again (its steps may have acted on the site)', async () => {
     const first = stubSlot(1);
     pool.acquire.resolves(first.slot);
-    runPage.callsFake(async () => {
-      first.die();
-      throw gone();
-    });
+    runPage.callsFake(first.crash);
     const err = await rejection(engine.capture({ ...OPTIONS, multi_step_actions: [{ type: 'click', selector: '#send' }] }));
     expect(err.type).to.equal('page_load_failed');
     expect(err.message).to.contain('not taken again by themselves');
