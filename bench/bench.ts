@@ -39,7 +39,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { type BrowserSlot, launchSession, withTimeout } from '../services/capture/browser-pool';
+import { type BrowserSlot, launchSession, withTimeout } from '../services/capture/browser-slot';
 import { loadConfig, type Config } from '../services/shared/config';
 import { call } from '../services/shared/contracts';
 import { type System, startSystem } from '../services/system';

@@ -11,10 +11,10 @@
  * for any failed capture. `change` steps only read the element's text here: storing it and
  * alerting on a difference belong to the notifier.
  */
-import { type ActionStep, checkboxState, waitMilliseconds } from '../shared/actions-schema';
+import { type ActionStep, type ActionType, checkboxState, waitMilliseconds } from '../shared/actions-schema';
 import { serviceError } from '../shared/errors';
-import { CdpError } from './cdp';
-import type { PageSession } from './page-capture';
+import { type PageSession, browserGone, insertStyle, quote, sleep, waitForSelector } from './page-session';
+import { urlNotAllowed } from './request-guard';
 
 /** The text a `change` step read, for change detection. */
 export interface ChangeReading {
@@ -50,12 +50,8 @@ const DEADLINE_MARGIN_MS = 250;
 /** Let :hover styles and short transitions apply. */
 const HOVER_SETTLE_MS = 150;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
-
 /** A step that could not do what it says; the runner adds which step it was. */
 class StepFailure extends Error {}
-
-const quote = (s: string) => JSON.stringify(s);
 
 // ---------------------------------------------------------------------------------------
 // Functions run inside the page (serialised with toString, so they use nothing from here).
@@ -230,17 +226,7 @@ function pageRequestSubmit(): void {
   form?.requestSubmit();
 }
 
-type Probe = 'invalid' | 'missing' | 'present';
-
-function pageProbe(selector: string): Probe {
-  try {
-    return document.querySelector(selector) ? 'present' : 'missing';
-  } catch {
-    return 'invalid';
-  }
-}
-
-function pageReadText(selector: string, max: number): { text: string } | Probe {
+function pageReadText(selector: string, max: number): { text: string } | 'invalid' | 'missing' {
   let el: Element | null;
   try {
     el = document.querySelector(selector);
@@ -253,18 +239,6 @@ function pageReadText(selector: string, max: number): { text: string } | Probe {
   // biome-ignore lint/performance/useDomNodeTextContent: rendered text is the point
   const text = el instanceof HTMLElement ? el.innerText : (el.textContent ?? '');
   return { text: text.trim().slice(0, max) };
-}
-
-function pageInsertStyle(css: string, label: string): void {
-  const style = document.createElement('style');
-  style.setAttribute('data-injected', label);
-  style.textContent = css;
-  (document.head || document.documentElement).appendChild(style);
-}
-
-/** Runs one of the page functions above with JSON arguments and returns its value. */
-function inPage<A extends unknown[], T>(page: PageSession, fn: (...args: A) => T, ...args: A): Promise<T> {
-  return page.evaluate<T>(`(${fn.toString()})(${args.map((a) => JSON.stringify(a)).join(', ')})`, false);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -361,7 +335,7 @@ function elementProblem(status: string, selector: string): never {
 }
 
 async function locate(page: PageSession, selector: string): Promise<Extract<Located, { status: 'ok' }>> {
-  const at = await inPage(page, pageLocate, selector);
+  const at = await page.run(pageLocate, selector);
   if (at.status !== 'ok') elementProblem(at.status, selector);
   return at;
 }
@@ -370,7 +344,7 @@ async function locate(page: PageSession, selector: string): Promise<Extract<Loca
 async function clickElement(page: PageSession, selector: string): Promise<void> {
   const at = await locate(page, selector);
   if (at.reachable) await mouseClick(page, at.x, at.y);
-  else await inPage(page, pageDomClick, selector);
+  else await page.run(pageDomClick, selector);
 }
 
 interface RemoteObject {
@@ -468,7 +442,14 @@ interface StepEnv {
   deadline: number;
   hooks: NavigationHooks;
   index: number;
+  /** The step's selector ('' for the types that take none). */
+  selector: string;
+  /** Where `change` steps put what they read. */
+  changes: ChangeReading[];
 }
+
+/** What one type of step does; a step that cannot do what it says throws a StepFailure. */
+type StepHandler = (env: StepEnv, step: ActionStep) => Promise<void>;
 
 /** Runs a step that may start a navigation, and leaves the next page loaded. */
 async function mayNavigate(env: StepEnv, graceMs: number, act: () => Promise<void>): Promise<void> {
@@ -485,7 +466,7 @@ async function mayNavigate(env: StepEnv, graceMs: number, act: () => Promise<voi
     if (!(await watch.settle(graceMs, deadline))) return;
     const refused = hooks.refusedNavigation();
     if (refused && refused !== refusedBefore) {
-      throw serviceError('url_not_allowed', `the page it led to may not be captured: ${refused}. Private and internal addresses are refused.`);
+      throw urlNotAllowed(`the page it led to may not be captured: ${refused}`);
     }
     const href = await page.evaluate<string>('location.href', false);
     if (href.startsWith('chrome-error:')) throw new StepFailure('the page it led to could not be loaded.');
@@ -494,139 +475,118 @@ async function mayNavigate(env: StepEnv, graceMs: number, act: () => Promise<voi
   }
 }
 
-async function runStep(env: StepEnv, step: ActionStep): Promise<ChangeReading | null> {
-  const { page, deadline } = env;
-  const selector = step.selector ?? '';
-  const value = step.value;
-  switch (step.type) {
-    case 'click':
-      await mayNavigate(env, CLICK_NAVIGATION_GRACE_MS, () => clickElement(page, selector));
-      return null;
+const STEPS: Record<ActionType, StepHandler> = {
+  click: (env) => mayNavigate(env, CLICK_NAVIGATION_GRACE_MS, () => clickElement(env.page, env.selector)),
 
-    case 'hover': {
-      const at = await locate(page, selector);
-      if (!at.visible) throw new StepFailure(`the element ${quote(selector)} has no visible box to hover over.`);
-      await mouseMove(page, at.x, at.y);
-      await sleep(HOVER_SETTLE_MS);
-      return null;
+  async hover({ page, selector }) {
+    const at = await locate(page, selector);
+    if (!at.visible) throw new StepFailure(`the element ${quote(selector)} has no visible box to hover over.`);
+    await mouseMove(page, at.x, at.y);
+    await sleep(HOVER_SETTLE_MS);
+  },
+
+  async text_field({ page, selector }, { value }) {
+    const text = String(value ?? '');
+    const prep = await page.run(pagePrepareField, selector);
+    if (prep.status === 'not-text') throw new StepFailure(`the element ${quote(selector)} is ${prep.what}, not a text field.`);
+    if (prep.status === 'readonly') throw new StepFailure(`the field ${quote(selector)} is read-only.`);
+    if (prep.status === 'unfocusable') throw new StepFailure(`the field ${quote(selector)} cannot be focused (is it hidden?).`);
+    if (prep.status !== 'ok') elementProblem(prep.status, selector);
+    if (text !== '') await page.send('Input.insertText', { text });
+    await page.run(pageFinishField, selector, text);
+  },
+
+  async select(env, { value }) {
+    const { page, selector } = env;
+    const wanted = String(value ?? '');
+    await mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, async () => {
+      const r = await page.run(pageSelect, selector, wanted);
+      if (r.status === 'no-option') throw new StepFailure(`no option ${quote(wanted)} in ${selector} (options: ${r.options.join(', ') || 'none'}).`);
+      if (r.status === 'not-select') throw new StepFailure(`the element ${quote(selector)} is a <${r.tag}>, not a <select>.`);
+      if (r.status === 'option-disabled') throw new StepFailure(`the option ${quote(wanted)} in ${selector} is disabled.`);
+      if (r.status !== 'ok') elementProblem(r.status, selector);
+    });
+  },
+
+  async checkbox(env, { value }) {
+    const { page, selector } = env;
+    const wanted = checkboxState(value);
+    if (wanted === null) throw new StepFailure(`"value" must be true or false.`);
+    const before = await page.run(pageCheckState, selector);
+    if (before.status === 'not-checkbox') throw new StepFailure(`the element ${quote(selector)} is a <${before.tag}>, not a checkbox.`);
+    if (before.status !== 'ok') elementProblem(before.status, selector);
+    if (before.checked === wanted) return;
+    if (before.radio && !wanted) throw new StepFailure(`${quote(selector)} is a radio button, which cannot be unchecked; check another radio button of its group instead.`);
+    await mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, () => clickElement(page, selector));
+    const after = await page.run(pageCheckState, selector);
+    if (after.status === 'ok' && after.checked !== wanted) {
+      throw new StepFailure(`the checkbox ${quote(selector)} stayed ${after.checked ? 'checked' : 'unchecked'} after a click (a script on the page may prevent it).`);
     }
+  },
 
-    case 'text_field': {
-      const text = String(value ?? '');
-      const prep = await inPage(page, pagePrepareField, selector);
-      if (prep.status === 'not-text') throw new StepFailure(`the element ${quote(selector)} is ${prep.what}, not a text field.`);
-      if (prep.status === 'readonly') throw new StepFailure(`the field ${quote(selector)} is read-only.`);
-      if (prep.status === 'unfocusable') throw new StepFailure(`the field ${quote(selector)} cannot be focused (is it hidden?).`);
-      if (prep.status !== 'ok') elementProblem(prep.status, selector);
-      if (text !== '') await page.send('Input.insertText', { text });
-      await inPage(page, pageFinishField, selector, text);
-      return null;
+  async submit(env) {
+    const { page } = env;
+    const plan = await page.run(pageSubmitPlan);
+    if (plan.how === 'no-form') throw new StepFailure('nothing is focused and the page has no form to submit; fill a field with text_field first, or click the submit button.');
+    if (plan.how === 'invalid') {
+      throw new StepFailure(`the form was not submitted: its field "${plan.field}" is invalid${plan.message ? ` (${plan.message.replace(/\.$/, '')})` : ''}.`);
     }
+    await mayNavigate(env, CLICK_NAVIGATION_GRACE_MS, async () => {
+      if (plan.how === 'enter') await pressEnter(page);
+      else await page.run(pageRequestSubmit);
+    });
+  },
 
-    case 'select': {
-      const wanted = String(value ?? '');
-      await mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, async () => {
-        const r = await inPage(page, pageSelect, selector, wanted);
-        if (r.status === 'no-option') throw new StepFailure(`no option ${quote(wanted)} in ${selector} (options: ${r.options.join(', ') || 'none'}).`);
-        if (r.status === 'not-select') throw new StepFailure(`the element ${quote(selector)} is a <${r.tag}>, not a <select>.`);
-        if (r.status === 'option-disabled') throw new StepFailure(`the option ${quote(wanted)} in ${selector} is disabled.`);
-        if (r.status !== 'ok') elementProblem(r.status, selector);
+  redirect: ({ hooks }, { value }) => hooks.navigate(String(value)),
+
+  // Started, not awaited: a promise the script returns is left to run on its own.
+  javascript: (env, { value }) =>
+    mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, async () => {
+      const r = await env.page.send<{ exceptionDetails?: ExceptionDetails }>('Runtime.evaluate', {
+        expression: String(value),
+        awaitPromise: false,
+        returnByValue: false,
+        userGesture: true,
       });
-      return null;
-    }
+      if (r.exceptionDetails) throw new StepFailure(`the script threw: ${exceptionText(r.exceptionDetails)}.`);
+    }),
 
-    case 'checkbox': {
-      const wanted = checkboxState(value);
-      if (wanted === null) throw new StepFailure(`"value" must be true or false.`);
-      const before = await inPage(page, pageCheckState, selector);
-      if (before.status === 'not-checkbox') throw new StepFailure(`the element ${quote(selector)} is a <${before.tag}>, not a checkbox.`);
-      if (before.status !== 'ok') elementProblem(before.status, selector);
-      if (before.checked === wanted) return null;
-      if (before.radio && !wanted) throw new StepFailure(`${quote(selector)} is a radio button, which cannot be unchecked; check another radio button of its group instead.`);
-      await mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, () => clickElement(page, selector));
-      const after = await inPage(page, pageCheckState, selector);
-      if (after.status === 'ok' && after.checked !== wanted) {
-        throw new StepFailure(`the checkbox ${quote(selector)} stayed ${after.checked ? 'checked' : 'unchecked'} after a click (a script on the page may prevent it).`);
-      }
-      return null;
-    }
+  evaluateJs: (env, { value }) => mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, () => evaluateAndWait(env.page, String(value), env.deadline)),
 
-    case 'submit': {
-      const plan = await inPage(page, pageSubmitPlan);
-      if (plan.how === 'no-form') throw new StepFailure('nothing is focused and the page has no form to submit; fill a field with text_field first, or click the submit button.');
-      if (plan.how === 'invalid') {
-        throw new StepFailure(`the form was not submitted: its field "${plan.field}" is invalid${plan.message ? ` (${plan.message.replace(/\.$/, '')})` : ''}.`);
-      }
-      await mayNavigate(env, CLICK_NAVIGATION_GRACE_MS, async () => {
-        if (plan.how === 'enter') await pressEnter(page);
-        else await inPage(page, pageRequestSubmit);
-      });
-      return null;
-    }
+  css: ({ page, index }, { value }) => page.run(insertStyle, String(value), 'data-injected', `multi_step_actions[${index}]`),
 
-    case 'redirect':
-      await env.hooks.navigate(String(value));
-      return null;
+  async wait({ deadline }, { value }) {
+    const ms = waitMilliseconds(value);
+    if (ms === null) throw new StepFailure('"value" must be whole milliseconds.');
+    await sleep(Math.min(ms, deadline - Date.now()));
+  },
 
-    case 'javascript':
-      // Started, not awaited: a promise the script returns is left to run on its own.
-      await mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, async () => {
-        const r = await page.send<{ exceptionDetails?: ExceptionDetails }>('Runtime.evaluate', {
-          expression: String(value),
-          awaitPromise: false,
-          returnByValue: false,
-          userGesture: true,
-        });
-        if (r.exceptionDetails) throw new StepFailure(`the script threw: ${exceptionText(r.exceptionDetails)}.`);
-      });
-      return null;
+  async wait_for_selector({ page, selector, deadline }) {
+    const started = Date.now();
+    const found = await waitForSelector(page, selector, deadline - DEADLINE_MARGIN_MS);
+    if (found === 'present') return;
+    if (found !== 'timed-out') elementProblem('invalid', selector);
+    throw new StepFailure(`no element matches ${quote(selector)} on the page (waited ${Date.now() - started} ms, until the capture's time budget ran out).`);
+  },
 
-    case 'evaluateJs':
-      await mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, () => evaluateAndWait(page, String(value), deadline));
-      return null;
+  async change({ page, selector, index, changes }, step) {
+    const read = await page.run(pageReadText, selector, MAX_CHANGE_TEXT);
+    if (typeof read === 'string') elementProblem(read, selector);
+    changes.push({ index, selector, text: read.text, send_to: step.send_to ?? '', url: step.url ?? '' });
+  },
+};
 
-    case 'css':
-      await inPage(page, pageInsertStyle, String(value), `multi_step_actions[${env.index}]`);
-      return null;
-
-    case 'wait': {
-      const ms = waitMilliseconds(value);
-      if (ms === null) throw new StepFailure('"value" must be whole milliseconds.');
-      await sleep(Math.min(ms, deadline - Date.now()));
-      return null;
-    }
-
-    case 'wait_for_selector': {
-      const started = Date.now();
-      for (;;) {
-        const found = await inPage(page, pageProbe, selector);
-        if (found === 'present') return null;
-        if (found === 'invalid') elementProblem(found, selector);
-        if (Date.now() + 100 > deadline - DEADLINE_MARGIN_MS) {
-          throw new StepFailure(`no element matches ${quote(selector)} on the page (waited ${Date.now() - started} ms, until the capture's time budget ran out).`);
-        }
-        await sleep(100);
-      }
-    }
-
-    case 'change': {
-      const read = await inPage(page, pageReadText, selector, MAX_CHANGE_TEXT);
-      if (typeof read === 'string') elementProblem(read, selector);
-      return { index: env.index, selector, text: read.text, send_to: step.send_to ?? '', url: step.url ?? '' };
-    }
-
-    default:
-      throw new StepFailure(`unknown step type ${quote(String((step as { type: unknown }).type))}.`);
-  }
+/** The handler of a step's type (own keys only: a type named like an Object method is unknown too). */
+function handlerOf(step: ActionStep): StepHandler {
+  if (Object.hasOwn(STEPS, step.type)) return STEPS[step.type];
+  throw new StepFailure(`unknown step type ${quote(String((step as { type: unknown }).type))}.`);
 }
-
-/** Browser failures are not the step's fault: they keep their own error (the tab crashed). */
-const BROWSER_GONE = /Target closed|Session with given id not found|connection closed/i;
 
 function stepError(err: unknown, index: number, type: string): unknown {
   const where = `multi_step_actions[${index}] (${type})`;
   if (err instanceof StepFailure) return serviceError('action_failed', `${where}: ${err.message}`, { step: index });
-  if (err instanceof CdpError && BROWSER_GONE.test(err.message)) return err;
+  // Browser failures are not the step's fault: they keep their own error (the tab crashed).
+  if (browserGone(err)) return err;
   const e = err as { type?: unknown; message?: unknown };
   const message = String(e?.message ?? err);
   // The egress policy answers the same way for a step as for the main URL.
@@ -649,8 +609,7 @@ export async function runActions(page: PageSession, actions: readonly ActionStep
   for (const [index, step] of actions.entries()) {
     if (Date.now() >= deadline) break;
     try {
-      const reading = await runStep({ page, deadline, hooks, index }, step);
-      if (reading) changes.push(reading);
+      await handlerOf(step)({ page, deadline, hooks, index, selector: step.selector ?? '', changes }, step);
     } catch (err) {
       throw stepError(err, index, step.type);
     }

@@ -9,7 +9,7 @@
  * the list's mtime and size, so a restarted process loads it in milliseconds. The lists stay
  * in separate engines: `no_ads` consults EasyList only and `no_tracking` EasyPrivacy only.
  *
- * Requests are matched as the page makes them (CDP Fetch, see page-capture.ts) and blocked
+ * Requests are matched as the page makes them (CDP Fetch, see request-guard.ts) and blocked
  * ones fail with BlockedByClient. After load, the lists' element hiding rules (`##`
  * filters: generic ones, the page's hostname's, and those keyed on the classes and ids
  * present) become a stylesheet, and images, frames and media whose request was blocked are
@@ -23,7 +23,7 @@ import { Worker } from 'node:worker_threads';
 import { ENGINE_VERSION, FiltersEngine, Request, type RequestType } from '@ghostery/adblocker';
 import { getDomain } from 'tldts';
 import { serviceError } from '../shared/errors';
-import type { PageSession } from './page-capture';
+import { type PageSession, inPageCall, insertStyle } from './page-session';
 
 export const LIST_PACKAGE = 'webext-ublock-origin-chromium';
 const LIST_DIR = '/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist';
@@ -140,6 +140,12 @@ export interface DomFeatures {
   hrefs?: string[];
 }
 
+/**
+ * Where a capture gets the blocker, when its options ask for blocking: built on first use,
+ * as the lists take seconds to parse the first time (PageBlocker.shared, in the service).
+ */
+export type BlockerSource = () => Promise<PageBlocker>;
+
 export class PageBlocker {
   private static sharedInstance: Promise<PageBlocker> | null = null;
   private static lists: ListPaths = DEFAULT_LISTS;
@@ -241,8 +247,7 @@ export async function injectCosmetics(page: PageSession, blocker: PageBlocker, o
   if (!css && blocked.length === 0) return { css: 0, collapsed: 0 };
   const collapsed = await page.evaluate<number>(
     `(() => {
-      const css = ${JSON.stringify(css)};
-      if (css) { const s = document.createElement('style'); s.setAttribute('data-injected', 'no_ads'); s.textContent = css; (document.head || document.documentElement).appendChild(s); }
+      ${css ? inPageCall(insertStyle, css, 'data-injected', 'no_ads') : ''};
       const blocked = new Set(${JSON.stringify(blocked)});
       let n = 0;
       for (const el of document.querySelectorAll('img,iframe,frame,video,audio,embed,object')) {

@@ -114,7 +114,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit {
         { sessions: config.capture.sessions, queueMax: config.capture.queueMax, queueTimeoutMs: config.capture.queueTimeoutMs, keepAliveMs: 20_000 },
         this.logger,
       );
-      const engine = new CaptureEngine(pool, new EgressPolicy(config.allowPrivateNetworks), config.capture.timeoutMs);
+      const engine = new CaptureEngine(pool, new EgressPolicy(config.allowPrivateNetworks), () => PageBlocker.shared(), config.capture.timeoutMs);
       const pipeline = new CapturePipeline(engine, files, screenshots, queue);
       const worker = new JobWorker(this.broker, queue, pipeline, this.logger, { sessions: config.capture.sessions, leaseMs: config.capture.jobLeaseMs });
       s = { db, store, files, screenshots, queue, pool, pipeline, worker };

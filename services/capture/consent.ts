@@ -29,7 +29,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { PageSession } from './page-capture';
+import { type PageSession, insertStyle } from './page-session';
 
 const WORLD = '__snap_consent';
 const BINDING = '__snapConsentSend';
@@ -357,7 +357,7 @@ export class ConsentHandler {
         if (this.results.get(ctx) === true) continue;
         const r = await this.page
           .send<{ result?: { value?: unknown } }>('Runtime.evaluate', {
-            expression: `(() => { const css = window.__snapPrehideCss || (document.getElementById('autoconsent-prehide') || {}).textContent; if (!css) return false; const s = document.createElement('style'); s.id = 'snap-consent-fallback'; s.textContent = css; (document.head || document.documentElement).appendChild(s); return true; })()`,
+            expression: `(() => { const css = window.__snapPrehideCss || (document.getElementById('autoconsent-prehide') || {}).textContent; if (!css) return false; (${insertStyle})(css, 'id', 'snap-consent-fallback'); return true; })()`,
             contextId: ctx,
             returnByValue: true,
           })

@@ -7,9 +7,12 @@
  */
 import { serviceError } from '../shared/errors';
 import type { SnapOptions } from '../shared/screenshot-options';
-import { type BrowserPool, type BrowserSlot, type PreparedPage, withTimeout } from './browser-pool';
+import type { BrowserPool } from './browser-pool';
+import { type BrowserSlot, type PreparedPage, withTimeout } from './browser-slot';
+import type { BlockerSource } from './blocking';
 import type { EgressPolicy } from './egress';
-import { type CaptureOutput, PageSession, capturePage } from './page-capture';
+import { type CaptureOutput, capturePage } from './page-capture';
+import { PageSession } from './page-session';
 
 const DISPOSE_TIMEOUT_MS = 5_000;
 /** A capture whose browser died is taken again only if at least this much of its budget is left. */
@@ -37,7 +40,10 @@ export class CaptureEngine {
   constructor(
     private readonly pool: BrowserPool,
     private readonly policy: EgressPolicy,
+    private readonly blocker: BlockerSource,
     private readonly timeoutMs: number,
+    /** What runs on the page; unit tests stand in for the browser here. */
+    private readonly runPage: typeof capturePage = capturePage,
   ) {}
 
   /**
@@ -107,7 +113,10 @@ export class CaptureEngine {
         Math.max(0, deadline - Date.now()),
       );
     });
-    const work = capturePage({ page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId), userAgent: slot.userAgent, policy: this.policy, deadline }, options);
+    const work = this.runPage(
+      { page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId), userAgent: slot.userAgent, policy: this.policy, blocker: this.blocker, deadline },
+      options,
+    );
     work.catch(() => undefined);
     try {
       return await Promise.race([work, overrun]);

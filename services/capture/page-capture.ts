@@ -1,6 +1,6 @@
 /**
  * One capture on a prepared page: emulation (viewport, scale, user agent, language, time
- * zone, geolocation, JavaScript), request control (headers, cookies, egress policy),
+ * zone, geolocation, JavaScript), request control (headers, cookies, the request guard),
  * navigation, waiting, scrolling, injection, then the image (or PDF, or HTML).
  *
  * Everything goes through CDP on the page's flat session; the page lives in its own
@@ -9,22 +9,14 @@
  */
 import { serviceError } from '../shared/errors';
 import type { SnapOptions } from '../shared/screenshot-options';
-import { type CdpConnection, CdpError } from './cdp';
 import type { EgressPolicy } from './egress';
 // BEGIN page blocking and consent (blocking.ts, consent.ts)
-import { PageBlocker, injectCosmetics, wantsBlocking } from './blocking';
+import { type BlockerSource, injectCosmetics, wantsBlocking } from './blocking';
 import { ConsentHandler } from './consent';
 // END page blocking and consent
 import { type ChangeReading, runActions } from './actions';
-
-export const DEFAULTS = {
-  wait: 1500,
-  page_width: 1920,
-  page_height: 1000,
-  image_format: 'jpeg',
-  quality: 100,
-  scale_factor: 1,
-} as const;
+import { DEFAULTS, type PageSession, browserGone, insertStyle, quote, sleep, waitForSelector } from './page-session';
+import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './request-guard';
 
 /** How long scrolling for lazy content may take (spec, Limits: incremental_scroll). */
 const SCROLL_BUDGET_MS = 10_000;
@@ -41,55 +33,6 @@ export interface CaptureOutput {
 }
 
 type Params = Record<string, unknown>;
-
-interface EvalResult<T> {
-  result: { value?: T; type: string; subtype?: string };
-  exceptionDetails?: { text: string; exception?: { description?: string } };
-}
-
-export class PageSession {
-  constructor(
-    readonly cdp: CdpConnection,
-    readonly sessionId: string,
-    /** The page's own browser context (permissions are granted per context). */
-    readonly contextId: string,
-    /** The page's main frame (the same across its navigations). */
-    readonly mainFrameId: string,
-  ) {}
-
-  send<T = Params>(method: string, params: Params = {}): Promise<T> {
-    return this.cdp.send<T>(method, params, this.sessionId);
-  }
-
-  /** Evaluates an expression in the page and returns its value (awaiting promises). */
-  async evaluate<T>(expression: string, awaitPromise = true): Promise<T> {
-    const r = await this.send<EvalResult<T>>('Runtime.evaluate', { expression, returnByValue: true, awaitPromise, userGesture: true });
-    if (r.exceptionDetails) throw new Error(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text);
-    return r.result.value as T;
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function jsString(s: string): string {
-  return JSON.stringify(s);
-}
-
-/**
- * What a capture with default options needs, set on every prepared page while the browser is
- * idle (BrowserSlot), so such a capture sends two commands fewer on its own path. Both stay
- * in force across navigations.
- */
-export async function presetPage(cdp: CdpConnection, sessionId: string, userAgent: string): Promise<void> {
-  await Promise.all([
-    cdp.send(
-      'Emulation.setDeviceMetricsOverride',
-      { width: DEFAULTS.page_width, height: DEFAULTS.page_height, deviceScaleFactor: DEFAULTS.scale_factor, mobile: false },
-      sessionId,
-    ),
-    cdp.send('Emulation.setUserAgentOverride', { userAgent }, sessionId),
-  ]);
-}
 
 /** Applies everything that must be in place before the first request (beyond presetPage). */
 async function prepare(page: PageSession, o: SnapOptions, userAgent: string): Promise<void> {
@@ -131,58 +74,12 @@ async function prepare(page: PageSession, o: SnapOptions, userAgent: string): Pr
   await Promise.all(steps);
 }
 
-/**
- * Pauses every request of the page at the Fetch stage and lets through only what the
- * egress policy allows. Remembers a refused main-document load so the caller can answer
- * url_not_allowed rather than page_load_failed.
- */
-async function guardRequests(
-  page: PageSession,
-  policy: EgressPolicy,
-  blocking: { blocker: PageBlocker; o: SnapOptions } | null = null,
-): Promise<{ refusedNavigation(): string | null; stop(): void }> {
-  let refused: string | null = null;
-  // BEGIN page blocking: the main frame's URL tells first from third parties.
-  let pageUrl = blocking?.o.url ?? '';
-  // END page blocking
-  const off = page.cdp.on('Fetch.requestPaused', (params, sessionId) => {
-    if (sessionId !== page.sessionId) return;
-    const { requestId, request, resourceType, frameId } = params as { requestId: string; request: { url: string }; resourceType: string; frameId?: string };
-    const isMainFrame = resourceType === 'Document' && frameId === page.mainFrameId;
-    // BEGIN page blocking: no_ads, no_tracking, disable_third_party_js first, then the egress policy.
-    if (blocking) {
-      if (isMainFrame) pageUrl = request.url;
-      if (blocking.blocker.decide({ url: request.url, pageUrl, resourceType, isMainFrame }, blocking.o).block) {
-        void page.send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }).catch(() => undefined);
-        return;
-      }
-      if (policy.allowPrivateNetworks) {
-        void page.send('Fetch.continueRequest', { requestId }).catch(() => undefined);
-        return;
-      }
-    }
-    // END page blocking
-    void policy.check(request.url).then(
-      (verdict) => {
-        if (verdict.allowed) return page.send('Fetch.continueRequest', { requestId }).catch(() => undefined);
-        // The page itself (or a redirect of it) refused: the capture is answered url_not_allowed.
-        // A frame of the page is only left empty, like any other refused sub-request.
-        if (isMainFrame && refused === null) refused = `${request.url} ${verdict.reason}`;
-        return page.send('Fetch.failRequest', { requestId, errorReason: 'AccessDenied' }).catch(() => undefined);
-      },
-      () => page.send('Fetch.failRequest', { requestId, errorReason: 'AccessDenied' }).catch(() => undefined),
-    );
-  });
-  await page.send('Fetch.enable', { patterns: [{ urlPattern: '*', requestStage: 'Request' }] });
-  return { refusedNavigation: () => refused, stop: off };
-}
-
-async function navigate(page: PageSession, url: string, deadline: number, refusedNavigation: () => string | null): Promise<void> {
+async function navigate(page: PageSession, url: string, deadline: number, guard: RequestGuard): Promise<void> {
   const loaded = page.cdp.waitFor('Page.loadEventFired', page.sessionId, Math.max(1, deadline - Date.now()));
   loaded.catch(() => undefined);
   const nav = await page.send<{ errorText?: string }>('Page.navigate', { url });
-  const refused = refusedNavigation();
-  if (refused) throw serviceError('url_not_allowed', `The page may not be captured: ${refused}. Private and internal addresses are refused.`);
+  const refused = guard.refusedNavigation();
+  if (refused) throw urlNotAllowed(`The page may not be captured: ${refused}`);
   if (nav.errorText) {
     throw serviceError('page_load_failed', `The page could not be loaded (${nav.errorText}); check that ${url} is reachable from the internet.`);
   }
@@ -192,8 +89,8 @@ async function navigate(page: PageSession, url: string, deadline: number, refuse
     // A page whose load event never comes (a stalled sub-resource) is still captured as it
     // is when the time budget runs out; the overall capture timeout decides otherwise.
   }
-  const after = refusedNavigation();
-  if (after) throw serviceError('url_not_allowed', `The page may not be captured: ${after}. Private and internal addresses are refused.`);
+  const after = guard.refusedNavigation();
+  if (after) throw urlNotAllowed(`The page may not be captured: ${after}`);
 }
 
 /**
@@ -209,19 +106,11 @@ async function parkPointer(page: PageSession, o: SnapOptions): Promise<void> {
   await page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: width + 10, y: height + 10 });
 }
 
-async function waitForSelector(page: PageSession, selector: string, deadline: number, what: string): Promise<void> {
-  const probe = `!!document.querySelector(${jsString(selector)})`;
-  for (;;) {
-    let found = false;
-    try {
-      found = await page.evaluate<boolean>(probe, false);
-    } catch (err) {
-      throw serviceError('invalid_parameter', `${what}: ${jsString(selector)} is not a valid CSS selector (${(err as Error).message.split('\n')[0]}).`);
-    }
-    if (found) return;
-    if (Date.now() + 100 > deadline) throw serviceError('selector_not_found', `${what}: no element matches ${jsString(selector)} on the page (waited until the time budget ran out).`);
-    await sleep(100);
-  }
+/** wait_for: the element must show up within the time budget. */
+async function waitFor(page: PageSession, selector: string, deadline: number): Promise<void> {
+  const found = await waitForSelector(page, selector, deadline);
+  if (found === 'timed-out') throw serviceError('selector_not_found', `wait_for: no element matches ${quote(selector)} on the page (waited until the time budget ran out).`);
+  if (found !== 'present') throw serviceError('invalid_parameter', `wait_for: ${quote(selector)} is not a valid CSS selector (${found.invalid.split('\n')[0]}).`);
 }
 
 /** Scrolls down a viewport at a time to trigger lazy loading, then back to the top. */
@@ -241,10 +130,7 @@ async function scrollThrough(page: PageSession, stepDelayMs: number, deadline: n
 
 async function inject(page: PageSession, o: SnapOptions): Promise<void> {
   if (o.css_inject) {
-    await page.evaluate(
-      `(() => { const s = document.createElement('style'); s.setAttribute('data-injected', 'css_inject'); s.textContent = ${jsString(o.css_inject)}; (document.head || document.documentElement).appendChild(s); })()`,
-      false,
-    );
+    await page.run(insertStyle, o.css_inject, 'data-injected', 'css_inject');
   }
   if (o.js_inject && !o.disable_js) {
     try {
@@ -264,11 +150,11 @@ interface Box {
 
 async function elementBox(page: PageSession, selector: string): Promise<Box> {
   const box = await page.evaluate<Box | null>(
-    `(() => { const el = document.querySelector(${jsString(selector)}); if (!el) return null; el.scrollIntoView({ block: 'center', inline: 'center' }); const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height }; })()`,
+    `(() => { const el = document.querySelector(${quote(selector)}); if (!el) return null; el.scrollIntoView({ block: 'center', inline: 'center' }); const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height }; })()`,
     false,
   );
-  if (!box) throw serviceError('selector_not_found', `selectors: no element matches ${jsString(selector)} on the page.`);
-  if (box.width < 1 || box.height < 1) throw serviceError('selector_not_found', `selectors: the element matching ${jsString(selector)} has no visible size.`);
+  if (!box) throw serviceError('selector_not_found', `selectors: no element matches ${quote(selector)} on the page.`);
+  if (box.width < 1 || box.height < 1) throw serviceError('selector_not_found', `selectors: the element matching ${quote(selector)} has no visible size.`);
   return box;
 }
 
@@ -312,6 +198,7 @@ export interface CaptureContext {
   page: PageSession;
   userAgent: string;
   policy: EgressPolicy;
+  blocker: BlockerSource;
   /** Epoch ms by which the capture must be done. */
   deadline: number;
 }
@@ -319,34 +206,31 @@ export interface CaptureContext {
 /** Runs the capture; throws domain errors (selector_not_found, page_load_failed, ...). */
 export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<CaptureOutput> {
   const { page, policy, deadline } = ctx;
-  const verdict = await policy.check(o.url);
-  if (!verdict.allowed) throw serviceError('url_not_allowed', `url: ${o.url} ${verdict.reason}. Private and internal addresses are refused.`);
+  await admitUrl(policy, o.url, 'url: ');
 
   await prepare(page, o, ctx.userAgent);
   // BEGIN page blocking and consent: requests are paused for the egress policy or for blocking;
   // autoconsent is installed before navigating.
-  const blocker = wantsBlocking(o) ? await PageBlocker.shared() : null;
-  const guard = policy.allowPrivateNetworks && !blocker ? null : await guardRequests(page, policy, blocker ? { blocker, o } : null);
+  const blocker = wantsBlocking(o) ? await ctx.blocker() : null;
+  const guard = await guardRequests(page, policy, blocker ? { blocker, o } : null);
   const consent = o.no_cookie_banners ? await ConsentHandler.attach(page, { scriptsDisabled: o.disable_js }) : null;
   // END page blocking and consent
   try {
-    await navigate(page, o.url, deadline, guard ? guard.refusedNavigation : () => null);
+    await navigate(page, o.url, deadline, guard);
     await parkPointer(page, o);
     if (consent) await consent.settle(deadline); // page blocking and consent
-    if (o.wait_for) await waitForSelector(page, o.wait_for, deadline, 'wait_for');
+    if (o.wait_for) await waitFor(page, o.wait_for, deadline);
     if (blocker) await injectCosmetics(page, blocker, o); // page blocking and consent
     await inject(page, o);
     // multi_step_actions: after the injections, before scrolling and the global wait. A
     // step's navigation passes the same egress policy as the main URL.
-    const refusedNavigation = guard ? guard.refusedNavigation : () => null;
     const changes = o.multi_step_actions?.length
       ? (
           await runActions(page, o.multi_step_actions, deadline, {
-            refusedNavigation,
+            refusedNavigation: guard.refusedNavigation,
             async navigate(url) {
-              const v = await policy.check(url);
-              if (!v.allowed) throw serviceError('url_not_allowed', `${url} ${v.reason}. Private and internal addresses are refused.`);
-              await navigate(page, url, deadline, refusedNavigation);
+              await admitUrl(policy, url);
+              await navigate(page, url, deadline, guard);
             },
           })
         ).changes
@@ -357,12 +241,12 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
 
     if (o.html_only) {
       const html = o.selectors
-        ? await page.evaluate<string | null>(`(() => { const el = document.querySelector(${jsString(o.selectors)}); return el ? el.outerHTML : null; })()`, false)
+        ? await page.evaluate<string | null>(`(() => { const el = document.querySelector(${quote(o.selectors)}); return el ? el.outerHTML : null; })()`, false)
         : await page.evaluate<string>(
             "(document.doctype ? new XMLSerializer().serializeToString(document.doctype) + '\\n' : '') + document.documentElement.outerHTML",
             false,
           );
-      if (html === null) throw serviceError('selector_not_found', `selectors: no element matches ${jsString(o.selectors ?? '')} on the page.`);
+      if (html === null) throw serviceError('selector_not_found', `selectors: no element matches ${quote(o.selectors ?? '')} on the page.`);
       return { html, ...(changes ? { changes } : {}) };
     }
 
@@ -379,12 +263,12 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
     }
     return { ...(await screenshot(page, o, clip)), ...(changes ? { changes } : {}) };
   } catch (err) {
-    if (err instanceof CdpError && /Target closed|Session with given id not found|connection closed/i.test(err.message)) {
+    if (browserGone(err)) {
       throw serviceError('page_load_failed', 'The page crashed the browser tab while loading; try again, or capture a simpler page.');
     }
     throw err;
   } finally {
-    guard?.stop();
+    guard.stop();
     consent?.stop(); // page blocking and consent
   }
 }

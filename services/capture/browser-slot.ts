@@ -1,0 +1,255 @@
+/**
+ * One warm browser: a WebDriver session (on the Selenium Grid, or a local ChromeDriver in
+ * embedded mode) plus one browser-level CDP socket. It runs one capture at a time, in a
+ * fresh browser context (CDP Target.createBrowserContext: no cookie, storage or cache is
+ * shared with any other capture), and prepares the next context while it is idle, so its
+ * cost stays off the request's path. It watches its browser while a capture runs, and
+ * closes the browser itself when it is quit (BrowserPool decides when).
+ */
+import { Builder, type WebDriver } from 'selenium-webdriver';
+import chrome from 'selenium-webdriver/chrome';
+import MANDATORY_CHROME_ARGS from '../../grid/config/chrome-args.json';
+import { CdpConnection } from './cdp';
+import { presetPage } from './page-session';
+
+/**
+ * The flags without which headless Chromium hangs or phones home on a closed network (the
+ * same file configures the local Grid's nodes), plus quieter defaults for captures.
+ */
+export const CHROME_ARGS = [
+  ...MANDATORY_CHROME_ARGS,
+  '--disable-default-apps',
+  '--disable-extensions',
+  '--mute-audio',
+  '--hide-scrollbars',
+  // Frames in the page's own renderer: the page's request interception (egress policy, ad and
+  // tracker blocking) then sees every frame's requests. Under site isolation a cross-site
+  // frame gets a renderer of its own that interception on the page does not reach (seen with
+  // the full browser; the headless shell does not isolate sites). Isolation between captures
+  // and accounts does not depend on it: a browser context never shares a renderer.
+  '--disable-site-isolation-trials',
+  // One switch only: Chromium reads the last --disable-features it is given.
+  `--disable-features=${[
+    'Translate',
+    'MediaRouter',
+    'OptimizationHints',
+    // Every capture opens a window in a fresh context. By default each such window also loads
+    // two WebUI omnibox popups in renderers of their own, and a spare renderer is started
+    // beside the page's: measured on Chromium 156, about 0.7 s of CPU per capture instead of
+    // 0.15 s. A capture never shows an omnibox and never needs a second renderer.
+    'WebUIOmniboxPopup',
+    'WebUIOmniboxAimPopup',
+    'WebUIOmniboxFullPopup',
+    'SpareRendererForSitePerProcess',
+  ].join(',')}`,
+];
+
+export interface LaunchOptions {
+  seleniumUrl: string | null;
+  /** null: on a Grid, the Node's own browser (its stereotype's binary). */
+  chromeBin: string | null;
+  chromedriverBin: string;
+  /** Extra Chromium flags (tests route fixture hostnames with --host-resolver-rules). */
+  extraArgs: string[];
+}
+
+/** A target (tab in its own window) in a fresh browser context, attached in flat mode. */
+export interface PreparedPage {
+  contextId: string;
+  targetId: string;
+  sessionId: string;
+  /** The page's main frame; its id stays the same across navigations. */
+  mainFrameId: string;
+}
+
+/** A CDP command unanswered this long makes a busy slot ask ChromeDriver whether its browser is still there. */
+const STALL_MS = 3_000;
+/** How long ChromeDriver may take to answer that question before the browser counts as gone. */
+const PROBE_TIMEOUT_MS = 10_000;
+
+export class BrowserSlot {
+  private prepared: Promise<PreparedPage> | null = null;
+  private probing = false;
+  /** The prepared page has finished coming up (a capture can start on it at once). */
+  private spareReady = false;
+  /** Disposal of the last capture's context, then preparation of the next page. */
+  private recycling: Promise<void> = Promise.resolve();
+  busy = false;
+  broken = false;
+  lastUsed = Date.now();
+  userAgent = '';
+
+  constructor(
+    readonly driver: WebDriver,
+    readonly cdp: CdpConnection,
+    readonly id: number,
+  ) {}
+
+  get hasReadyPage(): boolean {
+    return this.spareReady;
+  }
+
+  /** The browser is gone: its CDP connection closed (or was closed because the browser stopped answering). */
+  get lost(): boolean {
+    return this.cdp.closed;
+  }
+
+  /** Called once when the browser is gone, whoever found out (the socket, the watchdog, quit). */
+  onLost(listener: (err: Error) => void): void {
+    this.cdp.onClose(listener);
+  }
+
+  /** Any WebDriver command: keeps the session from being reaped by the Grid; fails when the browser is gone. */
+  async ping(): Promise<void> {
+    await this.driver.getWindowHandle();
+  }
+
+  /**
+   * Watches the browser while a capture runs; returns the function that stops watching.
+   * A browser that dies under a capture (a crash, the OOM killer, its node gone) does not
+   * fail the capture's CDP commands: behind the Grid's proxy they stay unanswered, for good.
+   * ChromeDriver knows at once, so a command unanswered for STALL_MS makes the slot ask it
+   * (any WebDriver command will do). A browser found gone has its CDP connection closed,
+   * which fails every waiting command; the engine then takes the capture again elsewhere.
+   */
+  watch(): () => void {
+    const timer = setInterval(() => {
+      if (this.probing || this.cdp.closed || this.cdp.oldestPendingMs < STALL_MS) return;
+      this.probing = true;
+      withTimeout(this.ping(), PROBE_TIMEOUT_MS, 'asking ChromeDriver whether the browser is there')
+        .then(
+          () => undefined,
+          (err: Error) => {
+            this.broken = true;
+            this.cdp.close(`CDP connection closed: the browser stopped answering (${err.message.split('\n')[0]})`);
+          },
+        )
+        .finally(() => {
+          this.probing = false;
+        });
+    }, 1_000);
+    return () => clearInterval(timer);
+  }
+
+  /** Starts preparing the next page in the background (once the last context is gone). */
+  prepareNext(): void {
+    if (this.prepared || this.broken) return;
+    const p = this.pageAfterRecycling();
+    this.prepared = p;
+    p.then(
+      () => {
+        if (this.prepared === p) this.spareReady = true;
+      },
+      () => {
+        this.broken = true;
+      },
+    );
+  }
+
+  /**
+   * The prepared page (or a new one), handed over to one capture. The next page is prepared
+   * only after this capture is over (recycle): preparing it alongside would compete with the
+   * capture for the browser's UI thread, which serves every CDP command of the browser, and
+   * measurably slows the capture down. The pool lets idle slots with a ready page go first.
+   */
+  async takePage(): Promise<PreparedPage> {
+    const p = this.prepared ?? this.pageAfterRecycling();
+    this.prepared = null;
+    this.spareReady = false;
+    return p;
+  }
+
+  /**
+   * After a capture: throws its page away with its context (cookies, storage, cache,
+   * renderer), then prepares the next page. Resolves when the context is gone.
+   */
+  recycle(used: PreparedPage | null, disposeTimeoutMs: number): Promise<void> {
+    const disposal = used ? withTimeout(this.disposePage(used), disposeTimeoutMs, 'disposing a browser context') : Promise.resolve();
+    this.recycling = disposal.catch(() => undefined);
+    return disposal;
+  }
+
+  /** A new page once the last capture's context is gone (never two contexts coming and going at once). */
+  private pageAfterRecycling(): Promise<PreparedPage> {
+    return this.recycling.then(() => this.createPage());
+  }
+
+  private async createPage(): Promise<PreparedPage> {
+    const { browserContextId: contextId } = await this.cdp.send<{ browserContextId: string }>('Target.createBrowserContext', { disposeOnDetach: false });
+    // Its own window: a background tab in headless Chromium can stall on screenshots.
+    const { targetId } = await this.cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId: contextId, newWindow: true });
+    const { sessionId } = await this.cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
+    const [, , { frameTree }] = await Promise.all([
+      this.cdp.send('Page.enable', {}, sessionId),
+      presetPage(this.cdp, sessionId, this.userAgent),
+      this.cdp.send<{ frameTree: { frame: { id: string } } }>('Page.getFrameTree', {}, sessionId),
+    ]);
+    return { contextId, targetId, sessionId, mainFrameId: frameTree.frame.id };
+  }
+
+  /** Throws the page away with its context (cookies, storage, cache, renderer). */
+  async disposePage(page: PreparedPage): Promise<void> {
+    await this.cdp.send('Target.disposeBrowserContext', { browserContextId: page.contextId });
+  }
+
+  async quit(): Promise<void> {
+    this.broken = true;
+    const pending = this.prepared;
+    this.prepared = null;
+    if (pending) await pending.then((p) => this.disposePage(p)).catch(() => undefined);
+    // ChromeDriver's quit leaves Chromium's headless shell running (seen with Debian's 156),
+    // so the browser is closed over CDP first.
+    await withTimeout(this.cdp.send('Browser.close'), 2_000, 'closing the browser').catch(() => undefined);
+    this.cdp.close();
+    await this.driver.quit().catch(() => undefined);
+  }
+}
+
+/** Rejects when the promise has not settled within ms. */
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms);
+    promise.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
+  });
+}
+
+async function cdpUrlOf(driver: WebDriver): Promise<string> {
+  const caps = await driver.getCapabilities();
+  const seCdp = caps.get('se:cdp') as string | undefined;
+  if (seCdp) return seCdp;
+  const address = (caps.get('goog:chromeOptions') as { debuggerAddress?: string } | undefined)?.debuggerAddress;
+  if (!address) throw new Error('the WebDriver session offers no CDP endpoint (neither se:cdp nor goog:chromeOptions.debuggerAddress)');
+  const res = await fetch(`http://${address}/json/version`);
+  const body = (await res.json()) as { webSocketDebuggerUrl: string };
+  return body.webSocketDebuggerUrl;
+}
+
+export async function launchSession(opts: LaunchOptions, id: number): Promise<BrowserSlot> {
+  const options = new chrome.Options();
+  options.addArguments(...CHROME_ARGS, ...opts.extraArgs);
+  if (opts.chromeBin) options.setChromeBinaryPath(opts.chromeBin);
+  let builder = new Builder().forBrowser('chrome').setChromeOptions(options);
+  if (opts.seleniumUrl) builder = builder.usingServer(opts.seleniumUrl);
+  else builder = builder.setChromeService(new chrome.ServiceBuilder(opts.chromedriverBin));
+  const driver = await builder.build();
+  try {
+    const cdp = await CdpConnection.open(await cdpUrlOf(driver));
+    const slot = new BrowserSlot(driver, cdp, id);
+    const version = await cdp.send<{ userAgent: string }>('Browser.getVersion');
+    // Sites serve degraded pages to "HeadlessChrome"; captures should look like a person's.
+    slot.userAgent = version.userAgent.replace('HeadlessChrome', 'Chrome');
+    return slot;
+  } catch (err) {
+    await driver.quit().catch(() => undefined);
+    throw err;
+  }
+}

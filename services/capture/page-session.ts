@@ -1,0 +1,125 @@
+/**
+ * The page a capture works on, and what every part of a capture (page-capture, actions,
+ * blocking, consent) and the browser slot that prepares the page share about it: the
+ * option defaults a prepared page is set up for, commands on the page's flat CDP session,
+ * running code in the page, and the few waits and checks each of them needs.
+ */
+import { type CdpConnection, CdpError } from './cdp';
+
+/** The capture options' defaults (spec, option table); a prepared page is set up for them. */
+export const DEFAULTS = {
+  wait: 1500,
+  page_width: 1920,
+  page_height: 1000,
+  image_format: 'jpeg',
+  quality: 100,
+  scale_factor: 1,
+} as const;
+
+type Params = Record<string, unknown>;
+
+interface EvalResult<T> {
+  result: { value?: T; type: string; subtype?: string };
+  exceptionDetails?: { text: string; exception?: { description?: string } };
+}
+
+/** A JavaScript string literal of s, for expressions sent to the page and for notes. */
+export const quote = (s: string): string => JSON.stringify(s);
+
+/**
+ * The expression that calls a function with JSON arguments in the page. The function is
+ * sent as its source text (toString), so it may use nothing but its arguments and the page.
+ */
+export function inPageCall<A extends unknown[]>(fn: (...args: A) => unknown, ...args: A): string {
+  return `(${fn.toString()})(${args.map((a) => JSON.stringify(a)).join(', ')})`;
+}
+
+export class PageSession {
+  constructor(
+    readonly cdp: CdpConnection,
+    readonly sessionId: string,
+    /** The page's own browser context (permissions are granted per context). */
+    readonly contextId: string,
+    /** The page's main frame (the same across its navigations). */
+    readonly mainFrameId: string,
+  ) {}
+
+  send<T = Params>(method: string, params: Params = {}): Promise<T> {
+    return this.cdp.send<T>(method, params, this.sessionId);
+  }
+
+  /** Evaluates an expression in the page and returns its value (awaiting promises). */
+  async evaluate<T>(expression: string, awaitPromise = true): Promise<T> {
+    const r = await this.send<EvalResult<T>>('Runtime.evaluate', { expression, returnByValue: true, awaitPromise, userGesture: true });
+    if (r.exceptionDetails) throw new Error(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text);
+    return r.result.value as T;
+  }
+
+  /** Runs a function in the page (see inPageCall) and returns its value. */
+  run<A extends unknown[], T>(fn: (...args: A) => T, ...args: A): Promise<T> {
+    return this.evaluate<T>(inPageCall(fn, ...args), false);
+  }
+}
+
+/**
+ * What a capture with default options needs, set on every prepared page while the browser is
+ * idle (BrowserSlot), so such a capture sends two commands fewer on its own path. Both stay
+ * in force across navigations.
+ */
+export async function presetPage(cdp: CdpConnection, sessionId: string, userAgent: string): Promise<void> {
+  await Promise.all([
+    cdp.send(
+      'Emulation.setDeviceMetricsOverride',
+      { width: DEFAULTS.page_width, height: DEFAULTS.page_height, deviceScaleFactor: DEFAULTS.scale_factor, mobile: false },
+      sessionId,
+    ),
+    cdp.send('Emulation.setUserAgentOverride', { userAgent }, sessionId),
+  ]);
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+
+/**
+ * The tab (or the whole browser) went away under a command: the browser's failure, not the
+ * page's nor the caller's, so it keeps its own answer whatever the capture was doing.
+ */
+export function browserGone(err: unknown): boolean {
+  return err instanceof CdpError && /Target closed|Session with given id not found|connection closed/i.test(err.message);
+}
+
+/**
+ * Runs in the page (pass it to inPageCall or PageSession.run): adds a stylesheet, marked by
+ * one attribute so that what we injected can be told from the page's own.
+ */
+export function insertStyle(css: string, attribute: string, value: string): void {
+  const style = document.createElement('style');
+  style.setAttribute(attribute, value);
+  style.textContent = css;
+  (document.head || document.documentElement).appendChild(style);
+}
+
+/** Runs in the page: whether an element matches, or why the selector is not a valid one. */
+function pageProbe(selector: string): 'present' | 'missing' | { invalid: string } {
+  try {
+    return document.querySelector(selector) ? 'present' : 'missing';
+  } catch (err) {
+    return { invalid: String(err) };
+  }
+}
+
+/** How often waitForSelector looks. */
+const SELECTOR_POLL_MS = 100;
+
+/**
+ * Waits until an element matches the selector, looking every 100 ms; gives up ('timed-out')
+ * when the next look would come after `until` (epoch ms). An invalid selector is answered
+ * at once, with the page's reason.
+ */
+export async function waitForSelector(page: PageSession, selector: string, until: number): Promise<'present' | 'timed-out' | { invalid: string }> {
+  for (;;) {
+    const found = await page.run(pageProbe, selector);
+    if (found !== 'missing') return found;
+    if (Date.now() + SELECTOR_POLL_MS > until) return 'timed-out';
+    await sleep(SELECTOR_POLL_MS);
+  }
+}
