@@ -7,12 +7,10 @@
 import { type ScreenshotRef, call } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
 import { checkFeatures } from '../shared/plan-gates';
-import { type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
+import { OPTION_DEFAULTS, type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
 import type { RouteContext, RouteDef } from './http';
 import { shapeSchema, validateShape } from './request-schemas';
-
-const DEFAULT_TTL_SECONDS = 86_400;
 
 /** The snap JSON record: exactly the spec's fields (plus success). */
 export function snapRecord(ref: ScreenshotRef): Record<string, unknown> {
@@ -52,7 +50,7 @@ function snapHandler(store: FileStore) {
     const options = validateShape<SnapOptions>('snap', ctx.params);
     const features = requestedFeatures(options);
     checkFeatures(account, features);
-    const ttl = options.ttl ?? DEFAULT_TTL_SECONDS;
+    const ttl = options.ttl ?? OPTION_DEFAULTS.ttl;
     if (ttl > 0) {
       const cached = await call(broker, 'capture.findRecent', { accountId: account.accountId, cacheKey: captureKey(options), since: Date.now() - ttl * 1000 });
       if (cached) return answer(ctx, store, cached, options, 'HIT');

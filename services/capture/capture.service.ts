@@ -11,7 +11,7 @@ import { type Handler, type ScreenshotRef, call } from '../shared/contracts';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
 import { isErrorCode, serviceError } from '../shared/errors';
 import { pageOf, pageQuery } from '../shared/paging';
-import { type SnapOptions, captureKey } from '../shared/screenshot-options';
+import { OPTION_DEFAULTS, type SnapOptions, captureKey } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import { type FileStore, createFileStore } from '../shared/storage';
 import { PageBlocker } from './blocking';
@@ -65,7 +65,7 @@ async function thumbnail(out: CaptureOutput, o: SnapOptions): Promise<Thumbnail 
   if (!source) return null;
   // Chromium tags its screenshots with an sRGB profile; converting sRGB to sRGB changes no
   // pixel but triples the thumbnail's cost (measured: 12 ms against 4.5 ms for 1280x800).
-  const resized = sharp(source, { ignoreIcc: true }).resize({ width: o.thumb_width ?? 400, ...(o.thumb_height ? { height: o.thumb_height, fit: 'cover', position: 'top' } : {}) });
+  const resized = sharp(source, { ignoreIcc: true }).resize({ width: o.thumb_width ?? OPTION_DEFAULTS.thumb_width, ...(o.thumb_height ? { height: o.thumb_height, fit: 'cover', position: 'top' } : {}) });
   if (out.contentType === 'image/png') return { data: await resized.png().toBuffer(), contentType: 'image/png' };
   if (out.contentType === 'image/webp') return { data: await resized.webp().toBuffer(), contentType: 'image/webp' };
   return { data: await resized.jpeg({ quality: 80 }).toBuffer(), contentType: 'image/jpeg' };

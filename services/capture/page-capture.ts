@@ -8,7 +8,7 @@
  * capture.
  */
 import { serviceError } from '../shared/errors';
-import type { SnapOptions } from '../shared/screenshot-options';
+import { OPTION_DEFAULTS, type SnapOptions } from '../shared/screenshot-options';
 import { type CdpConnection, CdpError } from './cdp';
 import type { EgressPolicy } from './egress';
 // BEGIN page blocking and consent (blocking.ts, consent.ts)
@@ -17,14 +17,7 @@ import { ConsentHandler } from './consent';
 // END page blocking and consent
 import { type ChangeReading, runActions } from './actions';
 
-export const DEFAULTS = {
-  wait: 1500,
-  page_width: 1920,
-  page_height: 1000,
-  image_format: 'jpeg',
-  quality: 100,
-  scale_factor: 1,
-} as const;
+export const DEFAULTS = OPTION_DEFAULTS;
 
 /** How long scrolling for lazy content may take (spec, Limits: incremental_scroll). */
 const SCROLL_BUDGET_MS = 10_000;
