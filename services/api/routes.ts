@@ -1,10 +1,11 @@
 /**
- * The public endpoints. Each route validates its own shape, then calls the owning
- * services through typed actions; the route table also produces /openapi.json.
+ * The account endpoints. Each route declares its params shape (validated by http.ts before
+ * the handler), then calls the owning services through typed actions; the route table also
+ * produces /openapi.json.
  */
 import { call, type AccountLimitsResult } from '../shared/contracts';
-import type { RouteContext, RouteDef } from './http';
-import { KEY_ONLY_SCHEMA, validateKeyOnly } from './request-schemas';
+import { type RouteContext, type RouteDef, route } from './http';
+import { KEY_ONLY_PARAMS } from './request-schemas';
 
 const ACCOUNT_LIMITS_SCHEMA = {
   type: 'object',
@@ -66,17 +67,14 @@ export const ACCOUNT_ROUTES: RouteDef[] = [
     errors: [],
     handler: async () => ({ success: true }),
   },
-  {
+  route({
     method: 'GET',
     url: '/account_limits',
     summary: "This month's usage and limits of the account.",
     tag: 'account',
-    params: KEY_ONLY_SCHEMA,
+    params: KEY_ONLY_PARAMS,
     response: ACCOUNT_LIMITS_SCHEMA,
     errors: ['invalid_parameter'],
-    handler: async (ctx) => {
-      validateKeyOnly(ctx.params);
-      return accountLimits(ctx);
-    },
-  },
+    handler: accountLimits,
+  }),
 ];
