@@ -9,14 +9,15 @@ import sharp from 'sharp';
 import { type ConfigView, type ScreenshotRef, call } from '../shared/contracts';
 import { withCredits } from '../shared/credits';
 import { ERROR_STATUS, isErrorCode, serviceError } from '../shared/errors';
+import type { Paging } from '../shared/paging';
 import { checkFeatures } from '../shared/plan-gates';
 import { type ConfigOptions, OPTIONS_BY_NAME, requestedFeatures } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';
-import type { RouteContext, RouteDef } from './http';
-import { PAGING_SCHEMA, parsePaging } from './paging-params';
+import { type RouteContext, type RouteDef, route } from './http';
+import { PAGING_PARAMS } from './paging-params';
 import { snapRecord } from './snap-routes';
-import { KEY_ONLY_SCHEMA, type RawParams, shapeSchema, validateKeyOnly, validateShape } from './request-schemas';
+import { CONFIG_CREATE_PARAMS, CONFIG_UPDATE_PARAMS, KEY_ONLY_PARAMS, type RawParams } from './request-schemas';
 
 /** The options as the caller gave them (echoed by get and list): known options only, no empties. */
 function givenOptions(raw: RawParams): Record<string, unknown> {
@@ -76,9 +77,9 @@ async function startJob(
   );
 }
 
-async function createConfig(ctx: RouteContext) {
+async function createConfig(ctx: RouteContext<ConfigOptions>) {
   const { broker, account } = ctx;
-  const options = validateShape<ConfigOptions>('configCreate', ctx.params);
+  const options = ctx.params;
   checkFeatures(account, requestedFeatures(options));
   if (options.scheduled_screenshot === true && !options.scheduled_interval) {
     throw serviceError('invalid_parameter', 'scheduled_interval is required with scheduled_screenshot=true: one of minutes, hours, days, weeks, months, years.');
@@ -91,7 +92,7 @@ async function createConfig(ctx: RouteContext) {
     jobId,
     options,
     async () => {
-      const created = await call(broker, 'scheduler.create', { accountId: account.accountId, input: { given: givenOptions(ctx.params), options }, jobId });
+      const created = await call(broker, 'scheduler.create', { accountId: account.accountId, input: { given: givenOptions(ctx.raw), options }, jobId });
       embedUrl = created.ids.embed_url;
       return created.ids.screenshot_config_id;
     },
@@ -101,7 +102,6 @@ async function createConfig(ctx: RouteContext) {
 }
 
 async function captureNow(ctx: RouteContext) {
-  validateKeyOnly(ctx.params);
   const existing = await call(ctx.broker, 'scheduler.get', { accountId: ctx.account.accountId, id: ctx.path.id ?? '' });
   const jobId = randomId(12);
   const configId = await startJob(ctx, jobId, existing.options, async () => existing.ids.screenshot_config_id);
@@ -110,26 +110,24 @@ async function captureNow(ctx: RouteContext) {
 }
 
 async function getConfig(ctx: RouteContext) {
-  validateKeyOnly(ctx.params);
   const v = await call(ctx.broker, 'scheduler.get', { accountId: ctx.account.accountId, id: ctx.path.id ?? '' });
   return { success: true, ...configView(v) };
 }
 
-async function updateConfig(ctx: RouteContext) {
-  const options = validateShape<ConfigOptions>('configUpdate', ctx.params);
+async function updateConfig(ctx: RouteContext<ConfigOptions>) {
+  const options = ctx.params;
   checkFeatures(ctx.account, requestedFeatures(options));
-  const v = await call(ctx.broker, 'scheduler.update', { accountId: ctx.account.accountId, id: ctx.path.id ?? '', input: { given: givenOptions(ctx.params), options } });
+  const v = await call(ctx.broker, 'scheduler.update', { accountId: ctx.account.accountId, id: ctx.path.id ?? '', input: { given: givenOptions(ctx.raw), options } });
   return { success: true, config: v.config };
 }
 
-async function listConfigs(ctx: RouteContext) {
-  const paging = parsePaging(ctx.params);
+async function listConfigs(ctx: RouteContext<Paging>) {
+  const paging = ctx.params;
   const { configs, has_more } = await call(ctx.broker, 'scheduler.list', { accountId: ctx.account.accountId, paging });
   return { success: true, screenshot_configurations: configs.map(configView), has_more };
 }
 
 async function deleteConfig(ctx: RouteContext) {
-  validateKeyOnly(ctx.params);
   const accountId = ctx.account.accountId;
   const v = await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' });
   await call(ctx.broker, 'capture.deleteForConfig', { accountId, configId: v.ids.screenshot_config_id });
@@ -137,22 +135,21 @@ async function deleteConfig(ctx: RouteContext) {
   return { success: true, deleted: true, screenshot_configuration: configView(v) };
 }
 
-async function listConfigScreenshots(ctx: RouteContext) {
-  const paging = parsePaging(ctx.params);
+async function listConfigScreenshots(ctx: RouteContext<Paging>) {
+  const paging = ctx.params;
   const accountId = ctx.account.accountId;
   const v = await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' });
   const { screenshots, has_more } = await call(ctx.broker, 'capture.listForConfig', { accountId, configId: v.ids.screenshot_config_id, paging });
   return { success: true, screenshots: screenshots.map(listed), has_more };
 }
 
-async function listScreenshots(ctx: RouteContext) {
-  const paging = parsePaging(ctx.params);
+async function listScreenshots(ctx: RouteContext<Paging>) {
+  const paging = ctx.params;
   const { screenshots, has_more } = await call(ctx.broker, 'capture.listForAccount', { accountId: ctx.account.accountId, paging });
   return { success: true, screenshots: screenshots.map(fullRecord), has_more };
 }
 
 async function jobStatus(ctx: RouteContext) {
-  validateKeyOnly(ctx.params);
   const job = await call(ctx.broker, 'capture.jobStatus', { accountId: ctx.account.accountId, jobId: ctx.path.job_id ?? '' });
   if (job.status === 'completed') return { success: true, status: job.status, job_id: job.job_id, screenshot: listed(job.screenshot) };
   if (job.status === 'failed') {
@@ -207,96 +204,96 @@ const ok = (properties: Record<string, unknown>) => ({ type: 'object', propertie
 
 export function configRoutes(store: FileStore): RouteDef[] {
   return [
-    {
+    route({
       method: 'POST',
       url: '/screenshot_configs',
       summary: 'Create a configuration (optionally scheduled) and start its first capture.',
       tag: 'configurations',
-      params: shapeSchema('configCreate'),
+      params: CONFIG_CREATE_PARAMS,
       response: ok({ screenshot_configuration_id: { type: 'string' }, embed_url: { type: 'string' }, job_id: { type: 'string' } }),
       errors: [...CONFIG_ERRORS, 'invalid_ai_structured_fields', 'ai_provider_unsupported', ...START_ERRORS],
       handler: createConfig,
-    },
-    {
+    }),
+    route({
       method: 'POST',
       url: '/screenshot_configs/:id/capture',
       summary: 'Start a capture now (the schedule is not disturbed).',
       tag: 'configurations',
-      params: KEY_ONLY_SCHEMA,
+      params: KEY_ONLY_PARAMS,
       response: ok({ job_id: { type: 'string' }, embed_url: { type: 'string' } }),
       errors: [...CONFIG_ERRORS, 'screenshot_limit_reached'],
       handler: captureNow,
-    },
-    {
+    }),
+    route({
       method: 'GET',
       url: '/screenshot_configs/:id',
       summary: 'A configuration: its options as given, ids and creation time (epoch ms).',
       tag: 'configurations',
-      params: KEY_ONLY_SCHEMA,
+      params: KEY_ONLY_PARAMS,
       response: ok({ config: { type: 'object' }, ids: { type: 'object' }, created_at: { type: 'string' } }),
       errors: [...CONFIG_ERRORS],
       handler: getConfig,
-    },
-    {
+    }),
+    route({
       method: 'PATCH',
       url: '/screenshot_configs/:id',
       summary: 'Change options (url required); leaving out scheduled_screenshot=true makes it one-time.',
       tag: 'configurations',
-      params: shapeSchema('configUpdate'),
+      params: CONFIG_UPDATE_PARAMS,
       response: ok({ config: { type: 'object' } }),
       errors: [...CONFIG_ERRORS, 'invalid_ai_structured_fields', 'ai_provider_unsupported', 'byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required'],
       handler: updateConfig,
-    },
-    {
+    }),
+    route({
       method: 'GET',
       url: '/screenshot_configs',
       summary: "The account's configurations, paged.",
       tag: 'configurations',
-      params: PAGING_SCHEMA,
+      params: PAGING_PARAMS,
       response: ok({ screenshot_configurations: { type: 'array' }, has_more: { type: 'boolean' } }),
       errors: ['invalid_parameter'],
       handler: listConfigs,
-    },
-    {
+    }),
+    route({
       method: 'DELETE',
       url: '/screenshot_configs/:id',
       summary: 'Delete a configuration with its screenshots and their files.',
       tag: 'configurations',
-      params: KEY_ONLY_SCHEMA,
+      params: KEY_ONLY_PARAMS,
       response: ok({ deleted: { type: 'boolean' }, screenshot_configuration: { type: 'object' } }),
       errors: [...CONFIG_ERRORS],
       handler: deleteConfig,
-    },
-    {
+    }),
+    route({
       method: 'GET',
       url: '/screenshot_configs/:id/screenshots',
       summary: "A configuration's screenshots, paged.",
       tag: 'archive',
-      params: PAGING_SCHEMA,
+      params: PAGING_PARAMS,
       response: ok({ screenshots: { type: 'array' }, has_more: { type: 'boolean' } }),
       errors: [...CONFIG_ERRORS],
       handler: listConfigScreenshots,
-    },
-    {
+    }),
+    route({
       method: 'GET',
       url: '/screenshots',
       summary: "Every screenshot of the account, paged (full records).",
       tag: 'archive',
-      params: PAGING_SCHEMA,
+      params: PAGING_PARAMS,
       response: ok({ screenshots: { type: 'array' }, has_more: { type: 'boolean' } }),
       errors: ['invalid_parameter'],
       handler: listScreenshots,
-    },
-    {
+    }),
+    route({
       method: 'GET',
       url: '/jobs/:job_id',
       summary: "A capture job's state: queued, running, completed (with the screenshot) or failed.",
       tag: 'configurations',
-      params: KEY_ONLY_SCHEMA,
+      params: KEY_ONLY_PARAMS,
       response: ok({ status: { type: 'string' }, job_id: { type: 'string' }, screenshot: { type: 'object' } }),
       errors: [...CONFIG_ERRORS, 'page_load_failed', 'selector_not_found', 'capture_timeout', 'url_not_allowed', 'screenshot_limit_reached'],
       handler: jobStatus,
-    },
+    }),
     embedRoute(store),
   ];
 }

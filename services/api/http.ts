@@ -1,7 +1,8 @@
 /**
  * The HTTP layer: Fastify with parameter merging (query, form, JSON), authentication,
- * the error envelope, the route registry that the OpenAPI document is generated from, and
- * 404 for unknown routes. Routes call other services only through typed actions.
+ * validation of each route's declared params, the error envelope, the route registry that
+ * the OpenAPI document is generated from, and 404 for unknown routes. Routes call other
+ * services only through typed actions.
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import formbody from '@fastify/formbody';
@@ -9,12 +10,15 @@ import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../shared/config';
 import { type AccountContext, call } from '../shared/contracts';
 import { type ErrorCode, ERROR_STATUS, serviceError, toEnvelope } from '../shared/errors';
-import type { RawParams } from './request-schemas';
+import type { ParamShape, RawParams } from './request-schemas';
 
 type JsonSchema = Record<string, unknown>;
 
-export interface RouteContext {
-  params: RawParams;
+export interface RouteContext<P = unknown> {
+  /** The route's params as its shape's parse returned them (the raw ones when it declares none). */
+  params: P;
+  /** The merged parameters as sent, without access_token (configurations echo them). */
+  raw: RawParams;
   /** Path parameters, e.g. :job_id. */
   path: Record<string, string>;
   account: AccountContext;
@@ -23,19 +27,28 @@ export interface RouteContext {
   broker: ServiceBroker;
 }
 
-export interface RouteDef {
+/**
+ * A route. The handler is a method, so a RouteDef<P> is a RouteDef (of unknown params) and
+ * one table holds every route; `route()` ties a handler's params type to its shape.
+ */
+export interface RouteDef<P = unknown> {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
   url: string;
   summary: string;
   tag: string;
   /** Needs an access_token (default true). */
   auth?: boolean;
-  /** JSON Schema of the parameters (documented; validation happens in the handler). */
-  params?: JsonSchema;
+  /** The parameters: documented in /openapi.json, validated before the handler runs. */
+  params?: ParamShape<P>;
   /** JSON Schema of the 200 answer, or a content type for binary answers. */
   response: JsonSchema | { contentTypes: string[] };
   errors: ErrorCode[];
-  handler(ctx: RouteContext): Promise<unknown>;
+  handler(ctx: RouteContext<P>): Promise<unknown>;
+}
+
+/** A route whose handler must take the params its declared shape produces (a mismatch does not compile). */
+export function route<P>(def: RouteDef<P>): RouteDef<P> {
+  return def;
 }
 
 /** Errors every authenticated route can answer. */
@@ -106,11 +119,12 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
       url: def.url,
       handler: async (request, reply) => {
         try {
-          const params = mergeParams(request);
+          const raw = mergeParams(request);
           const account =
-            def.auth === false ? (undefined as unknown as AccountContext) : await call(broker, 'billing.authenticate', { token: tokenOf(params, request) });
+            def.auth === false ? (undefined as unknown as AccountContext) : await call(broker, 'billing.authenticate', { token: tokenOf(raw, request) });
           const result = await def.handler({
-            params,
+            params: def.params ? def.params.parse(raw) : raw,
+            raw,
             path: (request.params ?? {}) as Record<string, string>,
             account,
             request,
@@ -168,7 +182,7 @@ export function openApiDocument(routes: RouteDef[], config: Readonly<Config>): R
     for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
       responses[status] = { description: `error_code: ${codes.join(', ')}`, content: { 'application/json': { schema: envelope } } };
     }
-    const params = def.params as { properties?: Record<string, unknown>; required?: string[] } | undefined;
+    const params = def.params?.schema as { properties?: Record<string, unknown>; required?: string[] } | undefined;
     const op: Record<string, unknown> = {
       summary: def.summary,
       tags: [def.tag],

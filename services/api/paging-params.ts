@@ -1,40 +1,48 @@
 /** Validation of the paging parameters (spec, "Paging parameters"; DESIGN: `_date` aliases). */
-import Ajv, { type ErrorObject } from 'ajv';
+import { type Static, Type } from '@sinclair/typebox';
+import type { ErrorObject } from 'ajv';
 import { serviceError } from '../shared/errors';
 import { MAX_PAGE_SIZE, type Paging, timestampToMs } from '../shared/paging';
-import type { RawParams } from './request-schemas';
-import { noteFor } from './request-schemas';
+import { textEnum } from '../shared/screenshot-options';
+import { type ParamShape, type RawParams, ajv, noteFor } from './request-schemas';
 
-export const PAGING_SCHEMA = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    page: { type: 'integer', minimum: 1, default: 1, description: 'Page to retrieve.' },
-    limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: MAX_PAGE_SIZE, description: 'Records per page, 1 to 1000.' },
-    after: { type: 'number', minimum: 0, description: 'Unix timestamp in seconds or milliseconds: only records created after it.' },
-    before: { type: 'number', minimum: 0, description: 'Unix timestamp in seconds or milliseconds: only records created before it.' },
-    after_date: { type: 'number', minimum: 0, description: 'Alias of after.' },
-    before_date: { type: 'number', minimum: 0, description: 'Alias of before.' },
-    order: { type: 'string', enum: ['ASC', 'DESC'], default: 'DESC', description: 'ASC: oldest first; DESC: newest first.' },
+const PAGING_DEFAULTS = { page: 1, limit: MAX_PAGE_SIZE, order: 'DESC' } as const;
+
+const timestamp = (description: string) => Type.Optional(Type.Number({ minimum: 0, description }));
+
+const PAGING_SCHEMA = Type.Object(
+  {
+    page: Type.Optional(Type.Integer({ minimum: 1, default: PAGING_DEFAULTS.page, description: 'Page to retrieve.' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: PAGING_DEFAULTS.limit, description: 'Records per page, 1 to 1000.' })),
+    after: timestamp('Unix timestamp in seconds or milliseconds: only records created after it.'),
+    before: timestamp('Unix timestamp in seconds or milliseconds: only records created before it.'),
+    after_date: timestamp('Alias of after.'),
+    before_date: timestamp('Alias of before.'),
+    order: Type.Optional(textEnum(['ASC', 'DESC'], { default: PAGING_DEFAULTS.order, description: 'ASC: oldest first; DESC: newest first.' })),
   },
-} as const;
+  { additionalProperties: false },
+);
 
-const validate = new Ajv({ coerceTypes: true, allErrors: false, strict: false }).compile(PAGING_SCHEMA);
+const validate = ajv.compile<Static<typeof PAGING_SCHEMA>>(PAGING_SCHEMA);
 
-export function parsePaging(raw: RawParams): Paging {
+function parsePaging(raw: RawParams): Paging {
   const values: RawParams = {};
   for (const [k, v] of Object.entries(raw)) if (v !== '' && v !== undefined && v !== null) values[k] = k === 'order' && typeof v === 'string' ? v.toUpperCase() : v;
   if (!validate(values)) {
     const { note } = noteFor((validate.errors ?? [])[0] as ErrorObject, values, Object.keys(PAGING_SCHEMA.properties));
     throw serviceError('invalid_parameter', note);
   }
-  const after = (values.after ?? values.after_date) as number | undefined;
-  const before = (values.before ?? values.before_date) as number | undefined;
+  const { page, limit, order } = { ...PAGING_DEFAULTS, ...values };
+  const after = values.after ?? values.after_date;
+  const before = values.before ?? values.before_date;
   return {
-    page: (values.page as number | undefined) ?? 1,
-    limit: (values.limit as number | undefined) ?? MAX_PAGE_SIZE,
+    page,
+    limit,
     afterMs: after === undefined ? null : timestampToMs(after),
     beforeMs: before === undefined ? null : timestampToMs(before),
-    order: (values.order as 'ASC' | 'DESC' | undefined) ?? 'DESC',
+    order,
   };
 }
+
+/** The paging parameters of the list endpoints; handlers receive them as Paging. */
+export const PAGING_PARAMS: ParamShape<Paging> = { schema: PAGING_SCHEMA, parse: parsePaging };

@@ -1,33 +1,47 @@
 /**
- * One JSON Schema per request shape, generated from the option table, and the validation
- * that turns merged raw parameters (query, form, JSON) into typed values or a 400 whose
- * note names the parameter and the rule.
+ * The api's request shapes and their validation, with the api's one ajv instance (and the
+ * formats the option table uses). A shape (ParamShape) is what a route declares as its
+ * params: http.ts documents its JSON Schema and runs its `parse` before the handler, which
+ * receives the typed values or never runs (a 400 whose note names the parameter and the
+ * rule). The option shapes (snap, configurations) are generated from the option table, so
+ * their values' types are the table's (SnapOptions, ConfigOptions).
  *
  * GET and form values arrive as text, so before ajv runs: booleans accept true/false/1/0/
  * yes/no/on/off, JSON-valued options are parsed from strings, {name: value} maps become
  * [{key, value}] lists, and empty strings count as absent. ajv then coerces numbers.
  */
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import Ajv, { type ErrorObject } from 'ajv';
 import { checkActions } from '../shared/actions-schema';
 import { serviceError } from '../shared/errors';
-import { OPTION_TABLE, OPTIONS_BY_NAME, type OptionSpec, type Scope, optionSchema } from '../shared/screenshot-options';
+import { OPTION_TABLE, OPTIONS_BY_NAME, type OptionSpec, type OptionValues, type Scope, optionSchema } from '../shared/screenshot-options';
 
 type JsonSchema = Record<string, unknown>;
 export type RawParams = Record<string, unknown>;
 
+/**
+ * A route's declared parameters: the JSON Schema /openapi.json shows, and the validation
+ * that turns the merged raw parameters into P (or throws the error the caller sees).
+ */
+export interface ParamShape<P> {
+  readonly schema: JsonSchema;
+  parse(raw: RawParams): P;
+}
+
 /** Request shapes and the option scopes each accepts. */
 export const SHAPES = {
-  snap: { scopes: ['capture', 'snap'] as Scope[], required: ['url'] },
-  configCreate: { scopes: ['capture', 'config'] as Scope[], required: ['url'] },
-  configUpdate: { scopes: ['capture', 'config'] as Scope[], required: ['url'] },
-} as const;
+  snap: ['capture', 'snap'],
+  configCreate: ['capture', 'config'],
+  configUpdate: ['capture', 'config'],
+} as const satisfies Record<string, readonly Scope[]>;
 export type ShapeName = keyof typeof SHAPES;
+/** The validated values of a request shape. */
+export type ShapeValues<S extends ShapeName> = OptionValues<(typeof SHAPES)[S][number]>;
 
 /** Secrets that must never be accepted on capture requests: silently discarded (spec, Capture rules). */
 const DISCARDED_SECRETS = ['api_key', 'password', 'proxy_password', 'proxy_username'];
 
 export function shapeOptions(shape: ShapeName): OptionSpec[] {
-  const scopes: readonly Scope[] = SHAPES[shape].scopes;
+  const scopes: readonly Scope[] = SHAPES[shape];
   return OPTION_TABLE.filter((o) => scopes.includes(o.scope));
 }
 
@@ -36,19 +50,16 @@ export function shapeSchema(shape: ShapeName): JsonSchema {
   return {
     type: 'object',
     additionalProperties: false,
-    required: [...SHAPES[shape].required],
+    required: options.filter((o) => o.required).map((o) => o.name),
     properties: Object.fromEntries(options.map((o) => [o.name, optionSchema(o)])),
   };
 }
 
-/** An empty schema-less shape for endpoints that take only the key. */
-export const KEY_ONLY_SCHEMA: JsonSchema = { type: 'object', additionalProperties: false, properties: {} };
-
 function newAjv(): Ajv {
   // Coercion handles numbers given as text; defaults are filled by the consumers, so the
   // validated values stay "as given" for configurations that echo them.
-  const ajv = new Ajv({ allErrors: false, coerceTypes: true, useDefaults: false, strict: false });
-  ajv.addFormat('http-url', (value: string) => {
+  const instance = new Ajv({ allErrors: false, coerceTypes: true, useDefaults: false, strict: false });
+  instance.addFormat('http-url', (value: string) => {
     try {
       const u = new URL(value);
       return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname.length > 0;
@@ -56,7 +67,7 @@ function newAjv(): Ajv {
       return false;
     }
   });
-  ajv.addFormat('time-zone', (value: string) => {
+  instance.addFormat('time-zone', (value: string) => {
     try {
       new Intl.DateTimeFormat('en-US', { timeZone: value });
       return true;
@@ -64,26 +75,17 @@ function newAjv(): Ajv {
       return false;
     }
   });
-  return ajv;
+  return instance;
 }
 
-const ajv = newAjv();
-const validators = new Map<string, ValidateFunction>();
-
-function validatorFor(key: string, schema: JsonSchema): ValidateFunction {
-  let v = validators.get(key);
-  if (!v) {
-    v = ajv.compile(schema);
-    validators.set(key, v);
-  }
-  return v;
-}
+/** The api's one ajv instance: every request shape is compiled by it. */
+export const ajv = newAjv();
 
 const TRUE = /^(true|1|yes|on)$/i;
 const FALSE = /^(false|0|no|off)$/i;
 
 /** Text-to-value normalisation that ajv does not do (see the header). */
-function normalise(raw: RawParams, shape: ShapeName): RawParams {
+function normalise(raw: RawParams): RawParams {
   const out: RawParams = {};
   for (const [name, value] of Object.entries(raw)) {
     if (DISCARDED_SECRETS.includes(name)) continue;
@@ -110,7 +112,6 @@ function normalise(raw: RawParams, shape: ShapeName): RawParams {
       out[name] = Object.entries(out[name] as Record<string, unknown>).map(([key, v]) => ({ key, value: String(v) }));
     }
   }
-  void shape;
   return out;
 }
 
@@ -191,29 +192,54 @@ function checkRules(values: RawParams): void {
   if (Array.isArray(values.multi_step_actions)) checkActions(values.multi_step_actions, values);
 }
 
+/** The shape of the options a request kind accepts; its values are the table's types. */
+function optionParams<S extends ShapeName>(shape: S): ParamShape<ShapeValues<S>> {
+  const schema = shapeSchema(shape);
+  const validate = ajv.compile<ShapeValues<S>>(schema);
+  const accepted = shapeOptions(shape).map((o) => o.name);
+  return {
+    schema,
+    parse(raw) {
+      const values = normalise(raw);
+      if (!validate(values)) {
+        const { param, note } = noteFor((validate.errors ?? [])[0] as ErrorObject, values, accepted);
+        const code = OPTIONS_BY_NAME.get(param)?.errorCode ?? 'invalid_parameter';
+        throw serviceError(code, note, { param });
+      }
+      checkRules(values);
+      return values;
+    },
+  };
+}
+
+export const SNAP_PARAMS = optionParams('snap');
+export const CONFIG_CREATE_PARAMS = optionParams('configCreate');
+export const CONFIG_UPDATE_PARAMS = optionParams('configUpdate');
+const OPTION_PARAMS: { [S in ShapeName]: ParamShape<ShapeValues<S>> } = { snap: SNAP_PARAMS, configCreate: CONFIG_CREATE_PARAMS, configUpdate: CONFIG_UPDATE_PARAMS };
+
 /**
  * Validates one request shape. Returns the typed values (as given, after coercion) or
  * throws invalid_parameter (or the option's own error code) with a precise note.
  */
 export function validateShape<T>(shape: ShapeName, raw: RawParams): T {
-  const values = normalise(raw, shape);
-  const validate = validatorFor(shape, shapeSchema(shape));
-  if (!validate(values)) {
-    const error = (validate.errors ?? [])[0] as ErrorObject;
-    const { param, note } = noteFor(error, values, shapeOptions(shape).map((o) => o.name));
-    const code = OPTIONS_BY_NAME.get(param)?.errorCode ?? 'invalid_parameter';
-    throw serviceError(code, note, { param });
-  }
-  checkRules(values);
-  return values as T;
+  return OPTION_PARAMS[shape].parse(raw) as T;
 }
 
-/** Validates parameters of endpoints that take none besides the key. */
-export function validateKeyOnly(raw: RawParams): void {
-  const validate = validatorFor('keyOnly', KEY_ONLY_SCHEMA);
-  const values = normalise(raw, 'snap');
-  if (!validate(values)) {
-    const { note } = noteFor((validate.errors ?? [])[0] as ErrorObject, values, ['access_token']);
-    throw serviceError('invalid_parameter', note.replace(/Accepted parameters: .*/, 'This endpoint takes only access_token.'));
-  }
-}
+/** The values of an endpoint that takes no parameter besides the key. */
+export type NoParams = Record<string, never>;
+
+const KEY_ONLY_SCHEMA: JsonSchema = { type: 'object', additionalProperties: false, properties: {} };
+const validateKeyOnly = ajv.compile<NoParams>(KEY_ONLY_SCHEMA);
+
+/** Endpoints that take no parameter besides the key. */
+export const KEY_ONLY_PARAMS: ParamShape<NoParams> = {
+  schema: KEY_ONLY_SCHEMA,
+  parse(raw) {
+    const values = normalise(raw);
+    if (!validateKeyOnly(values)) {
+      const { note } = noteFor((validateKeyOnly.errors ?? [])[0] as ErrorObject, values, ['access_token']);
+      throw serviceError('invalid_parameter', note.replace(/Accepted parameters: .*/, 'This endpoint takes only access_token.'));
+    }
+    return values;
+  },
+};

@@ -1,38 +1,34 @@
 /**
- * The public endpoints. Each route validates its own shape, then calls the owning
- * services through typed actions; the route table also produces /openapi.json.
+ * The account endpoints. Each route declares its params shape (validated by http.ts before
+ * the handler), then calls the owning services through typed actions; the route table also
+ * produces /openapi.json.
  */
-import { call, type AccountLimitsResult } from '../shared/contracts';
-import type { RouteContext, RouteDef } from './http';
-import { KEY_ONLY_SCHEMA, validateKeyOnly } from './request-schemas';
+import { type Static, Type } from '@sinclair/typebox';
+import { call } from '../shared/contracts';
+import { type RouteContext, type RouteDef, route } from './http';
+import { KEY_ONLY_PARAMS } from './request-schemas';
 
-const ACCOUNT_LIMITS_SCHEMA = {
-  type: 'object',
-  properties: {
-    success: { type: 'boolean' },
-    results: {
-      type: 'object',
-      properties: {
-        screenshot_limit: { type: 'integer' },
-        screenshot_current_month_usage: { type: 'integer' },
-        real_location_bandwidth_limit_in_bytes: { type: 'integer' },
-        real_location_bandwidth_current_month_usage_in_bytes: { type: 'integer' },
-        ai_analysis_requests_limit: { type: 'integer' },
-        ai_analysis_requests_current_month_usage: { type: 'integer' },
-        bring_your_own_ai_enabled: { type: 'boolean' },
-        bring_your_own_ai_providers: { type: 'array', items: { type: 'string' } },
-        bring_your_own_proxy_enabled: { type: 'boolean' },
-        bring_your_own_proxies: {
-          type: 'array',
-          items: { type: 'object', properties: { id: { type: 'integer' }, label: { type: 'string' }, verified: { type: 'boolean' } } },
-        },
-      },
-    },
-  },
-};
+const ACCOUNT_LIMITS_SCHEMA = Type.Object({
+  success: Type.Boolean(),
+  results: Type.Object({
+    screenshot_limit: Type.Integer(),
+    screenshot_current_month_usage: Type.Integer(),
+    real_location_bandwidth_limit_in_bytes: Type.Integer(),
+    real_location_bandwidth_current_month_usage_in_bytes: Type.Integer(),
+    ai_analysis_requests_limit: Type.Integer(),
+    ai_analysis_requests_current_month_usage: Type.Integer(),
+    bring_your_own_ai_enabled: Type.Boolean(),
+    bring_your_own_ai_providers: Type.Array(Type.String()),
+    bring_your_own_proxy_enabled: Type.Boolean(),
+    bring_your_own_proxies: Type.Array(Type.Object({ id: Type.Integer(), label: Type.String(), verified: Type.Boolean() })),
+  }),
+});
+
+/** The exact shape of GET /account_limits. */
+type AccountLimitsAnswer = Static<typeof ACCOUNT_LIMITS_SCHEMA>;
 
 /** GET /account_limits: billing's counters with the ai and proxy services' lists. */
-async function accountLimits({ broker, account }: RouteContext): Promise<{ success: true; results: AccountLimitsResult }> {
+async function accountLimits({ broker, account }: RouteContext): Promise<AccountLimitsAnswer> {
   const [{ limits, usage }, providers, proxies] = await Promise.all([
     call(broker, 'billing.usage', { account }),
     call(broker, 'ai.verifiedProviders', { accountId: account.accountId }),
@@ -66,17 +62,14 @@ export const ACCOUNT_ROUTES: RouteDef[] = [
     errors: [],
     handler: async () => ({ success: true }),
   },
-  {
+  route({
     method: 'GET',
     url: '/account_limits',
     summary: "This month's usage and limits of the account.",
     tag: 'account',
-    params: KEY_ONLY_SCHEMA,
+    params: KEY_ONLY_PARAMS,
     response: ACCOUNT_LIMITS_SCHEMA,
     errors: ['invalid_parameter'],
-    handler: async (ctx) => {
-      validateKeyOnly(ctx.params);
-      return accountLimits(ctx);
-    },
-  },
+    handler: accountLimits,
+  }),
 ];

@@ -8,12 +8,10 @@ import { type ScreenshotRef, call } from '../shared/contracts';
 import { withCredits } from '../shared/credits';
 import { serviceError } from '../shared/errors';
 import { checkFeatures } from '../shared/plan-gates';
-import { type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
+import { OPTION_DEFAULTS, type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
-import type { RouteContext, RouteDef } from './http';
-import { shapeSchema, validateShape } from './request-schemas';
-
-const DEFAULT_TTL_SECONDS = 86_400;
+import { type RouteContext, type RouteDef, route } from './http';
+import { SNAP_PARAMS } from './request-schemas';
 
 /** The snap JSON record: exactly the spec's fields (plus success). */
 export function snapRecord(ref: ScreenshotRef): Record<string, unknown> {
@@ -48,12 +46,12 @@ async function answer(ctx: RouteContext, store: FileStore, ref: ScreenshotRef, o
 }
 
 function snapHandler(store: FileStore) {
-  return async (ctx: RouteContext): Promise<unknown> => {
+  return async (ctx: RouteContext<SnapOptions>): Promise<unknown> => {
     const { broker, account } = ctx;
-    const options = validateShape<SnapOptions>('snap', ctx.params);
+    const options = ctx.params;
     const features = requestedFeatures(options);
     checkFeatures(account, features);
-    const ttl = options.ttl ?? DEFAULT_TTL_SECONDS;
+    const ttl = options.ttl ?? OPTION_DEFAULTS.ttl;
     if (ttl > 0) {
       const cached = await call(broker, 'capture.findRecent', { accountId: account.accountId, cacheKey: captureKey(options), since: Date.now() - ttl * 1000 });
       if (cached) return answer(ctx, store, cached, options, 'HIT');
@@ -81,13 +79,13 @@ const SNAP_ERRORS = [
 
 export function snapRoutes(store: FileStore): RouteDef[] {
   const handler = snapHandler(store);
-  const snap = (['GET', 'POST'] as const).map(
-    (method): RouteDef => ({
+  const snap = (['GET', 'POST'] as const).map((method) =>
+    route({
       method,
       url: '/snap',
       summary: 'Capture a page: the image (default), the JSON record (json=true) or the rendered HTML (html_only=true).',
       tag: 'capture',
-      params: shapeSchema('snap'),
+      params: SNAP_PARAMS,
       response: { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf', 'application/json'] },
       errors: [...SNAP_ERRORS],
       handler,

@@ -4,17 +4,11 @@
  * option defaults a prepared page is set up for, commands on the page's flat CDP session,
  * running code in the page, and the few waits and checks each of them needs.
  */
+import { OPTION_DEFAULTS } from '../shared/screenshot-options';
 import { type CdpConnection, CdpError } from './cdp';
 
-/** The capture options' defaults (spec, option table); a prepared page is set up for them. */
-export const DEFAULTS = {
-  wait: 1500,
-  page_width: 1920,
-  page_height: 1000,
-  image_format: 'jpeg',
-  quality: 100,
-  scale_factor: 1,
-} as const;
+/** The capture options' defaults (the option table's); a prepared page is set up for them. */
+export const DEFAULTS = OPTION_DEFAULTS;
 
 type Params = Record<string, unknown>;
 

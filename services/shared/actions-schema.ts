@@ -7,19 +7,14 @@
  *
  * Every note names the step as `multi_step_actions[i] (type)` and says what to send.
  */
+import type { Static } from '@sinclair/typebox';
 import { serviceError } from './errors';
-import { ACTION_TYPES, MAX_ACTIONS, MAX_WAIT_MS } from './screenshot-options';
+import { type ACTION_STEP_SCHEMA, ACTION_TYPES, CHANGE_TARGETS, MAX_ACTIONS, MAX_WAIT_MS } from './screenshot-options';
 
 export type ActionType = (typeof ACTION_TYPES)[number];
 
-/** One validated step, as the capture service receives it. */
-export interface ActionStep {
-  type: ActionType;
-  selector?: string;
-  value?: string | number | boolean;
-  send_to?: string;
-  url?: string;
-}
+/** One validated step, as the capture service receives it: the type of the option table's step schema. */
+export type ActionStep = Static<typeof ACTION_STEP_SCHEMA>;
 
 /** Longest code (javascript, evaluateJs) or CSS of one step; the same bound as js_inject. */
 export const MAX_ACTION_CODE = 100_000;
@@ -27,7 +22,6 @@ export const MAX_ACTION_CODE = 100_000;
 export const MAX_ACTION_TEXT = 10_000;
 /** Sum of every `wait` step's milliseconds. */
 export const MAX_ACTIONS_WAIT_MS = MAX_WAIT_MS;
-export const CHANGE_TARGETS = ['webhook', 'slack'] as const;
 
 type Key = 'selector' | 'value' | 'send_to' | 'url';
 

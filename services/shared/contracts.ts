@@ -48,20 +48,6 @@ export interface Reservation {
   amounts: UsageAmounts;
 }
 
-/** The exact shape of GET /account_limits `results`. */
-export interface AccountLimitsResult {
-  screenshot_limit: number;
-  screenshot_current_month_usage: number;
-  real_location_bandwidth_limit_in_bytes: number;
-  real_location_bandwidth_current_month_usage_in_bytes: number;
-  ai_analysis_requests_limit: number;
-  ai_analysis_requests_current_month_usage: number;
-  bring_your_own_ai_enabled: boolean;
-  bring_your_own_ai_providers: string[];
-  bring_your_own_proxy_enabled: boolean;
-  bring_your_own_proxies: Array<{ id: number; label: string; verified: boolean }>;
-}
-
 export interface AccountSummary {
   account_id: string;
   plan: string;

@@ -1,31 +1,53 @@
 /**
- * The spec's "Screenshot options" table, written once. The api's request schemas (ajv),
- * the OpenAPI document and the option types used by capture and scheduler are all
- * generated from OPTION_TABLE; nothing else lists the options.
+ * The spec's "Screenshot options" table, written once. Each option's value is a TypeBox
+ * schema, plain JSON Schema that also carries its TypeScript type, so the api's request
+ * schemas (ajv), the OpenAPI document, the option types used by capture and scheduler
+ * (ScreenshotOptions, SnapOptions, ConfigOptions, ActionStep) and the defaults
+ * (OPTION_DEFAULTS) all come from OPTION_TABLE; nothing else lists the options.
  */
 
 import crypto from 'node:crypto';
+import { type Static, type TProperties, type TSchema, Type } from '@sinclair/typebox';
 
 type JsonSchema = Record<string, unknown>;
 
+/** How a value sent as text (GET, forms) is read: `json` options arrive as JSON strings. */
 export type OptionKind = 'string' | 'boolean' | 'integer' | 'number' | 'json';
 
 /** Where an option is accepted. */
 export type Scope = 'capture' | 'snap' | 'config';
 
-export interface OptionSpec {
+/** One row of the table as written. */
+interface OptionRow {
   name: string;
-  kind: OptionKind;
+  /** JSON Schema of the value; its static type is the option's type. */
+  schema: TSchema;
   description: string;
   default?: unknown;
-  /** Extra JSON Schema keywords (range, enum, length, item shape). */
-  schema?: JsonSchema;
+  /** Required wherever the option is accepted. */
+  required?: true;
   /** capture: everywhere (snap, create, update); snap: snap only; config: configurations only. */
   scope: Scope;
   /** Changes the captured result; part of the ttl cache key and of snap-configuration reuse. */
   affectsCapture: boolean;
   /** Error code for a bad value, when the spec names one (default invalid_parameter). */
   errorCode?: 'ai_provider_unsupported' | 'invalid_ai_structured_fields';
+}
+
+export interface OptionSpec extends OptionRow {
+  kind: OptionKind;
+}
+
+const SCALAR_KINDS: readonly unknown[] = ['string', 'boolean', 'integer', 'number'];
+
+/**
+ * A row of the table. The literal row type is kept (name, scope, schema) so the option
+ * types can be derived from the table, and a default that does not fit the schema's type
+ * does not compile.
+ */
+function option<const R extends OptionRow>(row: R & { default?: Static<R['schema']> }): R & { kind: OptionKind } {
+  const type: unknown = row.schema.type;
+  return { ...row, kind: SCALAR_KINDS.includes(type) ? (type as OptionKind) : 'json' };
 }
 
 export const MAX_WAIT_MS = 20_000;
@@ -36,6 +58,7 @@ export const MAX_ACTIONS = 50;
 export const AI_PROVIDERS = ['service', 'anthropic', 'openai', 'openrouter'] as const;
 export const IMAGE_FORMATS = ['jpeg', 'png', 'webp', 'pdf'] as const;
 export const SCHEDULE_INTERVALS = ['minutes', 'hours', 'days', 'weeks', 'months', 'years'] as const;
+export const CHANGE_TARGETS = ['webhook', 'slack'] as const;
 export const ACTION_TYPES = [
   'click',
   'hover',
@@ -52,199 +75,161 @@ export const ACTION_TYPES = [
   'wait_for_selector',
 ] as const;
 
-const keyValueList = (extra: JsonSchema): JsonSchema => ({
-  type: 'array',
-  maxItems: 100,
-  items: {
-    type: 'object',
-    required: ['key', 'value'],
-    additionalProperties: false,
-    properties: { key: { type: 'string', minLength: 1, maxLength: 256 }, value: { type: 'string', maxLength: 8192 }, ...extra },
-  },
+/** One of some words, as a bare `enum`: ajv answers "must be one of" for any other value, numbers too. */
+const enumOf = <const T extends readonly string[]>(values: T) => Type.Unsafe<T[number]>({ enum: [...values] });
+/** A string option that takes one of some words. */
+export const textEnum = <const T extends readonly string[]>(values: T, options: JsonSchema = {}) =>
+  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+const text = (maxLength: number) => Type.String({ maxLength });
+
+const keyValueList = <P extends TProperties>(extra: P) =>
+  Type.Array(
+    Type.Object({ key: Type.String({ minLength: 1, maxLength: 256 }), value: Type.String({ maxLength: 8192 }), ...extra }, { additionalProperties: false }),
+    { maxItems: 100 },
+  );
+
+/**
+ * One `multi_step_actions` step as the JSON Schema checks it (the outer shape); the rules
+ * per step type are in actions-schema.ts. Its static type is ActionStep.
+ */
+export const ACTION_STEP_SCHEMA = Type.Object({
+  type: enumOf(ACTION_TYPES),
+  selector: Type.Optional(Type.String({ minLength: 1, maxLength: 1000 })),
+  value: Type.Optional(Type.Unsafe<string | number | boolean>({ type: ['string', 'number', 'boolean'] })),
+  send_to: Type.Optional(enumOf(CHANGE_TARGETS)),
+  url: Type.Optional(Type.String({ maxLength: 4096 })),
 });
 
-const text = (maxLength: number): JsonSchema => ({ maxLength });
-
-export const OPTION_TABLE: OptionSpec[] = [
-  { name: 'url', kind: 'string', scope: 'capture', affectsCapture: true, description: 'Page to capture (http or https).', schema: { minLength: 1, maxLength: 4096, format: 'http-url' } },
-  { name: 'time_zone', kind: 'string', scope: 'capture', affectsCapture: true, description: 'ICU time zone id such as Europe/Paris.', schema: { maxLength: 64, format: 'time-zone' } },
-  { name: 'selectors', kind: 'string', scope: 'capture', affectsCapture: true, description: 'One CSS selector; captures only that element (with html_only, returns its outerHTML).', schema: text(1000) },
-  { name: 'hover_on_selected', kind: 'boolean', scope: 'capture', affectsCapture: true, default: false, description: 'Requires selectors; shows the :hover styles of that element.' },
-  { name: 'real_location', kind: 'string', scope: 'capture', affectsCapture: true, description: 'A value from /real_locations; the capture goes through the proxy network.', schema: text(100) },
-  { name: 'custom_proxy_id', kind: 'integer', scope: 'capture', affectsCapture: true, description: 'Id of a stored proxy (Bring Your Own Proxy addon). Replaces real_location.', schema: { minimum: 1 } },
-  { name: 'wait', kind: 'integer', scope: 'capture', affectsCapture: true, default: 1500, description: 'Milliseconds to wait before the capture.', schema: { minimum: 0, maximum: MAX_WAIT_MS } },
-  { name: 'wait_for', kind: 'string', scope: 'capture', affectsCapture: true, description: 'CSS selector that must appear before the capture.', schema: text(1000) },
-  { name: 'incremental_scroll', kind: 'boolean', scope: 'capture', affectsCapture: true, default: false, description: 'Scrolls slowly to trigger lazy loading (up to 10 seconds).' },
-  { name: 'fullpage', kind: 'boolean', scope: 'capture', affectsCapture: true, default: false, description: 'Captures the whole page.' },
-  { name: 'fullpage_advanced', kind: 'boolean', scope: 'capture', affectsCapture: true, default: false, description: 'Full page for lazy-loaded pages: scrolls content into view first; slower than fullpage.' },
-  { name: 'page_width', kind: 'integer', scope: 'capture', affectsCapture: true, default: 1920, description: 'Viewport width in CSS pixels.', schema: { minimum: 100, maximum: 7680 } },
-  { name: 'page_height', kind: 'integer', scope: 'capture', affectsCapture: true, default: 1000, description: 'Viewport height in CSS pixels.', schema: { minimum: 100, maximum: 7680 } },
-  { name: 'image_format', kind: 'string', scope: 'capture', affectsCapture: true, default: 'jpeg', description: 'Image format.', schema: { enum: [...IMAGE_FORMATS] } },
-  { name: 'placeholder_url', kind: 'string', scope: 'capture', affectsCapture: false, description: 'Image shown at the embed URL until the first capture exists.', schema: { maxLength: 4096, format: 'http-url' } },
-  { name: 'quality', kind: 'integer', scope: 'capture', affectsCapture: true, default: 100, description: 'JPEG quality, 1 (lowest) to 100 (highest); ignored for png and webp.', schema: { minimum: 1, maximum: 100 } },
-  { name: 'scale_factor', kind: 'number', scope: 'capture', affectsCapture: true, default: 1, description: 'Device scale factor; 2 gives a retina image.', schema: { minimum: 0.5, maximum: 4 } },
-  { name: 'css_inject', kind: 'string', scope: 'capture', affectsCapture: true, description: 'CSS injected into the page.', schema: text(100_000) },
-  { name: 'js_inject', kind: 'string', scope: 'capture', affectsCapture: true, description: 'JavaScript injected into the page.', schema: text(100_000) },
-  { name: 'analyze_image_with_ai', kind: 'boolean', scope: 'capture', affectsCapture: true, default: false, description: 'Enables AI analysis of the capture.' },
-  { name: 'ai_prompt', kind: 'string', scope: 'capture', affectsCapture: true, description: 'Prompt for the analysis; requires analyze_image_with_ai=true. Ignored in structured mode.', schema: text(MAX_AI_PROMPT) },
-  { name: 'ai_prompt_mode', kind: 'string', scope: 'capture', affectsCapture: true, default: 'simple', description: 'simple: free text; structured: an object matching ai_structured_fields.', schema: { enum: ['simple', 'structured'] } },
-  { name: 'ai_structured_instructions', kind: 'string', scope: 'capture', affectsCapture: true, description: 'Optional context for structured mode.', schema: text(5000) },
-  {
+export const OPTION_TABLE = [
+  option({ name: 'url', schema: Type.String({ minLength: 1, maxLength: 4096, format: 'http-url' }), required: true, scope: 'capture', affectsCapture: true, description: 'Page to capture (http or https).' }),
+  option({ name: 'time_zone', schema: Type.String({ maxLength: 64, format: 'time-zone' }), scope: 'capture', affectsCapture: true, description: 'ICU time zone id such as Europe/Paris.' }),
+  option({ name: 'selectors', schema: text(1000), scope: 'capture', affectsCapture: true, description: 'One CSS selector; captures only that element (with html_only, returns its outerHTML).' }),
+  option({ name: 'hover_on_selected', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Requires selectors; shows the :hover styles of that element.' }),
+  option({ name: 'real_location', schema: text(100), scope: 'capture', affectsCapture: true, description: 'A value from /real_locations; the capture goes through the proxy network.' }),
+  option({ name: 'custom_proxy_id', schema: Type.Integer({ minimum: 1 }), scope: 'capture', affectsCapture: true, description: 'Id of a stored proxy (Bring Your Own Proxy addon). Replaces real_location.' }),
+  option({ name: 'wait', schema: Type.Integer({ minimum: 0, maximum: MAX_WAIT_MS }), scope: 'capture', affectsCapture: true, default: 1500, description: 'Milliseconds to wait before the capture.' }),
+  option({ name: 'wait_for', schema: text(1000), scope: 'capture', affectsCapture: true, description: 'CSS selector that must appear before the capture.' }),
+  option({ name: 'incremental_scroll', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Scrolls slowly to trigger lazy loading (up to 10 seconds).' }),
+  option({ name: 'fullpage', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Captures the whole page.' }),
+  option({ name: 'fullpage_advanced', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Full page for lazy-loaded pages: scrolls content into view first; slower than fullpage.' }),
+  option({ name: 'page_width', schema: Type.Integer({ minimum: 100, maximum: 7680 }), scope: 'capture', affectsCapture: true, default: 1920, description: 'Viewport width in CSS pixels.' }),
+  option({ name: 'page_height', schema: Type.Integer({ minimum: 100, maximum: 7680 }), scope: 'capture', affectsCapture: true, default: 1000, description: 'Viewport height in CSS pixels.' }),
+  option({ name: 'image_format', schema: textEnum(IMAGE_FORMATS), scope: 'capture', affectsCapture: true, default: 'jpeg', description: 'Image format.' }),
+  option({ name: 'placeholder_url', schema: Type.String({ maxLength: 4096, format: 'http-url' }), scope: 'capture', affectsCapture: false, description: 'Image shown at the embed URL until the first capture exists.' }),
+  option({ name: 'quality', schema: Type.Integer({ minimum: 1, maximum: 100 }), scope: 'capture', affectsCapture: true, default: 100, description: 'JPEG quality, 1 (lowest) to 100 (highest); ignored for png and webp.' }),
+  option({ name: 'scale_factor', schema: Type.Number({ minimum: 0.5, maximum: 4 }), scope: 'capture', affectsCapture: true, default: 1, description: 'Device scale factor; 2 gives a retina image.' }),
+  option({ name: 'css_inject', schema: text(100_000), scope: 'capture', affectsCapture: true, description: 'CSS injected into the page.' }),
+  option({ name: 'js_inject', schema: text(100_000), scope: 'capture', affectsCapture: true, description: 'JavaScript injected into the page.' }),
+  option({ name: 'analyze_image_with_ai', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Enables AI analysis of the capture.' }),
+  option({ name: 'ai_prompt', schema: text(MAX_AI_PROMPT), scope: 'capture', affectsCapture: true, description: 'Prompt for the analysis; requires analyze_image_with_ai=true. Ignored in structured mode.' }),
+  option({ name: 'ai_prompt_mode', schema: textEnum(['simple', 'structured']), scope: 'capture', affectsCapture: true, default: 'simple', description: 'simple: free text; structured: an object matching ai_structured_fields.' }),
+  option({ name: 'ai_structured_instructions', schema: text(5000), scope: 'capture', affectsCapture: true, description: 'Optional context for structured mode.' }),
+  option({
     name: 'ai_structured_fields',
-    kind: 'json',
     scope: 'capture',
     affectsCapture: true,
     errorCode: 'invalid_ai_structured_fields',
     description: 'JSON array of structured field definitions (a JSON string on GET and forms).',
-    schema: {
-      type: 'array',
-      maxItems: MAX_STRUCTURED_FIELDS,
-      items: {
-        type: 'object',
-        required: ['name', 'type'],
-        additionalProperties: false,
-        properties: {
-          name: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_]*$', maxLength: 64 },
-          type: { enum: ['string', 'number', 'boolean', 'enum', 'multi'] },
-          description: { type: 'string', maxLength: 1000 },
-          options: { type: 'array', minItems: 1, maxItems: MAX_FIELD_OPTIONS, items: { type: 'string', maxLength: 200 } },
+    schema: Type.Array(
+      Type.Object(
+        {
+          name: Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_]*$', maxLength: 64 }),
+          type: enumOf(['string', 'number', 'boolean', 'enum', 'multi']),
+          description: Type.Optional(Type.String({ maxLength: 1000 })),
+          options: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { minItems: 1, maxItems: MAX_FIELD_OPTIONS })),
         },
-        if: { properties: { type: { enum: ['enum', 'multi'] } } },
-        // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword, not a thenable
-        then: { required: ['options'] },
-      },
-    },
-  },
-  { name: 'ai_provider', kind: 'string', scope: 'capture', affectsCapture: true, default: 'service', errorCode: 'ai_provider_unsupported', description: 'service (AI credits), or anthropic, openai, openrouter with your own key.', schema: { enum: [...AI_PROVIDERS] } },
-  { name: 'ai_model', kind: 'string', scope: 'capture', affectsCapture: true, description: 'Model id for an own provider.', schema: text(200) },
-  {
+        {
+          additionalProperties: false,
+          if: { properties: { type: { enum: ['enum', 'multi'] } } },
+          // biome-ignore lint/suspicious/noThenProperty: a JSON Schema keyword, not a thenable
+          then: { required: ['options'] },
+        },
+      ),
+      { maxItems: MAX_STRUCTURED_FIELDS },
+    ),
+  }),
+  option({ name: 'ai_provider', schema: textEnum(AI_PROVIDERS), scope: 'capture', affectsCapture: true, default: 'service', errorCode: 'ai_provider_unsupported', description: 'service (AI credits), or anthropic, openai, openrouter with your own key.' }),
+  option({ name: 'ai_model', schema: text(200), scope: 'capture', affectsCapture: true, description: 'Model id for an own provider.' }),
+  option({
     name: 'headers',
-    kind: 'json',
     scope: 'capture',
     affectsCapture: true,
     description: 'Extra HTTP headers: JSON array of {"key","value"} (or a {"name": "value"} map); a JSON string on GET and forms.',
     schema: keyValueList({}),
-  },
-  {
+  }),
+  option({
     name: 'cookies',
-    kind: 'json',
     scope: 'capture',
     affectsCapture: true,
     description: 'Cookies: JSON array of {"key","value"} with optional domain, path, secure, httpOnly (or a {"name": "value"} map); a JSON string on GET and forms.',
-    schema: keyValueList({ domain: { type: 'string', maxLength: 255 }, path: { type: 'string', maxLength: 1024 }, secure: { type: 'boolean' }, httpOnly: { type: 'boolean' } }),
-  },
-  { name: 'accept_language', kind: 'string', scope: 'capture', affectsCapture: true, description: 'Accept-Language the browser sends.', schema: text(500) },
-  { name: 'user_agent', kind: 'string', scope: 'capture', affectsCapture: true, description: 'User agent string.', schema: text(1000) },
-  { name: 'latitude', kind: 'number', scope: 'capture', affectsCapture: true, description: 'Geolocation latitude.', schema: { minimum: -90, maximum: 90 } },
-  { name: 'longitude', kind: 'number', scope: 'capture', affectsCapture: true, description: 'Geolocation longitude.', schema: { minimum: -180, maximum: 180 } },
-  { name: 'accuracy', kind: 'number', scope: 'capture', affectsCapture: true, description: 'Geolocation accuracy in metres.', schema: { minimum: 0, maximum: 1_000_000 } },
-  { name: 'no_ads', kind: 'boolean', scope: 'capture', affectsCapture: true, default: false, description: 'Blocks ads.' },
-  { name: 'no_tracking', kind: 'boolean', scope: 'capture', affectsCapture: true, default: false, description: 'Blocks tracking scripts.' },
-  { name: 'no_cookie_banners', kind: 'boolean', scope: 'capture', affectsCapture: true, default: false, description: 'Hides cookie consent banners.' },
-  { name: 'disable_js', kind: 'boolean', scope: 'capture', affectsCapture: true, default: false, description: 'Disables all JavaScript.' },
-  { name: 'disable_third_party_js', kind: 'boolean', scope: 'capture', affectsCapture: true, default: false, description: "Discards scripts from outside the page's own registrable domain." },
-  { name: 'custom_title', kind: 'string', scope: 'capture', affectsCapture: false, description: 'Title of the configuration.', schema: text(500) },
-  { name: 'custom_description', kind: 'string', scope: 'capture', affectsCapture: false, description: 'Description of the configuration.', schema: text(5000) },
-  {
+    schema: keyValueList({
+      domain: Type.Optional(Type.String({ maxLength: 255 })),
+      path: Type.Optional(Type.String({ maxLength: 1024 })),
+      secure: Type.Optional(Type.Boolean()),
+      httpOnly: Type.Optional(Type.Boolean()),
+    }),
+  }),
+  option({ name: 'accept_language', schema: text(500), scope: 'capture', affectsCapture: true, description: 'Accept-Language the browser sends.' }),
+  option({ name: 'user_agent', schema: text(1000), scope: 'capture', affectsCapture: true, description: 'User agent string.' }),
+  option({ name: 'latitude', schema: Type.Number({ minimum: -90, maximum: 90 }), scope: 'capture', affectsCapture: true, description: 'Geolocation latitude.' }),
+  option({ name: 'longitude', schema: Type.Number({ minimum: -180, maximum: 180 }), scope: 'capture', affectsCapture: true, description: 'Geolocation longitude.' }),
+  option({ name: 'accuracy', schema: Type.Number({ minimum: 0, maximum: 1_000_000 }), scope: 'capture', affectsCapture: true, description: 'Geolocation accuracy in metres.' }),
+  option({ name: 'no_ads', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Blocks ads.' }),
+  option({ name: 'no_tracking', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Blocks tracking scripts.' }),
+  option({ name: 'no_cookie_banners', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Hides cookie consent banners.' }),
+  option({ name: 'disable_js', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Disables all JavaScript.' }),
+  option({ name: 'disable_third_party_js', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: "Discards scripts from outside the page's own registrable domain." }),
+  option({ name: 'custom_title', schema: text(500), scope: 'capture', affectsCapture: false, description: 'Title of the configuration.' }),
+  option({ name: 'custom_description', schema: text(5000), scope: 'capture', affectsCapture: false, description: 'Description of the configuration.' }),
+  option({
     name: 'multi_step_actions',
-    kind: 'json',
     scope: 'capture',
     affectsCapture: true,
     description: 'Ordered actions run before the capture (a JSON string on GET and forms).',
-    schema: {
-      type: 'array',
-      maxItems: MAX_ACTIONS,
-      items: {
-        type: 'object',
-        required: ['type'],
-        properties: {
-          type: { enum: [...ACTION_TYPES] },
-          selector: { type: 'string', minLength: 1, maxLength: 1000 },
-          value: { type: ['string', 'number', 'boolean'] },
-          send_to: { enum: ['webhook', 'slack'] },
-          url: { type: 'string', maxLength: 4096 },
-        },
-      },
-    },
-  },
-  { name: 'thumb_width', kind: 'integer', scope: 'capture', affectsCapture: true, default: 400, description: 'Thumbnail width in pixels.', schema: { minimum: 16, maximum: 2000 } },
-  { name: 'thumb_height', kind: 'integer', scope: 'capture', affectsCapture: true, description: 'Thumbnail height in pixels (default keeps the aspect ratio).', schema: { minimum: 16, maximum: 2000 } },
-  { name: 'html_only', kind: 'boolean', scope: 'snap', affectsCapture: true, description: 'Returns the rendered HTML instead of an image (1 screenshot credit).' },
-  { name: 'json', kind: 'boolean', scope: 'snap', affectsCapture: false, description: 'Answers with the JSON screenshot record instead of the image.' },
-  { name: 'ttl', kind: 'integer', scope: 'snap', affectsCapture: false, default: 86_400, description: 'Seconds a saved capture with the same URL and options is reused without spending a credit; 0 always captures fresh.', schema: { minimum: 0, maximum: 30 * 86_400 } },
-  { name: 'scheduled_screenshot', kind: 'boolean', scope: 'config', affectsCapture: false, description: 'true makes the configuration recurring.' },
-  { name: 'scheduled_every', kind: 'integer', scope: 'config', affectsCapture: false, description: 'Interval count, at least 1.', schema: { minimum: 1, maximum: 100_000 } },
-  { name: 'scheduled_interval', kind: 'string', scope: 'config', affectsCapture: false, description: 'Interval unit.', schema: { enum: [...SCHEDULE_INTERVALS] } },
-  { name: 'webhook_url', kind: 'string', scope: 'config', affectsCapture: false, description: 'Capture deliveries are POSTed here.', schema: { maxLength: 4096, format: 'http-url' } },
-];
+    schema: Type.Array(ACTION_STEP_SCHEMA, { maxItems: MAX_ACTIONS }),
+  }),
+  option({ name: 'thumb_width', schema: Type.Integer({ minimum: 16, maximum: 2000 }), scope: 'capture', affectsCapture: true, default: 400, description: 'Thumbnail width in pixels.' }),
+  option({ name: 'thumb_height', schema: Type.Integer({ minimum: 16, maximum: 2000 }), scope: 'capture', affectsCapture: true, description: 'Thumbnail height in pixels (default keeps the aspect ratio).' }),
+  option({ name: 'html_only', schema: Type.Boolean(), scope: 'snap', affectsCapture: true, description: 'Returns the rendered HTML instead of an image (1 screenshot credit).' }),
+  option({ name: 'json', schema: Type.Boolean(), scope: 'snap', affectsCapture: false, description: 'Answers with the JSON screenshot record instead of the image.' }),
+  option({ name: 'ttl', schema: Type.Integer({ minimum: 0, maximum: 30 * 86_400 }), scope: 'snap', affectsCapture: false, default: 86_400, description: 'Seconds a saved capture with the same URL and options is reused without spending a credit; 0 always captures fresh.' }),
+  option({ name: 'scheduled_screenshot', schema: Type.Boolean(), scope: 'config', affectsCapture: false, description: 'true makes the configuration recurring.' }),
+  option({ name: 'scheduled_every', schema: Type.Integer({ minimum: 1, maximum: 100_000 }), scope: 'config', affectsCapture: false, description: 'Interval count, at least 1.' }),
+  option({ name: 'scheduled_interval', schema: textEnum(SCHEDULE_INTERVALS), scope: 'config', affectsCapture: false, description: 'Interval unit.' }),
+  option({ name: 'webhook_url', schema: Type.String({ maxLength: 4096, format: 'http-url' }), scope: 'config', affectsCapture: false, description: 'Capture deliveries are POSTed here.' }),
+] as const;
 
-export const OPTIONS_BY_NAME: ReadonlyMap<string, OptionSpec> = new Map(OPTION_TABLE.map((o) => [o.name, o]));
+type Row = (typeof OPTION_TABLE)[number];
+type Simplify<T> = { [K in keyof T]: T[K] } & {};
+type RowsIn<S extends Scope> = Extract<Row, { scope: S }>;
+
+/** Values after validation of the options accepted in the scopes S: what capture and scheduler receive. */
+export type OptionValues<S extends Scope> = Simplify<
+  { [R in RowsIn<S> as R extends { required: true } ? R['name'] : never]: Static<R['schema']> } & {
+    [R in RowsIn<S> as R extends { required: true } ? never : R['name']]?: Static<R['schema']>;
+  }
+>;
+
+export type ScreenshotOptions = OptionValues<'capture'>;
+export type SnapOptions = OptionValues<'capture' | 'snap'>;
+export type ConfigOptions = OptionValues<'capture' | 'config'>;
+
+/** The options that have a default, with it. */
+export type OptionDefaults = { readonly [R in Row as R extends { default: unknown } ? R['name'] : never]: Static<R['schema']> };
+
+/** The table's rows as plain OptionSpecs, in table order, for code that walks them. */
+const ROWS: readonly OptionSpec[] = OPTION_TABLE;
+
+export const OPTIONS_BY_NAME: ReadonlyMap<string, OptionSpec> = new Map(ROWS.map((o) => [o.name, o]));
+
+/** Every option's default, the one place consumers read them (validated values stay as given). */
+export const OPTION_DEFAULTS = Object.freeze(
+  Object.fromEntries(ROWS.filter((o) => o.default !== undefined).map((o) => [o.name, o.default])),
+) as OptionDefaults;
 
 /** The JSON Schema of one option's value. */
 export function optionSchema(o: OptionSpec): JsonSchema {
-  const base: JsonSchema =
-    o.kind === 'json' ? {} : { type: o.kind };
-  return { ...base, ...(o.schema ?? {}), description: o.description, ...(o.default !== undefined ? { default: o.default } : {}) };
-}
-
-/** Values after validation: what capture and scheduler receive. */
-export interface ScreenshotOptions {
-  url: string;
-  time_zone?: string;
-  selectors?: string;
-  hover_on_selected?: boolean;
-  real_location?: string;
-  custom_proxy_id?: number;
-  wait?: number;
-  wait_for?: string;
-  incremental_scroll?: boolean;
-  fullpage?: boolean;
-  fullpage_advanced?: boolean;
-  page_width?: number;
-  page_height?: number;
-  image_format?: (typeof IMAGE_FORMATS)[number];
-  placeholder_url?: string;
-  quality?: number;
-  scale_factor?: number;
-  css_inject?: string;
-  js_inject?: string;
-  analyze_image_with_ai?: boolean;
-  ai_prompt?: string;
-  ai_prompt_mode?: 'simple' | 'structured';
-  ai_structured_instructions?: string;
-  ai_structured_fields?: Array<{ name: string; type: string; description?: string; options?: string[] }>;
-  ai_provider?: (typeof AI_PROVIDERS)[number];
-  ai_model?: string;
-  headers?: Array<{ key: string; value: string }>;
-  cookies?: Array<{ key: string; value: string; domain?: string; path?: string; secure?: boolean; httpOnly?: boolean }>;
-  accept_language?: string;
-  user_agent?: string;
-  latitude?: number;
-  longitude?: number;
-  accuracy?: number;
-  no_ads?: boolean;
-  no_tracking?: boolean;
-  no_cookie_banners?: boolean;
-  disable_js?: boolean;
-  disable_third_party_js?: boolean;
-  custom_title?: string;
-  custom_description?: string;
-  multi_step_actions?: Array<{ type: (typeof ACTION_TYPES)[number]; selector?: string; value?: string | number | boolean; send_to?: string; url?: string }>;
-  thumb_width?: number;
-  thumb_height?: number;
-}
-
-export interface SnapOptions extends ScreenshotOptions {
-  html_only?: boolean;
-  json?: boolean;
-  ttl?: number;
-}
-
-export interface ConfigOptions extends ScreenshotOptions {
-  scheduled_screenshot?: boolean;
-  scheduled_every?: number;
-  scheduled_interval?: (typeof SCHEDULE_INTERVALS)[number];
-  webhook_url?: string;
+  return { ...o.schema, description: o.description, ...(o.default !== undefined ? { default: o.default } : {}) };
 }
 
 /**
@@ -264,6 +249,6 @@ export function requestedFeatures(o: ScreenshotOptions): { ownAi: boolean; ownPr
  * Equal keys mean interchangeable captures (ttl reuse) and the same snap configuration.
  */
 export function captureKey(o: SnapOptions): string {
-  const values = OPTION_TABLE.filter((x) => x.affectsCapture).map((x) => [x.name, (o as unknown as Record<string, unknown>)[x.name] ?? x.default ?? null]);
+  const values = ROWS.filter((x) => x.affectsCapture).map((x) => [x.name, (o as Record<string, unknown>)[x.name] ?? x.default ?? null]);
   return crypto.createHash('sha256').update(JSON.stringify(values)).digest('hex');
 }

@@ -1,0 +1,61 @@
+import { expect } from 'chai';
+import type { FastifyInstance } from 'fastify';
+import { ServiceBroker } from 'moleculer';
+import { type RouteContext, buildHttpServer, route } from '../../services/api/http';
+import { PAGING_PARAMS } from '../../services/api/paging-params';
+import { KEY_ONLY_PARAMS, SNAP_PARAMS } from '../../services/api/request-schemas';
+import { loadConfig } from '../../services/shared/config';
+
+/**
+ * http.ts runs a route's declared params shape before its handler: the handler sees only
+ * valid, typed values (and the raw ones beside them), and never runs for a bad request.
+ */
+describe("http: a route's declared params are validated before its handler", () => {
+  const seen: Array<Pick<RouteContext, 'params' | 'raw'>> = [];
+  const record = async ({ params, raw }: RouteContext) => {
+    seen.push({ params, raw });
+    return { success: true };
+  };
+  let app: FastifyInstance;
+
+  before(() => {
+    const broker = new ServiceBroker({ logger: false });
+    const common = { summary: 'test', tag: 'test', auth: false, response: { type: 'object' }, errors: [] };
+    app = buildHttpServer(broker, loadConfig({}), [
+      route({ ...common, method: 'GET', url: '/options', params: SNAP_PARAMS, handler: record }),
+      route({ ...common, method: 'GET', url: '/key-only', params: KEY_ONLY_PARAMS, handler: record }),
+      route({ ...common, method: 'GET', url: '/paged', params: PAGING_PARAMS, handler: record }),
+    ]);
+  });
+  after(() => app.close());
+  beforeEach(() => {
+    seen.length = 0;
+  });
+
+  const get = (url: string) => app.inject({ method: 'GET', url });
+
+  it('hands the handler the typed values of its shape, and the parameters as sent', async () => {
+    expect((await get('/options?url=https://example.com&wait=250&fullpage=yes&api_key=secret')).statusCode).to.equal(200);
+    expect(seen).to.deep.equal([
+      { params: { url: 'https://example.com', wait: 250, fullpage: true }, raw: { url: 'https://example.com', wait: '250', fullpage: 'yes', api_key: 'secret' } },
+    ]);
+    seen.length = 0;
+    expect((await get('/paged?limit=5&order=asc&after=1700000000')).statusCode).to.equal(200);
+    expect(seen[0]?.params).to.deep.equal({ page: 1, limit: 5, afterMs: 1_700_000_000_000, beforeMs: null, order: 'ASC' });
+  });
+
+  for (const [url, note] of [
+    ['/options?url=ftp://example.com', 'url: must be a full http:// or https:// URL'],
+    ['/options?url=https://example.com&hover_on_selected=true', 'hover_on_selected: requires selectors'],
+    ['/key-only?month=5', 'This endpoint takes only access_token.'],
+    ['/paged?limit=0', 'limit: must be at least 1'],
+  ] as const) {
+    it(`answers ${url} with 400 and the shape's note, without running the handler`, async () => {
+      const r = await get(url);
+      expect(r.statusCode).to.equal(400);
+      expect(r.json()).to.include({ success: false, error_code: 'invalid_parameter' });
+      expect(r.json().note).to.contain(note);
+      expect(seen).to.deep.equal([]);
+    });
+  }
+});
