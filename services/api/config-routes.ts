@@ -7,9 +7,9 @@
  */
 import sharp from 'sharp';
 import { type ConfigView, type ScreenshotRef, call } from '../shared/contracts';
-import { ERROR_STATUS, isErrorCode, serviceError } from '../shared/errors';
+import { ERROR_STATUS, isErrorCode } from '../shared/errors';
 import { checkFeatures } from '../shared/plan-gates';
-import { type ConfigOptions, OPTIONS_BY_NAME, requestedFeatures } from '../shared/screenshot-options';
+import { type ConfigOptions, OPTIONS_BY_NAME, requestedFeatures, scheduleOf } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';
 import type { RouteContext, RouteDef } from './http';
@@ -72,9 +72,7 @@ async function createConfig(ctx: RouteContext) {
   const { broker, account } = ctx;
   const options = validateShape<ConfigOptions>('configCreate', ctx.params);
   checkFeatures(account, requestedFeatures(options));
-  if (options.scheduled_screenshot === true && !options.scheduled_interval) {
-    throw serviceError('invalid_parameter', 'scheduled_interval is required with scheduled_screenshot=true: one of minutes, hours, days, weeks, months, years.');
-  }
+  scheduleOf(options); // refuses a schedule without an interval before a credit is reserved
   // The job id is chosen first so the configuration records it as its last job.
   const jobId = randomId(12);
   let embedUrl = '';

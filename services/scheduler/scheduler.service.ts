@@ -14,7 +14,7 @@ import { type ConfigView, type Handler, call } from '../shared/contracts';
 import { acquireDatabase, isUniqueViolation, releaseDatabase } from '../shared/database';
 import { serviceError } from '../shared/errors';
 import { pageOf, pageQuery } from '../shared/paging';
-import type { ConfigOptions } from '../shared/screenshot-options';
+import { type ConfigOptions, scheduleOf } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import { type Interval, nextRunAfter } from './schedule';
 
@@ -46,15 +46,6 @@ interface ConfigRow {
 
 export function embedUrl(config: Readonly<Config>, configId: string): string {
   return `${config.appUrl}/embed/${configId}`;
-}
-
-/** What the schedule of a configuration is, from its validated options. */
-function scheduleOf(o: ConfigOptions): { every: number; interval: Interval } | null {
-  if (o.scheduled_screenshot !== true) return null;
-  if (!o.scheduled_interval) {
-    throw serviceError('invalid_parameter', 'scheduled_interval is required with scheduled_screenshot=true: one of minutes, hours, days, weeks, months, years.');
-  }
-  return { every: o.scheduled_every ?? 1, interval: o.scheduled_interval };
 }
 
 export function schedulerService(deps: SchedulerDeps): ServiceSchema {
