@@ -3,6 +3,7 @@ import knex from 'knex';
 import { call } from '../../services/shared/contracts';
 import { knexConfig } from '../../services/shared/database';
 import { backendConfig } from '../support/backends';
+import { expectEnvelope } from '../support/errors';
 import { qs, request } from '../support/http';
 import { type RunningSystem, runSystem } from '../support/system';
 
@@ -18,15 +19,6 @@ const ACCOUNT_LIMITS_KEYS = [
   'bring_your_own_proxy_enabled',
   'bring_your_own_proxies',
 ];
-
-function expectEnvelope(answer: { status: number; body: Record<string, unknown> }, status: number, code: string, noteFragment?: string) {
-  expect(answer.status, JSON.stringify(answer.body)).to.equal(status);
-  expect(answer.body).to.have.all.keys('success', 'error_code', 'note');
-  expect(answer.body.success).to.equal(false);
-  expect(answer.body.error_code).to.equal(code);
-  expect(answer.body.note).to.be.a('string').and.not.be.empty;
-  if (noteFragment) expect(answer.body.note).to.contain(noteFragment);
-}
 
 describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
   let sys: RunningSystem;
