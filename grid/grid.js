@@ -27,7 +27,7 @@ const path = require('node:path');
 const net = require('node:net');
 const { spawn } = require('node:child_process');
 const { ensureSystemDeps, DEFAULT_CHROME_BIN, DEFAULT_CHROMEDRIVER_BIN } = require('../scripts/ensure-system-deps');
-const { getStatus } = require('./wait-ready');
+const { waitReady } = require('./wait-ready');
 
 const CONFIG_DIR = path.join(__dirname, 'config');
 const GRID_TOML = path.join(CONFIG_DIR, 'grid.toml');
@@ -437,26 +437,16 @@ async function startGrid(opts = {}) {
       }
     }
 
-    // Wait for readiness.
     const started = Date.now();
-    let last = 'no answer yet';
-    for (;;) {
-      const dead = procs.find((p) => p.exited);
-      if (dead) await fail(`${dead.name} exited early (${dead.code})`);
-      try {
-        const json = await getStatus(`${url}/status`, 2000);
-        const v = json.value || {};
-        const nodeList = Array.isArray(v.nodes) ? v.nodes : [];
-        const up = nodeList.filter((n) => n.availability === 'UP').length;
-        const want = mode === 'hub' ? nodes : 1;
-        last = `ready=${v.ready}, nodes UP ${up}/${want}: ${v.message || ''}`;
-        if (v.ready === true && up >= want) break;
-      } catch (err) {
-        last = err.message;
-      }
-      if (Date.now() - started > timeoutMs) await fail(`not ready after ${timeoutMs} ms (${last})`);
-      await sleep(200);
-    }
+    await waitReady(url, {
+      timeoutMs,
+      minNodes: mode === 'hub' ? nodes : 1,
+      intervalMs: 200,
+      giveUp: () => {
+        const dead = procs.find((p) => p.exited);
+        return dead && `${dead.name} exited early (${dead.code})`;
+      },
+    }).catch((err) => fail(err.message));
     log(`[grid] ${mode} ready at ${url} in ${Date.now() - started} ms (logs: ${logDir})`);
   } catch (err) {
     failed = true;
