@@ -27,10 +27,11 @@ const path = require('node:path');
 const net = require('node:net');
 const { spawn } = require('node:child_process');
 const { ensureSystemDeps, DEFAULT_CHROME_BIN, DEFAULT_CHROMEDRIVER_BIN } = require('../scripts/ensure-system-deps');
-const { getStatus } = require('./wait-ready');
+const { waitReady } = require('./wait-ready');
 
 const CONFIG_DIR = path.join(__dirname, 'config');
 const GRID_TOML = path.join(CONFIG_DIR, 'grid.toml');
+const NODE_TOML = path.join(CONFIG_DIR, 'node-chromium.toml');
 
 /** Chromium flags without which Chromium hangs on a closed network (shared with the capture service). */
 const CHROME_ARGS = require('./config/chrome-args.json');
@@ -65,61 +66,35 @@ function oneLineJson(v) {
 }
 
 /**
- * Render the Node TOML. With the defaults this is byte-identical to grid/config/node-chromium.toml.
+ * Render the Node TOML: grid/config/node-chromium.toml (the one text, which the node image
+ * also uses as it is) with this Grid's values in place of the file's defaults. With the
+ * defaults the result is the file itself.
  * @param {{chromeBin?: string, chromedriverBin?: string, maxSessions?: number, sessionTimeout?: number,
  *          host?: string, chromeArgs?: string[]}} [o]
  */
 function renderNodeToml(o = {}) {
-  const chromeBin = o.chromeBin || DEFAULTS.chromeBin;
-  const chromedriverBin = o.chromedriverBin || DEFAULTS.chromedriverBin;
-  const maxSessions = o.maxSessions || DEFAULTS.maxSessions;
-  const sessionTimeout = o.sessionTimeout || DEFAULTS.sessionTimeout;
-  const host = o.host || DEFAULTS.host;
-  const args = o.chromeArgs || CHROME_ARGS;
   const stereotype = {
     browserName: 'chrome',
     platformName: 'linux',
-    'goog:chromeOptions': { binary: chromeBin, args },
+    'goog:chromeOptions': { binary: o.chromeBin || DEFAULTS.chromeBin, args: o.chromeArgs || CHROME_ARGS },
   };
-  const stereotypeJson = oneLineJson(stereotype);
-  return `# Selenium Grid 4.20 — Node serving Debian's Chromium headless shell through Debian's chromedriver.
-# (Debian packages \`chromium-headless-shell\` and \`chromium-driver\`; see scripts/ensure-system-deps.js.)
-#
-# This file is the readable default. grid/grid.js renders the same content at run time
-# (renderNodeToml) into its temp dir when ports, max-sessions, session-timeout or the binary
-# paths (CHROME_BIN / CHROMEDRIVER_BIN) differ; \`node grid/grid.js node-config\` prints it.
-
-[server]
-host = ${tomlStr(host)}
-
-[node]
-# Never guess drivers from PATH and never download any (no internet here): only the
-# driver-configuration below is offered.
-detect-drivers = false
-selenium-manager = false
-# Concurrent browser sessions on this Node (one Chromium each).
-max-sessions = ${maxSessions}
-# Allow max-sessions above the CPU count (Selenium caps it to the number of cores otherwise).
-override-max-sessions = true
-# A session with no activity for this many seconds is killed and its slot freed. Both WebDriver
-# commands and messages on the Grid's CDP websocket (se:cdp) count as activity (verified on 4.20).
-session-timeout = ${sessionTimeout}
-# Register quickly and keep the Distributor informed (defaults: 10 s / 60 s).
-register-cycle = 1
-register-period = 120
-heartbeat-period = 10
-# Proxy CDP and BiDi websockets (se:cdp / webSocketUrl) through the Grid; on by default.
-enable-cdp = true
-enable-bidi = true
-
-[[node.driver-configuration]]
-display-name = "Chromium (Debian)"
-webdriver-executable = ${tomlStr(chromedriverBin)}
-max-sessions = ${maxSessions}
-# The args are mandatory on this machine: without them Chromium hangs at start-up. The Node
-# merges these args and the binary into every matching session request (requests may omit them).
-stereotype = ${tomlLiteral(stereotypeJson)}
-`;
+  const values = {
+    host: tomlStr(o.host || DEFAULTS.host),
+    'max-sessions': String(o.maxSessions || DEFAULTS.maxSessions),
+    'session-timeout': String(o.sessionTimeout || DEFAULTS.sessionTimeout),
+    'webdriver-executable': tomlStr(o.chromedriverBin || DEFAULTS.chromedriverBin),
+    stereotype: tomlLiteral(oneLineJson(stereotype)),
+  };
+  const seen = new Set();
+  const text = fs.readFileSync(NODE_TOML, 'utf8').replace(/^([\w-]+) = .*$/gm, (line, key) => {
+    if (!Object.hasOwn(values, key)) return line;
+    seen.add(key);
+    return `${key} = ${values[key]}`;
+  });
+  // A key renamed in the file would otherwise leave its default silently in every Grid.
+  const missing = Object.keys(values).filter((k) => !seen.has(k));
+  if (missing.length) throw new Error(`${NODE_TOML} has no ${missing.join(', ')} to set`);
+  return text;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -437,26 +412,16 @@ async function startGrid(opts = {}) {
       }
     }
 
-    // Wait for readiness.
     const started = Date.now();
-    let last = 'no answer yet';
-    for (;;) {
-      const dead = procs.find((p) => p.exited);
-      if (dead) await fail(`${dead.name} exited early (${dead.code})`);
-      try {
-        const json = await getStatus(`${url}/status`, 2000);
-        const v = json.value || {};
-        const nodeList = Array.isArray(v.nodes) ? v.nodes : [];
-        const up = nodeList.filter((n) => n.availability === 'UP').length;
-        const want = mode === 'hub' ? nodes : 1;
-        last = `ready=${v.ready}, nodes UP ${up}/${want}: ${v.message || ''}`;
-        if (v.ready === true && up >= want) break;
-      } catch (err) {
-        last = err.message;
-      }
-      if (Date.now() - started > timeoutMs) await fail(`not ready after ${timeoutMs} ms (${last})`);
-      await sleep(200);
-    }
+    await waitReady(url, {
+      timeoutMs,
+      minNodes: mode === 'hub' ? nodes : 1,
+      intervalMs: 200,
+      giveUp: () => {
+        const dead = procs.find((p) => p.exited);
+        return dead && `${dead.name} exited early (${dead.code})`;
+      },
+    }).catch((err) => fail(err.message));
     log(`[grid] ${mode} ready at ${url} in ${Date.now() - started} ms (logs: ${logDir})`);
   } catch (err) {
     failed = true;

@@ -10,7 +10,7 @@
  * use this for start-up, not as a liveness probe of a loaded Grid (use `GET /status` → HTTP 200).
  *
  * Also usable from code: `await waitReady(url, {timeoutMs, minNodes})` resolves the status value
- * or rejects with the last observed state.
+ * or rejects with the last observed state. grid.js waits for the Grids it starts with it.
  */
 
 const http = require('node:http');
@@ -41,14 +41,17 @@ function getStatus(url, timeoutMs) {
 
 /**
  * @param {string} baseUrl  e.g. http://127.0.0.1:4444 (a trailing /status or /wd/hub is tolerated)
- * @param {{timeoutMs?: number, minNodes?: number, intervalMs?: number}} [opts]
+ * @param {{timeoutMs?: number, minNodes?: number, intervalMs?: number, giveUp?: () => string | undefined}} [opts]
+ *   giveUp: asked before every poll; a reason (e.g. the Grid process exited) rejects with it at once.
  */
-async function waitReady(baseUrl, { timeoutMs = 60000, minNodes = 1, intervalMs = 500 } = {}) {
+async function waitReady(baseUrl, { timeoutMs = 60000, minNodes = 1, intervalMs = 500, giveUp = () => undefined } = {}) {
   const base = baseUrl.replace(/\/+$/, '').replace(/\/status$/, '');
   const statusUrl = `${base}/status`;
   const deadline = Date.now() + timeoutMs;
   let last = 'no answer yet';
   for (;;) {
+    const reason = giveUp();
+    if (reason) throw new Error(reason);
     try {
       const json = await getStatus(statusUrl, Math.min(5000, Math.max(500, deadline - Date.now())));
       const v = json?.value || {};
@@ -67,7 +70,7 @@ async function waitReady(baseUrl, { timeoutMs = 60000, minNodes = 1, intervalMs 
   }
 }
 
-module.exports = { waitReady, getStatus };
+module.exports = { waitReady };
 
 if (require.main === module) {
   const [url, timeoutArg, minNodesArg] = process.argv.slice(2);

@@ -11,7 +11,7 @@ import { withCredits } from '../shared/credits';
 import { ERROR_STATUS, isErrorCode, serviceError } from '../shared/errors';
 import type { Paging } from '../shared/paging';
 import { checkFeatures } from '../shared/plan-gates';
-import { type ConfigOptions, OPTIONS_BY_NAME, requestedFeatures } from '../shared/screenshot-options';
+import { type ConfigOptions, OPTIONS_BY_NAME, requestedFeatures, scheduleOf } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';
 import { type RouteContext, type RouteDef, route } from './http';
@@ -81,9 +81,7 @@ async function createConfig(ctx: RouteContext<ConfigOptions>) {
   const { broker, account } = ctx;
   const options = ctx.params;
   checkFeatures(account, requestedFeatures(options));
-  if (options.scheduled_screenshot === true && !options.scheduled_interval) {
-    throw serviceError('invalid_parameter', 'scheduled_interval is required with scheduled_screenshot=true: one of minutes, hours, days, weeks, months, years.');
-  }
+  scheduleOf(options); // refuses a schedule without an interval before a credit is reserved
   // The job id is chosen first so the configuration records it as its last job.
   const jobId = randomId(12);
   let embedUrl = '';

@@ -15,7 +15,7 @@ import { acquireDatabase, isUniqueViolation, releaseDatabase } from '../shared/d
 import { serviceError } from '../shared/errors';
 import { embedUrl } from '../shared/links';
 import { fetchPage } from '../shared/paging';
-import type { ConfigOptions } from '../shared/screenshot-options';
+import { type ConfigOptions, scheduleOf } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
 import { type Interval, nextRunAfter } from './schedule';
@@ -44,15 +44,6 @@ interface ConfigRow {
   schedule_anchor_ms: number | string | null;
   last_job_id: string | null;
   created_at_ms: number | string;
-}
-
-/** What the schedule of a configuration is, from its validated options. */
-function scheduleOf(o: ConfigOptions): { every: number; interval: Interval } | null {
-  if (o.scheduled_screenshot !== true) return null;
-  if (!o.scheduled_interval) {
-    throw serviceError('invalid_parameter', 'scheduled_interval is required with scheduled_screenshot=true: one of minutes, hours, days, weeks, months, years.');
-  }
-  return { every: o.scheduled_every ?? 1, interval: o.scheduled_interval };
 }
 
 export interface SchedulerHandle {

@@ -8,6 +8,7 @@
 
 import crypto from 'node:crypto';
 import { type Static, type TProperties, type TSchema, Type } from '@sinclair/typebox';
+import { serviceError } from './errors';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -251,4 +252,17 @@ export function requestedFeatures(o: ScreenshotOptions): { ownAi: boolean; ownPr
 export function captureKey(o: SnapOptions): string {
   const values = ROWS.filter((x) => x.affectsCapture).map((x) => [x.name, (o as Record<string, unknown>)[x.name] ?? x.default ?? null]);
   return crypto.createHash('sha256').update(JSON.stringify(values)).digest('hex');
+}
+
+/**
+ * The schedule a configuration asks for, or null when it is not recurring. The schema
+ * cannot say "interval required when scheduled", so the api (before it spends a credit)
+ * and the scheduler (which stores the schedule) both ask here.
+ */
+export function scheduleOf(o: ConfigOptions): { every: number; interval: (typeof SCHEDULE_INTERVALS)[number] } | null {
+  if (o.scheduled_screenshot !== true) return null;
+  if (!o.scheduled_interval) {
+    throw serviceError('invalid_parameter', `scheduled_interval is required with scheduled_screenshot=true: one of ${SCHEDULE_INTERVALS.join(', ')}.`);
+  }
+  return { every: o.scheduled_every ?? 1, interval: o.scheduled_interval };
 }

@@ -3,6 +3,8 @@ import knex from 'knex';
 import { call } from '../../services/shared/contracts';
 import { knexConfig } from '../../services/shared/database';
 import { backendConfig } from '../support/backends';
+import { screenshotsUsed } from '../support/capture-helpers';
+import { expectEnvelope } from '../support/errors';
 import { qs, request } from '../support/http';
 import { type RunningSystem, runSystem } from '../support/system';
 
@@ -18,15 +20,6 @@ const ACCOUNT_LIMITS_KEYS = [
   'bring_your_own_proxy_enabled',
   'bring_your_own_proxies',
 ];
-
-function expectEnvelope(answer: { status: number; body: Record<string, unknown> }, status: number, code: string, noteFragment?: string) {
-  expect(answer.status, JSON.stringify(answer.body)).to.equal(status);
-  expect(answer.body).to.have.all.keys('success', 'error_code', 'note');
-  expect(answer.body.success).to.equal(false);
-  expect(answer.body.error_code).to.equal(code);
-  expect(answer.body.note).to.be.a('string').and.not.be.empty;
-  if (noteFragment) expect(answer.body.note).to.contain(noteFragment);
-}
 
 describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
   let sys: RunningSystem;
@@ -139,24 +132,20 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
   });
 
   describe('plan and addon gates, decided before any credit is reserved', () => {
-    const usage = async (token: string) =>
-      ((await request<{ results: { screenshot_current_month_usage: number } }>(sys.base, 'GET', `/account_limits?access_token=${token}`)).body.results
-        .screenshot_current_month_usage);
-
     it('own AI on the free plan is 402 byok_plan_required', async () => {
       expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token: free, url: 'https://example.com', ai_provider: 'anthropic' })}`), 402, 'byok_plan_required');
-      expect(await usage(free)).to.equal(0);
+      expect(await screenshotsUsed(sys, free)).to.equal(0);
     });
     it('own AI on a paid plan without the addon is 402 byok_addon_required', async () => {
       expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token: paid, url: 'https://example.com', ai_provider: 'openrouter' })}`), 402, 'byok_addon_required');
-      expect(await usage(paid)).to.equal(0);
+      expect(await screenshotsUsed(sys, paid)).to.equal(0);
     });
     it('an own proxy on the free plan is 402 byo_proxy_plan_required', async () => {
       expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token: free, url: 'https://example.com', custom_proxy_id: 1 })}`), 402, 'byo_proxy_plan_required');
     });
     it('an own proxy on a paid plan without the addon is 402 byo_proxy_addon_required', async () => {
       expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token: paid, url: 'https://example.com', custom_proxy_id: 1 })}`), 402, 'byo_proxy_addon_required');
-      expect(await usage(paid)).to.equal(0);
+      expect(await screenshotsUsed(sys, paid)).to.equal(0);
     });
     it('an unknown AI provider is 400 ai_provider_unsupported and bad structured fields 400 invalid_ai_structured_fields', async () => {
       expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token: paid, url: 'https://example.com', ai_provider: 'gemini' })}`), 400, 'ai_provider_unsupported');
@@ -182,8 +171,7 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
       const r = await request(sys.base, 'GET', `/snap?${qs({ access_token, url: 'https://example.com' })}`);
       expectEnvelope(r, 503, 'capacity_exhausted');
       expect(r.headers.get('retry-after')).to.equal('5');
-      const limits = await request<{ results: { screenshot_current_month_usage: number } }>(sys.base, 'GET', `/account_limits?access_token=${access_token}`);
-      expect(limits.body.results.screenshot_current_month_usage).to.equal(0);
+      expect(await screenshotsUsed(sys, access_token)).to.equal(0);
     });
 
     it('refuses AI credits and bandwidth past their limits with their own codes', async () => {

@@ -6,7 +6,7 @@
  * method and body so tests can see what the browser really sent.
  */
 import type http from 'node:http';
-import { type LocalServer, serveLocally } from '../support/local-server';
+import { type LocalServer, type PageAnswer, servePages } from '../support/local-server';
 
 export interface SeenAction {
   method: string;
@@ -85,7 +85,7 @@ const SEARCH = page(
   `<form action="/results" method="get"><input name="q" value="trail shoes"><button>Search</button></form>`,
 );
 
-const PAGES: Record<string, (req: http.IncomingMessage, body: string, port: number) => { status?: number; headers?: Record<string, string>; body: string; delayMs?: number }> = {
+const PAGES: Record<string, (req: http.IncomingMessage, body: string, port: number) => PageAnswer> = {
   '/login': (req, body) => {
     if (req.method !== 'POST') return { body: LOGIN_FORM };
     const form = new URLSearchParams(body);
@@ -125,25 +125,9 @@ const PAGES: Record<string, (req: http.IncomingMessage, body: string, port: numb
 
 export async function startActionFixtures(): Promise<ActionFixtures> {
   const seen: SeenAction[] = [];
-  const server = await serveLocally((req, res, port) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const [path = '/', query = ''] = (req.url ?? '/').split('?');
-      const body = Buffer.concat(chunks).toString('utf8');
-      seen.push({ method: req.method ?? 'GET', path, query, body });
-      const handler = PAGES[path];
-      if (!handler) {
-        res.writeHead(404, { 'content-type': 'text/plain' });
-        res.end('not found');
-        return;
-      }
-      const out = handler(req, body, port);
-      setTimeout(() => {
-        res.writeHead(out.status ?? 200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', ...(out.headers ?? {}) });
-        res.end(out.body);
-      }, out.delayMs ?? 0);
-    });
+  const server = await servePages(({ req, method, path, query, body }, port) => {
+    seen.push({ method, path, query, body });
+    return PAGES[path]?.(req, body, port);
   });
   return { ...server, seen };
 }

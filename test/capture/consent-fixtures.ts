@@ -16,7 +16,7 @@
  *   shop:    #first-party / #third-party paragraphs written by scripts from
  *            static.shop-example.test and widgets.other-vendor.test.
  */
-import { serveLocally } from '../support/local-server';
+import { type PageAnswer, servePages } from '../support/local-server';
 
 export const AD_SCRIPT_HOST = 'pagead2.googlesyndication.com';
 export const AD_IMAGE_HOST = 'ad.doubleclick.net';
@@ -68,7 +68,7 @@ export interface BlockingFixtures {
 const page = (body: string, head = '') =>
   `<!DOCTYPE html><html><head><meta charset="utf-8"><style>html,body{margin:0;padding:0;background:#fff}.abs{position:absolute;left:0;width:300px}</style>${head}</head><body>${body}</body></html>`;
 
-type Route = (port: number) => { type?: string; status?: number; location?: string; body: string };
+type Route = (port: number) => PageAnswer;
 
 const ROUTES: Record<string, Record<string, Route>> = {
   [NEWS_HOST]: {
@@ -88,20 +88,20 @@ const ROUTES: Record<string, Record<string, Route>> = {
   },
   [AD_SCRIPT_HOST]: {
     '/pagead/js/adsbygoogle.js': () => ({
-      type: 'text/javascript',
+      headers: { 'content-type': 'text/javascript' },
       body: 'document.getElementById("ad-slot").style.background = "rgb(255,0,0)"; document.documentElement.dataset.adScript = "ran";',
     }),
   },
   [AD_IMAGE_HOST]: {
     '/ddm/adi/frame.html': () => ({ body: page('<div style="height:100vh;background:rgb(0,128,128)">ad frame</div>') }),
     '/ddm/ad/banner.svg': () => ({
-      type: 'image/svg+xml',
+      headers: { 'content-type': 'image/svg+xml' },
       body: '<svg xmlns="http://www.w3.org/2000/svg" width="300" height="100"><rect width="300" height="100" fill="rgb(0,128,0)"/></svg>',
     }),
   },
   [TRACKER_HOST]: {
     '/beacon.js': () => ({
-      type: 'text/javascript',
+      headers: { 'content-type': 'text/javascript' },
       body: 'document.getElementById("tracker-slot").style.background = "rgb(0,0,255)"; document.documentElement.dataset.tracker = "ran";',
     }),
   },
@@ -151,10 +151,10 @@ const ROUTES: Record<string, Record<string, Route>> = {
     '/private-image': (port) => ({
       body: page(`<p>public page</p><img alt="" src="http://127.0.0.1:${port}/pixel.svg"><script async src="http://${AD_SCRIPT_HOST}:${port}/pagead/js/adsbygoogle.js"></script><div id="ad-slot"></div>`),
     }),
-    '/to-private': (port) => ({ status: 302, location: `http://127.0.0.1:${port}/pixel.svg`, body: '' }),
+    '/to-private': (port) => ({ status: 302, headers: { location: `http://127.0.0.1:${port}/pixel.svg` }, body: '' }),
   },
   '127.0.0.1': {
-    '/pixel.svg': () => ({ type: 'image/svg+xml', body: '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>' }),
+    '/pixel.svg': () => ({ headers: { 'content-type': 'image/svg+xml' }, body: '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>' }),
   },
   [SHOP_HOST]: {
     '/': (port) => ({
@@ -166,28 +166,19 @@ const ROUTES: Record<string, Record<string, Route>> = {
     }),
   },
   [SHOP_STATIC_HOST]: {
-    '/app.js': () => ({ type: 'text/javascript', body: 'document.getElementById("out").insertAdjacentHTML("beforeend", "<p id=\\"first-party\\">first-party ran</p>");' }),
+    '/app.js': () => ({ headers: { 'content-type': 'text/javascript' }, body: 'document.getElementById("out").insertAdjacentHTML("beforeend", "<p id=\\"first-party\\">first-party ran</p>");' }),
   },
   [OTHER_VENDOR_HOST]: {
-    '/widget.js': () => ({ type: 'text/javascript', body: 'document.getElementById("out").insertAdjacentHTML("beforeend", "<p id=\\"third-party\\">third-party ran</p>");' }),
+    '/widget.js': () => ({ headers: { 'content-type': 'text/javascript' }, body: 'document.getElementById("out").insertAdjacentHTML("beforeend", "<p id=\\"third-party\\">third-party ran</p>");' }),
   },
 };
 
 export async function startBlockingFixtures(): Promise<BlockingFixtures> {
   const seen: SeenHostRequest[] = [];
-  const server = await serveLocally((req, res, port) => {
+  const server = await servePages(({ req, path }, port) => {
     const host = (req.headers.host ?? '').replace(/:\d+$/, '');
-    const path = (req.url ?? '/').split('?')[0] ?? '/';
     seen.push({ host, path });
-    const route = ROUTES[host]?.[path];
-    if (!route) {
-      res.writeHead(404, { 'content-type': 'text/plain' });
-      res.end('not found');
-      return;
-    }
-    const out = route(port);
-    res.writeHead(out.status ?? 200, { 'content-type': out.type ?? 'text/html; charset=utf-8', 'cache-control': 'no-store', ...(out.location ? { location: out.location } : {}) });
-    res.end(out.body);
+    return ROUTES[host]?.[path]?.(port);
   });
   return {
     port: server.port,

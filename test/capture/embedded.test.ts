@@ -5,6 +5,7 @@
 import { expect } from 'chai';
 import sharp from 'sharp';
 import { backendConfig } from '../support/backends';
+import { expectEnvelope } from '../support/errors';
 import { startFakeGcs } from '../support/fake-gcs-server';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { qs, request } from '../support/http';
@@ -58,7 +59,6 @@ describe('snap in embedded mode with a local ChromeDriver, storing in GCS', func
 
   it('answers 404 not_found for a CDN name that does not exist', async () => {
     const r = await request(sys.base, 'GET', '/cdn/nothere123.png');
-    expect(r.status).to.equal(404);
-    expect(r.body).to.include({ success: false, error_code: 'not_found' });
+    expectEnvelope(r, 404, 'not_found');
   });
 });

@@ -9,7 +9,8 @@ import { expect } from 'chai';
 import type { FixtureServer } from '../support/fixtures';
 import { type HttpAnswer, request } from '../support/http';
 import { sharedGrid } from '../support/grid';
-import { expectEnvelope, imageSize, pixel, screenshotsUsed, snapSuite } from '../support/capture-helpers';
+import { imageSize, pixel, screenshotsUsed, snapSuite } from '../support/capture-helpers';
+import { expectEnvelope } from '../support/errors';
 
 const size = imageSize;
 

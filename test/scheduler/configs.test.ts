@@ -9,6 +9,7 @@ import knex, { type Knex } from 'knex';
 import sharp from 'sharp';
 import { knexConfig } from '../../services/shared/database';
 import { backendConfig } from '../support/backends';
+import { CAPTURE_SERVICES } from '../support/capture-helpers';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { sharedGrid } from '../support/grid';
 import { type HttpAnswer, qs, request } from '../support/http';
@@ -46,7 +47,7 @@ describe('screenshot configurations, jobs, archive and embed', function () {
   before(async () => {
     const grid = await sharedGrid();
     fx = await startFixtures();
-    const b = await backendConfig('sqlite', { SERVICES: 'api,billing,capture,scheduler,ai,proxy', SELENIUM_URL: grid.url, ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '2' });
+    const b = await backendConfig('sqlite', { SERVICES: CAPTURE_SERVICES, SELENIUM_URL: grid.url, ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '2' });
     cleanup = b.cleanup;
     dataDir = b.config.dataDir;
     sys = await runSystem(b.config, { scheduler: { now: () => clock, autoTick: false } });

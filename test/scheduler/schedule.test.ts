@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { addMonths, nextRunAfter } from '../../services/scheduler/schedule';
+import { scheduleOf } from '../../services/shared/screenshot-options';
+import { errorOf } from '../support/errors';
 
 const t = (iso: string) => Date.parse(iso);
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -28,5 +30,17 @@ describe('schedule arithmetic', () => {
     expect(iso(nextRunAfter(anchor, 1, 'minutes', now))).to.equal('2026-11-21T10:31:00.000Z');
     expect(iso(nextRunAfter(anchor, 3, 'months', now))).to.equal('2027-01-01T00:00:00.000Z');
     expect(iso(nextRunAfter(anchor, 1, 'years', now))).to.equal('2027-01-01T00:00:00.000Z');
+  });
+
+  it('reads the schedule of a configuration: none unless scheduled, every defaults to 1, an interval is required', () => {
+    expect(scheduleOf({ url: 'http://x.test/', scheduled_interval: 'hours' })).to.equal(null);
+    expect(scheduleOf({ url: 'http://x.test/', scheduled_screenshot: true, scheduled_interval: 'days' })).to.deep.equal({ every: 1, interval: 'days' });
+    expect(scheduleOf({ url: 'http://x.test/', scheduled_screenshot: true, scheduled_every: 3, scheduled_interval: 'weeks' })).to.deep.equal({ every: 3, interval: 'weeks' });
+    const err = errorOf(() => scheduleOf({ url: 'http://x.test/', scheduled_screenshot: true }));
+    expect([err.code, err.type, err.message]).to.deep.equal([
+      400,
+      'invalid_parameter',
+      'scheduled_interval is required with scheduled_screenshot=true: one of minutes, hours, days, weeks, months, years.',
+    ]);
   });
 });

@@ -1,5 +1,4 @@
-/** What the capture tests share: a system on the real Grid, image probes and answer checks. */
-import { expect } from 'chai';
+/** What the capture tests share: a system on the real Grid, image probes and usage checks. */
 import sharp from 'sharp';
 import { backendConfig } from './backends';
 import { type FixtureServer, startFixtures } from './fixtures';
@@ -42,12 +41,8 @@ export async function pixel(image: Buffer, x: number, y: number): Promise<[numbe
   return [data[i] ?? -1, data[i + 1] ?? -1, data[i + 2] ?? -1];
 }
 
-/** The error envelope with its status and code; the note contains each fragment. */
-export function expectEnvelope(r: HttpAnswer, status: number, code: string, ...fragments: string[]): void {
-  expect(r.status, r.raw.toString().slice(0, 400)).to.equal(status);
-  expect(r.body).to.include({ success: false, error_code: code });
-  for (const f of fragments) expect(String(r.body.note)).to.contain(f);
-}
+// The envelope check lives in ./errors; actions.test.ts still imports it from here.
+export { expectEnvelope } from './errors';
 
 /** Screenshots the account used this month, as /account_limits reports them. */
 export async function screenshotsUsed(sys: RunningSystem, key: string): Promise<number> {

@@ -3,7 +3,7 @@
  * so tests can see what the browser sent.
  */
 import type http from 'node:http';
-import { type LocalServer, serveLocally } from './local-server';
+import { type LocalServer, type PageAnswer, servePages } from './local-server';
 
 export interface SeenRequest {
   path: string;
@@ -24,7 +24,7 @@ const NOISY = page(
   '<canvas id="c" width="800" height="600"></canvas><script>const c=document.getElementById("c").getContext("2d");for(let y=0;y<600;y+=4)for(let x=0;x<800;x+=4){c.fillStyle="rgb("+((x*7+y*13)%256)+","+((x*x+y)%256)+","+((y*y+x*3)%256)+")";c.fillRect(x,y,4,4);}</script>',
 );
 
-const PAGES: Record<string, (req: http.IncomingMessage, port: number) => { status?: number; headers?: Record<string, string>; body: string }> = {
+const PAGES: Record<string, (req: http.IncomingMessage, port: number) => PageAnswer> = {
   '/plain': () => ({ body: page('<h1>Plain page</h1><div id="box" style="width:300px;height:200px;background:rgb(0,0,255);margin:40px"></div>') }),
   '/white': () => ({ body: page('<div style="height:100vh;background:#fff"></div>') }),
   '/tall': () => ({ body: page('<div id="tall" style="height:2600px;background:linear-gradient(#f00,#00f)">tall</div>') }),
@@ -48,8 +48,8 @@ const PAGES: Record<string, (req: http.IncomingMessage, port: number) => { statu
     ),
   }),
   '/hang': () => ({ body: page('<p>about to hang</p><script>for(;;){}</script>') }),
-  '/slow': () => ({ body: page('<p>slow</p>') }),
-  '/very-slow': () => ({ body: page('<p>very slow</p>') }),
+  '/slow': () => ({ delayMs: 2500, body: page('<p>slow</p>') }),
+  '/very-slow': () => ({ delayMs: 6000, body: page('<p>very slow</p>') }),
   '/to-private': (_req, port) => ({ status: 302, headers: { location: `http://127.0.0.1:${port}/plain` }, body: '' }),
   '/with-private-image': (_req, port) => ({ body: page(`<p>public page</p><img id="px" src="http://127.0.0.1:${port}/pixel.png">`) }),
   // A public page framing a private address directly, and a public site of another origin
@@ -73,23 +73,9 @@ const PAGES: Record<string, (req: http.IncomingMessage, port: number) => { statu
 
 export async function startFixtures(): Promise<FixtureServer> {
   const seen: SeenRequest[] = [];
-  const server = await serveLocally((req, res, port) => {
-    const [path = '/', query = ''] = (req.url ?? '/').split('?');
+  const server = await servePages(({ req, path, query }, port) => {
     seen.push({ path, query, headers: req.headers });
-    const handler = PAGES[path];
-    if (!handler) {
-      res.writeHead(404, { 'content-type': 'text/plain' });
-      res.end('not found');
-      return;
-    }
-    const out = handler(req, port);
-    const send = () => {
-      res.writeHead(out.status ?? 200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', ...(out.headers ?? {}) });
-      res.end(out.body);
-    };
-    if (path === '/slow') setTimeout(send, 2500);
-    else if (path === '/very-slow') setTimeout(send, 6000);
-    else send();
+    return PAGES[path]?.(req, port);
   });
   return { ...server, seen };
 }

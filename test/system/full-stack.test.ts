@@ -5,6 +5,7 @@
 import { expect } from 'chai';
 import { call } from '../../services/shared/contracts';
 import { NATS_URL, backendConfig, uniqueName } from '../support/backends';
+import { expectEnvelope } from '../support/errors';
 import { qs, request } from '../support/http';
 import { freePort, runScript, startServeProcess } from '../support/processes';
 import { type RunningSystem, runSystem } from '../support/system';
@@ -120,9 +121,7 @@ describe('full stack: MariaDB + Redis + NATS', function () {
       const created = JSON.parse(runScript('bin/admin.js', ['accounts', 'create', '--plan', 'none', '--json'], env));
       // ttl=0 skips the saved-capture lookup (no capture service runs here): billing answers.
       const r = await request(base, 'GET', `/snap?${qs({ access_token: created.access_token, url: 'https://example.com', ttl: 0 })}`);
-      expect(r.status).to.equal(402);
-      expect(r.body).to.deep.equal({ success: false, error_code: 'screenshot_limit_reached', note: r.body.note });
-      expect(String(r.body.note)).to.contain('0 of 0');
+      expectEnvelope(r, 402, 'screenshot_limit_reached', '0 of 0');
     });
 
     it('carries authentication and gate errors, and serves /account_limits for a key made with the CLI', async () => {
