@@ -16,7 +16,7 @@ import {
   unreachableBaseUrl,
 } from '../support/ai-providers';
 
-const MODELS: Record<ProviderName, string> = { anthropic: 'claude-sonnet-4-5-20250929', openai: 'gpt-4o', openrouter: 'openai/gpt-4o' };
+const MODELS: Record<ProviderName, string> = { anthropic: 'claude-sonnet-5-5', openai: 'gpt-4o', openrouter: 'openai/gpt-4o' };
 
 const fields: StructuredField[] = [
   { name: 'headline', type: 'string', description: 'The main heading' },

@@ -116,7 +116,7 @@ export function claudeModel(id: string, display_name: string, c: Capabilities): 
 function defaultModels(kind: ProviderName): Record<string, unknown>[] {
   if (kind === 'anthropic') {
     return [
-      claudeModel('claude-sonnet-4-5-20250929', 'Claude Sonnet 4.5', { image: true, structured: true }),
+      claudeModel('claude-sonnet-5-5', 'Claude Sonnet 5.5', { image: true, structured: true }),
       claudeModel('claude-haiku-4-5-20251001', 'Claude Haiku 4.5', { image: true, structured: true }),
       claudeModel('claude-3-haiku-20240307', 'Claude Haiku 3', { image: true, structured: false, lifecycle: 'deprecated', maxTokens: 4096 }),
       claudeModel('claude-3-5-sonnet-20240620', 'Claude Sonnet 3.5', { image: true, structured: true, lifecycle: 'retired', maxTokens: 8192 }),
