@@ -5,24 +5,14 @@
  */
 import { expect } from 'chai';
 import { createAiClient, OPENAI_MODELS } from '../../services/ai/providers';
-import { AiFailure, type StructuredField } from '../../services/ai/providers/types';
-import { type FakeProvider, PNG_1X1, startFakeProvider } from '../support/ai-providers';
+import type { StructuredField } from '../../services/ai/providers/types';
+import { type FakeProvider, failureOf, PNG_1X1, startFakeProvider } from '../support/ai-providers';
 
 const fields: StructuredField[] = [
   { name: 'page_kind', type: 'enum', options: ['home', 'product'] },
   { name: 'badges', type: 'multi', options: ['sale', 'new'] },
 ];
 const image = { image: PNG_1X1, contentType: 'image/png' as const };
-
-async function failureOf(p: Promise<unknown>): Promise<AiFailure> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof AiFailure) return err;
-    throw err;
-  }
-  throw new Error('expected an AiFailure');
-}
 
 describe('Anthropic models and structured paths', () => {
   let fake: FakeProvider;

@@ -5,9 +5,10 @@
  */
 import { expect } from 'chai';
 import { createAiClient } from '../../services/ai/providers';
-import { AiFailure, type AiFailureCode, type ProviderName, type StructuredField } from '../../services/ai/providers/types';
+import type { AiFailureCode, ProviderName, StructuredField } from '../../services/ai/providers/types';
 import {
   answerForLargestFields,
+  failureOf,
   type FakeProvider,
   largestFields,
   PNG_1X1,
@@ -25,16 +26,6 @@ const fields: StructuredField[] = [
   { name: 'page_kind', type: 'enum', options: ['home', 'product', 'article'] },
   { name: 'badges', type: 'multi', options: ['sale', 'new', 'popular'] },
 ];
-
-export async function failureOf(p: Promise<unknown>): Promise<AiFailure> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof AiFailure) return err;
-    throw err;
-  }
-  throw new Error('expected an AiFailure');
-}
 
 /** The image and the texts a recorded analysis request carried, read from the provider's wire format. */
 function sent(kind: ProviderName, r: Recorded): { image: Buffer; mediaType: string; text: string; system: string; schema?: Record<string, unknown> } {

@@ -11,8 +11,19 @@
  * Every request is recorded with its body and whether its key was right, never the key.
  */
 import type http from 'node:http';
-import type { ProviderName, StructuredField } from '../../services/ai/providers/types';
+import { AiFailure, type ProviderName, type StructuredField } from '../../services/ai/providers/types';
 import { serveLocally } from './local-server';
+
+/** The AiFailure `p` rejects with; fails the test when it resolves or rejects with anything else. */
+export async function failureOf(p: Promise<unknown>): Promise<AiFailure> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof AiFailure) return err;
+    throw err;
+  }
+  throw new Error('expected an AiFailure');
+}
 
 /** 50 fields of 100 options each: the spec's largest structured input, 5000 enum values. */
 export function largestFields(): StructuredField[] {
