@@ -9,7 +9,7 @@ import { brokerOptions } from '../moleculer.config';
 import { aiService } from './ai/ai.service';
 import { type ApiHandle, apiService } from './api/api.service';
 import { type BillingDeps, billingService } from './billing/billing.service';
-import { captureService } from './capture/capture.service';
+import { type CaptureHandle, captureService } from './capture/capture.service';
 import { proxyService } from './proxy/proxy.service';
 import { type SchedulerDeps, type SchedulerHandle, schedulerService } from './scheduler/scheduler.service';
 import type { Config } from './shared/config';
@@ -24,6 +24,7 @@ export interface SystemOverrides {
 export interface System {
   broker: ServiceBroker;
   api: ApiHandle | null;
+  capture: CaptureHandle | null;
   scheduler: SchedulerHandle | null;
 }
 
@@ -31,7 +32,7 @@ export async function startSystem(config: Readonly<Config>, overrides: SystemOve
   if (config.migrateOnStart) await migrateLatest(config.database);
   const broker = new ServiceBroker(brokerOptions(config));
   const runs = (name: Config['services'][number]) => config.services.includes(name);
-  const system: System = { broker, api: null, scheduler: null };
+  const system: System = { broker, api: null, capture: null, scheduler: null };
   if (runs('api')) {
     const api = apiService({ config });
     broker.createService(api.schema);
@@ -40,7 +41,11 @@ export async function startSystem(config: Readonly<Config>, overrides: SystemOve
   if (runs('billing')) broker.createService(billingService({ config, ...(overrides.billing ?? {}) }).schema);
   if (runs('ai')) broker.createService(aiService({ config }).schema);
   if (runs('proxy')) broker.createService(proxyService({ config }).schema);
-  if (runs('capture')) broker.createService(captureService({ config }).schema);
+  if (runs('capture')) {
+    const capture = captureService({ config });
+    broker.createService(capture.schema);
+    system.capture = capture.handle;
+  }
   if (runs('scheduler')) {
     const scheduler = schedulerService({ config, ...(overrides.scheduler ?? {}) });
     broker.createService(scheduler.schema);

@@ -8,7 +8,7 @@
 import sharp from 'sharp';
 import { type ConfigView, type ScreenshotRef, call } from '../shared/contracts';
 import { withCredits } from '../shared/credits';
-import { ERROR_STATUS, isErrorCode, serviceError } from '../shared/errors';
+import { ERROR_STATUS, isErrorCode } from '../shared/errors';
 import type { Paging } from '../shared/paging';
 import { checkFeatures } from '../shared/plan-gates';
 import { type ConfigOptions, OPTIONS_BY_NAME, requestedFeatures, scheduleOf } from '../shared/screenshot-options';

@@ -142,38 +142,43 @@ export interface DomFeatures {
 
 /**
  * Where a capture gets the blocker, when its options ask for blocking: built on first use,
- * as the lists take seconds to parse the first time (PageBlocker.shared, in the service).
+ * as the lists take seconds to parse the first time (a BlockerLoader, owned by the service).
  */
 export type BlockerSource = () => Promise<PageBlocker>;
 
-export class PageBlocker {
-  private static sharedInstance: Promise<PageBlocker> | null = null;
-  private static lists: ListPaths = DEFAULT_LISTS;
-  private static cacheDir: string = os.tmpdir();
+/** Builds the blocker on first use and keeps it; a failed build is retried by the next capture that needs it. */
+export class BlockerLoader {
+  private building: Promise<PageBlocker> | null = null;
 
-  /** Where shared() reads the lists and keeps its cache (the next shared() builds anew). */
-  static configure(opts: { lists?: ListPaths; cacheDir?: string }): void {
-    PageBlocker.lists = opts.lists ?? DEFAULT_LISTS;
-    PageBlocker.cacheDir = opts.cacheDir ?? os.tmpdir();
-    PageBlocker.sharedInstance = null;
+  constructor(
+    private lists: ListPaths = DEFAULT_LISTS,
+    private cacheDir: string = os.tmpdir(),
+  ) {}
+
+  /** Reads other lists (or keeps its cache elsewhere) from now on: the next get() builds anew. */
+  use(opts: { lists?: ListPaths; cacheDir?: string }): void {
+    this.lists = opts.lists ?? DEFAULT_LISTS;
+    this.cacheDir = opts.cacheDir ?? os.tmpdir();
+    this.building = null;
   }
 
+  get(): Promise<PageBlocker> {
+    if (!this.building) {
+      const p = PageBlocker.load(this.lists, this.cacheDir);
+      this.building = p;
+      p.catch(() => {
+        if (this.building === p) this.building = null;
+      });
+    }
+    return this.building;
+  }
+}
+
+export class PageBlocker {
   private constructor(
     private readonly ads: FiltersEngine,
     private readonly privacy: FiltersEngine,
   ) {}
-
-  /** The process-wide blocker, built on first use; a failed build is retried next time. */
-  static shared(): Promise<PageBlocker> {
-    if (!PageBlocker.sharedInstance) {
-      const p = PageBlocker.load(PageBlocker.lists, PageBlocker.cacheDir);
-      PageBlocker.sharedInstance = p;
-      p.catch(() => {
-        if (PageBlocker.sharedInstance === p) PageBlocker.sharedInstance = null;
-      });
-    }
-    return PageBlocker.sharedInstance;
-  }
 
   /** Builds a blocker from list files (from the cache when the lists have not changed). */
   static async load(lists: ListPaths = DEFAULT_LISTS, cacheDir: string = os.tmpdir()): Promise<PageBlocker> {

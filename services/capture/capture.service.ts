@@ -16,7 +16,7 @@ import { captureKey } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
 import { type FileStore, createFileStore } from '../shared/storage';
-import { PageBlocker } from './blocking';
+import { BlockerLoader } from './blocking';
 import { BrowserPool } from './browser-pool';
 import { EgressPolicy } from './egress';
 import { CaptureEngine } from './engine';
@@ -25,6 +25,12 @@ import { JobQueue } from './jobs';
 import { CapturePipeline } from './pipeline';
 import { ScreenshotRepository } from './screenshots';
 import { JobWorker } from './worker';
+
+/** The running capture service, for the root and tests. */
+export interface CaptureHandle {
+  /** Where captures get the ad and tracker blocker (its lists can be switched at run time). */
+  blockers: BlockerLoader;
+}
 
 export interface CaptureDeps {
   config: Readonly<Config>;
@@ -43,9 +49,10 @@ interface CaptureState {
   worker: JobWorker;
 }
 
-export function captureService(deps: CaptureDeps): ServiceUnit {
+export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
   const { config } = deps;
   let s: CaptureState;
+  const blockers = new BlockerLoader();
 
   /** A snap: captured while the HTTP request waits; its job is recorded for GET /jobs. */
   const take: Handler<'capture.take'> = async (ctx) => {
@@ -114,7 +121,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit {
         { sessions: config.capture.sessions, queueMax: config.capture.queueMax, queueTimeoutMs: config.capture.queueTimeoutMs, keepAliveMs: 20_000 },
         this.logger,
       );
-      const engine = new CaptureEngine(pool, new EgressPolicy(config.allowPrivateNetworks), () => PageBlocker.shared(), config.capture.timeoutMs);
+      const engine = new CaptureEngine(pool, new EgressPolicy(config.allowPrivateNetworks), () => blockers.get(), config.capture.timeoutMs);
       const pipeline = new CapturePipeline(engine, files, screenshots, queue);
       const worker = new JobWorker(this.broker, queue, pipeline, this.logger, { sessions: config.capture.sessions, leaseMs: config.capture.jobLeaseMs });
       s = { db, store, files, screenshots, queue, pool, pipeline, worker };
@@ -122,7 +129,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit {
     async started() {
       // Filter lists are compiled once per process; doing it now keeps the first no_ads
       // capture from paying for it. A missing list is reported by the capture that needs it.
-      void PageBlocker.shared().catch(() => undefined);
+      void blockers.get().catch(() => undefined);
       await s.pool.start();
       s.worker.start();
     },
@@ -136,5 +143,5 @@ export function captureService(deps: CaptureDeps): ServiceUnit {
       await releaseDatabase(config.database);
     },
   };
-  return { schema, handle: {} };
+  return { schema, handle: { blockers } };
 }

@@ -5,7 +5,7 @@
  * a step's navigation).
  */
 import { expect } from 'chai';
-import { PageBlocker } from '../../services/capture/blocking';
+import { BlockerLoader } from '../../services/capture/blocking';
 import { BrowserPool } from '../../services/capture/browser-pool';
 import { EgressPolicy } from '../../services/capture/egress';
 import { CaptureEngine } from '../../services/capture/engine';
@@ -14,9 +14,12 @@ import { configFrom } from '../support/backends';
 import { sharedGrid } from '../support/grid';
 import { qs, request } from '../support/http';
 import type { RunningSystem, } from '../support/system';
-import { expectEnvelope, pixel, screenshotsUsed, startCaptureSystem } from '../support/capture-helpers';
+import { pixel, screenshotsUsed, startCaptureSystem } from '../support/capture-helpers';
+import { expectEnvelope } from '../support/errors';
 import { type ActionFixtures, LOGIN, PRICES, startActionFixtures } from './action-fixtures';
 
+/** The engines of this file share one blocker, as the capture service's engine does. */
+const blockers = new BlockerLoader();
 
 type Step = Record<string, string | number | boolean>;
 
@@ -253,9 +256,9 @@ describe('multi_step_actions in the capture engine', function () {
       { warn: () => undefined, info: () => undefined },
     );
     await pool.start();
-    open = new CaptureEngine(pool, new EgressPolicy(true), () => PageBlocker.shared(), 15_000);
+    open = new CaptureEngine(pool, new EgressPolicy(true), () => blockers.get(), 15_000);
     // The real policy, with fixture.test resolving (for the policy) to a public address.
-    guarded = new CaptureEngine(pool, new EgressPolicy(false, async (host) => (host === 'fixture.test' ? ['93.184.215.14'] : ['127.0.0.1'])), () => PageBlocker.shared(), 15_000);
+    guarded = new CaptureEngine(pool, new EgressPolicy(false, async (host) => (host === 'fixture.test' ? ['93.184.215.14'] : ['127.0.0.1'])), () => blockers.get(), 15_000);
   });
   after(async () => {
     await pool?.stop();
@@ -317,7 +320,7 @@ describe('multi_step_actions in the capture engine', function () {
 
   it('an evaluateJs whose promise never settles fails before the capture’s time budget runs out', async () => {
     // Without the step's own limit this would end as 504 capture_timeout.
-    const short = new CaptureEngine(pool, new EgressPolicy(true), () => PageBlocker.shared(), 3_000);
+    const short = new CaptureEngine(pool, new EgressPolicy(true), () => blockers.get(), 3_000);
     const err = await rejection(capture(short, { url: `${fx.origin}/second`, multi_step_actions: [{ type: 'evaluateJs', value: 'new Promise(() => {})' }] }));
     expect(err.type).to.equal('action_failed');
     expect(err.message).to.match(/^multi_step_actions\[0\] \(evaluateJs\): the result did not settle within \d+ ms\.$/);

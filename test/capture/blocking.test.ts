@@ -65,7 +65,7 @@ describe('page blocking decisions (EasyList, EasyPrivacy, tldts)', () => {
   before(async function () {
     // Parsed once per process (from the cache in os.tmpdir() after the first run).
     this.timeout(60_000);
-    blocker = await PageBlocker.shared();
+    blocker = await PageBlocker.load();
   });
 
   it('wantsBlocking is true for any of the three request options only', () => {
@@ -190,6 +190,10 @@ describe('page blocking and consent on a real Selenium Grid', function () {
   this.timeout(120_000);
   let fx: BlockingFixtures;
   let sys: RunningSystem;
+  const blockers = () => {
+    if (!sys.capture) throw new Error('this system runs no capture service');
+    return sys.capture.blockers;
+  };
   let cleanup: () => Promise<void>;
   let token: string;
 
@@ -273,7 +277,7 @@ describe('page blocking and consent on a real Selenium Grid', function () {
     });
 
     it('answers a clear error naming the Debian package when a list is missing, and recovers', async () => {
-      PageBlocker.configure({ lists: { easylist: '/nonexistent/easylist.txt', easyprivacy: DEFAULT_LISTS.easyprivacy } });
+      blockers().use({ lists: { easylist: '/nonexistent/easylist.txt', easyprivacy: DEFAULT_LISTS.easyprivacy } });
       try {
         const r = await snap({ url: fx.url(NEWS_HOST), no_ads: true });
         expect(r.status).to.equal(500);
@@ -282,7 +286,7 @@ describe('page blocking and consent on a real Selenium Grid', function () {
         // Captures without blocking options are not affected.
         expect((await snap({ url: fx.url(PLAIN_HOST) })).status).to.equal(200);
       } finally {
-        PageBlocker.configure({});
+        blockers().use({});
       }
       expect((await snap({ url: fx.url(NEWS_HOST), no_ads: true })).status).to.equal(200);
     });

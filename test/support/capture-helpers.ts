@@ -41,9 +41,6 @@ export async function pixel(image: Buffer, x: number, y: number): Promise<[numbe
   return [data[i] ?? -1, data[i + 1] ?? -1, data[i + 2] ?? -1];
 }
 
-// The envelope check lives in ./errors; actions.test.ts still imports it from here.
-export { expectEnvelope } from './errors';
-
 /** Screenshots the account used this month, as /account_limits reports them. */
 export async function screenshotsUsed(sys: RunningSystem, key: string): Promise<number> {
   const r = await request<{ results: { screenshot_current_month_usage: number } }>(sys.base, 'GET', `/account_limits?access_token=${key}`);

@@ -10,6 +10,8 @@ export interface RunningSystem {
   broker: ServiceBroker;
   /** The scheduler's handle, when this system runs it (tests drive tick() themselves). */
   scheduler: System['scheduler'];
+  /** The capture service's handle, when this system runs it. */
+  capture: System['capture'];
   base: string;
   config: Readonly<Config>;
   account(plan?: string, addons?: Partial<Record<Addon, number>>): Promise<{ account_id: string; access_token: string }>;
@@ -18,10 +20,11 @@ export interface RunningSystem {
 
 export async function runSystem(config: Readonly<Config>, overrides: SystemOverrides = {}): Promise<RunningSystem> {
   // Several brokers share this process in some tests; each needs its own node id.
-  const { broker, api, scheduler } = await startSystem({ ...config, nodeId: config.nodeId ?? uniqueName('node-') }, overrides);
+  const { broker, api, capture, scheduler } = await startSystem({ ...config, nodeId: config.nodeId ?? uniqueName('node-') }, overrides);
   const base = api ? `http://127.0.0.1:${api.port()}` : '';
   return {
     broker,
+    capture,
     scheduler,
     base,
     config,
