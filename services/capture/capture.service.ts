@@ -21,7 +21,7 @@ import { BrowserPool } from './browser-pool';
 import { EgressPolicy } from './egress';
 import { CaptureEngine } from './engine';
 import { CaptureFiles } from './files';
-import { JobQueue } from './jobs';
+import { JobQueue, jobStatusOf } from './jobs';
 import { CapturePipeline } from './pipeline';
 import { ScreenshotRepository } from './screenshots';
 import { JobWorker } from './worker';
@@ -73,12 +73,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
   const jobStatus: Handler<'capture.jobStatus'> = async (ctx) => {
     const row = await s.queue.find(ctx.params.accountId, ctx.params.jobId);
     if (!row) throw serviceError('not_found', `No job "${ctx.params.jobId}" in this account.`);
-    const shot = row.status === 'completed' && row.screenshot_id !== null ? await s.screenshots.byId(row.screenshot_id) : null;
-    if (shot) return { status: 'completed', job_id: row.id, screenshot: shot };
-    if (row.status === 'failed' || row.status === 'completed') {
-      return { status: 'failed', job_id: row.id, error_code: row.error_code ?? 'internal_error', note: row.note ?? 'The capture failed.' };
-    }
-    return { status: row.status, job_id: row.id };
+    return jobStatusOf(row, row.status === 'completed' && row.screenshot_id !== null ? await s.screenshots.byId(row.screenshot_id) : null);
   };
 
   /** Deletes a configuration's screenshots (rows and files) and jobs. */

@@ -13,7 +13,7 @@
  * wait on each other's rows; SQLite (embedded, one process) serialises writers anyway.
  */
 import type { Knex } from 'knex';
-import type { JobKind } from '../shared/contracts';
+import type { JobKind, JobStatus, ScreenshotRef } from '../shared/contracts';
 import type { SnapOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 
@@ -150,4 +150,13 @@ export class JobQueue {
   async find(accountId: string, jobId: string): Promise<JobRow | undefined> {
     return this.db('jobs').where({ id: jobId, account_id: accountId }).first('id', 'account_id', 'config_id', 'status', 'error_code', 'note', 'screenshot_id');
   }
+}
+
+/** What GET /jobs shows of a job: a completed job whose screenshot is gone reads as failed. */
+export function jobStatusOf(row: JobRow, screenshot: ScreenshotRef | null): JobStatus {
+  if (row.status === 'completed' && screenshot) return { status: 'completed', job_id: row.id, screenshot };
+  if (row.status === 'failed' || row.status === 'completed') {
+    return { status: 'failed', job_id: row.id, error_code: row.error_code ?? 'internal_error', note: row.note ?? 'The capture failed.' };
+  }
+  return { status: row.status, job_id: row.id };
 }
