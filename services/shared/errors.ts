@@ -49,6 +49,8 @@ export const ERROR_STATUS = {
   action_failed: 422,
   capture_timeout: 504,
   capacity_exhausted: 503,
+  /** The full stack was started without SECRETS_KEY, so no secret can be stored (shared/secrets.ts). */
+  secrets_not_configured: 503,
   internal_error: 500,
 } as const;
 
