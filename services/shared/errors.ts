@@ -36,6 +36,8 @@ export const ERROR_STATUS = {
   ai_model_not_supported: 400,
   ai_provider_key_rejected: 401,
   ai_provider_unavailable: 503,
+  /** The provider answered but would not do it: billing on the provider account, a request it refuses, an unusable answer. */
+  ai_provider_error: 502,
   invalid_ai_structured_fields: 400,
   custom_proxy_not_found: 412,
   invalid_proxy: 400,
