@@ -1,29 +1,54 @@
 /**
- * ai: owns ai_providers (accounts' own provider keys, encrypted) and the model cache.
- * Analysis and the provider endpoints arrive with the AI issue; for now it answers which
- * providers an account has verified, for /account_limits.
+ * ai: owns ai_providers (accounts' own provider keys, sealed under SECRETS_KEY) and the model
+ * cache. Wiring only: the own-provider endpoints' logic is in own-providers.ts, the rules in
+ * policy.ts, the table in provider-keys.ts, the provider clients in providers/.
+ * Analysis of captures attaches here later.
  */
-import type { Knex } from 'knex';
 import type { ServiceSchema } from 'moleculer';
 import type { Config } from '../shared/config';
-import type { Handler } from '../shared/contracts';
+import type { Handler, OwnAiProvider } from '../shared/contracts';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
+import { SecretBox } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
+import { ModelCache } from './model-cache';
+import { OwnProviders } from './own-providers';
+import { ProviderKeyRepository } from './provider-keys';
+import { type AiClient, createAiClient } from './providers';
 
-export function aiService(deps: { config: Readonly<Config> }): ServiceUnit {
-  let db: Knex;
-  const verifiedProviders: Handler<'ai.verifiedProviders'> = async (ctx) => {
-    const rows = await db('ai_providers').where({ account_id: ctx.params.accountId, verified: true }).orderBy('provider').select('provider');
-    return rows.map((r) => String(r.provider));
-  };
+export interface AiDeps {
+  config: Readonly<Config>;
+  now?: () => Date;
+}
+
+export function aiService(deps: AiDeps): ServiceUnit {
+  const { config } = deps;
+  let own: OwnProviders;
+  const clientFor = (provider: OwnAiProvider, apiKey?: string): AiClient =>
+    createAiClient(provider, { apiKey, baseUrl: config.ai.baseUrls[provider] ?? undefined, timeoutMs: config.ai.timeoutMs });
+
   const schema: ServiceSchema = {
     name: 'ai',
-    actions: { verifiedProviders: { handler: verifiedProviders } },
+    actions: {
+      verifiedProviders: { handler: ((ctx) => own.verifiedProviders(ctx.params.accountId)) as Handler<'ai.verifiedProviders'> },
+      putKey: { handler: ((ctx) => own.putKey(ctx.params)) as Handler<'ai.putKey'> },
+      listProviders: { handler: ((ctx) => own.listProviders(ctx.params.accountId)) as Handler<'ai.listProviders'> },
+      listModels: { handler: ((ctx) => own.listModels(ctx.params)) as Handler<'ai.listModels'> },
+      testProvider: { handler: ((ctx) => own.testProvider(ctx.params)) as Handler<'ai.testProvider'> },
+      removeKey: { handler: ((ctx) => own.removeKey(ctx.params)) as Handler<'ai.removeKey'> },
+    },
     created() {
-      db = acquireDatabase(deps.config.database);
+      const secrets = new SecretBox(config);
+      own = new OwnProviders({
+        keys: new ProviderKeyRepository(acquireDatabase(config.database)),
+        secrets,
+        models: new ModelCache(deps.now),
+        clientFor,
+        now: deps.now,
+      });
+      if (!secrets.configured) this.logger.warn('SECRETS_KEY is not set: own AI provider keys cannot be stored until it is (PUT /ai/providers answers 503 secrets_not_configured).');
     },
     async stopped() {
-      await releaseDatabase(deps.config.database);
+      await releaseDatabase(config.database);
     },
   };
   return { schema, handle: {} };

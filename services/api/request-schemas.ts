@@ -10,9 +10,10 @@
  * yes/no/on/off, JSON-valued options are parsed from strings, {name: value} maps become
  * [{key, value}] lists, and empty strings count as absent. ajv then coerces numbers.
  */
+import type { Static, TObject } from '@sinclair/typebox';
 import Ajv, { type ErrorObject } from 'ajv';
 import { checkActions } from '../shared/actions-schema';
-import { serviceError } from '../shared/errors';
+import { type ErrorCode, serviceError } from '../shared/errors';
 import { OPTION_TABLE, OPTIONS_BY_NAME, type OptionSpec, type OptionValues, type Scope, optionSchema } from '../shared/screenshot-options';
 
 type JsonSchema = Record<string, unknown>;
@@ -243,3 +244,31 @@ export const KEY_ONLY_PARAMS: ParamShape<NoParams> = {
     return values;
   },
 };
+
+/**
+ * The shape of an endpoint whose parameters are one TypeBox object: empty values count as
+ * absent, text is trimmed (pasted keys carry spaces and newlines), ajv checks the rest.
+ * `codes` gives a parameter the spec's own error code for a bad value; a `secret`
+ * parameter's value is never quoted in a note.
+ */
+export function objectParams<T extends TObject>(schema: T, opts: { codes?: Record<string, ErrorCode>; secret?: string } = {}): ParamShape<Static<T>> {
+  const validate = ajv.compile<Static<T>>(schema);
+  const accepted = Object.keys(schema.properties);
+  return {
+    schema,
+    parse(raw) {
+      const values = Object.fromEntries(
+        Object.entries(raw)
+          .map(([k, v]) => [k, typeof v === 'string' ? v.trim() : v] as const)
+          .filter(([, v]) => v !== '' && v !== undefined && v !== null),
+      );
+      if (validate(values)) return values;
+      const error = (validate.errors ?? [])[0] as ErrorObject;
+      const { param, note } = noteFor(error, values, accepted);
+      if (param === opts.secret && error.keyword !== 'required') {
+        throw serviceError('invalid_parameter', `${param}: must be text of at most ${schema.properties[param]?.maxLength ?? 'a few hundred'} characters.`, { param });
+      }
+      throw serviceError((values[param] !== undefined && opts.codes?.[param]) || 'invalid_parameter', note, { param });
+    },
+  };
+}

@@ -5,6 +5,7 @@
  */
 import { type Static, Type } from '@sinclair/typebox';
 import { call } from '../shared/contracts';
+import { ownAiEnabled } from '../shared/plan-gates';
 import { type RouteContext, type RouteDef, route } from './http';
 import { KEY_ONLY_PARAMS } from './request-schemas';
 
@@ -43,7 +44,7 @@ async function accountLimits({ broker, account }: RouteContext): Promise<Account
       real_location_bandwidth_current_month_usage_in_bytes: usage.bandwidth_bytes,
       ai_analysis_requests_limit: limits.ai_credits,
       ai_analysis_requests_current_month_usage: usage.ai_credits,
-      bring_your_own_ai_enabled: account.plan.paid && Boolean(account.addons.byo_ai),
+      bring_your_own_ai_enabled: ownAiEnabled(account),
       bring_your_own_ai_providers: providers,
       bring_your_own_proxy_enabled: account.plan.paid && Boolean(account.addons.byo_proxy),
       bring_your_own_proxies: proxies,

@@ -8,6 +8,19 @@ import path from 'node:path';
 export const ALL_SERVICES = ['api', 'billing', 'capture', 'ai', 'proxy', 'scheduler', 'notifier'] as const;
 export type ServiceName = (typeof ALL_SERVICES)[number];
 
+/** What SERVICE_AI_PROVIDER may name: a provider, or any server speaking OpenAI's chat completions. */
+export const AI_BACKENDS = ['anthropic', 'openai', 'openrouter', 'openai-compatible'] as const;
+export type AiBackend = (typeof AI_BACKENDS)[number];
+
+/** The operator's own AI backend, used for ai_provider=service (billed in AI credits). */
+export interface ServiceAiConfig {
+  provider: AiBackend;
+  /** SERVICE_AI_BASE_URL, else the provider's *_BASE_URL; null = the SDK's public endpoint. */
+  baseUrl: string | null;
+  apiKey: string | null;
+  model: string;
+}
+
 export interface Config {
   /** HTTP port of the api service. */
   port: number;
@@ -31,7 +44,20 @@ export interface Config {
   storageUrl: string | null;
   /** Another GCS JSON API endpoint (an emulator or a local server); unset = Google's, with default credentials. */
   gcsApiEndpoint: string | null;
+  /**
+   * AES-256-GCM key (64 hex) for stored provider keys and proxy passwords. Unset: embedded
+   * mode generates one into DATA_DIR on first use; the full stack refuses to store a secret
+   * (see shared/secrets.ts).
+   */
   secretsKey: string | null;
+  ai: {
+    /** Each provider's API address exactly as its SDK takes it; null = the SDK's default (the public endpoint). */
+    baseUrls: { anthropic: string | null; openai: string | null; openrouter: string | null };
+    /** The most one provider call (key check, model list, analysis), retries included, may take. */
+    timeoutMs: number;
+    /** null: no backend configured; ai_provider=service answers 503 ai_service_not_configured. */
+    service: ServiceAiConfig | null;
+  };
   allowPrivateNetworks: boolean;
   rateLimit: { max: number; windowSeconds: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -116,6 +142,33 @@ function chromeArgs(env: Env): string[] {
   return parsed;
 }
 
+/**
+ * SERVICE_AI_*: all or nothing, checked now so a half-configured backend stops the process
+ * instead of failing the first analysis. No message here may quote SERVICE_AI_API_KEY.
+ */
+function serviceAi(env: Env, baseUrls: Config['ai']['baseUrls']): ServiceAiConfig | null {
+  const provider = str(env, 'SERVICE_AI_PROVIDER');
+  const baseUrl = url(env, 'SERVICE_AI_BASE_URL', ['http:', 'https:']);
+  const apiKey = str(env, 'SERVICE_AI_API_KEY');
+  const model = str(env, 'SERVICE_AI_MODEL');
+  if (provider === null) {
+    const stray = ['SERVICE_AI_BASE_URL', 'SERVICE_AI_API_KEY', 'SERVICE_AI_MODEL'].find((n) => str(env, n) !== null);
+    if (stray) throw new ConfigError(`${stray} is set but SERVICE_AI_PROVIDER is not; set SERVICE_AI_PROVIDER to one of ${AI_BACKENDS.join(', ')}`);
+    return null;
+  }
+  if (!(AI_BACKENDS as readonly string[]).includes(provider)) {
+    throw new ConfigError(`SERVICE_AI_PROVIDER must be one of ${AI_BACKENDS.join(', ')}; got "${provider}"`);
+  }
+  const kind = provider as AiBackend;
+  if (kind === 'openai-compatible' && baseUrl === null) {
+    throw new ConfigError("SERVICE_AI_PROVIDER=openai-compatible needs SERVICE_AI_BASE_URL (the server's OpenAI-style base URL, such as http://127.0.0.1:11434/v1)");
+  }
+  if (kind !== 'openai-compatible' && apiKey === null) throw new ConfigError(`SERVICE_AI_PROVIDER=${kind} needs SERVICE_AI_API_KEY`);
+  // No model is picked for the operator: the operator pays for it.
+  if (model === null) throw new ConfigError('SERVICE_AI_MODEL is required with SERVICE_AI_PROVIDER: the model every service-credit analysis uses');
+  return { provider: kind, baseUrl: baseUrl ?? (kind === 'openai-compatible' ? null : baseUrls[kind]), apiKey, model };
+}
+
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const port = int(env, 'PORT', 3000, 0, 65535);
   const dataDir = path.resolve(str(env, 'DATA_DIR') ?? 'data');
@@ -144,6 +197,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   }
 
   const seleniumUrl = url(env, 'SELENIUM_URL', ['http:', 'https:']);
+  const aiBaseUrls = {
+    anthropic: url(env, 'ANTHROPIC_BASE_URL', ['http:', 'https:']),
+    openai: url(env, 'OPENAI_BASE_URL', ['http:', 'https:']),
+    openrouter: url(env, 'OPENROUTER_BASE_URL', ['http:', 'https:']),
+  };
   const config: Config = {
     port,
     host: str(env, 'HOST') ?? '0.0.0.0',
@@ -163,6 +221,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     storageUrl: url(env, 'STORAGE_URL', ['gs:', 'file:']),
     gcsApiEndpoint: url(env, 'GCS_API_ENDPOINT', ['http:', 'https:']),
     secretsKey,
+    ai: {
+      baseUrls: aiBaseUrls,
+      timeoutMs: int(env, 'AI_TIMEOUT_MS', 60_000, 1000, 600_000),
+      service: serviceAi(env, aiBaseUrls),
+    },
     allowPrivateNetworks: bool(env, 'ALLOW_PRIVATE_NETWORKS', false),
     rateLimit: {
       max: int(env, 'RATE_LIMIT_MAX', 600, 0, 1_000_000),

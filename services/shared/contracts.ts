@@ -4,9 +4,10 @@
  * neither misname an action nor pass the wrong shape. Events are named in the past tense
  * and typed the same way: `emit(broker, 'capture.completed', payload)` against `Events`.
  */
+import { type Static, Type } from '@sinclair/typebox';
 import type { ServiceBroker, Context } from 'moleculer';
 import type { Paging } from './paging';
-import type { ConfigOptions, SnapOptions } from './screenshot-options';
+import { type ConfigOptions, type SnapOptions, textEnum } from './screenshot-options';
 
 export type UsageKind = 'screenshots' | 'ai_credits' | 'bandwidth_bytes';
 export type UsageAmounts = Partial<Record<UsageKind, number>>;
@@ -71,6 +72,52 @@ export interface ScreenshotRef {
   content_type: string | null;
 }
 
+/** The providers an account may store its own key for (the `:provider` of /ai/providers). */
+export const OWN_AI_PROVIDERS = ['anthropic', 'openai', 'openrouter'] as const;
+export type OwnAiProvider = (typeof OWN_AI_PROVIDERS)[number];
+/** OpenRouter only: whose models, and whose endpoints, a request is routed to. */
+export const UPSTREAMS = ['auto', 'anthropic', 'openai', 'google', 'meta'] as const;
+export type Upstream = (typeof UPSTREAMS)[number];
+
+/**
+ * The spec's provider record (own AI account); an unverified provider with no key has only
+ * provider, label and verified. The schema documents the HTTP answer; the type comes from it.
+ */
+export const PROVIDER_RECORD_SCHEMA = Type.Object({
+  provider: textEnum(OWN_AI_PROVIDERS),
+  label: Type.String(),
+  verified: Type.Boolean({ description: 'Whether a verified key is stored.' }),
+  key_hint: Type.Optional(Type.String({ description: 'Masked hint of the key; the key itself is never returned.' })),
+  default_model: Type.Optional(Type.String()),
+  default_upstream: Type.Optional(textEnum(UPSTREAMS, { description: 'OpenRouter only.' })),
+  verified_at: Type.Optional(Type.String({ description: 'ISO 8601 UTC.' })),
+  models_count: Type.Optional(Type.Integer({ description: 'Number of compatible models the key can use.' })),
+  last_error: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+});
+export type ProviderRecord = Static<typeof PROVIDER_RECORD_SCHEMA>;
+
+/** The spec's model record. */
+export const MODEL_RECORD_SCHEMA = Type.Object({
+  id: Type.String({ description: 'Model id to pass as ai_model.' }),
+  name: Type.String(),
+  context_length: Type.Integer({ description: 'Input context in tokens; 0 when the provider does not say.' }),
+  structured_outputs: Type.Boolean(),
+  pricing: Type.Optional(Type.Object({ prompt: Type.String(), completion: Type.String() }, { description: 'OpenRouter only: price per token, as OpenRouter reports it.' })),
+  disabled: Type.Boolean({ description: "Known but not available to the key (OpenAI's curated models the key cannot see)." }),
+  source: Type.String({ description: 'The backend the entry came from.' }),
+});
+export type ModelRecord = Static<typeof MODEL_RECORD_SCHEMA>;
+
+/** A provider's compatible models as GET /ai/models shows them. */
+export interface ModelList {
+  provider: OwnAiProvider;
+  /** The upstream filter applied (OpenRouter), else null. */
+  upstream: Upstream | null;
+  /** ISO 8601 UTC: when the list was fetched from the provider (it is cached ten minutes). */
+  fetched_at: string;
+  models: ModelRecord[];
+}
+
 export type JobKind = 'config' | 'scheduled';
 
 /** GET /jobs/:job_id, as capture reports it. */
@@ -126,6 +173,18 @@ export interface Actions {
   'scheduler.embedInfo': [{ id: string }, { placeholder_url: string | null }];
   'scheduler.snapConfig': [{ accountId: string; options: SnapOptions; snapKey: string }, { id: string; embed_url: string }];
   'ai.verifiedProviders': [{ accountId: string }, string[]];
+  /** Stores (replaces) a key after verifying it with the provider; own-AI gates apply. The only action that receives a key. */
+  'ai.putKey': [
+    { account: AccountContext; provider: OwnAiProvider; apiKey: string; defaultModel?: string; defaultUpstream?: Upstream },
+    ProviderRecord,
+  ];
+  /** The three providers, always, each as the account has it. */
+  'ai.listProviders': [{ accountId: string }, ProviderRecord[]];
+  /** Anthropic and OpenAI need a stored verified key; OpenRouter's list is public. */
+  'ai.listModels': [{ accountId: string; provider: OwnAiProvider; upstream?: Upstream }, ModelList];
+  /** One real analysis of a sample image with the stored key; own-AI gates apply. */
+  'ai.testProvider': [{ account: AccountContext; provider: OwnAiProvider; model?: string }, { text: string; model: string; seconds: number }];
+  'ai.removeKey': [{ accountId: string; provider: OwnAiProvider }, { removed: boolean }];
   'proxy.summaries': [{ accountId: string }, Array<{ id: number; label: string; verified: boolean }>];
 }
 

@@ -36,6 +36,8 @@ export const ERROR_STATUS = {
   ai_model_not_supported: 400,
   ai_provider_key_rejected: 401,
   ai_provider_unavailable: 503,
+  /** The provider answered but would not do it: billing on the provider account, a request it refuses, an unusable answer. */
+  ai_provider_error: 502,
   invalid_ai_structured_fields: 400,
   custom_proxy_not_found: 412,
   invalid_proxy: 400,
@@ -49,6 +51,8 @@ export const ERROR_STATUS = {
   action_failed: 422,
   capture_timeout: 504,
   capacity_exhausted: 503,
+  /** The full stack was started without SECRETS_KEY, so no secret can be stored (shared/secrets.ts). */
+  secrets_not_configured: 503,
   internal_error: 500,
 } as const;
 

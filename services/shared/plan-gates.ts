@@ -7,6 +7,11 @@
 import type { AccountContext, FeatureRequest } from './contracts';
 import { serviceError } from './errors';
 
+/** Whether the account may use its own AI keys (what the gates below let through). */
+export function ownAiEnabled(account: AccountContext): boolean {
+  return account.plan.paid && Boolean(account.addons.byo_ai);
+}
+
 export function checkFeatures(account: AccountContext, features: FeatureRequest): void {
   if (features.ownAi) {
     if (!account.plan.paid) {

@@ -1,9 +1,13 @@
 /**
  * API keys and stored secrets. API keys are random and high-entropy, so a plain SHA-256
  * is a sound one-way hash for them (no slow KDF needed) and lets us find a key by its hash.
- * Provider keys and proxy passwords use AES-256-GCM under SECRETS_KEY.
+ * Provider keys and proxy passwords use AES-256-GCM under SECRETS_KEY (SecretBox).
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from './config';
+import { serviceError } from './errors';
 
 const KEY_PREFIX = 'sk_';
 
@@ -39,4 +43,75 @@ export function decryptSecret(sealed: string, keyHex: string): string {
 export function hintOf(secret: string): string {
   if (secret.length <= 8) return '…';
   return `${secret.slice(0, 4)}…${secret.slice(-4)}`;
+}
+
+/** The file in DATA_DIR holding the SECRETS_KEY the embedded mode generated. */
+export const GENERATED_KEY_FILE = 'secrets.key';
+
+function readKeyFile(file: string): string {
+  const key = fs.readFileSync(file, 'utf8').trim();
+  if (!/^[0-9a-fA-F]{64}$/.test(key)) throw new Error(`${file} does not hold a 64-hex-character key; restore it, or set SECRETS_KEY`);
+  return key;
+}
+
+/**
+ * The key in DATA_DIR/secrets.key, made (0600) when missing. Written to a temporary file and
+ * linked into place, so two processes on one DATA_DIR (server and admin CLI) agree on one key
+ * and neither ever reads a half-written file.
+ */
+export function generatedSecretsKey(dataDir: string): string {
+  const file = path.join(dataDir, GENERATED_KEY_FILE);
+  if (fs.existsSync(file)) return readKeyFile(file);
+  fs.mkdirSync(dataDir, { recursive: true });
+  const tmp = `${file}.${process.pid}.${randomId(6)}`;
+  fs.writeFileSync(tmp, `${crypto.randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
+  try {
+    fs.linkSync(tmp, file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  } finally {
+    fs.rmSync(tmp, { force: true });
+  }
+  return readKeyFile(file);
+}
+
+/**
+ * Seals and opens stored secrets under the deployment's key, found on first use: SECRETS_KEY
+ * when set; else, in embedded mode (SQLite, one machine), a key generated once into DATA_DIR,
+ * so `npm start` works from a fresh clone; else (the full stack, where instances share a
+ * database but not a disk) no key exists, and storing or reading a secret is 503
+ * secrets_not_configured. That is decided per use, not at start, so a deployment that
+ * stores no secrets runs without SECRETS_KEY.
+ */
+export class SecretBox {
+  private key: string | null = null;
+
+  constructor(private readonly config: Pick<Config, 'secretsKey' | 'dataDir' | 'database'>) {}
+
+  /** Whether a key is (or will be) available, for a warning at start. */
+  get configured(): boolean {
+    return this.config.secretsKey !== null || this.config.database.client === 'better-sqlite3';
+  }
+
+  private currentKey(): string {
+    if (this.key) return this.key;
+    if (this.config.secretsKey) this.key = this.config.secretsKey;
+    else if (this.config.database.client === 'better-sqlite3') this.key = generatedSecretsKey(this.config.dataDir);
+    else {
+      throw serviceError(
+        'secrets_not_configured',
+        "This server cannot store secrets such as provider keys: its operator has not set SECRETS_KEY. Ask the operator to set it (64 hex characters, e.g. from 'openssl rand -hex 32') and restart.",
+      );
+    }
+    return this.key;
+  }
+
+  seal(plain: string): string {
+    return encryptSecret(plain, this.currentKey());
+  }
+
+  /** Throws when the key cannot open it (the deployment's key changed since it was sealed). */
+  open(sealed: string): string {
+    return decryptSecret(sealed, this.currentKey());
+  }
 }

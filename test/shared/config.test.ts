@@ -28,7 +28,41 @@ describe('config', () => {
     expect(loadConfig({ CHROME_BIN: '/usr/bin/chromium' }).capture.chromeBin).to.equal('/usr/bin/chromium');
   });
 
+  it('leaves the AI providers at their SDKs\' public endpoints and AI calls at 60 s unless told otherwise', () => {
+    const c = loadConfig({});
+    expect(c.ai).to.deep.equal({ baseUrls: { anthropic: null, openai: null, openrouter: null }, timeoutMs: 60_000, service: null });
+    const set = loadConfig({ ANTHROPIC_BASE_URL: 'http://127.0.0.1:9001/', OPENAI_BASE_URL: 'http://127.0.0.1:9002/v1', OPENROUTER_BASE_URL: 'https://or.example/api/v1', AI_TIMEOUT_MS: '5000' });
+    expect(set.ai.baseUrls).to.deep.equal({ anthropic: 'http://127.0.0.1:9001', openai: 'http://127.0.0.1:9002/v1', openrouter: 'https://or.example/api/v1' });
+    expect(set.ai.timeoutMs).to.equal(5000);
+  });
+
+  it("reads the service's own AI backend, falling back to the provider's base URL", () => {
+    const c = loadConfig({ SERVICE_AI_PROVIDER: 'anthropic', SERVICE_AI_API_KEY: 'sk-ant-op', SERVICE_AI_MODEL: 'claude-haiku-4-5', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9001' });
+    expect(c.ai.service).to.deep.equal({ provider: 'anthropic', baseUrl: 'http://127.0.0.1:9001', apiKey: 'sk-ant-op', model: 'claude-haiku-4-5' });
+    const local = loadConfig({ SERVICE_AI_PROVIDER: 'openai-compatible', SERVICE_AI_BASE_URL: 'http://127.0.0.1:11434/v1', SERVICE_AI_MODEL: 'llava' });
+    expect(local.ai.service).to.deep.equal({ provider: 'openai-compatible', baseUrl: 'http://127.0.0.1:11434/v1', apiKey: null, model: 'llava' });
+  });
+
+  for (const [env, fragment] of [
+    [{ SERVICE_AI_PROVIDER: 'gemini' }, 'SERVICE_AI_PROVIDER must be one of anthropic, openai, openrouter, openai-compatible'],
+    [{ SERVICE_AI_PROVIDER: 'openai', SERVICE_AI_MODEL: 'gpt-4o' }, 'SERVICE_AI_PROVIDER=openai needs SERVICE_AI_API_KEY'],
+    [{ SERVICE_AI_PROVIDER: 'openai-compatible', SERVICE_AI_MODEL: 'llava' }, 'needs SERVICE_AI_BASE_URL'],
+    [{ SERVICE_AI_PROVIDER: 'openrouter', SERVICE_AI_API_KEY: 'sk-or-secret-value' }, 'SERVICE_AI_MODEL is required'],
+    [{ SERVICE_AI_MODEL: 'gpt-4o' }, 'SERVICE_AI_MODEL is set but SERVICE_AI_PROVIDER is not'],
+    [{ SERVICE_AI_PROVIDER: 'openai', SERVICE_AI_API_KEY: 'k', SERVICE_AI_MODEL: 'm', SERVICE_AI_BASE_URL: 'ftp://x' }, 'SERVICE_AI_BASE_URL must start with'],
+  ] as const) {
+    it(`refuses a half-configured service AI backend: ${fragment}`, () => {
+      expect(() => loadConfig(env)).to.throw(fragment);
+    });
+  }
+
+  it('never quotes SERVICE_AI_API_KEY in a configuration error', () => {
+    expect(() => loadConfig({ SERVICE_AI_PROVIDER: 'openrouter', SERVICE_AI_API_KEY: 'sk-or-secret-value' })).to.throw().that.satisfies((e: Error) => !e.message.includes('sk-or-secret-value'));
+  });
+
   for (const [name, value, fragment] of [
+    ['AI_TIMEOUT_MS', '10', 'AI_TIMEOUT_MS must be between 1000 and 600000'],
+    ['OPENAI_BASE_URL', 'api.openai.com', 'OPENAI_BASE_URL must be a URL'],
     ['PORT', 'abc', 'PORT must be an integer'],
     ['SERVICES', 'api,printer', 'unknown service "printer"'],
     ['DATABASE_URL', 'postgres://x', 'DATABASE_URL must start with'],

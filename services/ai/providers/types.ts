@@ -3,12 +3,13 @@
  * gets back, and the one error a provider call ends in (AiFailure). Nothing here talks to a
  * network; the clients live beside it (anthropic.ts, openai.ts, openrouter.ts).
  */
+import type { ModelRecord, OwnAiProvider, Upstream } from '../../shared/contracts';
 
-export type ProviderName = 'anthropic' | 'openai' | 'openrouter';
+/** The spec's model record and OpenRouter's upstreams are contracts (shared/contracts.ts). */
+export type { ModelRecord, Upstream };
+export type ProviderName = OwnAiProvider;
 /** The operator's SERVICE_AI_PROVIDER: a provider, or any server that speaks OpenAI's chat completions. */
 export type BackendKind = ProviderName | 'openai-compatible';
-/** OpenRouter only: whose models, and whose endpoints, a request is routed to (see openrouter.ts). */
-export type Upstream = 'auto' | 'anthropic' | 'openai' | 'google' | 'meta';
 
 export type ImageContentType = 'image/png' | 'image/jpeg' | 'image/webp';
 
@@ -41,21 +42,6 @@ export interface AnalysisResult {
   structured: Record<string, unknown> | null;
   /** The model that answered, as the provider reports it. */
   model: string;
-}
-
-/** The spec's model record. */
-export interface ModelRecord {
-  id: string;
-  name: string;
-  /** Input context in tokens; 0 when the provider does not say. */
-  context_length: number;
-  structured_outputs: boolean;
-  /** OpenRouter only: price per token, as OpenRouter reports it. */
-  pricing?: { prompt: string; completion: string };
-  /** Known but not available to this key (OpenAI's curated models the key cannot see). */
-  disabled: boolean;
-  /** The backend the entry came from. */
-  source: string;
 }
 
 export interface AiClient {
