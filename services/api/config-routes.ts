@@ -11,6 +11,7 @@ import { withCredits } from '../shared/credits';
 import { ERROR_STATUS, isErrorCode } from '../shared/errors';
 import type { Paging } from '../shared/paging';
 import { checkFeatures } from '../shared/plan-gates';
+import { refuseUnbuiltOptions } from './unbuilt-options';
 import { type ConfigOptions, OPTIONS_BY_NAME, requestedFeatures, scheduleOf } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';
@@ -81,6 +82,7 @@ async function createConfig(ctx: RouteContext<ConfigOptions>) {
   const { broker, account } = ctx;
   const options = ctx.params;
   checkFeatures(account, requestedFeatures(options));
+  refuseUnbuiltOptions(options);
   scheduleOf(options); // refuses a schedule without an interval before a credit is reserved
   // The job id is chosen first so the configuration records it as its last job.
   const jobId = randomId(12);
@@ -115,6 +117,7 @@ async function getConfig(ctx: RouteContext) {
 async function updateConfig(ctx: RouteContext<ConfigOptions>) {
   const options = ctx.params;
   checkFeatures(ctx.account, requestedFeatures(options));
+  refuseUnbuiltOptions(options);
   const v = await call(ctx.broker, 'scheduler.update', { accountId: ctx.account.accountId, id: ctx.path.id ?? '', input: { given: givenOptions(ctx.raw), options } });
   return { success: true, config: v.config };
 }
@@ -197,7 +200,7 @@ function embedRoute(store: FileStore): RouteDef {
 }
 
 const CONFIG_ERRORS = ['invalid_parameter', 'not_found'] as const;
-const START_ERRORS = ['byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'screenshot_limit_reached'] as const;
+const START_ERRORS = ['byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'feature_unavailable', 'custom_proxy_not_found', 'screenshot_limit_reached'] as const;
 const ok = (properties: Record<string, unknown>) => ({ type: 'object', properties: { success: { type: 'boolean' }, ...properties } });
 
 export function configRoutes(store: FileStore): RouteDef[] {
@@ -239,7 +242,7 @@ export function configRoutes(store: FileStore): RouteDef[] {
       tag: 'configurations',
       params: CONFIG_UPDATE_PARAMS,
       response: ok({ config: { type: 'object' } }),
-      errors: [...CONFIG_ERRORS, 'invalid_ai_structured_fields', 'ai_provider_unsupported', 'byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required'],
+      errors: [...CONFIG_ERRORS, 'invalid_ai_structured_fields', 'ai_provider_unsupported', 'byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'feature_unavailable', 'custom_proxy_not_found'],
       handler: updateConfig,
     }),
     route({

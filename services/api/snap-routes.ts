@@ -8,6 +8,7 @@ import { type ScreenshotRef, call } from '../shared/contracts';
 import { withCredits } from '../shared/credits';
 import { serviceError } from '../shared/errors';
 import { checkFeatures } from '../shared/plan-gates';
+import { refuseUnbuiltOptions } from './unbuilt-options';
 import { OPTION_DEFAULTS, type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
 import { type RouteContext, type RouteDef, route } from './http';
@@ -51,6 +52,7 @@ function snapHandler(store: FileStore) {
     const options = ctx.params;
     const features = requestedFeatures(options);
     checkFeatures(account, features);
+    refuseUnbuiltOptions(options);
     const ttl = options.ttl ?? OPTION_DEFAULTS.ttl;
     if (ttl > 0) {
       const cached = await call(broker, 'capture.findRecent', { accountId: account.accountId, cacheKey: captureKey(options), since: Date.now() - ttl * 1000 });
@@ -63,6 +65,8 @@ function snapHandler(store: FileStore) {
 
 const SNAP_ERRORS = [
   'invalid_parameter',
+  'feature_unavailable',
+  'custom_proxy_not_found',
   'invalid_ai_structured_fields',
   'ai_provider_unsupported',
   'url_not_allowed',

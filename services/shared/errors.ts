@@ -53,6 +53,8 @@ export const ERROR_STATUS = {
   capacity_exhausted: 503,
   /** The full stack was started without SECRETS_KEY, so no secret can be stored (shared/secrets.ts). */
   secrets_not_configured: 503,
+  // an option of the spec this server does not carry out yet (refused, never ignored)
+  feature_unavailable: 501,
   internal_error: 500,
 } as const;
 

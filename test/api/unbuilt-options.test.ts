@@ -1,0 +1,54 @@
+/**
+ * Options of the spec this server does not carry out yet are refused, after the plan gates
+ * and before any credit or capture, on snaps and on configurations: never accepted and
+ * ignored.
+ */
+import { expect } from 'chai';
+import { backendConfig } from '../support/backends';
+import { screenshotsUsed } from '../support/capture-helpers';
+import { expectEnvelope } from '../support/errors';
+import { qs, request } from '../support/http';
+import { type RunningSystem, runSystem } from '../support/system';
+
+describe('options not carried out yet are refused, not ignored', () => {
+  let sys: RunningSystem;
+  let cleanup: () => Promise<void>;
+  let key: string;
+
+  before(async () => {
+    const b = await backendConfig('sqlite', { SERVICES: 'api,billing,ai,proxy,scheduler' });
+    cleanup = b.cleanup;
+    sys = await runSystem(b.config);
+    key = (await sys.account('paid', { byo_proxy: 1, byo_ai: 1 })).access_token;
+  });
+  after(async () => {
+    await sys.stop();
+    await cleanup();
+  });
+
+  const snap = (params: Record<string, string | number | boolean>) => request(sys.base, 'GET', `/snap?${qs({ access_token: key, url: 'https://example.com', ...params })}`);
+  const create = (params: Record<string, unknown>) =>
+    request(sys.base, 'POST', '/screenshot_configs', { headers: { authorization: `Bearer ${key}` }, json: { url: 'https://example.com', ...params } });
+
+  it('analyze_image_with_ai=true answers 501 feature_unavailable on snap and create, spending nothing', async () => {
+    expectEnvelope(await snap({ analyze_image_with_ai: true }), 501, 'feature_unavailable', 'analyze_image_with_ai');
+    expectEnvelope(await create({ analyze_image_with_ai: true }), 501, 'feature_unavailable', 'analyze_image_with_ai');
+    expect(await screenshotsUsed(sys, key)).to.equal(0);
+  });
+
+  it('a real_location answers 400 invalid_parameter naming it', async () => {
+    expectEnvelope(await snap({ real_location: 'Berlin' }), 400, 'invalid_parameter', 'real_location');
+    expectEnvelope(await create({ real_location: 'Berlin' }), 400, 'invalid_parameter', 'real_location');
+  });
+
+  it('a custom_proxy_id answers 412 custom_proxy_not_found (no proxy can be stored yet)', async () => {
+    expectEnvelope(await snap({ custom_proxy_id: 3 }), 412, 'custom_proxy_not_found', 'custom_proxy_id');
+    expectEnvelope(await create({ custom_proxy_id: 3 }), 412, 'custom_proxy_not_found', 'custom_proxy_id');
+    expect(await screenshotsUsed(sys, key)).to.equal(0);
+  });
+
+  it('the same on PATCH of a configuration', async () => {
+    const r = await request(sys.base, 'PATCH', '/screenshot_configs/nope', { headers: { authorization: `Bearer ${key}` }, json: { url: 'https://example.com', analyze_image_with_ai: true } });
+    expectEnvelope(r, 501, 'feature_unavailable');
+  });
+});
