@@ -1,8 +1,9 @@
 /**
  * The HTTP layer: Fastify with parameter merging (query, form, JSON), authentication,
  * validation of each route's declared params, the error envelope, the route registry that
- * the OpenAPI document is generated from, and 404 for unknown routes. Routes call other
- * services only through typed actions.
+ * the OpenAPI document is generated from, 404 for unknown routes and 405 for a method a path
+ * does not take. Routes call other services only through typed actions. What is refused
+ * before a route runs is answered by protocol-errors.ts, in the same envelope.
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import formbody from '@fastify/formbody';
@@ -10,6 +11,7 @@ import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../shared/config';
 import { type AccountContext, call } from '../shared/contracts';
 import { type ErrorCode, ERROR_STATUS, serviceError, toEnvelope } from '../shared/errors';
+import { MAX_HEAD_BYTES, MAX_PARAM_LENGTH, RouteMethods, clientErrorHandler, closingError, frameworkError, methodNotAllowed } from './protocol-errors';
 import type { ParamShape, RawParams } from './request-schemas';
 
 type JsonSchema = Record<string, unknown>;
@@ -99,7 +101,31 @@ export function sendError(reply: FastifyReply, err: unknown, log: { error(...a: 
 
 export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>, routes: RouteDef[]): FastifyInstance {
   const log = broker.getLogger('http');
-  const app = Fastify({ logger: false, bodyLimit: config.bodyLimit, trustProxy: true });
+  const methods = new RouteMethods();
+  let closing = false;
+  const app = Fastify({
+    logger: false,
+    bodyLimit: config.bodyLimit,
+    trustProxy: true,
+    http: { maxHeaderSize: MAX_HEAD_BYTES },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    clientErrorHandler: clientErrorHandler(() => methods.all()),
+    frameworkErrors: (err, request, reply) => void sendError(reply, frameworkError(err, request), log),
+    // Fastify's own 503 while closing has its own body; the onRequest hook below answers instead.
+    return503OnClosing: false,
+  });
+  app.addHook('onRoute', (opts) => methods.add(opts.url, opts.method));
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (closing) {
+      sendError(reply, closingError(reply), log);
+      return;
+    }
+    done();
+  });
 
   app.register(formbody);
   // Malformed JSON gets the envelope with a note, not Fastify's default body.
@@ -140,9 +166,12 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
     });
   }
 
-  app.setNotFoundHandler((request, reply) =>
-    sendError(reply, serviceError('not_found', `There is no route ${request.method} ${request.url.split('?')[0]}; the endpoints are listed at /openapi.json.`), log),
-  );
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '';
+    const allowed = methods.at(path);
+    if (allowed.length > 0) return sendError(reply, methodNotAllowed(reply, request.method, path, allowed), log);
+    return sendError(reply, serviceError('not_found', `There is no route ${request.method} ${path}; the endpoints are listed at /openapi.json.`), log);
+  });
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _request, reply) => {
     // Errors Fastify raises before a handler runs (body too large, bad content type).
     if (err.statusCode === 413) return sendError(reply, serviceError('payload_too_large', `The request body is larger than ${config.bodyLimit} bytes.`), log);

@@ -18,6 +18,11 @@ export const ERROR_STATUS = {
   not_found: 404,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  // the request itself, refused before any route runs (services/api/protocol-errors.ts)
+  malformed_request: 400,
+  method_not_allowed: 405,
+  request_timeout: 408,
+  headers_too_large: 431,
   url_not_allowed: 400,
   // quotas and rates
   screenshot_limit_reached: 402,
