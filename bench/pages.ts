@@ -5,6 +5,11 @@
  *   /heavy   a few hundred KB of HTML: six hundred cards (about eight thousand DOM nodes), a big
  *            inline SVG, layered CSS gradients and shadows, a little script, and six images
  *            (PNG and JPEG) generated here at start with sharp.
+ *   /script  a shell whose content arrives by script after the load event: it fetches
+ *            /script/data (answered after SCRIPT_DATA_DELAY_MS, like a slow API) and renders
+ *            sixty cards into #feed at once, so SCRIPT_SELECTOR appearing means all are there.
+ *   /long    LONG_PAGE_HEIGHT CSS px of ten sections, each with a loading="lazy" JPEG: the first
+ *            few load in a 800 px viewport, the rest only once the viewport reaches them.
  *
  * Every answer is `cache-control: no-store`, so a page reloaded in the same tab (the floor)
  * fetches its images again, like a capture in a fresh browser context (/snap) does.
@@ -18,8 +23,8 @@ export interface PageServer {
   origin: string;
   /** Page name to path, e.g. simple → /simple. */
   pages: Record<string, string>;
-  /** Bytes of each page's HTML and of all its images. */
-  sizes: Record<string, { htmlBytes: number; imageBytes: number; images: number }>;
+  /** Bytes of each page's HTML, of all its images, and of what its script fetches. */
+  sizes: Record<string, { htmlBytes: number; imageBytes: number; images: number; dataBytes: number }>;
   stop(): Promise<void>;
 }
 
@@ -44,22 +49,29 @@ function rng(seed: number): () => number {
 const IMAGE_W = 480;
 const IMAGE_H = 320;
 
-/** Six images: three smooth PNGs and three noisy JPEGs. */
-async function makeImages(): Promise<Map<string, { data: Buffer; type: string }>> {
-  const images = new Map<string, { data: Buffer; type: string }>();
-  for (let i = 0; i < 6; i++) {
-    const raw = Buffer.alloc(IMAGE_W * IMAGE_H * 3);
-    const rand = rng(1000 + i);
-    for (let y = 0; y < IMAGE_H; y++) {
-      for (let x = 0; x < IMAGE_W; x++) {
-        const o = (y * IMAGE_W + x) * 3;
-        const noise = i % 2 === 1 ? Math.floor(rand() * 90) : 0;
-        raw[o] = (x * (i + 1) + noise) & 255;
-        raw[o + 1] = (y * (7 - i) + ((x * y) >> 7) + noise) & 255;
-        raw[o + 2] = ((x + y) * 3 + i * 40 + noise) & 255;
-      }
+/** Generated picture number k: smooth gradients, or with noise (which JPEG compresses poorly). */
+function picture(k: number, seed: number, width: number, height: number, noisy: boolean): sharp.Sharp {
+  const raw = Buffer.alloc(width * height * 3);
+  const rand = rng(seed);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const o = (y * width + x) * 3;
+      const noise = noisy ? Math.floor(rand() * 90) : 0;
+      raw[o] = (x * (k + 1) + noise) & 255;
+      raw[o + 1] = (y * (7 - k) + ((x * y) >> 7) + noise) & 255;
+      raw[o + 2] = ((x + y) * 3 + k * 40 + noise) & 255;
     }
-    const img = sharp(raw, { raw: { width: IMAGE_W, height: IMAGE_H, channels: 3 } });
+  }
+  return sharp(raw, { raw: { width, height, channels: 3 } });
+}
+
+type Images = Map<string, { data: Buffer; type: string }>;
+
+/** The heavy page's six images: three smooth PNGs and three noisy JPEGs. */
+async function makeImages(): Promise<Images> {
+  const images: Images = new Map();
+  for (let i = 0; i < 6; i++) {
+    const img = picture(i, 1000 + i, IMAGE_W, IMAGE_H, i % 2 === 1);
     if (i % 2 === 0) images.set(`/img/${i}.png`, { data: await img.png().toBuffer(), type: 'image/png' });
     else images.set(`/img/${i}.jpg`, { data: await img.jpeg({ quality: 85 }).toBuffer(), type: 'image/jpeg' });
   }
@@ -126,26 +138,87 @@ function heavyPage(imagePaths: string[]): string {
   );
 }
 
+/** The long page's height, CSS px. */
+export const LONG_PAGE_HEIGHT = 10_000;
+const LONG_SECTIONS = 10;
+const LONG_IMAGE_W = 960;
+const LONG_IMAGE_H = 600;
+
+/** The long page's ten images: JPEGs, every other one noisy. */
+async function makeLongImages(): Promise<Images> {
+  const images: Images = new Map();
+  for (let i = 0; i < LONG_SECTIONS; i++) {
+    const data = await picture(i, 2000 + i, LONG_IMAGE_W, LONG_IMAGE_H, i % 2 === 1)
+      .jpeg({ quality: 85 })
+      .toBuffer();
+    images.set(`/long-img/${i}.jpg`, { data, type: 'image/jpeg' });
+  }
+  return images;
+}
+
+/** Ten sections of exactly LONG_PAGE_HEIGHT / 10 px, each with a heading, a paragraph and a lazy image of fixed size. */
+function longPage(imagePaths: string[]): string {
+  const section = LONG_PAGE_HEIGHT / LONG_SECTIONS;
+  const sections = imagePaths.map(
+    (src, i) =>
+      `<section><h2>Section ${i + 1}</h2><p>${WORDS.slice(0, 12 + i).join(' ')}.</p>` +
+      `<img src="${src}" loading="lazy" alt="image ${i + 1}" width="${LONG_IMAGE_W}" height="${LONG_IMAGE_H}"></section>`,
+  );
+  return doc(
+    'Long',
+    `<style>html,body{margin:0;font-family:sans-serif;color:#222}section{box-sizing:border-box;height:${section}px;overflow:hidden;padding:32px 160px;` +
+      'background:linear-gradient(180deg,#f4f6fb,#e3e8f3)}section:nth-child(even){background:linear-gradient(180deg,#fbf7f0,#f1e7d6)}h2{margin:0 0 12px}img{display:block}</style>',
+    sections.join(''),
+  );
+}
+
+/** What /script fetches after its load event, and the element that shows it has arrived. */
+export const SCRIPT_SELECTOR = '#feed .card';
+const SCRIPT_DATA_DELAY_MS = 250;
+
+function scriptData(): string {
+  const rand = rng(7);
+  const words = (n: number) => Array.from({ length: n }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(' ');
+  return JSON.stringify(Array.from({ length: 60 }, (_, i) => ({ title: `Item ${i + 1}`, text: words(16), price: (rand() * 500).toFixed(2) })));
+}
+
+const SCRIPT_PAGE = doc(
+  'Script',
+  '<style>html,body{margin:0;font-family:sans-serif;color:#222}h1{margin:24px}#feed{display:grid;grid-template-columns:repeat(4,1fr);gap:10px;padding:10px}' +
+    '.card{border-radius:10px;padding:10px;background:#eef3fb;box-shadow:0 2px 8px rgba(20,30,60,.2);font-size:12px}.card h3{margin:0 0 6px;font-size:14px}</style>',
+  '<h1>A page filled by script</h1><div id="feed"><p>Loading…</p></div>' +
+    '<script>addEventListener("load",()=>{fetch("/script/data").then((r)=>r.json()).then((items)=>{' +
+    'const cards=items.map((it)=>{const a=document.createElement("article");a.className="card";const h=document.createElement("h3");h.textContent=it.title;' +
+    'const p=document.createElement("p");p.textContent=it.text+" ("+it.price+" €)";a.append(h,p);return a;});' +
+    'document.getElementById("feed").replaceChildren(...cards);});});</script>',
+);
+
 export async function startPageServer(): Promise<PageServer> {
-  const images = await makeImages();
-  const heavy = heavyPage([...images.keys()]);
+  const heavyImages = await makeImages();
+  const longImages = await makeLongImages();
+  const heavy = heavyPage([...heavyImages.keys()]);
+  const long = longPage([...longImages.keys()]);
+  const data = Buffer.from(scriptData(), 'utf8');
   const html = new Map<string, string>([
     ['/simple', SIMPLE],
     ['/heavy', heavy],
+    ['/script', SCRIPT_PAGE],
+    ['/long', long],
   ]);
+  const images: Images = new Map([...heavyImages, ...longImages]);
+  const send = (res: http.ServerResponse, type: string, body: Buffer) => {
+    res.writeHead(200, { 'content-type': type, 'content-length': body.length, 'cache-control': 'no-store' });
+    res.end(body);
+  };
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const page = html.get(path);
-    if (page !== undefined) {
-      const body = Buffer.from(page, 'utf8');
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': body.length, 'cache-control': 'no-store' });
-      res.end(body);
-      return;
-    }
+    if (page !== undefined) return send(res, 'text/html; charset=utf-8', Buffer.from(page, 'utf8'));
     const image = images.get(path);
-    if (image) {
-      res.writeHead(200, { 'content-type': image.type, 'content-length': image.data.length, 'cache-control': 'no-store' });
-      res.end(image.data);
+    if (image) return send(res, image.type, image.data);
+    if (path === '/script/data') {
+      const timer = setTimeout(() => send(res, 'application/json', data), SCRIPT_DATA_DELAY_MS);
+      res.on('close', () => clearTimeout(timer));
       return;
     }
     res.writeHead(404, { 'content-type': 'text/plain' });
@@ -154,13 +227,15 @@ export async function startPageServer(): Promise<PageServer> {
   server.keepAliveTimeout = 5000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  const imageBytes = [...images.values()].reduce((n, i) => n + i.data.length, 0);
+  const bytesOf = (set: Images) => [...set.values()].reduce((n, i) => n + i.data.length, 0);
   return {
     origin: `http://127.0.0.1:${port}`,
-    pages: { simple: '/simple', heavy: '/heavy' },
+    pages: { simple: '/simple', heavy: '/heavy', script: '/script', long: '/long' },
     sizes: {
-      simple: { htmlBytes: Buffer.byteLength(SIMPLE), imageBytes: 0, images: 0 },
-      heavy: { htmlBytes: Buffer.byteLength(heavy), imageBytes, images: images.size },
+      simple: { htmlBytes: Buffer.byteLength(SIMPLE), imageBytes: 0, images: 0, dataBytes: 0 },
+      heavy: { htmlBytes: Buffer.byteLength(heavy), imageBytes: bytesOf(heavyImages), images: heavyImages.size, dataBytes: 0 },
+      script: { htmlBytes: Buffer.byteLength(SCRIPT_PAGE), imageBytes: 0, images: 0, dataBytes: data.length },
+      long: { htmlBytes: Buffer.byteLength(long), imageBytes: bytesOf(longImages), images: longImages.size, dataBytes: 0 },
     },
     stop: () =>
       new Promise((resolve) => {
