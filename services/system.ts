@@ -52,6 +52,12 @@ export async function startSystem(config: Readonly<Config>, overrides: SystemOve
     system.scheduler = scheduler.handle;
   }
   await broker.start();
-  await system.api?.listen();
+  try {
+    await system.api?.listen();
+  } catch (err) {
+    // The port is taken (or the host wrong): nothing the services started may outlive this.
+    await broker.stop();
+    throw err;
+  }
   return system;
 }
