@@ -15,11 +15,9 @@ import { type BlockerSource, injectCosmetics, wantsBlocking } from './blocking';
 import { ConsentHandler } from './consent';
 // END page blocking and consent
 import { type ChangeReading, runActions } from './actions';
+import { documentHeight, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
 import { DEFAULTS, type PageSession, browserGone, insertStyle, quote, sleep, waitForSelector } from './page-session';
 import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './request-guard';
-
-/** How long scrolling for lazy content may take (spec, Limits: incremental_scroll). */
-const SCROLL_BUDGET_MS = 10_000;
 
 export interface CaptureOutput {
   /** The image or PDF; absent for html_only. */
@@ -113,21 +111,6 @@ async function waitFor(page: PageSession, selector: string, deadline: number): P
   if (found !== 'present') throw serviceError('invalid_parameter', `wait_for: ${quote(selector)} is not a valid CSS selector (${found.invalid.split('\n')[0]}).`);
 }
 
-/** Scrolls down a viewport at a time to trigger lazy loading, then back to the top. */
-async function scrollThrough(page: PageSession, stepDelayMs: number, deadline: number): Promise<void> {
-  const until = Math.min(deadline, Date.now() + SCROLL_BUDGET_MS);
-  for (;;) {
-    const atEnd = await page.evaluate<boolean>(
-      '(() => { window.scrollBy(0, window.innerHeight); return window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 1; })()',
-      false,
-    );
-    if (atEnd || Date.now() + stepDelayMs >= until) break;
-    await sleep(stepDelayMs);
-  }
-  await sleep(Math.min(stepDelayMs, Math.max(0, until - Date.now())));
-  await page.evaluate('window.scrollTo(0, 0)', false);
-}
-
 async function inject(page: PageSession, o: SnapOptions): Promise<void> {
   if (o.css_inject) {
     await page.run(insertStyle, o.css_inject, 'data-injected', 'css_inject');
@@ -148,9 +131,14 @@ interface Box {
   height: number;
 }
 
-async function elementBox(page: PageSession, selector: string): Promise<Box> {
+/**
+ * The element's box in the document. `scroll` brings it into view first (for the pointer,
+ * and where the element is captured as it is seen); a full-page capture leaves the page at
+ * its top and cuts the element out of the whole page.
+ */
+async function elementBox(page: PageSession, selector: string, scroll: boolean): Promise<Box> {
   const box = await page.evaluate<Box | null>(
-    `(() => { const el = document.querySelector(${quote(selector)}); if (!el) return null; el.scrollIntoView({ block: 'center', inline: 'center' }); const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height }; })()`,
+    `(() => { const el = document.querySelector(${quote(selector)}); if (!el) return null; ${scroll ? "el.scrollIntoView({ block: 'center', inline: 'center' }); " : ''}const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height }; })()`,
     false,
   );
   if (!box) throw serviceError('selector_not_found', `selectors: no element matches ${quote(selector)} on the page.`);
@@ -174,7 +162,7 @@ async function screenshot(page: PageSession, o: SnapOptions, clip: Box | null): 
       page.send<{ data: string }>('Page.printToPDF', {
         printBackground: true,
         paperWidth: width / 96,
-        paperHeight: o.fullpage || o.fullpage_advanced ? Math.max(height, await contentHeight(page)) / 96 : height / 96,
+        paperHeight: o.fullpage || o.fullpage_advanced ? Math.min(Math.max(height, await page.run(documentHeight)), maxCaptureHeight(o)) / 96 : height / 96,
         marginTop: 0,
         marginBottom: 0,
         marginLeft: 0,
@@ -188,10 +176,6 @@ async function screenshot(page: PageSession, o: SnapOptions, clip: Box | null): 
   if (clip) Object.assign(params, { clip: { ...clip, scale: 1 }, captureBeyondViewport: true });
   const shot = await page.send<{ data: string }>('Page.captureScreenshot', params);
   return { image: Buffer.from(shot.data, 'base64'), contentType: `image/${format}` };
-}
-
-async function contentHeight(page: PageSession): Promise<number> {
-  return page.evaluate<number>('Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0)', false);
 }
 
 export interface CaptureContext {
@@ -235,7 +219,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
           })
         ).changes
       : undefined;
-    if (o.incremental_scroll || o.fullpage_advanced) await scrollThrough(page, o.incremental_scroll ? 400 : 150, deadline);
+    if (wantsWholePage(o)) await loadWholePage(page, o, deadline);
     const wait = o.wait ?? DEFAULTS.wait;
     if (wait > 0) await sleep(Math.min(wait, Math.max(0, deadline - Date.now())));
 
@@ -250,16 +234,19 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
       return { html, ...(changes ? { changes } : {}) };
     }
 
+    // Full-page images and element boxes are cut at the maximum height, never refused.
+    const fullpage = Boolean(o.fullpage || o.fullpage_advanced);
     let clip: Box | null = null;
     if (o.selectors) {
-      clip = await elementBox(page, o.selectors);
+      clip = await elementBox(page, o.selectors, !fullpage || Boolean(o.hover_on_selected));
       if (o.hover_on_selected) {
         await hover(page, clip);
-        clip = await elementBox(page, o.selectors);
+        clip = await elementBox(page, o.selectors, true);
       }
-    } else if (o.fullpage || o.fullpage_advanced) {
+      clip.height = Math.min(clip.height, maxCaptureHeight(o));
+    } else if (fullpage) {
       const width = o.page_width ?? DEFAULTS.page_width;
-      clip = { x: 0, y: 0, width, height: Math.max(o.page_height ?? DEFAULTS.page_height, await contentHeight(page)) };
+      clip = { x: 0, y: 0, width, height: Math.min(Math.max(o.page_height ?? DEFAULTS.page_height, await page.run(documentHeight)), maxCaptureHeight(o)) };
     }
     return { ...(await screenshot(page, o, clip)), ...(changes ? { changes } : {}) };
   } catch (err) {

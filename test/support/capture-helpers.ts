@@ -41,6 +41,19 @@ export async function pixel(image: Buffer, x: number, y: number): Promise<[numbe
   return [data[i] ?? -1, data[i + 1] ?? -1, data[i + 2] ?? -1];
 }
 
+/** Decodes the image once, for looking at many of its pixels (RGB). */
+export async function pixelsOf(image: Buffer): Promise<{ width: number; height: number; at(x: number, y: number): [number, number, number] }> {
+  const { data, info } = await sharp(image, { limitInputPixels: false }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  return {
+    width: info.width,
+    height: info.height,
+    at(x, y) {
+      const i = (y * info.width + x) * info.channels;
+      return [data[i] ?? -1, data[i + 1] ?? -1, data[i + 2] ?? -1];
+    },
+  };
+}
+
 /** Screenshots the account used this month, as /account_limits reports them. */
 export async function screenshotsUsed(sys: RunningSystem, key: string): Promise<number> {
   const r = await request<{ results: { screenshot_current_month_usage: number } }>(sys.base, 'GET', `/account_limits?access_token=${key}`);
