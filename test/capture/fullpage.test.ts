@@ -82,17 +82,18 @@ const PAGES: Record<string, string> = {
       "function more() { busy = true; fetch('/part?n=' + n).then((r) => r.text()).then((html) => { document.getElementById('feed').insertAdjacentHTML('beforeend', html); n++; busy = false; }); }" +
       "addEventListener('scroll', () => { if (!busy && scrollY + innerHeight > document.documentElement.scrollHeight - 300) more(); }); more();</script>",
   ),
-  // A sticky header over a long striped page.
+  // A sticky header over a striped page taller than the maximum (growing the viewport to
+  // the maximum does not bring such a page back to its top by itself).
   '/sticky': doc(
     `<header style="position:sticky;top:0;height:80px;background:rgb(${HEADER.join(',')})"></header>` +
-      '<div style="height:6000px;background:repeating-linear-gradient(#fff 0 200px,#ddd 200px 400px)"></div>',
+      '<div style="height:20000px;background:repeating-linear-gradient(#fff 0 200px,#ddd 200px 400px)"></div>',
   ),
   // 24 000 px of 1 000 px bands, each its own colour.
   '/taller': doc(Array.from({ length: 24 }, (_, i) => `<div style="height:1000px;background:rgb(${band(i).join(',')})"></div>`).join('')),
   // A section taller than the viewport with a lazy image near its bottom, under a sticky header.
   '/section': doc(
-    `<header style="position:sticky;top:0;height:60px;background:rgb(${HEADER.join(',')})"></header><div style="height:700px"></div>` +
-      `<section id="s" style="position:relative;height:3000px;background:rgb(238,238,238)"><img loading="lazy" src="${src(COLOURS[4]!)}" width="400" height="300" style="position:absolute;left:100px;top:2500px"></section><div style="height:2000px"></div>`,
+    `<div id="page"><header style="position:sticky;top:0;height:60px;background:rgb(${HEADER.join(',')})"></header><div style="height:700px"></div>` +
+      `<section id="s" style="position:relative;height:3000px;background:rgb(238,238,238)"><img loading="lazy" src="${src(COLOURS[4]!)}" width="400" height="300" style="position:absolute;left:100px;top:2500px"></section><div style="height:2000px"></div></div>`,
   ),
 };
 
@@ -125,9 +126,9 @@ describe('fullpage and fullpage_advanced (real Grid)', function () {
   const url = (path: string) => `${site.origin}${path}`;
 
   /** The colour at each image slot of a column (x=300, 150 px into the image). */
-  async function columnColours(image: Buffer, spacing: number, count: number, scale = 1): Promise<Rgb[]> {
+  async function columnColours(image: Buffer, spacing: number, count: number): Promise<Rgb[]> {
     const px = await pixelsOf(image);
-    return Array.from({ length: count }, (_, i) => px.at(300 * scale, (slot(i, spacing) + 150) * scale));
+    return Array.from({ length: count }, (_, i) => px.at(300, slot(i, spacing) + 150));
   }
 
   it('fullpage loads every lazy image and the lazy frame down a 10 000 px page', async () => {
@@ -205,6 +206,8 @@ describe('fullpage and fullpage_advanced (real Grid)', function () {
     const elapsed = Date.now() - started;
     expect(r.status).to.equal(200);
     expect(await imageSize(r.raw)).to.deep.equal([400, 200]);
+    // Back at the top: the viewport shows the first part.
+    expect((await pixelsOf(r.raw)).at(200, 100)).to.deep.equal(band(0));
     console.log(`      incremental_scroll on the endless page: ${elapsed} ms`);
     // 10 s of scrolling, plus the page's load and the capture.
     expect(elapsed).to.be.within(9_000, 11_500);
@@ -214,11 +217,11 @@ describe('fullpage and fullpage_advanced (real Grid)', function () {
     it(`${mode}: a sticky header appears once, at the top, even when the page was left scrolled down`, async () => {
       const scrolled = JSON.stringify([{ type: 'javascript', value: 'window.scrollTo(0, 3000)' }]);
       const r = await t.snap({ url: url('/sticky'), [mode]: true, page_width: 400, image_format: 'png', multi_step_actions: scrolled });
-      expect(await imageSize(r.raw)).to.deep.equal([400, 6080]);
+      expect(await imageSize(r.raw)).to.deep.equal([400, MAX_FULLPAGE_HEIGHT]);
       const px = await pixelsOf(r.raw);
       expect(px.at(10, 40)).to.deep.equal(HEADER);
       const red: number[] = [];
-      for (let y = 80; y < 6080; y += 20) if (near(px.at(10, y), HEADER)) red.push(y);
+      for (let y = 80; y < MAX_FULLPAGE_HEIGHT; y += 20) if (near(px.at(10, y), HEADER)) red.push(y);
       expect(red, 'rows below the header showing it').to.deep.equal([]);
     });
   }
@@ -235,12 +238,21 @@ describe('fullpage and fullpage_advanced (real Grid)', function () {
     }
   });
 
-  it("selectors with fullpage: the element's whole box, taller than the viewport, its lazy content loaded, no header over it", async () => {
-    const r = await t.snap({ url: url('/section'), selectors: '#s', fullpage: true, page_width: 800, page_height: 600, image_format: 'png' });
-    expect(await imageSize(r.raw)).to.deep.equal([800, 3000]);
-    const px = await pixelsOf(r.raw);
+  it("selectors with fullpage: the element's whole box, taller than the viewport, cut out of the page at its top, its lazy content loaded", async () => {
+    const section = await t.snap({ url: url('/section'), selectors: '#s', fullpage: true, page_width: 800, page_height: 600, image_format: 'png' });
+    expect(await imageSize(section.raw)).to.deep.equal([800, 3000]);
+    let px = await pixelsOf(section.raw);
     expect(near(px.at(300, 2650), COLOURS[4]!), `the lazy image: ${px.at(300, 2650)}`).to.equal(true);
     for (let y = 0; y < 3000; y += 20) expect(px.at(10, y), `row ${y}`).to.deep.equal([238, 238, 238]);
+    // The element that holds the sticky header: the header once, at its top, as on the page's full-page image.
+    const whole = await t.snap({ url: url('/section'), selectors: '#page', fullpage: true, page_width: 800, page_height: 600, image_format: 'png' });
+    expect(await imageSize(whole.raw)).to.deep.equal([800, 5760]);
+    px = await pixelsOf(whole.raw);
+    expect(px.at(10, 30)).to.deep.equal(HEADER);
+    const red: number[] = [];
+    for (let y = 60; y < 5760; y += 20) if (near(px.at(10, y), HEADER)) red.push(y);
+    expect(red, 'rows below the header showing it').to.deep.equal([]);
+    expect(near(px.at(300, 760 + 2650), COLOURS[4]!)).to.equal(true);
   });
 
   it('captures the long page fast (prints the times: fullpage and fullpage_advanced, JPEG, 1920 wide)', async () => {
