@@ -2,7 +2,7 @@
  * ai: owns ai_providers (accounts' own provider keys, sealed under SECRETS_KEY) and the model
  * cache. Wiring only: the own-provider endpoints' logic is in own-providers.ts, the rules in
  * policy.ts, the table in provider-keys.ts, the provider clients in providers/.
- * Analysis of captures attaches here later.
+ * Analysis of captures is in analysis.ts: ai.check before any credit, ai.analyze after the capture.
  */
 import type { ServiceSchema } from 'moleculer';
 import type { Config } from '../shared/config';
@@ -10,6 +10,8 @@ import type { Handler, OwnAiProvider } from '../shared/contracts';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
 import { SecretBox } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
+import { type FileStore, createFileStore } from '../shared/storage';
+import { CaptureAnalysis } from './analysis';
 import { ModelCache } from './model-cache';
 import { OwnProviders } from './own-providers';
 import { ProviderKeyRepository } from './provider-keys';
@@ -18,11 +20,15 @@ import { type AiClient, createAiClient } from './providers';
 export interface AiDeps {
   config: Readonly<Config>;
   now?: () => Date;
+  /** Injected for tests; defaults to createFileStore(config). */
+  store?: FileStore;
 }
 
 export function aiService(deps: AiDeps): ServiceUnit {
   const { config } = deps;
   let own: OwnProviders;
+  let analysis: CaptureAnalysis;
+  let store: FileStore;
   const clientFor = (provider: OwnAiProvider, apiKey?: string): AiClient =>
     createAiClient(provider, { apiKey, baseUrl: config.ai.baseUrls[provider] ?? undefined, timeoutMs: config.ai.timeoutMs });
 
@@ -35,6 +41,8 @@ export function aiService(deps: AiDeps): ServiceUnit {
       listModels: { handler: ((ctx) => own.listModels(ctx.params)) as Handler<'ai.listModels'> },
       testProvider: { handler: ((ctx) => own.testProvider(ctx.params)) as Handler<'ai.testProvider'> },
       removeKey: { handler: ((ctx) => own.removeKey(ctx.params)) as Handler<'ai.removeKey'> },
+      check: { handler: ((ctx) => analysis.check(ctx.params.accountId, ctx.params.options)) as Handler<'ai.check'> },
+      analyze: { handler: ((ctx) => analysis.analyze(ctx.params.accountId, ctx.params.options, ctx.params.image)) as Handler<'ai.analyze'> },
     },
     created() {
       const secrets = new SecretBox(config);
@@ -45,9 +53,20 @@ export function aiService(deps: AiDeps): ServiceUnit {
         clientFor,
         now: deps.now,
       });
+      store = deps.store ?? createFileStore(config);
+      const service = config.ai.service;
+      analysis = new CaptureAnalysis({
+        own,
+        service: service
+          ? { client: createAiClient(service.provider, { apiKey: service.apiKey ?? undefined, baseUrl: service.baseUrl ?? undefined, timeoutMs: config.ai.timeoutMs }), model: service.model }
+          : null,
+        store,
+        logError: (message, err) => this.logger.error(message, err),
+      });
       if (!secrets.configured) this.logger.warn('SECRETS_KEY is not set: own AI provider keys cannot be stored until it is (PUT /ai/providers answers 503 secrets_not_configured).');
     },
     async stopped() {
+      await store.close();
       await releaseDatabase(config.database);
     },
   };

@@ -112,16 +112,25 @@ export class OwnProviders {
   async testProvider(p: { account: AccountContext; provider: OwnAiProvider; model?: string }): Promise<{ text: string; model: string; seconds: number }> {
     const { account, provider } = p;
     checkFeatures(account, { ownAi: true });
-    const { apiKey, row } = await this.storedKey(account.accountId, provider);
-    const upstream = row.defaultUpstream ?? undefined;
-    const { models } = await asked(() => this.modelsFor(provider, provider === 'openrouter' ? undefined : apiKey, upstream));
-    const model = chooseModel(provider, p.model ?? row.defaultModel, models);
+    const { client, model, upstream } = await this.resolve(account.accountId, provider, p.model);
     const image = await sampleImage();
     const started = performance.now();
-    const result = await asked(() =>
-      this.deps.clientFor(provider, apiKey).analyze({ image, contentType: 'image/png', mode: 'simple', prompt: SAMPLE_PROMPT, model, upstream }),
-    );
+    const result = await asked(() => client.analyze({ image, contentType: 'image/png', mode: 'simple', prompt: SAMPLE_PROMPT, model, upstream }));
     return { text: result.text, model: result.model, seconds: Math.round(performance.now() - started) / 1000 };
+  }
+
+  /**
+   * What an analysis with the account's own key runs on: a client with the stored key, the
+   * model (the one asked for, else the stored default; chooseModel) and OpenRouter's stored
+   * upstream. Otherwise the spec's error: 412 ai_provider_not_configured, 400
+   * ai_model_required or ai_model_not_supported, 503 ai_provider_unavailable.
+   */
+  async resolve(accountId: string, provider: OwnAiProvider, requestedModel: string | undefined): Promise<{ client: AiClient; model: string; upstream?: Upstream }> {
+    const { apiKey, row } = await this.storedKey(accountId, provider);
+    const upstream = row.defaultUpstream ?? undefined;
+    const { models } = await asked(() => this.modelsFor(provider, provider === 'openrouter' ? undefined : apiKey, upstream));
+    const model = chooseModel(provider, requestedModel ?? row.defaultModel, models);
+    return { client: this.deps.clientFor(provider, apiKey), model, ...(upstream ? { upstream } : {}) };
   }
 
   async removeKey(p: { accountId: string; provider: OwnAiProvider }): Promise<{ removed: boolean }> {

@@ -1,13 +1,14 @@
 /**
- * The rules of own AI providers as pure functions: how a stored row is shown (the spec's
- * provider record), which model a request runs on, which requests are well-formed, and
- * which HTTP error a provider's failure becomes.
+ * The rules of AI as pure functions: how a stored row is shown (the spec's provider record),
+ * which model a request runs on, which requests are well-formed, which HTTP error a
+ * provider's failure becomes, and the AI object a capture's analysis is recorded as.
  */
 import type { Errors } from 'moleculer';
 import { OWN_AI_PROVIDERS, type ModelRecord, type OwnAiProvider, type ProviderRecord, type Upstream } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
+import type { ScreenshotOptions } from '../shared/screenshot-options';
 import type { ProviderKeyRow } from './provider-keys';
-import type { AiFailure } from './providers';
+import type { AiFailure, AnalysisRequest } from './providers';
 
 export const PROVIDER_LABELS: Record<OwnAiProvider, string> = { anthropic: 'Anthropic', openai: 'OpenAI', openrouter: 'OpenRouter' };
 
@@ -98,4 +99,12 @@ export function httpErrorOf(failure: AiFailure): Errors.MoleculerError {
     case 'ai_response_invalid':
       return serviceError('ai_provider_error', failure.note);
   }
+}
+
+/** What a capture's options ask the provider for (the image and the model are added by the caller). */
+export function analysisRequestOf(o: ScreenshotOptions): Pick<AnalysisRequest, 'mode' | 'prompt' | 'fields' | 'instructions'> {
+  if (o.ai_prompt_mode === 'structured') {
+    return { mode: 'structured', fields: o.ai_structured_fields ?? [], ...(o.ai_structured_instructions ? { instructions: o.ai_structured_instructions } : {}) };
+  }
+  return { mode: 'simple', ...(o.ai_prompt ? { prompt: o.ai_prompt } : {}) };
 }

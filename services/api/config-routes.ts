@@ -7,10 +7,12 @@
  */
 import sharp from 'sharp';
 import { type ConfigView, type ScreenshotRef, call } from '../shared/contracts';
-import { withCredits } from '../shared/credits';
+import { billsAiCredits, NOT_ANALYSED } from '../shared/ai-record';
+import { withCaptureCredits } from '../shared/credits';
 import { ERROR_STATUS, isErrorCode } from '../shared/errors';
 import type { Paging } from '../shared/paging';
 import { checkFeatures } from '../shared/plan-gates';
+import { checkAnalysis } from './analysis-checks';
 import { refuseUnbuiltOptions } from './unbuilt-options';
 import { type ConfigOptions, OPTIONS_BY_NAME, requestedFeatures, scheduleOf } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
@@ -32,11 +34,11 @@ function listed(ref: ScreenshotRef) {
 
 /** Account-wide list: the snap record's fields plus the ones only this list carries. */
 function fullRecord(ref: ScreenshotRef) {
-  const { success: _, ...record } = snapRecord(ref);
+  const { success: _, ...record } = snapRecord(ref, false);
   return {
     ...record,
     is_browser_extension_screenshot: false,
-    ai: { ai_analyzed: false, ai_prompt: '', ai_response: '' },
+    ai: ref.ai ?? NOT_ANALYSED,
     is_proxy_screenshot: false,
     proxy_server: null,
   };
@@ -45,8 +47,8 @@ function fullRecord(ref: ScreenshotRef) {
 const configView = (v: ConfigView) => ({ config: v.config, ids: v.ids, created_at: v.created_at });
 
 /**
- * Starts a capture job of a configuration: reserves the credit under the job's id (402
- * before anything is written), then `configIdOf` (which may create the configuration),
+ * Starts a capture job of a configuration: reserves the credits under the job's id (the
+ * screenshot, and an AI credit for the service's own AI; 402 before anything is written), then `configIdOf` (which may create the configuration),
  * then records the job. On any failure the credit is refunded and `undo` runs, so nothing
  * half-done stays behind.
  */
@@ -59,9 +61,10 @@ async function startJob(
 ): Promise<string> {
   const { broker, account } = ctx;
   let configId: string | null = null;
-  return withCredits(
+  return withCaptureCredits(
     broker,
     { account, amounts: { screenshots: 1 }, reservationId: `job:${jobId}` },
+    billsAiCredits(options),
     async () => {
       configId = await configIdOf();
       await call(broker, 'capture.enqueue', { accountId: account.accountId, configId, jobId, kind: 'config', options });
@@ -70,6 +73,7 @@ async function startJob(
     {
       // The worker that runs the job reserves again under the same id, and settles it.
       settle: () => 'hold',
+      analysed: () => true,
       onFailure: async () => {
         if (configId !== null) await undo?.(configId).catch(() => undefined);
         return 'refund';
@@ -84,6 +88,7 @@ async function createConfig(ctx: RouteContext<ConfigOptions>) {
   checkFeatures(account, requestedFeatures(options));
   refuseUnbuiltOptions(options);
   scheduleOf(options); // refuses a schedule without an interval before a credit is reserved
+  await checkAnalysis(broker, account.accountId, options);
   // The job id is chosen first so the configuration records it as its last job.
   const jobId = randomId(12);
   let embedUrl = '';
@@ -103,6 +108,8 @@ async function createConfig(ctx: RouteContext<ConfigOptions>) {
 
 async function captureNow(ctx: RouteContext) {
   const existing = await call(ctx.broker, 'scheduler.get', { accountId: ctx.account.accountId, id: ctx.path.id ?? '' });
+  // A provider key removed since the configuration was stored: 412 now, no fallback to credits.
+  await checkAnalysis(ctx.broker, ctx.account.accountId, existing.options);
   const jobId = randomId(12);
   const configId = await startJob(ctx, jobId, existing.options, async () => existing.ids.screenshot_config_id);
   await call(ctx.broker, 'scheduler.noteJob', { configId, jobId });
@@ -116,9 +123,13 @@ async function getConfig(ctx: RouteContext) {
 
 async function updateConfig(ctx: RouteContext<ConfigOptions>) {
   const options = ctx.params;
+  const accountId = ctx.account.accountId;
   checkFeatures(ctx.account, requestedFeatures(options));
   refuseUnbuiltOptions(options);
-  const v = await call(ctx.broker, 'scheduler.update', { accountId: ctx.account.accountId, id: ctx.path.id ?? '', input: { given: givenOptions(ctx.raw), options } });
+  // The analysis the configuration will run after the change (its options merged as the scheduler merges them).
+  const existing = await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' });
+  await checkAnalysis(ctx.broker, accountId, { ...existing.options, ...options });
+  const v = await call(ctx.broker, 'scheduler.update', { accountId, id: ctx.path.id ?? '', input: { given: givenOptions(ctx.raw), options } });
   return { success: true, config: v.config };
 }
 
@@ -200,7 +211,8 @@ function embedRoute(store: FileStore): RouteDef {
 }
 
 const CONFIG_ERRORS = ['invalid_parameter', 'not_found'] as const;
-const START_ERRORS = ['byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'feature_unavailable', 'custom_proxy_not_found', 'screenshot_limit_reached'] as const;
+const AI_ERRORS = ['ai_provider_not_configured', 'ai_model_required', 'ai_model_not_supported', 'ai_provider_unavailable', 'invalid_ai_structured_fields', 'ai_service_not_configured'] as const;
+const START_ERRORS = ['byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'feature_unavailable', 'custom_proxy_not_found', ...AI_ERRORS, 'screenshot_limit_reached', 'ai_credits_exhausted'] as const;
 const ok = (properties: Record<string, unknown>) => ({ type: 'object', properties: { success: { type: 'boolean' }, ...properties } });
 
 export function configRoutes(store: FileStore): RouteDef[] {
@@ -212,7 +224,7 @@ export function configRoutes(store: FileStore): RouteDef[] {
       tag: 'configurations',
       params: CONFIG_CREATE_PARAMS,
       response: ok({ screenshot_configuration_id: { type: 'string' }, embed_url: { type: 'string' }, job_id: { type: 'string' } }),
-      errors: [...CONFIG_ERRORS, 'invalid_ai_structured_fields', 'ai_provider_unsupported', ...START_ERRORS],
+      errors: [...CONFIG_ERRORS, 'ai_provider_unsupported', ...START_ERRORS],
       handler: createConfig,
     }),
     route({
@@ -222,7 +234,7 @@ export function configRoutes(store: FileStore): RouteDef[] {
       tag: 'configurations',
       params: KEY_ONLY_PARAMS,
       response: ok({ job_id: { type: 'string' }, embed_url: { type: 'string' } }),
-      errors: [...CONFIG_ERRORS, 'screenshot_limit_reached'],
+      errors: [...CONFIG_ERRORS, ...AI_ERRORS, 'screenshot_limit_reached', 'ai_credits_exhausted'],
       handler: captureNow,
     }),
     route({
@@ -242,7 +254,7 @@ export function configRoutes(store: FileStore): RouteDef[] {
       tag: 'configurations',
       params: CONFIG_UPDATE_PARAMS,
       response: ok({ config: { type: 'object' } }),
-      errors: [...CONFIG_ERRORS, 'invalid_ai_structured_fields', 'ai_provider_unsupported', 'byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'feature_unavailable', 'custom_proxy_not_found'],
+      errors: [...CONFIG_ERRORS, 'ai_provider_unsupported', 'byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'feature_unavailable', 'custom_proxy_not_found', ...AI_ERRORS],
       handler: updateConfig,
     }),
     route({
@@ -292,7 +304,7 @@ export function configRoutes(store: FileStore): RouteDef[] {
       tag: 'configurations',
       params: KEY_ONLY_PARAMS,
       response: ok({ status: { type: 'string' }, job_id: { type: 'string' }, screenshot: { type: 'object' } }),
-      errors: [...CONFIG_ERRORS, 'page_load_failed', 'selector_not_found', 'capture_timeout', 'url_not_allowed', 'screenshot_limit_reached'],
+      errors: [...CONFIG_ERRORS, 'page_load_failed', 'selector_not_found', 'capture_timeout', 'url_not_allowed', 'screenshot_limit_reached', 'ai_credits_exhausted', 'ai_provider_not_configured'],
       handler: jobStatus,
     }),
     embedRoute(store),

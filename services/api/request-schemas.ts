@@ -11,9 +11,10 @@
  * [{key, value}] lists, and empty strings count as absent. ajv then coerces numbers.
  */
 import type { Static, TObject } from '@sinclair/typebox';
-import Ajv, { type ErrorObject } from 'ajv';
+import type { ErrorObject } from 'ajv';
 import { checkActions } from '../shared/actions-schema';
 import { type ErrorCode, serviceError } from '../shared/errors';
+import { newAjv, noteFor } from '../shared/param-notes';
 import { OPTION_TABLE, OPTIONS_BY_NAME, type OptionSpec, type OptionValues, type Scope, optionSchema } from '../shared/screenshot-options';
 
 type JsonSchema = Record<string, unknown>;
@@ -56,31 +57,9 @@ export function shapeSchema(shape: ShapeName): JsonSchema {
   };
 }
 
-function newAjv(): Ajv {
-  // Coercion handles numbers given as text; defaults are filled by the consumers, so the
-  // validated values stay "as given" for configurations that echo them.
-  const instance = new Ajv({ allErrors: false, coerceTypes: true, useDefaults: false, strict: false });
-  instance.addFormat('http-url', (value: string) => {
-    try {
-      const u = new URL(value);
-      return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname.length > 0;
-    } catch {
-      return false;
-    }
-  });
-  instance.addFormat('time-zone', (value: string) => {
-    try {
-      new Intl.DateTimeFormat('en-US', { timeZone: value });
-      return true;
-    } catch {
-      return false;
-    }
-  });
-  return instance;
-}
-
 /** The api's one ajv instance: every request shape is compiled by it. */
 export const ajv = newAjv();
+export { noteFor };
 
 const TRUE = /^(true|1|yes|on)$/i;
 const FALSE = /^(false|0|no|off)$/i;
@@ -120,75 +99,13 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function describe(value: unknown): string {
-  const s = typeof value === 'string' ? `"${value}"` : JSON.stringify(value);
-  return s === undefined ? String(value) : s.length > 60 ? `${s.slice(0, 57)}...` : s;
-}
-
-function valueAt(data: unknown, pointer: string): unknown {
-  let cur = data;
-  for (const part of pointer.split('/').slice(1)) {
-    if (cur === null || typeof cur !== 'object') return undefined;
-    cur = (cur as Record<string, unknown>)[part.replace(/~1/g, '/').replace(/~0/g, '~')];
-  }
-  return cur;
-}
-
-/** Turns ajv's first error into a note that names the parameter and the rule. */
-export function noteFor(error: ErrorObject, data: unknown, allowed: string[]): { param: string; note: string } {
-  const path = error.instancePath.split('/').slice(1);
-  const param = path[0] ?? '';
-  const where = path.length ? path.map((p, i) => (i === 0 ? p : /^\d+$/.test(p) ? `[${p}]` : `.${p}`)).join('') : '';
-  const got = valueAt(data, error.instancePath);
-  const p = error.params as Record<string, unknown>;
-  switch (error.keyword) {
-    case 'required': {
-      const missing = String(p.missingProperty);
-      return where
-        ? { param, note: `${where}: "${missing}" is required.` }
-        : { param: missing, note: `${missing} is required.` };
-    }
-    case 'additionalProperties': {
-      const extra = String(p.additionalProperty);
-      if (!where) {
-        return { param: extra, note: `Unknown parameter "${extra}". Accepted parameters: ${allowed.join(', ')}.` };
-      }
-      return { param, note: `${where}: unknown key "${extra}".` };
-    }
-    case 'type':
-      return { param, note: `${where}: must be ${p.type === 'integer' ? 'a whole number' : `of type ${String(p.type).replace(',', ' or ')}`}, got ${describe(got)}.` };
-    case 'enum':
-      return { param, note: `${where}: must be one of ${(p.allowedValues as unknown[]).map((v) => String(v)).join(', ')}; got ${describe(got)}.` };
-    case 'minimum':
-    case 'maximum':
-      return { param, note: `${where}: must be at ${error.keyword === 'minimum' ? 'least' : 'most'} ${p.limit}, got ${describe(got)}.` };
-    case 'maxLength':
-      return { param, note: `${where}: must be at most ${p.limit} characters long.` };
-    case 'minLength':
-      return { param, note: `${where}: must not be empty.` };
-    case 'maxItems':
-      return { param, note: `${where}: at most ${p.limit} items are allowed.` };
-    case 'minItems':
-      return { param, note: `${where}: needs at least ${p.limit} item(s).` };
-    case 'pattern':
-      return { param, note: `${where}: ${describe(got)} is not allowed; it must match ${p.pattern} (letters, digits and underscores, starting with a letter).` };
-    case 'format':
-      return {
-        param,
-        note:
-          p.format === 'time-zone'
-            ? `${where}: ${describe(got)} is not a known time zone; use an ICU id such as Europe/Paris.`
-            : `${where}: must be a full http:// or https:// URL, got ${describe(got)}.`,
-      };
-    default:
-      return { param, note: `${where || 'request'}: ${error.message ?? 'is invalid'}.` };
-  }
-}
-
 /** Cross-option rules that a JSON Schema cannot say clearly. */
 function checkRules(values: RawParams): void {
   if (values.hover_on_selected === true && values.selectors === undefined) {
     throw serviceError('invalid_parameter', 'hover_on_selected: requires selectors (the element to hover).');
+  }
+  if (values.analyze_image_with_ai === true && values.html_only === true) {
+    throw serviceError('invalid_parameter', 'analyze_image_with_ai: an analysis reads the captured image, and html_only=true captures none; leave out one of the two.', { param: 'analyze_image_with_ai' });
   }
   if (Array.isArray(values.multi_step_actions)) checkActions(values.multi_step_actions, values);
 }
@@ -196,7 +113,11 @@ function checkRules(values: RawParams): void {
 /** The shape of the options a request kind accepts; its values are the table's types. */
 function optionParams<S extends ShapeName>(shape: S): ParamShape<ShapeValues<S>> {
   const schema = shapeSchema(shape);
-  const validate = ajv.compile<ShapeValues<S>>(schema);
+  // Options checked after the gates (structured field definitions) pass the shape as any JSON.
+  const properties = schema.properties as Record<string, JsonSchema>;
+  const deferred = shapeOptions(shape).filter((o) => o.checkedAfterGates);
+  const parseSchema = { ...schema, properties: { ...properties, ...Object.fromEntries(deferred.map((o) => [o.name, {}])) } };
+  const validate = ajv.compile<ShapeValues<S>>(parseSchema);
   const accepted = shapeOptions(shape).map((o) => o.name);
   return {
     schema,

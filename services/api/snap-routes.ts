@@ -1,21 +1,24 @@
 /**
- * GET and POST /snap: validate, reuse a capture within ttl (free), else gate and reserve a
- * credit through billing, capture, then commit or refund (a failed capture spends
- * nothing). Answers the image, the JSON record or the HTML; the bytes come from storage,
+ * GET and POST /snap: validate, gate, check the analysis asked for (ai.check), reuse a
+ * capture within ttl (free), else reserve the credits through billing (the screenshot, and
+ * an AI credit for the service's own AI), capture and analyse, then commit or refund (a
+ * failed capture spends nothing; a failed analysis gives the AI credit back). Answers the image, the JSON record or the HTML; the bytes come from storage,
  * never through the transporter. Also GET /cdn/:name, the public file links.
  */
 import { type ScreenshotRef, call } from '../shared/contracts';
-import { withCredits } from '../shared/credits';
+import { billsAiCredits, NOT_ANALYSED } from '../shared/ai-record';
+import { withCaptureCredits } from '../shared/credits';
 import { serviceError } from '../shared/errors';
 import { checkFeatures } from '../shared/plan-gates';
+import { checkAnalysis } from './analysis-checks';
 import { refuseUnbuiltOptions } from './unbuilt-options';
 import { OPTION_DEFAULTS, type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
 import { type RouteContext, type RouteDef, route } from './http';
 import { SNAP_PARAMS } from './request-schemas';
 
-/** The snap JSON record: exactly the spec's fields (plus success). */
-export function snapRecord(ref: ScreenshotRef): Record<string, unknown> {
+/** The snap JSON record: exactly the spec's fields (plus success), `ai` when an analysis was asked for. */
+export function snapRecord(ref: ScreenshotRef, withAi: boolean): Record<string, unknown> {
   return {
     success: true,
     id: ref.id,
@@ -26,6 +29,7 @@ export function snapRecord(ref: ScreenshotRef): Record<string, unknown> {
     taken_at_timestamp: String(ref.taken_at_ms),
     taken_at: new Date(ref.taken_at_ms).toISOString().replace('Z', '+00:00'),
     job_id: ref.job_id,
+    ...(withAi ? { ai: ref.ai ?? NOT_ANALYSED } : {}),
   };
 }
 
@@ -41,7 +45,7 @@ async function answer(ctx: RouteContext, store: FileStore, ref: ScreenshotRef, o
     const file = await readStored(store, ref.html_name);
     return { success: true, html: file.data.toString('utf8') };
   }
-  if (options.json) return snapRecord(ref);
+  if (options.json) return snapRecord(ref, options.analyze_image_with_ai === true);
   const file = await readStored(store, ref.image_name);
   return ctx.reply.header('content-type', file.contentType).header('content-length', String(file.data.length)).send(file.data);
 }
@@ -53,12 +57,15 @@ function snapHandler(store: FileStore) {
     const features = requestedFeatures(options);
     checkFeatures(account, features);
     refuseUnbuiltOptions(options);
+    await checkAnalysis(broker, account.accountId, options);
     const ttl = options.ttl ?? OPTION_DEFAULTS.ttl;
     if (ttl > 0) {
       const cached = await call(broker, 'capture.findRecent', { accountId: account.accountId, cacheKey: captureKey(options), since: Date.now() - ttl * 1000 });
       if (cached) return answer(ctx, store, cached, options, 'HIT');
     }
-    const ref = await withCredits(broker, { account, amounts: { screenshots: 1 }, features }, () => call(broker, 'capture.take', { account, options }));
+    const ref = await withCaptureCredits(broker, { account, amounts: { screenshots: 1 }, features }, billsAiCredits(options), () => call(broker, 'capture.take', { account, options }), {
+      analysed: (taken) => taken.ai?.ai_analyzed === true,
+    });
     return answer(ctx, store, ref, options, 'MISS');
   };
 }
@@ -67,14 +74,20 @@ const SNAP_ERRORS = [
   'invalid_parameter',
   'feature_unavailable',
   'custom_proxy_not_found',
-  'invalid_ai_structured_fields',
   'ai_provider_unsupported',
+  'ai_provider_not_configured',
+  'ai_model_required',
+  'ai_model_not_supported',
+  'ai_provider_unavailable',
+  'invalid_ai_structured_fields',
+  'ai_service_not_configured',
   'url_not_allowed',
   'byok_plan_required',
   'byok_addon_required',
   'byo_proxy_plan_required',
   'byo_proxy_addon_required',
   'screenshot_limit_reached',
+  'ai_credits_exhausted',
   'page_load_failed',
   'selector_not_found',
   'capacity_exhausted',

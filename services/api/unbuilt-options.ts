@@ -2,15 +2,12 @@
  * Options of the spec that this server does not carry out yet. They are refused with a
  * clear error after the plan gates (so a caller still learns what its plan lacks first)
  * and before any credit, never accepted and ignored. Each refusal goes when its feature
- * lands (AI analysis of captures; the egress gateway's real locations and own proxies).
+ * lands (the egress gateway's real locations and own proxies).
  */
 import { serviceError } from '../shared/errors';
 import type { ScreenshotOptions } from '../shared/screenshot-options';
 
 export function refuseUnbuiltOptions(o: ScreenshotOptions): void {
-  if (o.analyze_image_with_ai === true) {
-    throw serviceError('feature_unavailable', 'analyze_image_with_ai: AI analysis of captures is not available on this server yet; leave it out (or false). Own-provider keys and models can already be managed under /ai/.');
-  }
   if (o.real_location !== undefined) {
     throw serviceError('invalid_parameter', `real_location: "${o.real_location}" is not a location of this server; it has no real locations configured yet (GET /real_locations is not available). Leave real_location out.`);
   }

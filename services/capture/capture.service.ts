@@ -22,7 +22,7 @@ import { EgressPolicy } from './egress';
 import { CaptureEngine } from './engine';
 import { CaptureFiles } from './files';
 import { JobQueue, jobStatusOf } from './jobs';
-import { CapturePipeline } from './pipeline';
+import { type Analyst, CapturePipeline } from './pipeline';
 import { ScreenshotRepository } from './screenshots';
 import { JobWorker } from './worker';
 
@@ -95,7 +95,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
     name: 'capture',
     actions: {
       // The broker's timeout is a backstop; the engine enforces the capture's own budget.
-      take: { handler: take, timeout: config.capture.timeoutMs + config.capture.queueTimeoutMs + 30_000 },
+      take: { handler: take, timeout: config.capture.timeoutMs + config.capture.queueTimeoutMs + config.ai.timeoutMs + 30_000 },
       findRecent: { handler: ((ctx) => s.screenshots.findRecent(ctx.params.accountId, ctx.params.cacheKey, ctx.params.since)) as Handler<'capture.findRecent'> },
       enqueue: { handler: enqueue },
       jobStatus: { handler: jobStatus },
@@ -117,7 +117,12 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
         this.logger,
       );
       const engine = new CaptureEngine(pool, new EgressPolicy(config.allowPrivateNetworks), () => blockers.get(), config.capture.timeoutMs);
-      const pipeline = new CapturePipeline(engine, files, screenshots, queue);
+      const analyst: Analyst = {
+        check: (accountId, options) => call(this.broker, 'ai.check', { accountId, options }),
+        // The provider call is bounded by AI_TIMEOUT_MS; the broker's timeout is a backstop.
+        analyze: (accountId, options, image) => call(this.broker, 'ai.analyze', { accountId, options, image }, { timeout: config.ai.timeoutMs + 15_000 }),
+      };
+      const pipeline = new CapturePipeline(engine, files, screenshots, queue, analyst);
       const worker = new JobWorker(this.broker, queue, pipeline, this.logger, { sessions: config.capture.sessions, leaseMs: config.capture.jobLeaseMs });
       s = { db, store, files, screenshots, queue, pool, pipeline, worker };
     },

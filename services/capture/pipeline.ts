@@ -1,16 +1,33 @@
 /**
  * One capture from options to a recorded screenshot: the engine drives a browser (the
- * thumbnail is made while it still holds it), the files are written, and the screenshot
- * is inserted as its job completes, under the job's lease. Snaps and queued jobs both
- * come through here; they differ only in who holds the lease and who pays.
+ * thumbnail is made while it still holds it), the files are written, the ai service
+ * analyses the stored image when asked, and the screenshot is inserted with its AI object
+ * as its job completes, under the job's lease. Snaps and queued jobs both come through
+ * here; they differ only in who holds the lease and who pays.
  */
-import { failureOf } from '../shared/errors';
-import type { ScreenshotRef } from '../shared/contracts';
+import { failedRecord } from '../shared/ai-record';
+import { failureOf, toEnvelope } from '../shared/errors';
+import type { AiRecord, ScreenshotRef, StoredImage } from '../shared/contracts';
 import type { SnapOptions } from '../shared/screenshot-options';
 import type { CaptureEngine } from './engine';
 import { type CaptureFiles, render } from './files';
 import type { JobQueue, LeasedJob } from './jobs';
-import { ScreenshotRepository } from './screenshots';
+import { ScreenshotRepository, type StoredFiles } from './screenshots';
+
+/** The ai service as a capture sees it (ai.check and ai.analyze). */
+export interface Analyst {
+  /** The spec's checks before a capture; throws the spec's error (412, 400, 503). */
+  check(accountId: string, options: SnapOptions): Promise<unknown>;
+  /** Never fails for the provider's sake: a failed analysis is ai_analyzed false with ai_error. */
+  analyze(accountId: string, options: SnapOptions, image: StoredImage): Promise<AiRecord>;
+}
+
+/** The raster an analysis reads: the image, or for a pdf its first viewport (the thumbnail). */
+function analysedImage(files: StoredFiles): StoredImage | null {
+  if (files.image_name && files.content_type?.startsWith('image/')) return { name: files.image_name, contentType: files.content_type };
+  if (files.thumb_name) return { name: files.thumb_name, contentType: 'image/jpeg' };
+  return null;
+}
 
 export class CapturePipeline {
   constructor(
@@ -18,6 +35,7 @@ export class CapturePipeline {
     private readonly files: CaptureFiles,
     private readonly screenshots: ScreenshotRepository,
     private readonly queue: JobQueue,
+    private readonly analyst: Analyst,
   ) {}
 
   /**
@@ -26,14 +44,30 @@ export class CapturePipeline {
    * written here are removed again.
    */
   async run(job: LeasedJob, options: SnapOptions): Promise<ScreenshotRef | null> {
+    const analysing = options.analyze_image_with_ai === true;
+    // Again before the capture: a key removed or a backend gone since the job was queued fails it here.
+    if (analysing) await this.analyst.check(job.accountId, options);
     const files = await this.files.write(await this.engine.capture(options, render(options)));
-    const row = ScreenshotRepository.newRow(job, options, files);
+    const ai = analysing ? await this.analyse(job.accountId, options, files) : null;
+    const row = ScreenshotRepository.newRow(job, options, files, ai);
     const id = await this.queue.complete(job, (trx) => this.screenshots.insert(row, trx));
     if (id === null) {
       await this.files.remove(files);
       return null;
     }
     return this.screenshots.toRef({ ...row, id });
+  }
+
+  /** The capture's analysis; an ai service that cannot be reached is a failed analysis too, never a failed capture. */
+  private async analyse(accountId: string, options: SnapOptions, files: StoredFiles): Promise<AiRecord> {
+    const image = analysedImage(files);
+    if (!image) return failedRecord(options, options.ai_model ?? null, { error_code: 'internal_error', note: 'The capture made no image to analyse.' });
+    try {
+      return await this.analyst.analyze(accountId, options, image);
+    } catch (err) {
+      const { body } = toEnvelope(err);
+      return failedRecord(options, options.ai_model ?? null, { error_code: body.error_code, note: body.note });
+    }
   }
 
   /** A snap: its job cannot be taken over, so it completes, or fails with the error rethrown. */

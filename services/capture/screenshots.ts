@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import type { Config } from '../shared/config';
-import type { ScreenshotRef } from '../shared/contracts';
+import type { AiRecord, ScreenshotRef } from '../shared/contracts';
 import { cdnLink, embedUrl } from '../shared/links';
 import { type Paging, fetchPage } from '../shared/paging';
 import { type SnapOptions, captureKey } from '../shared/screenshot-options';
@@ -24,6 +24,8 @@ export interface NewScreenshot extends StoredFiles {
   url: string;
   cache_key: string;
   created_at_ms: number;
+  /** The AI object, JSON; null when no analysis was asked for. */
+  ai: string | null;
 }
 
 export interface ScreenshotRow extends NewScreenshot {
@@ -49,8 +51,17 @@ export class ScreenshotRepository {
   ) {}
 
   /** The row a finished capture inserts (see insert). */
-  static newRow(job: ScreenshotOwner, options: SnapOptions, files: StoredFiles, now = Date.now()): NewScreenshot {
-    return { account_id: job.accountId, config_id: job.configId, job_id: job.id, url: options.url, ...files, cache_key: captureKey(options), created_at_ms: now };
+  static newRow(job: ScreenshotOwner, options: SnapOptions, files: StoredFiles, ai: AiRecord | null, now = Date.now()): NewScreenshot {
+    return {
+      account_id: job.accountId,
+      config_id: job.configId,
+      job_id: job.id,
+      url: options.url,
+      ...files,
+      cache_key: captureKey(options),
+      created_at_ms: now,
+      ai: ai ? JSON.stringify(ai) : null,
+    };
   }
 
   toRef(row: ScreenshotRow): ScreenshotRef {
@@ -65,6 +76,7 @@ export class ScreenshotRepository {
       image_name: row.image_name,
       html_name: row.html_name,
       content_type: row.content_type,
+      ai: row.ai ? (JSON.parse(row.ai) as AiRecord) : null,
     };
   }
 

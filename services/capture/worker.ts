@@ -8,7 +8,8 @@
  */
 import type { LoggerInstance, ServiceBroker } from 'moleculer';
 import { type ScreenshotRef, emit } from '../shared/contracts';
-import { withCredits } from '../shared/credits';
+import { billsAiCredits } from '../shared/ai-record';
+import { withCaptureCredits } from '../shared/credits';
 import { failureOf } from '../shared/errors';
 import type { ClaimedJob, JobQueue } from './jobs';
 import type { CapturePipeline } from './pipeline';
@@ -86,22 +87,24 @@ export class JobWorker {
   }
 
   /**
-   * Runs one claimed job: the credit is reserved again under the job's id (idempotent, so
+   * Runs one claimed job: the credits are reserved again under the job's id (idempotent, so
    * a job taken over after a crash is charged once), committed when this worker recorded
-   * the screenshot, refunded when it recorded the failure, and left to the new holder when
-   * the lease was lost.
+   * the screenshot (the AI credit only when its analysis ran), refunded when it recorded the
+   * failure, and left to the new holder when the lease was lost.
    */
   async run(job: ClaimedJob): Promise<void> {
     const renew = setInterval(() => void this.queue.renew(job).catch(() => undefined), Math.max(500, Math.floor(this.options.leaseMs / 3)));
     const credit = { accountId: job.accountId, amounts: { screenshots: 1 }, reservationId: `job:${job.id}` };
+    const billAi = billsAiCredits(job.options);
     try {
       if (job.attempts > this.maxAttempts) {
         await this.queue.fail(job, 'internal_error', `The capture was interrupted ${this.maxAttempts} times and was given up.`);
-        await withCredits(this.broker, credit, async () => undefined, { settle: () => 'refund' }).catch(() => undefined);
+        await withCaptureCredits(this.broker, credit, billAi, async () => undefined, { settle: () => 'refund', analysed: () => false }).catch(() => undefined);
         return;
       }
-      const ref: ScreenshotRef | null = await withCredits(this.broker, credit, () => this.pipeline.run(job, job.options), {
+      const ref: ScreenshotRef | null = await withCaptureCredits(this.broker, credit, billAi, () => this.pipeline.run(job, job.options), {
         settle: (stored) => (stored ? 'commit' : 'hold'),
+        analysed: (stored) => stored?.ai?.ai_analyzed === true,
         onFailure: async (err) => ((await this.recordFailure(job, err)) ? 'refund' : 'hold'),
       });
       if (ref) void emit(this.broker, 'capture.completed', { accountId: job.accountId, configId: job.configId, jobId: job.id, screenshotId: ref.id });

@@ -7,7 +7,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { ServiceBroker, Context } from 'moleculer';
 import type { Paging } from './paging';
-import { type ConfigOptions, type SnapOptions, textEnum } from './screenshot-options';
+import { type ConfigOptions, type ScreenshotOptions, type SnapOptions, textEnum } from './screenshot-options';
 
 export type UsageKind = 'screenshots' | 'ai_credits' | 'bandwidth_bytes';
 export type UsageAmounts = Partial<Record<UsageKind, number>>;
@@ -70,6 +70,37 @@ export interface ScreenshotRef {
   image_name: string | null;
   html_name: string | null;
   content_type: string | null;
+  /** The analysis stored with the capture; null when none was asked for. */
+  ai: AiRecord | null;
+}
+
+/**
+ * The spec's AI object, as stored with a screenshot and shown by snap (json=true), the
+ * account-wide list and deliveries. Every field is always present (a superset of what the
+ * spec guarantees); `ai_error` only when an analysis was asked for and did not run
+ * (DESIGN section 3: the capture is kept, the AI credit refunded).
+ */
+export interface AiRecord {
+  ai_analyzed: boolean;
+  /** The caller's prompt; '' when none was given and in structured mode. */
+  ai_prompt: string;
+  /** Simple mode: the text. Structured mode: ai_structured_response JSON-encoded. '' when not analysed. */
+  ai_response: string;
+  ai_provider: AiProvider;
+  /** null for the service's own AI. */
+  ai_model: string | null;
+  ai_prompt_mode: 'simple' | 'structured';
+  ai_structured_response: Record<string, unknown> | null;
+  ai_error?: { error_code: string; note: string };
+}
+
+/** ai_provider: the service's own AI (credits) or an own provider (the account's key). */
+export type AiProvider = 'service' | OwnAiProvider;
+
+/** Where the ai service reads a capture's image from (storage, never the transporter). */
+export interface StoredImage {
+  name: string;
+  contentType: string;
 }
 
 /** The providers an account may store its own key for (the `:provider` of /ai/providers). */
@@ -185,6 +216,14 @@ export interface Actions {
   /** One real analysis of a sample image with the stored key; own-AI gates apply. */
   'ai.testProvider': [{ account: AccountContext; provider: OwnAiProvider; model?: string }, { text: string; model: string; seconds: number }];
   'ai.removeKey': [{ accountId: string; provider: OwnAiProvider }, { removed: boolean }];
+  /**
+   * Before any credit or capture, in the spec's order: the provider is configured (the
+   * service's backend, or a verified own key), the model is compatible, the structured fields
+   * are valid. Throws the spec's error; answers what the analysis will run on.
+   */
+  'ai.check': [{ accountId: string; options: ScreenshotOptions }, { provider: AiProvider; model: string | null }];
+  /** Analyses a stored capture. Never fails for the provider's sake: a failure is ai_analyzed false with ai_error. */
+  'ai.analyze': [{ accountId: string; options: ScreenshotOptions; image: StoredImage }, AiRecord];
   'proxy.summaries': [{ accountId: string }, Array<{ id: number; label: string; verified: boolean }>];
 }
 

@@ -1,8 +1,8 @@
 /**
  * Paid work, written once: reserve the credit through billing, do the work, then commit,
  * refund or leave the reservation pending. Every site that spends screenshot credits (a
- * snap, starting a configuration's job, the job worker) goes through withCredits, and AI
- * credits and real-location bandwidth are meant to join them here.
+ * snap, starting a configuration's job, the job worker) goes through withCredits, with AI
+ * credits through withCaptureCredits; real-location bandwidth is meant to join them here.
  *
  * A failed piece of work spends nothing by default. Sites that share one reservation
  * between several runs (a job reserved under `job:<id>` when it is started, and again,
@@ -55,4 +55,51 @@ export async function withCredits<T>(
 /** A refund that fails leaves the reservation pending until it expires: never the caller's error. */
 async function refund(caller: ServiceBroker | Context, reservation: Reservation): Promise<void> {
   await call(caller, 'billing.refund', { reservation }).catch(() => undefined);
+}
+
+/**
+ * A capture's credits: the screenshot credit, and for an analysis by the service's own AI
+ * (`billAi`) an AI credit, both reserved before the capture (402 screenshot_limit_reached or
+ * ai_credits_exhausted, nothing spent). The AI credit follows the screenshot credit's
+ * settlement, except that a capture whose analysis did not run (`analysed` false) gives it
+ * back while the screenshot is charged (DESIGN section 3). A reservation id, when given,
+ * names both: `<id>` and `<id>:ai`.
+ */
+export async function withCaptureCredits<T>(
+  caller: ServiceBroker | Context,
+  request: CreditRequest,
+  billAi: boolean,
+  work: () => Promise<T>,
+  policy: CreditPolicy<T> & { analysed: (value: T) => boolean },
+): Promise<T> {
+  if (!billAi) return withCredits(caller, request, work, policy);
+  const aiRequest: CreditRequest = { ...request, amounts: { ai_credits: 1 }, ...(request.reservationId ? { reservationId: `${request.reservationId}:ai` } : {}) };
+  let aiHeld: Reservation | null = null;
+  const settleAi = (value: T): Settlement => {
+    const settlement = policy.settle ? policy.settle(value) : 'commit';
+    return settlement === 'commit' && !policy.analysed(value) ? 'refund' : settlement;
+  };
+  return withCredits(
+    caller,
+    request,
+    () =>
+      withCredits(
+        caller,
+        aiRequest,
+        (reservation) => {
+          aiHeld = reservation;
+          return work();
+        },
+        // A failure is settled once, by the screenshot credit's policy below.
+        { settle: settleAi, onFailure: async () => 'hold' },
+      ),
+    {
+      settle: policy.settle,
+      onFailure: async (err) => {
+        const settlement = policy.onFailure ? await policy.onFailure(err) : 'refund';
+        if (aiHeld && settlement === 'refund') await refund(caller, aiHeld);
+        return settlement;
+      },
+    },
+  );
 }

@@ -44,6 +44,8 @@ export const ERROR_STATUS = {
   /** The provider answered but would not do it: billing on the provider account, a request it refuses, an unusable answer. */
   ai_provider_error: 502,
   invalid_ai_structured_fields: 400,
+  /** ai_provider=service on a server whose operator configured no SERVICE_AI_* backend (DESIGN section 3). */
+  ai_service_not_configured: 503,
   custom_proxy_not_found: 412,
   invalid_proxy: 400,
   proxy_auth_failed: 400,

@@ -33,6 +33,11 @@ interface OptionRow {
   affectsCapture: boolean;
   /** Error code for a bad value, when the spec names one (default invalid_parameter). */
   errorCode?: 'ai_provider_unsupported' | 'invalid_ai_structured_fields';
+  /**
+   * Validated after the plan gates, the provider and the model (the spec's order of checks),
+   * by its own check (shared/structured-fields.ts), not with the request's shape.
+   */
+  checkedAfterGates?: true;
 }
 
 export interface OptionSpec extends OptionRow {
@@ -130,6 +135,7 @@ export const OPTION_TABLE = [
     scope: 'capture',
     affectsCapture: true,
     errorCode: 'invalid_ai_structured_fields',
+    checkedAfterGates: true,
     description: 'JSON array of structured field definitions (a JSON string on GET and forms).',
     schema: Type.Array(
       Type.Object(

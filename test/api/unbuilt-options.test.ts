@@ -30,12 +30,6 @@ describe('options not carried out yet are refused, not ignored', () => {
   const create = (params: Record<string, unknown>) =>
     request(sys.base, 'POST', '/screenshot_configs', { headers: { authorization: `Bearer ${key}` }, json: { url: 'https://example.com', ...params } });
 
-  it('analyze_image_with_ai=true answers 501 feature_unavailable on snap and create, spending nothing', async () => {
-    expectEnvelope(await snap({ analyze_image_with_ai: true }), 501, 'feature_unavailable', 'analyze_image_with_ai');
-    expectEnvelope(await create({ analyze_image_with_ai: true }), 501, 'feature_unavailable', 'analyze_image_with_ai');
-    expect(await screenshotsUsed(sys, key)).to.equal(0);
-  });
-
   it('a real_location answers 400 invalid_parameter naming it', async () => {
     expectEnvelope(await snap({ real_location: 'Berlin' }), 400, 'invalid_parameter', 'real_location');
     expectEnvelope(await create({ real_location: 'Berlin' }), 400, 'invalid_parameter', 'real_location');
@@ -47,8 +41,10 @@ describe('options not carried out yet are refused, not ignored', () => {
     expect(await screenshotsUsed(sys, key)).to.equal(0);
   });
 
-  it('the same on PATCH of a configuration', async () => {
-    const r = await request(sys.base, 'PATCH', '/screenshot_configs/nope', { headers: { authorization: `Bearer ${key}` }, json: { url: 'https://example.com', analyze_image_with_ai: true } });
-    expectEnvelope(r, 501, 'feature_unavailable');
+  it('the same on PATCH of a configuration, before it is looked up', async () => {
+    const patch = (json: Record<string, unknown>) =>
+      request(sys.base, 'PATCH', '/screenshot_configs/nope', { headers: { authorization: `Bearer ${key}` }, json: { url: 'https://example.com', ...json } });
+    expectEnvelope(await patch({ real_location: 'Berlin' }), 400, 'invalid_parameter', 'real_location');
+    expectEnvelope(await patch({ custom_proxy_id: 3 }), 412, 'custom_proxy_not_found', 'custom_proxy_id');
   });
 });

@@ -24,6 +24,7 @@ const ref = (id: string): ScreenshotRef => ({
   image_name: 'a.png',
   html_name: null,
   content_type: 'image/png',
+  ai: null,
 });
 
 function setup(sessions = 2) {

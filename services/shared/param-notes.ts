@@ -1,0 +1,96 @@
+/**
+ * Validation of option values with ajv, and the notes its errors become: one place, so the
+ * api (request shapes) and the ai service (structured field definitions, checked after the
+ * plan gates) word the same rule the same way. A note names the parameter and the rule.
+ */
+import Ajv, { type ErrorObject } from 'ajv';
+
+/** An ajv instance with the formats the option table uses. */
+export function newAjv(): Ajv {
+  // Coercion handles numbers given as text; defaults are filled by the consumers, so the
+  // validated values stay "as given" for configurations that echo them.
+  const instance = new Ajv({ allErrors: false, coerceTypes: true, useDefaults: false, strict: false });
+  instance.addFormat('http-url', (value: string) => {
+    try {
+      const u = new URL(value);
+      return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname.length > 0;
+    } catch {
+      return false;
+    }
+  });
+  instance.addFormat('time-zone', (value: string) => {
+    try {
+      new Intl.DateTimeFormat('en-US', { timeZone: value });
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  return instance;
+}
+
+function describe(value: unknown): string {
+  const s = typeof value === 'string' ? `"${value}"` : JSON.stringify(value);
+  return s === undefined ? String(value) : s.length > 60 ? `${s.slice(0, 57)}...` : s;
+}
+
+function valueAt(data: unknown, pointer: string): unknown {
+  let cur = data;
+  for (const part of pointer.split('/').slice(1)) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<string, unknown>)[part.replace(/~1/g, '/').replace(/~0/g, '~')];
+  }
+  return cur;
+}
+
+/** Turns ajv's first error into a note that names the parameter and the rule. */
+export function noteFor(error: ErrorObject, data: unknown, allowed: string[]): { param: string; note: string } {
+  const path = error.instancePath.split('/').slice(1);
+  const param = path[0] ?? '';
+  const where = path.length ? path.map((p, i) => (i === 0 ? p : /^\d+$/.test(p) ? `[${p}]` : `.${p}`)).join('') : '';
+  const got = valueAt(data, error.instancePath);
+  const p = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'required': {
+      const missing = String(p.missingProperty);
+      return where
+        ? { param, note: `${where}: "${missing}" is required.` }
+        : { param: missing, note: `${missing} is required.` };
+    }
+    case 'additionalProperties': {
+      const extra = String(p.additionalProperty);
+      if (!where) {
+        return { param: extra, note: `Unknown parameter "${extra}". Accepted parameters: ${allowed.join(', ')}.` };
+      }
+      return { param, note: `${where}: unknown key "${extra}".` };
+    }
+    case 'type':
+      return { param, note: `${where}: must be ${p.type === 'integer' ? 'a whole number' : `of type ${String(p.type).replace(',', ' or ')}`}, got ${describe(got)}.` };
+    case 'enum':
+      return { param, note: `${where}: must be one of ${(p.allowedValues as unknown[]).map((v) => String(v)).join(', ')}; got ${describe(got)}.` };
+    case 'minimum':
+    case 'maximum':
+      return { param, note: `${where}: must be at ${error.keyword === 'minimum' ? 'least' : 'most'} ${p.limit}, got ${describe(got)}.` };
+    case 'maxLength':
+      return { param, note: `${where}: must be at most ${p.limit} characters long.` };
+    case 'minLength':
+      return { param, note: `${where}: must not be empty.` };
+    case 'maxItems':
+      return { param, note: `${where}: at most ${p.limit} items are allowed.` };
+    case 'minItems':
+      return { param, note: `${where}: needs at least ${p.limit} item(s).` };
+    case 'pattern':
+      return { param, note: `${where}: ${describe(got)} is not allowed; it must match ${p.pattern} (letters, digits and underscores, starting with a letter).` };
+    case 'format':
+      return {
+        param,
+        note:
+          p.format === 'time-zone'
+            ? `${where}: ${describe(got)} is not a known time zone; use an ICU id such as Europe/Paris.`
+            : `${where}: must be a full http:// or https:// URL, got ${describe(got)}.`,
+      };
+    default:
+      return { param, note: `${where || 'request'}: ${error.message ?? 'is invalid'}.` };
+  }
+}
+
