@@ -88,7 +88,7 @@ export class CaptureAnalysis {
       });
       return analysedRecord(options, target.model, result);
     } catch (err) {
-      const error = errorOf(err);
+      const error = errorOf(err, providerOf(options));
       if (error.error_code === 'internal_error') this.deps.logError?.('an analysis failed', err);
       return failedRecord(options, target?.model ?? options.ai_model ?? null, error);
     }
@@ -111,9 +111,17 @@ export class CaptureAnalysis {
   }
 }
 
-/** The ai_error of a failed analysis: a provider failure's code and note, or a domain error's. */
-function errorOf(err: unknown): { error_code: string; note: string } {
-  if (err instanceof AiFailure) return { error_code: err.code, note: err.note };
+/**
+ * The ai_error of a failed analysis: a provider failure's code and note, or a domain error's.
+ * The service's own backend is the operator's: its key or billing is not the caller's to fix.
+ */
+function errorOf(err: unknown, provider: AiProvider): { error_code: string; note: string } {
+  if (err instanceof AiFailure) {
+    if (provider === 'service' && (err.code === 'ai_provider_key_rejected' || err.code === 'ai_provider_billing')) {
+      return { error_code: err.code, note: "This server's AI backend refused the analysis (its operator's key or billing); the capture is kept and the AI credit was not spent. Retry later, or use your own provider key." };
+    }
+    return { error_code: err.code, note: err.note };
+  }
   const failure = failureOf(err);
   return { error_code: failure.code, note: failure.known ? failure.note : 'The analysis failed on our side; it was logged. The capture is kept and the AI credit was not spent.' };
 }

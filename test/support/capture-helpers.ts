@@ -4,6 +4,7 @@ import { backendConfig } from './backends';
 import { type FixtureServer, startFixtures } from './fixtures';
 import { sharedGrid } from './grid';
 import { type HttpAnswer, qs, request } from './http';
+import type { SystemOverrides } from '../../services/system';
 import { type RunningSystem, runSystem } from './system';
 
 /** Every service a capture needs, in one process (embedded SQLite, the shared Grid). */
@@ -13,10 +14,13 @@ export const CAPTURE_SERVICES = 'api,billing,capture,scheduler,ai,proxy';
  * Starts the system on the shared Grid with an account on a plan big enough for a test
  * run; `env` adds or overrides settings (ALLOW_PRIVATE_NETWORKS, CHROME_EXTRA_ARGS, ...).
  */
-export async function startCaptureSystem(env: Record<string, string>): Promise<{ sys: RunningSystem; token: string; cleanup(): Promise<void> }> {
+export async function startCaptureSystem(
+  env: Record<string, string>,
+  overrides: SystemOverrides = {},
+): Promise<{ sys: RunningSystem; token: string; cleanup(): Promise<void> }> {
   const grid = await sharedGrid();
   const b = await backendConfig('sqlite', { SERVICES: CAPTURE_SERVICES, SELENIUM_URL: grid.url, ...env });
-  const sys = await runSystem(b.config);
+  const sys = await runSystem(b.config, overrides);
   await sys.broker.call('billing.upsertPlan', { name: 'big', paid: true, screenshot_limit: 100_000 });
   const token = (await sys.account('big')).access_token;
   return {
@@ -71,17 +75,18 @@ export interface SnapSuite {
 
 /**
  * Registers before/after hooks in the calling describe block: fixture pages (fixtures.ts)
- * and a capture system started with `env` (startCaptureSystem), both stopped afterwards.
+ * and a capture system started with `env` and `overrides` (startCaptureSystem), both
+ * stopped afterwards.
  * `env` may be a function of the fixture server, read when the hook runs (after the
  * block's earlier hooks).
  */
-export function snapSuite(env: Record<string, string> | ((fx: FixtureServer) => Record<string, string>)): SnapSuite {
+export function snapSuite(env: Record<string, string> | ((fx: FixtureServer) => Record<string, string>), overrides: SystemOverrides = {}): SnapSuite {
   let parts: { fx: FixtureServer; sys: RunningSystem; token: string } | null = null;
   let stop: Array<() => Promise<void>> = [];
   before(async () => {
     const fx = await startFixtures();
     stop.push(() => fx.stop());
-    const { sys, token, cleanup } = await startCaptureSystem(typeof env === 'function' ? env(fx) : env);
+    const { sys, token, cleanup } = await startCaptureSystem(typeof env === 'function' ? env(fx) : env, overrides);
     stop.unshift(cleanup);
     parts = { fx, sys, token };
   });
