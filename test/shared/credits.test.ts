@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import type { ServiceBroker } from 'moleculer';
 import sinon from 'sinon';
 import type { AccountContext, Reservation } from '../../services/shared/contracts';
-import { withCredits } from '../../services/shared/credits';
+import { withCaptureCredits, withCredits } from '../../services/shared/credits';
 import { serviceError } from '../../services/shared/errors';
 
 const account: AccountContext = { accountId: 'acc1', plan: { name: 'free', paid: false, screenshot_limit: 100 }, addons: {} };
@@ -99,5 +99,70 @@ describe('withCredits (billing stubbed)', () => {
     const err = await withCredits(b.broker, { account, amounts: { screenshots: 1 } }, async () => 'done').catch((e) => e);
     expect(err.message).to.equal('billing is down');
     expect(b.calls()).to.deep.equal(['billing.reserve', 'billing.commit']);
+  });
+});
+
+describe('withCaptureCredits (billing stubbed)', () => {
+  /** Billing whose reservations carry what was asked; `log()` lists "action kind" in order. */
+  function kinds() {
+    const call = sinon.stub().callsFake(async (action: string, params: { amounts?: Record<string, number>; reservationId?: string; reservation?: Reservation }) => {
+      if (action === 'billing.reserve' || action === 'billing.reserveFor') {
+        if (params.amounts?.ai_credits && refuseAi) throw serviceError('ai_credits_exhausted', 'used up');
+        return { id: params.reservationId ?? Object.keys(params.amounts ?? {}).join(), accountId: 'acc1', month: '2026-11', amounts: params.amounts ?? {} };
+      }
+      return {};
+    });
+    let refuseAi = false;
+    const log = () =>
+      call.getCalls().map((c) => {
+        const p = c.args[1] as { amounts?: Record<string, number>; reservation?: Reservation };
+        return `${String(c.args[0]).replace('billing.', '')} ${Object.keys(p.amounts ?? p.reservation?.amounts ?? {}).join()}`;
+      });
+    return { broker: { call } as unknown as ServiceBroker, call, log, refuseAi: () => (refuseAi = true) };
+  }
+  const request = { account, amounts: { screenshots: 1 } };
+  const analysed = (v: { ai: boolean }) => v.ai;
+
+  it('reserves the screenshot, then the AI credit, before the work; commits both when the analysis ran', async () => {
+    const b = kinds();
+    const work = sinon.stub().callsFake(async () => {
+      expect(b.log()).to.deep.equal(['reserve screenshots', 'reserve ai_credits']);
+      return { ai: true };
+    });
+    await withCaptureCredits(b.broker, request, true, work, { analysed });
+    expect(work.calledOnce).to.equal(true);
+    expect(b.log()).to.deep.equal(['reserve screenshots', 'reserve ai_credits', 'commit ai_credits', 'commit screenshots']);
+  });
+
+  it('charges the screenshot and gives the AI credit back when the analysis did not run', async () => {
+    const b = kinds();
+    await withCaptureCredits(b.broker, request, true, async () => ({ ai: false }), { analysed });
+    expect(b.log()).to.deep.equal(['reserve screenshots', 'reserve ai_credits', 'refund ai_credits', 'commit screenshots']);
+  });
+
+  it('refunds both when the capture fails, and the screenshot credit when the AI credits are used up (no work)', async () => {
+    const failed = kinds();
+    await withCaptureCredits(failed.broker, request, true, () => Promise.reject(new Error('no page')), { analysed }).catch(() => undefined);
+    expect(failed.log()).to.deep.equal(['reserve screenshots', 'reserve ai_credits', 'refund ai_credits', 'refund screenshots']);
+    const exhausted = kinds();
+    exhausted.refuseAi();
+    const work = sinon.stub();
+    const err = await withCaptureCredits(exhausted.broker, request, true, work, { analysed }).catch((e) => e);
+    expect(err.type).to.equal('ai_credits_exhausted');
+    expect(work.called).to.equal(false);
+    expect(exhausted.log()).to.deep.equal(['reserve screenshots', 'reserve ai_credits', 'refund screenshots']);
+  });
+
+  it('names the AI reservation after the screenshot one, and holds both when the policy holds', async () => {
+    const b = kinds();
+    await withCaptureCredits(b.broker, { accountId: 'acc1', amounts: { screenshots: 1 }, reservationId: 'job:j1' }, true, async () => ({ ai: false }), { analysed, settle: () => 'hold' });
+    expect(b.call.getCalls().map((c) => (c.args[1] as { reservationId?: string }).reservationId)).to.deep.equal(['job:j1', 'job:j1:ai']);
+    expect(b.log()).to.deep.equal(['reserveFor screenshots', 'reserveFor ai_credits']);
+  });
+
+  it('without an analysis billed in credits, reserves the screenshot credit alone', async () => {
+    const b = kinds();
+    await withCaptureCredits(b.broker, request, false, async () => ({ ai: false }), { analysed });
+    expect(b.log()).to.deep.equal(['reserve screenshots', 'commit screenshots']);
   });
 });
