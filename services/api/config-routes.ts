@@ -212,7 +212,7 @@ function embedRoute(store: FileStore): RouteDef {
 
 const CONFIG_ERRORS = ['invalid_parameter', 'not_found'] as const;
 const AI_ERRORS = ['ai_provider_not_configured', 'ai_model_required', 'ai_model_not_supported', 'ai_provider_unavailable', 'invalid_ai_structured_fields', 'ai_service_not_configured'] as const;
-const START_ERRORS = ['byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'feature_unavailable', 'custom_proxy_not_found', ...AI_ERRORS, 'screenshot_limit_reached', 'ai_credits_exhausted'] as const;
+const START_ERRORS = ['byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'custom_proxy_not_found', ...AI_ERRORS, 'screenshot_limit_reached', 'ai_credits_exhausted'] as const;
 const ok = (properties: Record<string, unknown>) => ({ type: 'object', properties: { success: { type: 'boolean' }, ...properties } });
 
 export function configRoutes(store: FileStore): RouteDef[] {
@@ -254,7 +254,7 @@ export function configRoutes(store: FileStore): RouteDef[] {
       tag: 'configurations',
       params: CONFIG_UPDATE_PARAMS,
       response: ok({ config: { type: 'object' } }),
-      errors: [...CONFIG_ERRORS, 'ai_provider_unsupported', 'byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'feature_unavailable', 'custom_proxy_not_found', ...AI_ERRORS],
+      errors: [...CONFIG_ERRORS, 'ai_provider_unsupported', 'byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'custom_proxy_not_found', ...AI_ERRORS],
       handler: updateConfig,
     }),
     route({

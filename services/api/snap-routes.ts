@@ -72,7 +72,6 @@ function snapHandler(store: FileStore) {
 
 const SNAP_ERRORS = [
   'invalid_parameter',
-  'feature_unavailable',
   'custom_proxy_not_found',
   'ai_provider_unsupported',
   'ai_provider_not_configured',
