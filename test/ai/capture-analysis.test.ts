@@ -10,9 +10,11 @@ import { expect } from 'chai';
 import { validationSchema } from '../../services/ai/providers';
 import type { StructuredField } from '../../services/ai/providers/types';
 import { type FakeProvider, startFakeProvider } from '../support/ai-providers';
+import { backendConfig } from '../support/backends';
 import { snapSuite } from '../support/capture-helpers';
 import { expectEnvelope } from '../support/errors';
 import { type HttpAnswer, request } from '../support/http';
+import { type RunningSystem, runSystem } from '../support/system';
 
 type Body = Record<string, unknown>;
 type Kind = 'anthropic' | 'openai' | 'openrouter';
@@ -327,5 +329,32 @@ describe('AI analysis of captures (real Grid, providers on local stand-ins)', fu
       expect(failed).to.include({ status: 'failed', error_code: 'ai_provider_not_configured' });
       expect(await usage(key)).to.deep.equal({ screenshots: 1, ai: 0 });
     });
+  });
+});
+
+describe('ai_provider=service on a server without an AI backend', () => {
+  let sys: RunningSystem;
+  let cleanup: () => Promise<void>;
+  before(async () => {
+    // No capture service either: the refusal must come before any capture is attempted.
+    const b = await backendConfig('sqlite', { SERVICES: 'api,billing,ai,proxy,scheduler' });
+    cleanup = b.cleanup;
+    sys = await runSystem(b.config);
+  });
+  after(async () => {
+    await sys.stop();
+    await cleanup();
+  });
+
+  it('answers 503 ai_service_not_configured on snap and create, before any credit', async () => {
+    const key = (await sys.account('free')).access_token;
+    const headers = { authorization: `Bearer ${key}` };
+    const snap = await request(sys.base, 'POST', '/snap', { headers, json: { url: 'https://example.com', analyze_image_with_ai: true } });
+    expectEnvelope(snap, 503, 'ai_service_not_configured', 'SERVICE_AI_PROVIDER');
+    const create = await request(sys.base, 'POST', '/screenshot_configs', { headers, json: { url: 'https://example.com', analyze_image_with_ai: true } });
+    expectEnvelope(create, 503, 'ai_service_not_configured');
+    const limits = (await request<{ results: Body }>(sys.base, 'GET', '/account_limits', { headers })).body.results;
+    expect([limits.screenshot_current_month_usage, limits.ai_analysis_requests_current_month_usage]).to.deep.equal([0, 0]);
+    expect((await request<{ screenshot_configurations: unknown[] }>(sys.base, 'GET', '/screenshot_configs', { headers })).body.screenshot_configurations).to.have.length(0);
   });
 });
