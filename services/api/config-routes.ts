@@ -48,9 +48,9 @@ const configView = (v: ConfigView) => ({ config: v.config, ids: v.ids, created_a
 
 /**
  * Starts a capture job of a configuration: reserves the credits under the job's id (the
- * screenshot, and an AI credit for the service's own AI; 402 before anything is written), then `configIdOf` (which may create the configuration),
- * then records the job. On any failure the credit is refunded and `undo` runs, so nothing
- * half-done stays behind.
+ * screenshot, and an AI credit for the service's own AI; 402 before anything is written),
+ * then `configIdOf` (which may create the configuration), then records the job. On any
+ * failure the credits are refunded and `undo` runs, so nothing half-done stays behind.
  */
 async function startJob(
   ctx: RouteContext,
