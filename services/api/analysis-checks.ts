@@ -1,15 +1,31 @@
 /**
  * The AI checks of a capture request, after the plan gates and before any credit (the spec's
  * order): with analyze_image_with_ai, the ai service checks the provider, the model and the
- * structured fields (ai.check); without, only the field definitions are checked here, so a
- * configuration never stores definitions a later analysis would refuse.
+ * structured fields (ai.check). Without it, an analysis option the request names would do
+ * nothing, so it is refused (never accepted and ignored); `ai_provider` alone is let through,
+ * since naming an own provider is a plan question the gates have answered already.
  */
 import type { Context, ServiceBroker } from 'moleculer';
 import { call } from '../shared/contracts';
+import { serviceError } from '../shared/errors';
 import type { ScreenshotOptions } from '../shared/screenshot-options';
-import { checkStructuredFields } from '../shared/structured-fields';
 
-export async function checkAnalysis(caller: ServiceBroker | Context, accountId: string, options: ScreenshotOptions): Promise<void> {
-  if (options.analyze_image_with_ai === true) await call(caller, 'ai.check', { accountId, options });
-  else checkStructuredFields(options);
+/** The options that mean something only with analyze_image_with_ai=true. */
+const ANALYSIS_ONLY = ['ai_prompt', 'ai_prompt_mode', 'ai_structured_fields', 'ai_structured_instructions', 'ai_model'] as const;
+
+/**
+ * `options` are those the capture will run with (for PATCH, the stored ones with the change
+ * merged in); `given` those this request names (by default the same).
+ */
+export async function checkAnalysis(caller: ServiceBroker | Context, accountId: string, options: ScreenshotOptions, given: Partial<ScreenshotOptions> = options): Promise<void> {
+  if (options.analyze_image_with_ai === true) {
+    await call(caller, 'ai.check', { accountId, options });
+    return;
+  }
+  const named = ANALYSIS_ONLY.find((name) => given[name] !== undefined);
+  if (named) {
+    throw serviceError('invalid_parameter', `${named}: requires analyze_image_with_ai=true (it sets up an AI analysis of the capture); add analyze_image_with_ai=true or leave ${named} out.`, {
+      param: named,
+    });
+  }
 }

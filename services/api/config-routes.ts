@@ -109,7 +109,7 @@ async function createConfig(ctx: RouteContext<ConfigOptions>) {
 async function captureNow(ctx: RouteContext) {
   const existing = await call(ctx.broker, 'scheduler.get', { accountId: ctx.account.accountId, id: ctx.path.id ?? '' });
   // A provider key removed since the configuration was stored: 412 now, no fallback to credits.
-  await checkAnalysis(ctx.broker, ctx.account.accountId, existing.options);
+  await checkAnalysis(ctx.broker, ctx.account.accountId, existing.options, {});
   const jobId = randomId(12);
   const configId = await startJob(ctx, jobId, existing.options, async () => existing.ids.screenshot_config_id);
   await call(ctx.broker, 'scheduler.noteJob', { configId, jobId });
@@ -128,7 +128,7 @@ async function updateConfig(ctx: RouteContext<ConfigOptions>) {
   refuseUnbuiltOptions(options);
   // The analysis the configuration will run after the change (its options merged as the scheduler merges them).
   const existing = await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' });
-  await checkAnalysis(ctx.broker, accountId, { ...existing.options, ...options });
+  await checkAnalysis(ctx.broker, accountId, { ...existing.options, ...options }, options);
   const v = await call(ctx.broker, 'scheduler.update', { accountId, id: ctx.path.id ?? '', input: { given: givenOptions(ctx.raw), options } });
   return { success: true, config: v.config };
 }

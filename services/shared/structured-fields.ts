@@ -2,9 +2,9 @@
  * The structured field definitions (ai_structured_fields) and the mode that needs them. The
  * spec orders the checks of an analysis: plan and addon gates, provider configured, model,
  * then structured fields, then credits. So the request shape lets the definitions through
- * as any JSON (the option's `checkedAfterGates`), and this check runs in that place: in the
- * ai service's ai.check when an analysis is asked for, in the api after the gates otherwise.
- * The rules are the option table's schema, worded as every other option's.
+ * as any JSON (the option's `checkedAfterGates`), and this check runs in that place, in the
+ * ai service's ai.check (without an analysis the api refuses the option altogether). The
+ * rules are the option table's schema, worded as every other option's.
  */
 import { serviceError } from './errors';
 import { newAjv, noteFor } from './param-notes';

@@ -346,6 +346,28 @@ describe('ai_provider=service on a server without an AI backend', () => {
     await cleanup();
   });
 
+  it('refuses an analysis option without analyze_image_with_ai=true (400 naming it), on snap and create', async () => {
+    const key = (await sys.account('free')).access_token;
+    const headers = { authorization: `Bearer ${key}` };
+    for (const [name, value] of [
+      ['ai_prompt', 'Describe it'],
+      ['ai_prompt_mode', 'structured'],
+      ['ai_structured_fields', [{ name: 'title', type: 'string' }]],
+      ['ai_structured_instructions', 'A shop.'],
+      ['ai_model', 'gpt-4o'],
+    ] as const) {
+      const snap = await request(sys.base, 'POST', '/snap', { headers, json: { url: 'https://example.com', [name]: value } });
+      expectEnvelope(snap, 400, 'invalid_parameter', `${name}: requires analyze_image_with_ai=true`);
+      const off = await request(sys.base, 'POST', '/snap', { headers, json: { url: 'https://example.com', analyze_image_with_ai: false, [name]: value } });
+      expectEnvelope(off, 400, 'invalid_parameter', name);
+      const create = await request(sys.base, 'POST', '/screenshot_configs', { headers, json: { url: 'https://example.com', [name]: value } });
+      expectEnvelope(create, 400, 'invalid_parameter', name);
+    }
+    // ai_provider alone is a plan question (the gates), not an analysis option.
+    const provider = await request(sys.base, 'POST', '/snap', { headers, json: { url: 'https://example.com', ai_provider: 'service' } });
+    expect((provider.body as Body).error_code).not.to.equal('invalid_parameter');
+  });
+
   it('answers 503 ai_service_not_configured on snap and create, before any credit', async () => {
     const key = (await sys.account('free')).access_token;
     const headers = { authorization: `Bearer ${key}` };
