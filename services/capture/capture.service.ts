@@ -18,7 +18,8 @@ import type { ServiceUnit } from '../shared/service-unit';
 import { type FileStore, createFileStore } from '../shared/storage';
 import { BlockerLoader } from './blocking';
 import { BrowserPool } from './browser-pool';
-import { EgressPolicy } from './egress';
+import { EgressPolicy, resolverLookup } from './egress';
+import { EgressGateway } from './gateway';
 import { CaptureEngine } from './engine';
 import { CaptureFiles } from './files';
 import { JobQueue, jobStatusOf } from './jobs';
@@ -111,12 +112,22 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       const files = new CaptureFiles(store);
       const screenshots = new ScreenshotRepository(db, config);
       const queue = new JobQueue(db, config.capture.jobLeaseMs);
+      const gw = config.capture.gateway;
+      const { dnsServers, allowAddresses } = config.capture;
+      const policy = new EgressPolicy(config.allowPrivateNetworks, dnsServers.length ? resolverLookup(dnsServers) : undefined, undefined, allowAddresses);
       const pool = new BrowserPool(
-        { seleniumUrl: config.seleniumUrl, chromeBin: config.capture.chromeBin, chromedriverBin: config.capture.chromedriverBin, extraArgs: config.capture.extraArgs },
+        {
+          seleniumUrl: config.seleniumUrl,
+          chromeBin: config.capture.chromeBin,
+          chromedriverBin: config.capture.chromedriverBin,
+          extraArgs: config.capture.extraArgs,
+          // One gateway per browser slot, beside this capture instance (DESIGN section 5).
+          gateway: gw ? () => EgressGateway.start({ policy, bindHost: gw.bindHost, advertisedHost: gw.advertisedHost, idleTimeoutMs: gw.idleTimeoutMs }) : null,
+        },
         { sessions: config.capture.sessions, queueMax: config.capture.queueMax, queueTimeoutMs: config.capture.queueTimeoutMs, keepAliveMs: 20_000 },
         this.logger,
       );
-      const engine = new CaptureEngine(pool, new EgressPolicy(config.allowPrivateNetworks), () => blockers.get(), config.capture.timeoutMs);
+      const engine = new CaptureEngine(pool, policy, () => blockers.get(), config.capture.timeoutMs);
       const analyst: Analyst = {
         check: (accountId, options) => call(this.broker, 'ai.check', { accountId, options }),
         // The provider call is bounded by AI_TIMEOUT_MS; the broker's timeout is a backstop.

@@ -129,12 +129,29 @@ const LOCAL_SCHEMES = new Set(['data:', 'blob:', 'about:', 'chrome-error:']);
 
 export class EgressPolicy {
   private readonly cache = new Map<string, { verdict: EgressVerdict; until: number }>();
+  private readonly allowed = new net.BlockList();
 
   constructor(
     readonly allowPrivateNetworks: boolean,
     private readonly lookup: (host: string) => Promise<string[]> = async (host) => (await dns.lookup(host, { all: true, verbatim: true })).map((a) => a.address),
     private readonly ttlMs = 30_000,
-  ) {}
+    /** Addresses or CIDR ranges let through although refused by the ranges above (EGRESS_ALLOW_ADDRESSES). */
+    allowAddresses: string[] = [],
+  ) {
+    for (const r of allowAddresses) {
+      const [address = '', bits] = r.split('/');
+      const family = net.isIP(address) === 6 ? 'ipv6' : 'ipv4';
+      if (bits === undefined) this.allowed.addAddress(address, family);
+      else this.allowed.addSubnet(address, Number(bits), family);
+    }
+  }
+
+  /** Whether this policy refuses an address (the ranges above, minus the operator's exceptions). */
+  refuses(address: string): boolean {
+    if (!isBlockedAddress(address)) return false;
+    const family = net.isIP(address);
+    return !(family && this.allowed.check(address.replace(/%.*$/, ''), family === 6 ? 'ipv6' : 'ipv4'));
+  }
 
   /**
    * Resolves a host (a name, or an IP address in any form a URL allows) once and decides:
@@ -156,7 +173,7 @@ export class EgressPolicy {
     const first = addresses[0];
     if (first === undefined) return { allowed: false, reason: 'has no address', address: null, unresolvable: true };
     if (!this.allowPrivateNetworks) {
-      const bad = addresses.find(isBlockedAddress);
+      const bad = addresses.find((a) => this.refuses(a));
       if (bad !== undefined) return { allowed: false, reason: `resolves to ${bad}, a loopback, private, link-local or metadata address`, address: bad };
     }
     return { allowed: true, address: first, family: net.isIP(first) === 6 ? 6 : 4 };
@@ -195,7 +212,7 @@ export class EgressPolicy {
         return { allowed: true };
       }
     }
-    const bad = addresses.find(isBlockedAddress);
+    const bad = addresses.find((a) => this.refuses(a));
     return bad
       ? { allowed: false, reason: `resolves to ${bad}, a loopback, private, link-local or metadata address` }
       : { allowed: true };

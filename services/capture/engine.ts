@@ -11,6 +11,7 @@ import type { BrowserPool } from './browser-pool';
 import { type BrowserSlot, type PreparedPage, withTimeout } from './browser-slot';
 import type { BlockerSource } from './blocking';
 import type { EgressPolicy } from './egress';
+import type { GatewayCapture } from './gateway';
 import { type CaptureOutput, capturePage } from './page-capture';
 import { PageSession } from './page-session';
 
@@ -79,11 +80,15 @@ export class CaptureEngine {
     const slot = await this.pool.acquire();
     const unwatch = slot.watch();
     let page: PreparedPage | null = null;
+    let egress: GatewayCapture | null = null;
     try {
       let out: CaptureOutput;
       try {
         page = await withTimeout(slot.takePage(), 15_000, 'preparing a browser context');
-        out = await this.runWithBudget(slot, page, options, deadline);
+        egress = slot.gateway?.bind() ?? null;
+        out = await this.runWithBudget(slot, page, options, deadline, egress);
+        // The capture's traffic ends here: its gateway connections are closed and counted.
+        if (egress && slot.gateway) out.egressBytes = slot.gateway.unbind(egress);
       } catch (err) {
         if (slot.lost) {
           slot.broken = true;
@@ -97,6 +102,7 @@ export class CaptureEngine {
       return finish ? await finish(out) : out;
     } finally {
       unwatch();
+      if (egress && slot.gateway) slot.gateway.unbind(egress);
       // The used context is disposed off the answer's path, then the next page is prepared;
       // the slot is free at once (a capture that takes it waits for that page). A browser
       // that cannot dispose a context within the limit is retired.
@@ -105,7 +111,7 @@ export class CaptureEngine {
     }
   }
 
-  private async runWithBudget(slot: BrowserSlot, page: PreparedPage, options: SnapOptions, deadline: number): Promise<CaptureOutput> {
+  private async runWithBudget(slot: BrowserSlot, page: PreparedPage, options: SnapOptions, deadline: number, gateway: GatewayCapture | null): Promise<CaptureOutput> {
     let timer: NodeJS.Timeout | undefined;
     const overrun = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -114,7 +120,7 @@ export class CaptureEngine {
       );
     });
     const work = this.runPage(
-      { page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId), userAgent: slot.userAgent, policy: this.policy, blocker: this.blocker, deadline },
+      { page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId), userAgent: slot.userAgent, policy: this.policy, blocker: this.blocker, deadline, gateway },
       options,
     );
     work.catch(() => undefined);
