@@ -40,6 +40,13 @@ export interface Refusal {
 /** One capture's use of the gateway: what was refused and how many bytes went through. */
 export class GatewayCapture {
   readonly refusals: Refusal[] = [];
+  /**
+   * The upstream proxy this capture goes out through (a real location's or the account's own,
+   * credentials included), or null: straight to the targets. Only the gateway uses it: the
+   * browser knows the gateway's address and nothing else.
+   */
+  constructor(readonly upstream: string | null = null) {}
+
   /** Bytes sent to and received from targets by the capture's connections, counted so far. */
   bytes = 0;
   ended = false;
@@ -118,7 +125,12 @@ export class EgressGateway {
     return `http://${host}:${this.port}`;
   }
 
-  private async prepare(connectionId: number, hostname: string, port: number, policy: EgressPolicy): Promise<{ dnsLookup: typeof dns.lookup; httpAgent: http.Agent }> {
+  private async prepare(
+    connectionId: number,
+    hostname: string,
+    port: number,
+    policy: EgressPolicy,
+  ): Promise<{ dnsLookup?: typeof dns.lookup; httpAgent: http.Agent; upstreamProxyUrl?: string }> {
     let capture = this.byConnection.get(connectionId);
     if (!capture) {
       capture = this.current ?? undefined;
@@ -131,13 +143,16 @@ export class EgressGateway {
       capture.refusals.push({ host: hostname.replace(/^\[|\]$/g, '').toLowerCase(), port, reason: admission.reason });
       throw new RequestError(`${hostname} ${admission.reason}; refused by the egress policy.`, 403);
     }
+    // Through an upstream, the upstream connects to the target (and resolves it in its own
+    // region); the policy above still refused what resolves here to a refused address.
+    if (capture.upstream) return { upstreamProxyUrl: capture.upstream, httpAgent: this.agent };
     return { dnsLookup: pinnedLookup(admission.address, admission.family), httpAgent: this.agent };
   }
 
-  /** Binds the next capture (one at a time); its requests are checked and counted. */
-  bind(): GatewayCapture {
+  /** Binds the next capture (one at a time), going out directly or through `upstream`; its requests are checked and counted. */
+  bind(upstream: string | null = null): GatewayCapture {
     if (this.current) throw new Error('the egress gateway is already bound to a capture');
-    this.current = new GatewayCapture();
+    this.current = new GatewayCapture(upstream);
     return this.current;
   }
 

@@ -9,6 +9,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { EgressPolicy, isBlockedAddress, resolverLookup } from '../../services/capture/egress';
 import { EgressGateway } from '../../services/capture/gateway';
+import { Server as ProxyServer } from 'proxy-chain';
 import { type DnsServer, startDnsServer } from '../support/dns-server';
 
 interface Target {
@@ -200,6 +201,72 @@ describe('egress gateway (proxy-chain, one capture bound at a time)', () => {
     for (let i = 0; i < 50 && target.bytes() - was < counted; i++) await new Promise((r) => setTimeout(r, 20));
     expect(counted).to.be.greaterThan(200_000);
     expect(counted).to.equal(target.bytes() - was);
+  });
+
+  describe('through an upstream proxy (a real location, or an own proxy)', () => {
+    let upstream: ProxyServer;
+    /** What the upstream saw: "user:password target". */
+    const upstreamSeen: string[] = [];
+    /** Bytes between the gateway and the upstream, as the upstream counted them. */
+    let upstreamBytes = 0;
+    before(async () => {
+      upstream = new ProxyServer({
+        port: 0,
+        host: '127.0.0.1',
+        prepareRequestFunction: ({ username, password, hostname, port }) => {
+          upstreamSeen.push(`${username}:${password} ${hostname}:${port}`);
+          return { requestAuthentication: username !== 'user-country-de-session-s1' || password !== 'pw' };
+        },
+      });
+      upstream.on('connectionClosed', ({ stats }: { stats?: { srcTxBytes: number; srcRxBytes: number } }) => {
+        upstreamBytes += (stats?.srcTxBytes ?? 0) + (stats?.srcRxBytes ?? 0);
+      });
+      await upstream.listen();
+    });
+    after(async () => {
+      await upstream.close(true);
+    });
+
+    it('goes out through the upstream with its credentials, which the browser side never sees; counts what the upstream counted', async () => {
+      const gw = await gateway(true);
+      const before = upstreamBytes;
+      const capture = gw.bind(`http://user-country-de-session-s1:pw@127.0.0.1:${upstream.port}`);
+      const r = await viaProxy(gw, `http://127.0.0.1:${target.port}/big`);
+      expect(r.status).to.equal(200);
+      const t = await connectVia(gw, `127.0.0.1:${target.port}`);
+      expect(t.status).to.equal(200);
+      await getInTunnel(t.socket, '127.0.0.1', '/via-tunnel');
+      expect(upstreamSeen).to.include.members([`user-country-de-session-s1:pw 127.0.0.1:${target.port}`]);
+      expect(target.seen).to.include.members([`127.0.0.1:${target.port} /big`, '127.0.0.1 /via-tunnel']);
+      const counted = gw.unbind(capture);
+      for (let i = 0; i < 50 && upstreamBytes - before < counted; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(counted).to.be.greaterThan(100_000);
+      expect(counted).to.equal(upstreamBytes - before);
+    });
+
+    it('an upstream that refuses the credentials fails the request without showing them', async () => {
+      const gw = await gateway(true);
+      const capture = gw.bind(`http://user-country-de-session-s1:wrong-secret@127.0.0.1:${upstream.port}`);
+      const r = await viaProxy(gw, `http://127.0.0.1:${target.port}/denied`);
+      expect(r.status).to.not.equal(200);
+      expect(r.body).to.not.include('wrong-secret');
+      const t = await connectVia(gw, `127.0.0.1:${target.port}`);
+      expect(t.status).to.not.equal(200);
+      t.socket.destroy();
+      gw.unbind(capture);
+      expect(target.seen.some((s) => s.endsWith('/denied'))).to.equal(false);
+    });
+
+    it('still refuses what the policy refuses, before the upstream is asked', async () => {
+      zone.set('inside.test', ['10.1.2.3']);
+      const gw = await gateway(false);
+      const capture = gw.bind(`http://user-country-de-session-s1:pw@127.0.0.1:${upstream.port}`);
+      const seen = upstreamSeen.length;
+      expect((await viaProxy(gw, 'http://inside.test/')).status).to.equal(403);
+      expect((await viaProxy(gw, 'http://169.254.169.254/')).status).to.equal(403);
+      expect(upstreamSeen.length).to.equal(seen);
+      gw.unbind(capture);
+    });
   });
 
   it('refuses requests while no capture is bound, and those of a capture that ended', async () => {
