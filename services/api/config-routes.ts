@@ -86,7 +86,7 @@ async function createConfig(ctx: RouteContext<ConfigOptions>) {
   const { broker, account } = ctx;
   const options = ctx.params;
   checkFeatures(account, requestedFeatures(options));
-  refuseUnbuiltOptions(options);
+  await refuseUnbuiltOptions(broker, account.accountId, options);
   scheduleOf(options); // refuses a schedule without an interval before a credit is reserved
   await checkAnalysis(broker, account.accountId, options);
   // The job id is chosen first so the configuration records it as its last job.
@@ -125,7 +125,7 @@ async function updateConfig(ctx: RouteContext<ConfigOptions>) {
   const options = ctx.params;
   const accountId = ctx.account.accountId;
   checkFeatures(ctx.account, requestedFeatures(options));
-  refuseUnbuiltOptions(options);
+  await refuseUnbuiltOptions(ctx.broker, accountId, options);
   // The analysis the configuration will run after the change (its options merged as the scheduler merges them).
   const existing = await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' });
   await checkAnalysis(ctx.broker, accountId, { ...existing.options, ...options }, options);

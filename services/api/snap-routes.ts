@@ -56,7 +56,7 @@ function snapHandler(store: FileStore) {
     const options = ctx.params;
     const features = requestedFeatures(options);
     checkFeatures(account, features);
-    refuseUnbuiltOptions(options);
+    await refuseUnbuiltOptions(broker, account.accountId, options);
     await checkAnalysis(broker, account.accountId, options);
     const ttl = options.ttl ?? OPTION_DEFAULTS.ttl;
     if (ttl > 0) {

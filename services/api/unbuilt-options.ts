@@ -4,12 +4,16 @@
  * and before any credit, never accepted and ignored. Each refusal goes when its feature
  * lands (the egress gateway's real locations and own proxies).
  */
+import type { Context, ServiceBroker } from 'moleculer';
+import { call } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
 import type { ScreenshotOptions } from '../shared/screenshot-options';
 
-export function refuseUnbuiltOptions(o: ScreenshotOptions): void {
+export async function refuseUnbuiltOptions(caller: ServiceBroker | Context, accountId: string, o: ScreenshotOptions): Promise<void> {
   if (o.real_location !== undefined) {
-    throw serviceError('invalid_parameter', `real_location: "${o.real_location}" is not a location of this server; it has no real locations configured yet (GET /real_locations is not available). Leave real_location out.`);
+    // An unknown name first (the proxy service's catalogue), then a known one that cannot be carried out yet.
+    await call(caller, 'proxy.checkRoute', { accountId, realLocation: o.real_location });
+    throw serviceError('invalid_parameter', `real_location: capturing through a real location ("${o.real_location}") is not available on this server yet. Leave real_location out.`);
   }
   if (o.custom_proxy_id !== undefined) {
     throw serviceError('custom_proxy_not_found', `custom_proxy_id: no stored proxy has id ${o.custom_proxy_id}; this server cannot store proxies yet. Leave custom_proxy_id out.`);

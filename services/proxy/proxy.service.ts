@@ -1,25 +1,42 @@
 /**
  * proxy: owns proxies (accounts' own proxies, passwords encrypted) and the real-location
- * catalogue. Storing and testing proxies arrive with the proxy issue; for now it lists an
- * account's proxies for /account_limits.
+ * catalogue (REAL_LOCATIONS_FILE, read at start: a broken file stops the service). Wiring
+ * only: the catalogue's rules live in locations.ts. Storing and testing own proxies are
+ * still to come; for now it lists an account's proxies for /account_limits.
  */
 import type { Knex } from 'knex';
 import type { ServiceSchema } from 'moleculer';
 import type { Config } from '../shared/config';
 import type { Handler } from '../shared/contracts';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
+import { serviceError } from '../shared/errors';
 import type { ServiceUnit } from '../shared/service-unit';
+import { type Catalogue, knownLocation, loadCatalogue, locationNames } from './locations';
 
 export function proxyService(deps: { config: Readonly<Config> }): ServiceUnit {
   let db: Knex;
+  let catalogue: Catalogue;
+  const checkRoute: Handler<'proxy.checkRoute'> = async (ctx) => {
+    const { realLocation } = ctx.params;
+    if (realLocation !== undefined && knownLocation(catalogue, realLocation) === null) {
+      const where = catalogue.entries.size ? 'GET /real_locations lists the locations of this server' : 'this server has no real locations configured (GET /real_locations is empty)';
+      throw serviceError('invalid_parameter', `real_location: "${realLocation}" is not a location of this server; ${where}.`);
+    }
+    return { ok: true as const };
+  };
   const summaries: Handler<'proxy.summaries'> = async (ctx) => {
     const rows = await db('proxies').where({ account_id: ctx.params.accountId }).orderBy('id').select('id', 'host', 'port', 'verified');
     return rows.map((r) => ({ id: Number(r.id), label: `${r.host}:${r.port}`, verified: Boolean(r.verified) }));
   };
   const schema: ServiceSchema = {
     name: 'proxy',
-    actions: { summaries: { handler: summaries } },
+    actions: {
+      summaries: { handler: summaries },
+      realLocations: { handler: (async () => locationNames(catalogue)) as Handler<'proxy.realLocations'> },
+      checkRoute: { handler: checkRoute },
+    },
     created() {
+      catalogue = loadCatalogue(deps.config.realLocationsFile);
       db = acquireDatabase(deps.config.database);
     },
     async stopped() {

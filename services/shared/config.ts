@@ -61,6 +61,8 @@ export interface Config {
     service: ServiceAiConfig | null;
   };
   allowPrivateNetworks: boolean;
+  /** The real-location catalogue (REAL_LOCATIONS_FILE, JSON, DESIGN section 3); null: no real locations. */
+  realLocationsFile: string | null;
   rateLimit: { max: number; windowSeconds: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   /** Largest accepted request body, bytes. */
@@ -271,6 +273,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       service: serviceAi(env, aiBaseUrls),
     },
     allowPrivateNetworks: bool(env, 'ALLOW_PRIVATE_NETWORKS', false),
+    realLocationsFile: str(env, 'REAL_LOCATIONS_FILE'),
     rateLimit: {
       max: int(env, 'RATE_LIMIT_MAX', 600, 0, 1_000_000),
       windowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),

@@ -225,6 +225,10 @@ export interface Actions {
   /** Analyses a stored capture. Never fails for the provider's sake: a failure is ai_analyzed false with ai_error. */
   'ai.analyze': [{ accountId: string; options: ScreenshotOptions; image: StoredImage }, AiRecord];
   'proxy.summaries': [{ accountId: string }, Array<{ id: number; label: string; verified: boolean }>];
+  /** The real-location names, sorted (GET /real_locations). */
+  'proxy.realLocations': [Record<string, never>, string[]];
+  /** Refuses (400 invalid_parameter) a real_location that is not in the catalogue, before any credit. */
+  'proxy.checkRoute': [{ accountId: string; realLocation?: string }, { ok: true }];
 }
 
 export type ActionName = keyof Actions;
