@@ -39,8 +39,9 @@ function fullRecord(ref: ScreenshotRef) {
     ...record,
     is_browser_extension_screenshot: false,
     ai: ref.ai ?? NOT_ANALYSED,
-    is_proxy_screenshot: false,
-    proxy_server: null,
+    is_proxy_screenshot: ref.proxy_server !== null,
+    proxy_server: ref.proxy_server,
+    ...(ref.custom_proxy !== null ? { custom_proxy: ref.custom_proxy } : {}),
   };
 }
 

@@ -10,11 +10,8 @@ import { serviceError } from '../shared/errors';
 import type { ScreenshotOptions } from '../shared/screenshot-options';
 
 export async function refuseUnbuiltOptions(caller: ServiceBroker | Context, accountId: string, o: ScreenshotOptions): Promise<void> {
-  if (o.real_location !== undefined) {
-    // An unknown name first (the proxy service's catalogue), then a known one that cannot be carried out yet.
-    await call(caller, 'proxy.checkRoute', { accountId, realLocation: o.real_location });
-    throw serviceError('invalid_parameter', `real_location: capturing through a real location ("${o.real_location}") is not available on this server yet. Leave real_location out.`);
-  }
+  // An unknown location is refused here, before any credit (the proxy service's catalogue).
+  if (o.real_location !== undefined && o.custom_proxy_id === undefined) await call(caller, 'proxy.checkRoute', { accountId, realLocation: o.real_location });
   if (o.custom_proxy_id !== undefined) {
     throw serviceError('custom_proxy_not_found', `custom_proxy_id: no stored proxy has id ${o.custom_proxy_id}; this server cannot store proxies yet. Leave custom_proxy_id out.`);
   }

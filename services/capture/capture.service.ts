@@ -23,7 +23,7 @@ import { EgressGateway } from './gateway';
 import { CaptureEngine } from './engine';
 import { CaptureFiles } from './files';
 import { JobQueue, jobStatusOf } from './jobs';
-import { type Analyst, CapturePipeline } from './pipeline';
+import { type Analyst, CapturePipeline, type Router } from './pipeline';
 import { ScreenshotRepository } from './screenshots';
 import { JobWorker } from './worker';
 
@@ -133,7 +133,19 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
         // The provider call is bounded by AI_TIMEOUT_MS; the broker's timeout is a backstop.
         analyze: (accountId, options, image) => call(this.broker, 'ai.analyze', { accountId, options, image }, { timeout: config.ai.timeoutMs + 15_000 }),
       };
-      const pipeline = new CapturePipeline(engine, files, screenshots, queue, analyst);
+      const broker = this.broker;
+      const router: Router = {
+        route: (accountId, options) => (options.real_location !== undefined ? call(broker, 'proxy.route', { accountId, realLocation: options.real_location }) : Promise.resolve(null)),
+        checkBandwidth: async (accountId) => {
+          // One byte reserved and given back: 402 real_location_bandwidth_exhausted when none is left.
+          const held = await call(broker, 'billing.reserveFor', { accountId, amounts: { bandwidth_bytes: 1 }, reservationId: randomId(12) });
+          await call(broker, 'billing.refund', { reservation: held });
+        },
+        chargeBandwidth: async (accountId, bytes) => {
+          await call(broker, 'billing.charge', { accountId, amounts: { bandwidth_bytes: bytes } });
+        },
+      };
+      const pipeline = new CapturePipeline(engine, files, screenshots, queue, analyst, router);
       const worker = new JobWorker(this.broker, queue, pipeline, this.logger, { sessions: config.capture.sessions, leaseMs: config.capture.jobLeaseMs });
       s = { db, store, files, screenshots, queue, pool, pipeline, worker };
     },

@@ -54,11 +54,11 @@ export class CaptureEngine {
    * (no uploads).
    */
   capture(options: SnapOptions): Promise<CaptureOutput>;
-  capture<T>(options: SnapOptions, finish: (out: CaptureOutput) => Promise<T>): Promise<T>;
-  async capture<T>(options: SnapOptions, finish?: (out: CaptureOutput) => Promise<T>): Promise<T | CaptureOutput> {
+  capture<T>(options: SnapOptions, finish: (out: CaptureOutput) => Promise<T>, upstream?: string | null): Promise<T>;
+  async capture<T>(options: SnapOptions, finish?: (out: CaptureOutput) => Promise<T>, upstream: string | null = null): Promise<T | CaptureOutput> {
     const deadline = Date.now() + this.timeoutMs;
     try {
-      return await this.attempt(options, deadline, finish);
+      return await this.attempt(options, deadline, finish, upstream);
     } catch (err) {
       if (!(err instanceof BrowserLost)) throw err;
       // The browser died under the capture (a crash, the OOM killer, its node gone): once
@@ -69,14 +69,15 @@ export class CaptureEngine {
       if (options.multi_step_actions?.length) throw err.answer('actions');
       if (deadline - Date.now() < MIN_RETRY_MS) throw err.answer('late');
       try {
-        return await this.attempt(options, deadline, finish);
+        return await this.attempt(options, deadline, finish, upstream);
       } catch (again) {
         throw again instanceof BrowserLost ? again.answer('twice') : again;
       }
     }
   }
 
-  private async attempt<T>(options: SnapOptions, deadline: number, finish?: (out: CaptureOutput) => Promise<T>): Promise<T | CaptureOutput> {
+  /** `upstream`: the proxy the capture goes out through (its slot's gateway chains to it). */
+  private async attempt<T>(options: SnapOptions, deadline: number, finish: ((out: CaptureOutput) => Promise<T>) | undefined, upstream: string | null): Promise<T | CaptureOutput> {
     const slot = await this.pool.acquire();
     const unwatch = slot.watch();
     let page: PreparedPage | null = null;
@@ -85,7 +86,10 @@ export class CaptureEngine {
       let out: CaptureOutput;
       try {
         page = await withTimeout(slot.takePage(), 15_000, 'preparing a browser context');
-        egress = slot.gateway?.bind() ?? null;
+        if (upstream && !slot.gateway) {
+          throw serviceError('internal_error', 'This capture goes through a proxy, which needs the egress gateway; the operator has turned it off (EGRESS_GATEWAY=off).');
+        }
+        egress = slot.gateway?.bind(upstream) ?? null;
         out = await this.runWithBudget(slot, page, options, deadline, egress);
         // The capture's traffic ends here: its gateway connections are closed and counted.
         if (egress && slot.gateway) out.egressBytes = slot.gateway.unbind(egress);

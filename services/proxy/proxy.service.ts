@@ -11,7 +11,8 @@ import type { Handler } from '../shared/contracts';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
 import { serviceError } from '../shared/errors';
 import type { ServiceUnit } from '../shared/service-unit';
-import { type Catalogue, knownLocation, loadCatalogue, locationNames } from './locations';
+import { randomId } from '../shared/secrets';
+import { type Catalogue, knownLocation, loadCatalogue, locationNames, routeOf } from './locations';
 
 export function proxyService(deps: { config: Readonly<Config> }): ServiceUnit {
   let db: Knex;
@@ -24,6 +25,15 @@ export function proxyService(deps: { config: Readonly<Config> }): ServiceUnit {
     }
     return { ok: true as const };
   };
+  /** The route of one capture; its upstream (with credentials) goes to capture's gateway only. */
+  const route: Handler<'proxy.route'> = async (ctx) => {
+    const { realLocation } = ctx.params;
+    if (realLocation === undefined) return null;
+    await checkRoute(ctx);
+    const r = routeOf(catalogue, realLocation, randomId(12));
+    if (!r) throw serviceError('invalid_parameter', `real_location: "${realLocation}" is not a location of this server; GET /real_locations lists them.`);
+    return { upstream: r.upstream, location: knownLocation(catalogue, realLocation), customProxy: null };
+  };
   const summaries: Handler<'proxy.summaries'> = async (ctx) => {
     const rows = await db('proxies').where({ account_id: ctx.params.accountId }).orderBy('id').select('id', 'host', 'port', 'verified');
     return rows.map((r) => ({ id: Number(r.id), label: `${r.host}:${r.port}`, verified: Boolean(r.verified) }));
@@ -34,6 +44,7 @@ export function proxyService(deps: { config: Readonly<Config> }): ServiceUnit {
       summaries: { handler: summaries },
       realLocations: { handler: (async () => locationNames(catalogue)) as Handler<'proxy.realLocations'> },
       checkRoute: { handler: checkRoute },
+      route: { handler: route },
     },
     created() {
       catalogue = loadCatalogue(deps.config.realLocationsFile);
