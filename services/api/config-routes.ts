@@ -13,7 +13,7 @@ import { ERROR_STATUS, isErrorCode } from '../shared/errors';
 import type { Paging } from '../shared/paging';
 import { checkFeatures } from '../shared/plan-gates';
 import { checkAnalysis } from './analysis-checks';
-import { refuseUnbuiltOptions } from './unbuilt-options';
+import { checkRouteOptions } from './route-options';
 import { type ConfigOptions, OPTIONS_BY_NAME, requestedFeatures, scheduleOf } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';
@@ -87,7 +87,7 @@ async function createConfig(ctx: RouteContext<ConfigOptions>) {
   const { broker, account } = ctx;
   const options = ctx.params;
   checkFeatures(account, requestedFeatures(options));
-  await refuseUnbuiltOptions(broker, account.accountId, options);
+  await checkRouteOptions(broker, account.accountId, options);
   scheduleOf(options); // refuses a schedule without an interval before a credit is reserved
   await checkAnalysis(broker, account.accountId, options);
   // The job id is chosen first so the configuration records it as its last job.
@@ -126,7 +126,7 @@ async function updateConfig(ctx: RouteContext<ConfigOptions>) {
   const options = ctx.params;
   const accountId = ctx.account.accountId;
   checkFeatures(ctx.account, requestedFeatures(options));
-  await refuseUnbuiltOptions(ctx.broker, accountId, options);
+  await checkRouteOptions(ctx.broker, accountId, options);
   // The analysis the configuration will run after the change (its options merged as the scheduler merges them).
   const existing = await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' });
   await checkAnalysis(ctx.broker, accountId, { ...existing.options, ...options }, options);

@@ -135,7 +135,14 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       };
       const broker = this.broker;
       const router: Router = {
-        route: (accountId, options) => (options.real_location !== undefined ? call(broker, 'proxy.route', { accountId, realLocation: options.real_location }) : Promise.resolve(null)),
+        route: (accountId, options) =>
+          options.real_location !== undefined || options.custom_proxy_id !== undefined
+            ? call(broker, 'proxy.route', {
+                accountId,
+                ...(options.real_location !== undefined ? { realLocation: options.real_location } : {}),
+                ...(options.custom_proxy_id !== undefined ? { customProxyId: options.custom_proxy_id } : {}),
+              })
+            : Promise.resolve(null),
         checkBandwidth: async (accountId) => {
           // One byte reserved and given back: 402 real_location_bandwidth_exhausted when none is left.
           const held = await call(broker, 'billing.reserveFor', { accountId, amounts: { bandwidth_bytes: 1 }, reservationId: randomId(12) });

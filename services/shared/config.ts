@@ -63,6 +63,8 @@ export interface Config {
   allowPrivateNetworks: boolean;
   /** The real-location catalogue (REAL_LOCATIONS_FILE, JSON, DESIGN section 3); null: no real locations. */
   realLocationsFile: string | null;
+  /** The page an own proxy's test fetches through it (PROXY_TEST_URL: an IP-echo endpoint) and how long it may take. */
+  proxyTest: { url: string; timeoutMs: number };
   rateLimit: { max: number; windowSeconds: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   /** Largest accepted request body, bytes. */
@@ -274,6 +276,10 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     },
     allowPrivateNetworks: bool(env, 'ALLOW_PRIVATE_NETWORKS', false),
     realLocationsFile: str(env, 'REAL_LOCATIONS_FILE'),
+    proxyTest: {
+      url: url(env, 'PROXY_TEST_URL', ['http:', 'https:']) ?? 'https://api.ipify.org/?format=json',
+      timeoutMs: int(env, 'PROXY_TEST_TIMEOUT_MS', 15_000, 100, 120_000),
+    },
     rateLimit: {
       max: int(env, 'RATE_LIMIT_MAX', 600, 0, 1_000_000),
       windowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),

@@ -240,9 +240,29 @@ export interface Actions {
    * service's gateway uses it, never a browser, an answer or a log), the location name for the
    * record. Null when the options ask for no route.
    */
-  'proxy.route': [{ accountId: string; realLocation?: string }, CaptureRoute | null];
+  'proxy.route': [{ accountId: string; realLocation?: string; customProxyId?: number }, CaptureRoute | null];
+  /** PUT /proxies: stores (or updates, with id) and tests unless test is false; a failed test throws its code after storing. */
+  'proxy.put': [{ account: AccountContext; input: { id?: number; protocol?: string; host?: string; port?: number; username?: string; password?: string }; test: boolean }, { proxy: ProxyRecord; result: { exit_ip: string; ms: number } | null }];
+  'proxy.list': [{ accountId: string }, ProxyRecord[]];
+  'proxy.test': [{ account: AccountContext; id: number }, { proxy: ProxyRecord; result: { exit_ip: string; ms: number } }];
+  'proxy.remove': [{ accountId: string; id: number }, { removed: boolean }];
   /** Refuses (400 invalid_parameter) a real_location that is not in the catalogue, before any credit. */
-  'proxy.checkRoute': [{ accountId: string; realLocation?: string }, { ok: true }];
+  'proxy.checkRoute': [{ accountId: string; realLocation?: string; customProxyId?: number }, { ok: true }];
+}
+
+/** An own proxy as the spec shows it (never its password). */
+export interface ProxyRecord {
+  id: number;
+  label: string;
+  protocol: string;
+  host: string;
+  port: number;
+  username: string | null;
+  has_password: boolean;
+  verified: boolean;
+  exit_ip: string | null;
+  last_test_ms: number | null;
+  last_error: string | null;
 }
 
 /** How one capture goes out (proxy.route). */
