@@ -111,6 +111,8 @@ async function captureNow(ctx: RouteContext) {
   const existing = await call(ctx.broker, 'scheduler.get', { accountId: ctx.account.accountId, id: ctx.path.id ?? '' });
   // A provider key removed since the configuration was stored: 412 now, no fallback to credits.
   await checkAnalysis(ctx.broker, ctx.account.accountId, existing.options, {});
+  // An own proxy deleted since the configuration was stored: 412 now, before any credit; no fallback.
+  await checkRouteOptions(ctx.broker, ctx.account.accountId, existing.options);
   const jobId = randomId(12);
   const configId = await startJob(ctx, jobId, existing.options, async () => existing.ids.screenshot_config_id);
   await call(ctx.broker, 'scheduler.noteJob', { configId, jobId });
@@ -235,7 +237,7 @@ export function configRoutes(store: FileStore): RouteDef[] {
       tag: 'configurations',
       params: KEY_ONLY_PARAMS,
       response: ok({ job_id: { type: 'string' }, embed_url: { type: 'string' } }),
-      errors: [...CONFIG_ERRORS, ...AI_ERRORS, 'screenshot_limit_reached', 'ai_credits_exhausted'],
+      errors: [...CONFIG_ERRORS, ...AI_ERRORS, 'screenshot_limit_reached', 'ai_credits_exhausted', 'custom_proxy_not_found', 'real_location_bandwidth_exhausted'],
       handler: captureNow,
     }),
     route({
