@@ -20,8 +20,13 @@ class TestFailure extends Error {
   }
 }
 
-/** GET url through the local listener at port: an absolute URL for http, CONNECT then TLS for https. */
-function getVia(port: number, url: URL, signal: AbortSignal): Promise<string> {
+/**
+ * GET url through the local listener at port: CONNECT (then TLS for https) when the page is
+ * https or the proxy is SOCKS (a SOCKS proxy only tunnels, and proxy-chain reports a SOCKS
+ * authentication failure only on that path), else an absolute URL, as browsers send http
+ * through an HTTP proxy (many HTTP proxies allow CONNECT only to port 443).
+ */
+function getVia(port: number, url: URL, signal: AbortSignal, tunnel: boolean): Promise<string> {
   return new Promise((resolve, reject) => {
     const fail = (err: unknown) => reject(err);
     const readBody = (res: http.IncomingMessage) => {
@@ -38,21 +43,22 @@ function getVia(port: number, url: URL, signal: AbortSignal): Promise<string> {
       res.on('end', () => resolve(body));
       res.on('error', fail);
     };
-    if (url.protocol === 'http:') {
+    if (!tunnel) {
       const req = http.request({ host: '127.0.0.1', port, path: url.href, headers: { host: url.host }, agent: false, signal }, readBody);
       req.on('error', fail);
       req.end();
       return;
     }
-    const req = http.request({ host: '127.0.0.1', port, method: 'CONNECT', path: `${url.hostname}:${url.port || 443}`, agent: false, signal });
+    const https = url.protocol === 'https:';
+    const req = http.request({ host: '127.0.0.1', port, method: 'CONNECT', path: `${url.hostname}:${url.port || (https ? 443 : 80)}`, agent: false, signal });
     req.on('connect', (res, socket: Socket) => {
       if (res.statusCode !== 200) {
         socket.destroy();
         reject(new TestFailure(failureOfStatus(res.statusCode ?? 0)));
         return;
       }
-      const secure = tls.connect({ socket, servername: url.hostname });
-      const inner = http.request({ createConnection: () => secure, path: `${url.pathname}${url.search}`, headers: { host: url.host }, signal }, readBody);
+      const stream = https ? tls.connect({ socket, servername: url.hostname }) : socket;
+      const inner = http.request({ createConnection: () => stream, path: `${url.pathname}${url.search}`, headers: { host: url.host }, signal }, readBody);
       inner.on('error', fail);
       inner.end();
     });
@@ -80,7 +86,8 @@ export async function testThroughProxy(upstream: string, testUrl: string, timeou
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), timeoutMs);
   try {
-    const body = await getVia(chain.port, new URL(testUrl), abort.signal);
+    const page = new URL(testUrl);
+    const body = await getVia(chain.port, page, abort.signal, page.protocol === 'https:' || upstream.startsWith('socks'));
     return { exit_ip: exitIpOf(body), ms: Date.now() - started };
   } catch (err) {
     const code: ProxyFailure = err instanceof TestFailure ? err.code : abort.signal.aborted ? 'proxy_timeout' : 'proxy_connection_failed';

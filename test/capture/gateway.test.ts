@@ -11,6 +11,7 @@ import { EgressPolicy, isBlockedAddress, resolverLookup } from '../../services/c
 import { EgressGateway } from '../../services/capture/gateway';
 import { Server as ProxyServer } from 'proxy-chain';
 import { type DnsServer, startDnsServer } from '../support/dns-server';
+import { startSocks5 } from '../support/socks5-server';
 
 interface Target {
   port: number;
@@ -255,6 +256,27 @@ describe('egress gateway (proxy-chain, one capture bound at a time)', () => {
       t.socket.destroy();
       gw.unbind(capture);
       expect(target.seen.some((s) => s.endsWith('/denied'))).to.equal(false);
+    });
+
+    it('chains to a SOCKS5 upstream (with authentication): HTTP and CONNECT; refused credentials fail the request', async () => {
+      const socks = await startSocks5({ username: 'sock-user', password: 'sock-pw' });
+      try {
+        const gw = await gateway(true);
+        const capture = gw.bind(`socks5://sock-user:sock-pw@127.0.0.1:${socks.port}`);
+        expect((await viaProxy(gw, `http://127.0.0.1:${target.port}/via-socks`)).status).to.equal(200);
+        const t = await connectVia(gw, `127.0.0.1:${target.port}`);
+        expect(t.status).to.equal(200);
+        await getInTunnel(t.socket, '127.0.0.1', '/socks-tunnel');
+        expect(socks.seen).to.include(`sock-user 127.0.0.1:${target.port}`);
+        expect(target.seen).to.include.members([`127.0.0.1:${target.port} /via-socks`, '127.0.0.1 /socks-tunnel']);
+        gw.unbind(capture);
+        const bad = gw.bind(`socks5://sock-user:wrong@127.0.0.1:${socks.port}`);
+        expect((await viaProxy(gw, `http://127.0.0.1:${target.port}/socks-denied`)).status).to.not.equal(200);
+        gw.unbind(bad);
+        expect(target.seen.some((x) => x.endsWith('/socks-denied'))).to.equal(false);
+      } finally {
+        await socks.stop();
+      }
     });
 
     it('still refuses what the policy refuses, before the upstream is asked', async () => {

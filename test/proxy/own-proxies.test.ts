@@ -10,6 +10,7 @@ import net, { type AddressInfo } from 'node:net';
 import { Server as ProxyServer } from 'proxy-chain';
 import { backendConfig, freePort } from '../support/backends';
 import { type DnsServer, startDnsServer } from '../support/dns-server';
+import { type Socks5Server, startSocks5 } from '../support/socks5-server';
 import { expectEnvelope } from '../support/errors';
 import { request } from '../support/http';
 import { type RunningSystem, runSystem } from '../support/system';
@@ -37,8 +38,10 @@ describe('own proxies: PUT, GET, test and DELETE /proxies', function () {
   const silentSockets = new Set<net.Socket>();
   let closedPort = 0;
   let dns: DnsServer;
+  let socks: Socks5Server;
 
   before(async () => {
+    socks = await startSocks5({ username: 'sock-user', password: 'sock-pw' });
     echo = http.createServer((req, res) => {
       echoSeen.push(req.url ?? '');
       res.setHeader('content-type', 'application/json');
@@ -80,6 +83,7 @@ describe('own proxies: PUT, GET, test and DELETE /proxies', function () {
       echo.close(() => r());
     });
     await dns.stop();
+    await socks.stop();
   });
 
   const put = (json: Record<string, unknown>, token = key) => request<ProxyAnswer>(sys.base, 'PUT', '/proxies', { headers: { authorization: `Bearer ${token}` }, json });
@@ -121,6 +125,14 @@ describe('own proxies: PUT, GET, test and DELETE /proxies', function () {
     expectEnvelope(await put({ host: 'nowhere.test', port: 8080 }), 400, 'proxy_host_not_found');
     const names = (await list()).body.proxies.map((p) => `${p.host} ${p.verified} ${p.last_error}`);
     expect(names).to.include.members([`nowhere.test false proxy_host_not_found`, `127.0.0.1 false proxy_connection_failed`]);
+  });
+
+  it('a SOCKS5 proxy: a refused password is proxy_auth_failed, the right one verifies it through the SOCKS server', async () => {
+    expectEnvelope(await put({ protocol: 'socks5', host: '127.0.0.1', port: socks.port, username: 'sock-user', password: 'nope' }), 400, 'proxy_auth_failed');
+    const ok = await put({ protocol: 'socks5', host: '127.0.0.1', port: socks.port, username: 'sock-user', password: 'sock-pw' });
+    expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
+    expect(ok.body.proxy).to.include({ protocol: 'socks5', verified: true, exit_ip: '203.0.113.9' });
+    expect(socks.seen).to.include(`sock-user 127.0.0.1:${echoPort}`);
   });
 
   it('test=false stores without testing; a name the test DNS maps works; default ports by protocol', async () => {
