@@ -59,7 +59,7 @@ describe('capture through a real location (egress gateway chaining to a local up
         Germany: { pick: ['Berlin', 'Munich'] },
       }),
     );
-    sys = await startCaptureSystem({ EGRESS_GATEWAY: 'on', ALLOW_PRIVATE_NETWORKS: 'true', REAL_LOCATIONS_FILE: file, CAPTURE_SESSIONS: '1' });
+    sys = await startCaptureSystem({ EGRESS_GATEWAY: 'on', ALLOW_PRIVATE_NETWORKS: 'true', REAL_LOCATIONS_FILE: file, CAPTURE_SESSIONS: '2' });
     const account = await sys.sys.account('big');
     accountId = account.account_id;
     key = account.access_token;
@@ -106,6 +106,23 @@ describe('capture through a real location (egress gateway chaining to a local up
     users.length = 0;
     expect((await snap({ real_location: 'Germany' })).status).to.equal(200);
     expect(users.some((u) => /^cust-de-city-(berlin|munich)-session-/.test(u))).to.equal(true);
+  });
+
+  it('concurrent captures: usage and bandwidth exact (each slot has its own gateway)', async () => {
+    const shots = await screenshotsUsed(sys.sys, key);
+    const used = await bandwidthUsed();
+    const before = upstreamBytes;
+    const answers = await Promise.all([snap({ real_location: 'Berlin' }), snap({ real_location: 'Munich' }), snap({ real_location: 'Berlin' })]);
+    expect(answers.map((a) => a.status)).to.deep.equal([200, 200, 200]);
+    let now = 0;
+    for (let i = 0; i < 50; i++) {
+      now = await bandwidthUsed();
+      if (upstreamBytes - before >= now - used) break;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    expect(now - used).to.be.greaterThan(3 * 16_000);
+    expect(now - used).to.equal(upstreamBytes - before);
+    expect(await screenshotsUsed(sys.sys, key)).to.equal(shots + 3);
   });
 
   it('a month with no bandwidth left is 402 real_location_bandwidth_exhausted before the capture, spending nothing', async () => {
