@@ -132,6 +132,14 @@ self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));`);
         }
       });
 
+      if (gateway) {
+        it('http://127.0.0.1 and [::ffff:127.0.0.1] are refused with 400 url_not_allowed naming the address, reaching nothing', async () => {
+          expectEnvelope(await snap({ url: `http://127.0.0.1:${internal.port}/`, html_only: true, wait: 0 }), 400, 'url_not_allowed', '127.0.0.1');
+          expectEnvelope(await snap({ url: `http://[::ffff:127.0.0.1]:${internal.port}/`, html_only: true, wait: 0 }), 400, 'url_not_allowed', '::ffff:7f00:1');
+          expect(internal.seen).to.deep.equal([]);
+        });
+      }
+
       it(gateway ? 'a name that answers a public address, then the internal one (rebinding), is refused naming it' : 'a name that rebinds to the internal address gets captured', async () => {
         rebindAnswers = ['203.0.113.7', '127.0.0.1'];
         const r = await snap({ url: `http://rebind.test:${internal.port}/secret`, html_only: true, wait: 0 });
