@@ -12,12 +12,13 @@ import type { Config } from '../shared/config';
 import { buildHttpServer, openApiDocument, type RouteDef } from './http';
 import { ACCOUNT_ROUTES } from './routes';
 import { AI_ROUTES } from './ai-routes';
+import { PROXY_ROUTES } from './proxy-routes';
 import { createFileStore, type FileStore } from '../shared/storage';
 import { configRoutes } from './config-routes';
 import { snapRoutes } from './snap-routes';
 
 export function apiRoutes(store: FileStore): RouteDef[] {
-  return [...ACCOUNT_ROUTES, ...snapRoutes(store), ...configRoutes(store), ...AI_ROUTES];
+  return [...ACCOUNT_ROUTES, ...snapRoutes(store), ...configRoutes(store), ...AI_ROUTES, ...PROXY_ROUTES];
 }
 
 export interface ApiHandle {
