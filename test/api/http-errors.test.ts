@@ -84,8 +84,8 @@ describe('http: answers refused before a route runs are in the envelope', () => 
       const path = `/snap?${qs({ access_token: token, url: 'https://example.com', analyze_image_with_ai: true, ai_prompt: '描'.repeat(2500) })}`;
       expect(path.length).to.be.greaterThan(22_000);
       // Past the head limit this would be a 431; the request is valid, so the route goes on to
-      // the analysis check, and no AI backend is configured here.
-      expectEnvelope(await request(sys.base, 'GET', path), 503, 'ai_service_not_configured');
+      // the analysis check, and no ai service runs here.
+      expectEnvelope(await request(sys.base, 'GET', path), 503, 'capacity_exhausted');
     });
 
     it('a URL longer than the 64 KB head limit is 431 headers_too_large, pointing to a POST body', async () => {
