@@ -541,12 +541,12 @@ function snapOnce(agent: http.Agent, url: string): Promise<number> {
   });
 }
 
-async function runSnap({ broker, api }: System, pages: PageServer): Promise<Results> {
+async function runSnap({ broker, api }: System, pages: PageServer, concurrencies: readonly number[] = CONCURRENCY): Promise<Results> {
   const results = emptyResults(RUN_ROWS);
   await call(broker, 'billing.upsertPlan', { name: 'bench', paid: true, screenshot_limit: 10_000_000 });
   const { access_token } = await call(broker, 'billing.createAccount', { plan: 'bench' });
   const base = `http://127.0.0.1:${api?.port()}`;
-  for (const c of CONCURRENCY) {
+  for (const c of concurrencies) {
     const agent = new http.Agent({ keepAlive: true, maxSockets: c });
     try {
       for (const row of RUN_ROWS.filter((r) => measuredAt(r).includes(c))) {
@@ -723,6 +723,49 @@ function report(floor: Results, isolated: Results, snap: Results, info: FloorInf
   return lines.join('\n');
 }
 
+/** What the egress gateway costs /snap: the same cells with and without it (issue 13: at most 10%). */
+function gatewayReport(withGateway: Results, direct: Results | null): string {
+  if (!direct) return '';
+  const lines = [
+    '',
+    '## What the egress gateway costs',
+    '',
+    'The same GET /snap cells on the system started again with EGRESS_GATEWAY=off (browser contexts without a proxy, the policy applied by interception in the page only), right after the run above.',
+    '',
+    '| page | concurrency | snap p50 ms, gateway / none | p50 ratio | snap captures/s, gateway / none | throughput ratio |',
+    '|---|---:|---:|---:|---:|---:|',
+  ];
+  const p50s: string[] = [];
+  const rates: string[] = [];
+  let p50Met = true;
+  let rateMet = true;
+  for (const row of RUN_ROWS) {
+    for (const c of measuredAt(row)) {
+      const g = withGateway[row.name]?.[c];
+      const d = direct[row.name]?.[c];
+      if (!g || !d) continue;
+      const p50Ratio = g.p50 / d.p50;
+      const rateRatio = g.perSecond / d.perSecond;
+      lines.push(`| ${row.label} | ${c} | ${ms(g.p50)} / ${ms(d.p50)} | ${ratio(p50Ratio)} | ${rate(g.perSecond)} / ${rate(d.perSecond)} | ${ratio(rateRatio)} |`);
+      if (c === 1) {
+        p50s.push(`${row.label} ${ratio(p50Ratio)}`);
+        p50Met &&= p50Ratio <= 1.1;
+      }
+      if (c === 4) {
+        rates.push(`${row.label} ${ratio(rateRatio)}`);
+        rateMet &&= rateRatio >= 0.9;
+      }
+    }
+  }
+  lines.push(
+    '',
+    `- The gateway adds at most 10% to /snap's p50 at concurrency 1: ${p50s.length ? `**${p50Met ? 'MET' : 'NOT MET'}** (${p50s.join(', ')})` : 'not measured in this run'}.`,
+    `- The gateway takes at most 10% of /snap's throughput at concurrency 4: ${rates.length ? `**${rateMet ? 'MET' : 'NOT MET'}** (${rates.join(', ')})` : 'not measured in this run'}.`,
+    '',
+  );
+  return lines.join('\n');
+}
+
 // ------------------------------------------------------------------------------------------
 // main
 // ------------------------------------------------------------------------------------------
@@ -756,7 +799,7 @@ async function main(): Promise<void> {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'snap-bench-'));
     cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
     const passThrough = Object.fromEntries(['CHROME_BIN', 'CHROMEDRIVER_BIN', 'CHROME_EXTRA_ARGS', 'EGRESS_GATEWAY'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
-    const config = loadConfig({
+    const env = {
       ...passThrough,
       DATA_DIR: dataDir,
       SELENIUM_URL: grid.url,
@@ -767,7 +810,8 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'warn',
       // The bench sends far more than a person would; the per-account request rate is not what it measures.
       RATE_LIMIT_MAX: '0',
-    });
+    };
+    const config = loadConfig(env);
 
     // (a) the floor; its sessions are all quit before (b) starts.
     const openTabs = new Set<FloorTab>();
@@ -790,8 +834,20 @@ async function main(): Promise<void> {
     brokerStopped = true;
     await broker.stop();
 
+    // (c) the same /snap without the egress gateway, at concurrency 1 and 4: what the gateway costs.
+    let direct: Results | null = null;
+    if (config.capture.gateway && process.env.BENCH_GATEWAY_COMPARE !== '0') {
+      progress('starting the system again without the egress gateway (EGRESS_GATEWAY=off)');
+      const off = await withTimeout(startSystem(loadConfig({ ...env, EGRESS_GATEWAY: 'off' })), 180_000, 'starting the system');
+      try {
+        direct = await runSnap(off, pages, CONCURRENCY.filter((c) => c !== 2));
+      } finally {
+        await off.broker.stop();
+      }
+    }
+
     load.push(os.loadavg()[0]!);
-    const text = report(floor, isolated, snap, info, pages, (performance.now() - t0) / 1000, load);
+    const text = report(floor, isolated, snap, info, pages, (performance.now() - t0) / 1000, load) + gatewayReport(snap, direct);
     process.stdout.write(`${text}\n`);
     if (FULL_RUN) {
       fs.writeFileSync(RESULTS_FILE, `${text}\n`);
