@@ -15,9 +15,10 @@ import { AI_ROUTES } from './ai-routes';
 import { createFileStore, type FileStore } from '../shared/storage';
 import { configRoutes } from './config-routes';
 import { snapRoutes } from './snap-routes';
+import { WEBHOOK_ROUTES } from './webhook-routes';
 
-export function apiRoutes(store: FileStore): RouteDef[] {
-  return [...ACCOUNT_ROUTES, ...snapRoutes(store), ...configRoutes(store), ...AI_ROUTES];
+export function apiRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks'>): RouteDef[] {
+  return [...ACCOUNT_ROUTES, ...snapRoutes(store), ...configRoutes(store, config), ...AI_ROUTES, ...WEBHOOK_ROUTES];
 }
 
 export interface ApiHandle {
@@ -41,7 +42,7 @@ export function apiService(deps: { config: Readonly<Config>; store?: FileStore }
     created() {
       logger = this.logger;
       store = deps.store ?? createFileStore(config);
-      const routes = apiRoutes(store);
+      const routes = apiRoutes(store, config);
       const document = openApiDocument(routes, config);
       app = buildHttpServer(this.broker, config, [
         ...routes,

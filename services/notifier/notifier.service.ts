@@ -1,0 +1,106 @@
+/**
+ * notifier: owns webhook_secrets, webhook_deliveries (the outbox capture appends to in the
+ * transaction that records a capture) and webhook_attempts. Sends capture deliveries and
+ * change alerts, signed per Standard Webhooks, with retries; keeps the delivery log.
+ *
+ * Wiring only: signing in signing.ts and signing-secrets.ts, the outbox in deliveries.ts,
+ * the schedule in retry-policy.ts, the wire in http-post.ts, the loop in dispatcher.ts.
+ */
+import type { Knex } from 'knex';
+import type { ServiceSchema } from 'moleculer';
+import type { Config } from '../shared/config';
+import type { EventHandler, Handler } from '../shared/contracts';
+import { acquireDatabase, releaseDatabase } from '../shared/database';
+import { serviceError } from '../shared/errors';
+import { SecretBox } from '../shared/secrets';
+import type { ServiceUnit } from '../shared/service-unit';
+import { DeliveryRepository } from './deliveries';
+import { Dispatcher } from './dispatcher';
+import { SigningSecrets } from './signing-secrets';
+
+export interface NotifierDeps {
+  config: Readonly<Config>;
+  /** Injected for tests (a controllable clock); defaults to Date.now. */
+  now?: () => number;
+  /** Polls for due retries on its own; tests that drive pump() themselves turn it off. */
+  autoPoll?: boolean;
+  /** false: answers its actions but sends nothing (the admin CLI). */
+  send?: boolean;
+  /** Resolves webhook targets' names (tests map a name to loopback); defaults to the system resolver. */
+  resolve?: (host: string) => Promise<string[]>;
+}
+
+export interface NotifierHandle {
+  /** Claims and sends what is due now; resolves when those attempts are recorded. */
+  pump(): Promise<void>;
+}
+
+interface NotifierState {
+  db: Knex;
+  deliveries: DeliveryRepository;
+  secrets: SigningSecrets;
+  dispatcher: Dispatcher;
+}
+
+export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle> {
+  const { config } = deps;
+  const now = deps.now ?? Date.now;
+  let s: NotifierState;
+
+  const listDeliveries: Handler<'notifier.listDeliveries'> = async (ctx) => {
+    const { accountId, configId, status, paging } = ctx.params;
+    return s.deliveries.list(accountId, { ...(configId ? { configId } : {}), ...(status ? { status } : {}) }, paging);
+  };
+
+  const retryDelivery: Handler<'notifier.retryDelivery'> = async (ctx) => {
+    const view = await s.deliveries.retry(ctx.params.accountId, ctx.params.id);
+    if (!view) throw serviceError('not_found', `No webhook delivery "${ctx.params.id}" in this account.`);
+    void s.dispatcher.pump();
+    return view;
+  };
+
+  const completed: EventHandler<'capture.completed'> = () => void s.dispatcher.pump();
+
+  const schema: ServiceSchema = {
+    name: 'notifier',
+    actions: {
+      webhookSecret: { handler: (async (ctx) => ({ secret: await s.secrets.current(ctx.params.accountId) })) as Handler<'notifier.webhookSecret'> },
+      rotateSecret: { handler: (async (ctx) => s.secrets.rotate(ctx.params.accountId)) as Handler<'notifier.rotateSecret'> },
+      listDeliveries: { handler: listDeliveries },
+      retryDelivery: { handler: retryDelivery },
+      deleteForConfig: {
+        handler: (async (ctx) => {
+          await s.deliveries.deleteForConfig(ctx.params.accountId, ctx.params.configId);
+          return { ok: true as const };
+        }) as Handler<'notifier.deleteForConfig'>,
+      },
+    },
+    events: { 'capture.completed': completed },
+    created() {
+      const db = acquireDatabase(config.database);
+      // A lease outlasts the attempt it covers, so it only runs out when its sender died.
+      const deliveries = new DeliveryRepository(db, 2 * config.webhooks.timeoutMs + 5_000, now);
+      const secrets = new SigningSecrets(db, new SecretBox(config), now);
+      const dispatcher = new Dispatcher(
+        deliveries,
+        secrets,
+        this.logger,
+        {
+          concurrency: config.webhooks.concurrency,
+          pollMs: config.webhooks.pollMs,
+          post: { timeoutMs: config.webhooks.timeoutMs, allowPrivateNetworks: config.allowPrivateNetworks, ...(deps.resolve ? { resolve: deps.resolve } : {}) },
+        },
+        now,
+      );
+      s = { db, deliveries, secrets, dispatcher };
+    },
+    started() {
+      if (deps.send !== false) s.dispatcher.start(deps.autoPoll ?? true);
+    },
+    async stopped() {
+      await s.dispatcher.stop();
+      await releaseDatabase(config.database);
+    },
+  };
+  return { schema, handle: { pump: () => s.dispatcher.pump().then(() => s.dispatcher.idle()) } };
+}
