@@ -8,7 +8,8 @@
 import { failedRecord } from '../shared/ai-record';
 import { failureOf, toEnvelope } from '../shared/errors';
 import type { AiRecord, ScreenshotRef, StoredImage } from '../shared/contracts';
-import type { SnapOptions } from '../shared/screenshot-options';
+import { appendDelivery, captureDeliveryBody } from '../shared/outbox';
+import type { ConfigOptions, SnapOptions } from '../shared/screenshot-options';
 import type { CaptureEngine } from './engine';
 import { type CaptureFiles, render } from './files';
 import type { JobQueue, LeasedJob } from './jobs';
@@ -50,7 +51,16 @@ export class CapturePipeline {
     const files = await this.files.write(await this.engine.capture(options, render(options)));
     const ai = analysing ? await this.analyse(job.accountId, options, files) : null;
     const row = ScreenshotRepository.newRow(job, options, files, ai);
-    const id = await this.queue.complete(job, (trx) => this.screenshots.insert(row, trx));
+    // A configuration's webhook_url: the delivery is written with the screenshot, in one transaction.
+    const webhookUrl = (options as ConfigOptions).webhook_url;
+    const id = await this.queue.complete(job, async (trx) => {
+      const inserted = await this.screenshots.insert(row, trx);
+      if (webhookUrl) {
+        const body = captureDeliveryBody(this.screenshots.toRef({ ...row, id: inserted }), options.url, options);
+        await appendDelivery(trx, { accountId: job.accountId, configId: job.configId, kind: 'capture', sendTo: 'webhook', url: webhookUrl, body: JSON.stringify(body), jobId: job.id, now: row.created_at_ms });
+      }
+      return inserted;
+    });
     if (id === null) {
       await this.files.remove(files);
       return null;
