@@ -15,10 +15,10 @@ import { AI_ROUTES } from './ai-routes';
 import { createFileStore, type FileStore } from '../shared/storage';
 import { configRoutes } from './config-routes';
 import { snapRoutes } from './snap-routes';
-import { WEBHOOK_ROUTES } from './webhook-routes';
+import { CHANGE_NOTIFICATION_ROUTES, WEBHOOK_ROUTES } from './webhook-routes';
 
 export function apiRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks'>): RouteDef[] {
-  return [...ACCOUNT_ROUTES, ...snapRoutes(store), ...configRoutes(store, config), ...AI_ROUTES, ...WEBHOOK_ROUTES];
+  return [...ACCOUNT_ROUTES, ...snapRoutes(store), ...configRoutes(store, config), ...AI_ROUTES, ...WEBHOOK_ROUTES, ...CHANGE_NOTIFICATION_ROUTES];
 }
 
 export interface ApiHandle {

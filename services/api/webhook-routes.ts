@@ -100,3 +100,35 @@ export const WEBHOOK_ROUTES: RouteDef[] = [
     }),
   }),
 ];
+
+async function listChangeNotifications(ctx: RouteContext<Paging>) {
+  const accountId = ctx.account.accountId;
+  let configId: string | undefined;
+  if (ctx.path.id !== undefined) configId = (await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id })).ids.screenshot_config_id;
+  const page = await call(ctx.broker, 'notifier.listChangeNotifications', { accountId, paging: ctx.params, ...(configId ? { configId } : {}) });
+  return { success: true, change_notifications: page.change_notifications, has_more: page.has_more };
+}
+
+/** The change notification endpoints (spec, "Change notifications"), plus has_more. */
+export const CHANGE_NOTIFICATION_ROUTES: RouteDef[] = [
+  route({
+    method: 'GET',
+    url: '/change_notifications',
+    summary: 'Change alerts of every configuration of the account, paged.',
+    tag: 'change notifications',
+    params: PAGING_PARAMS,
+    response: ok({ change_notifications: { type: 'array' }, has_more: { type: 'boolean' } }),
+    errors: ['invalid_parameter'],
+    handler: listChangeNotifications,
+  }),
+  route({
+    method: 'GET',
+    url: '/screenshot_configs/:id/change_notifications',
+    summary: "A configuration's change alerts, paged.",
+    tag: 'change notifications',
+    params: PAGING_PARAMS,
+    response: ok({ change_notifications: { type: 'array' }, has_more: { type: 'boolean' } }),
+    errors: ['invalid_parameter', 'not_found'],
+    handler: listChangeNotifications,
+  }),
+];

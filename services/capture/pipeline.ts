@@ -8,6 +8,7 @@
 import { failedRecord } from '../shared/ai-record';
 import { failureOf, toEnvelope } from '../shared/errors';
 import type { AiRecord, ScreenshotRef, StoredImage } from '../shared/contracts';
+import { recordChangeReadings } from '../shared/change-alerts';
 import { appendDelivery, captureDeliveryBody } from '../shared/outbox';
 import type { ConfigOptions, SnapOptions } from '../shared/screenshot-options';
 import type { CaptureEngine } from './engine';
@@ -48,7 +49,9 @@ export class CapturePipeline {
     const analysing = options.analyze_image_with_ai === true;
     // Again before the capture: a key removed or a backend gone since the job was queued fails it here.
     if (analysing) await this.analyst.check(job.accountId, options);
-    const files = await this.files.write(await this.engine.capture(options, render(options)));
+    const rendered = await this.engine.capture(options, render(options));
+    const files = await this.files.write(rendered);
+    const readings = rendered.out.changes ?? [];
     const ai = analysing ? await this.analyse(job.accountId, options, files) : null;
     const row = ScreenshotRepository.newRow(job, options, files, ai);
     // A configuration's webhook_url: the delivery is written with the screenshot, in one transaction.
@@ -58,6 +61,10 @@ export class CapturePipeline {
       if (webhookUrl) {
         const body = captureDeliveryBody(this.screenshots.toRef({ ...row, id: inserted }), options.url, options);
         await appendDelivery(trx, { accountId: job.accountId, configId: job.configId, kind: 'capture', sendTo: 'webhook', url: webhookUrl, body: JSON.stringify(body), jobId: job.id, now: row.created_at_ms });
+      }
+      // `change` steps: compared with the configuration's baselines; an alert and its delivery are recorded with the capture.
+      if (readings.length) {
+        await recordChangeReadings(trx, { accountId: job.accountId, configId: job.configId, jobId: job.id, ...(options.custom_title ? { title: options.custom_title } : {}), now: row.created_at_ms }, readings);
       }
       return inserted;
     });

@@ -140,12 +140,11 @@ export class DeliveryRepository {
     return this.view(row, await this.db('webhook_attempts').where({ delivery_id: id }).orderBy('number'));
   }
 
-  async deleteForConfig(accountId: string, configId: string): Promise<void> {
-    const ids = (await this.db('webhook_deliveries').where({ account_id: accountId, config_id: configId }).select('id')).map((r) => r.id as string);
-    await this.db.transaction(async (trx) => {
-      if (ids.length) await trx('webhook_attempts').whereIn('delivery_id', ids).delete();
-      await trx('webhook_deliveries').where({ account_id: accountId, config_id: configId }).delete();
-    });
+  /** Deletes a configuration's deliveries with their attempts, inside the caller's transaction. */
+  async deleteForConfig(trx: Knex.Transaction, accountId: string, configId: string): Promise<void> {
+    const ids = (await trx('webhook_deliveries').where({ account_id: accountId, config_id: configId }).select('id')).map((r) => r.id as string);
+    if (ids.length) await trx('webhook_attempts').whereIn('delivery_id', ids).delete();
+    await trx('webhook_deliveries').where({ account_id: accountId, config_id: configId }).delete();
   }
 
   private view(r: DeliveryRow, attempts: Array<{ attempted_at_ms: number | string; status_code: number | null; duration_ms: number; error: string | null }>): DeliveryView {

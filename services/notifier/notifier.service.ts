@@ -1,6 +1,7 @@
 /**
  * notifier: owns webhook_secrets, webhook_deliveries (the outbox capture appends to in the
- * transaction that records a capture) and webhook_attempts. Sends capture deliveries and
+ * transaction that records a capture), webhook_attempts, change_readings and
+ * change_notifications (recorded with the capture too, shared/change-alerts.ts). Sends capture deliveries and
  * change alerts, signed per Standard Webhooks, with retries; keeps the delivery log.
  *
  * Wiring only: signing in signing.ts and signing-secrets.ts, the outbox in deliveries.ts,
@@ -14,6 +15,7 @@ import { acquireDatabase, releaseDatabase } from '../shared/database';
 import { serviceError } from '../shared/errors';
 import { SecretBox } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
+import { ChangeNotifications } from './change-notifications';
 import { DeliveryRepository } from './deliveries';
 import { Dispatcher } from './dispatcher';
 import { SigningSecrets } from './signing-secrets';
@@ -38,6 +40,7 @@ export interface NotifierHandle {
 interface NotifierState {
   db: Knex;
   deliveries: DeliveryRepository;
+  alerts: ChangeNotifications;
   secrets: SigningSecrets;
   dispatcher: Dispatcher;
 }
@@ -68,9 +71,16 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
       rotateSecret: { handler: (async (ctx) => s.secrets.rotate(ctx.params.accountId)) as Handler<'notifier.rotateSecret'> },
       listDeliveries: { handler: listDeliveries },
       retryDelivery: { handler: retryDelivery },
+      listChangeNotifications: {
+        handler: ((ctx) => s.alerts.list(ctx.params.accountId, ctx.params.configId, ctx.params.paging)) as Handler<'notifier.listChangeNotifications'>,
+      },
       deleteForConfig: {
         handler: (async (ctx) => {
-          await s.deliveries.deleteForConfig(ctx.params.accountId, ctx.params.configId);
+          const { accountId, configId } = ctx.params;
+          await s.db.transaction(async (trx) => {
+            await s.alerts.deleteForConfig(trx, accountId, configId);
+            await s.deliveries.deleteForConfig(trx, accountId, configId);
+          });
           return { ok: true as const };
         }) as Handler<'notifier.deleteForConfig'>,
       },
@@ -92,7 +102,7 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
         },
         now,
       );
-      s = { db, deliveries, secrets, dispatcher };
+      s = { db, deliveries, alerts: new ChangeNotifications(db), secrets, dispatcher };
     },
     started() {
       if (deps.send !== false) s.dispatcher.start(deps.autoPoll ?? true);

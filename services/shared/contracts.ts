@@ -233,9 +233,23 @@ export interface Actions {
     { deliveries: DeliveryView[]; has_more: boolean },
   ];
   'notifier.retryDelivery': [{ accountId: string; id: string }, DeliveryView];
+  'notifier.listChangeNotifications': [
+    { accountId: string; configId?: string; paging: Paging },
+    { change_notifications: ChangeNotificationRecord[]; has_more: boolean },
+  ];
   /** Deletes a configuration's deliveries (with their attempts), change readings and alerts. */
   'notifier.deleteForConfig': [{ accountId: string; configId: string }, { ok: true }];
   'proxy.summaries': [{ accountId: string }, Array<{ id: number; label: string; verified: boolean }>];
+}
+
+/** The spec's change notification record (also the change alert's webhook body). */
+export interface ChangeNotificationRecord {
+  id: string;
+  screenshot_configuration_id: string;
+  previous_value: string;
+  retrieved_value: string;
+  config: { type: 'change'; selector: string; send_to: string; url: string };
+  sent_at: string;
 }
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;

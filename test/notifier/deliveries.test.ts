@@ -180,6 +180,24 @@ describe('notifier: signed deliveries, retries and the delivery log', function (
     expect(d.attempts).to.have.length(8);
   });
 
+  it('Slack: delivered only on 200 "ok"; a 429 waits for its Retry-After', async () => {
+    const r = await receiver((n) => (n === 0 ? { status: 429, headers: { 'retry-after': '120' }, body: 'rate_limited' } : n === 1 ? { status: 200, body: 'invalid_payload' } : { status: 200, body: 'ok' }));
+    const id = await deliver(`${r.origin}/services/T0/B0/x`, { text: 'hi' }, 'slack');
+    await pump();
+    // Not at the schedule's 5 s: Slack said 120 s.
+    await advance(30_000);
+    expect(r.received).to.have.length(1);
+    await advance(91_000);
+    expect(r.received).to.have.length(2);
+    let d = await delivery(id);
+    expect(d.status, 'a 200 without "ok" is not delivered').to.equal('pending');
+    expect(d.attempts[1]!.error).to.equal('Slack answered "invalid_payload"');
+    await advance(6 * 60_000);
+    d = await delivery(id);
+    expect(d.status).to.equal('delivered');
+    expect(d.attempts.map((a) => a.status_code)).to.deep.equal([429, 200, 200]);
+  });
+
   it('retries by hand: POST /webhook_deliveries/:id/retry makes one more attempt at once; another account gets 404', async () => {
     const r = await receiver((n) => (n === 0 ? { status: 410 } : { status: 200 }));
     const id = await deliver(`${r.origin}/again`);
