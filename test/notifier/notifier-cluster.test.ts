@@ -22,7 +22,11 @@ const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 60
   throw new Error(`timed out waiting for ${what}`);
 };
 
-const countBy = (ids: string[]) => ids.reduce<Record<string, number>>((m, id) => ({ ...m, [id]: (m[id] ?? 0) + 1 }), {});
+function countBy(ids: string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const id of ids) counts[id] = (counts[id] ?? 0) + 1;
+  return counts;
+}
 
 describe('notifier instances over MariaDB and NATS', function () {
   this.timeout(120_000);
