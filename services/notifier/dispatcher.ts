@@ -6,7 +6,8 @@
  */
 import type { LoggerInstance } from 'moleculer';
 import type { ClaimedDelivery, DeliveryRepository } from './deliveries';
-import { type PostOptions, postJson } from './http-post';
+import { toEnvelope } from '../shared/errors';
+import { type PostOptions, type PostResult, postJson } from './http-post';
 import { afterAttempt } from './retry-policy';
 import { signedHeaders } from './signing';
 import type { SigningSecrets } from './signing-secrets';
@@ -88,20 +89,26 @@ export class Dispatcher {
   private async attempt(d: ClaimedDelivery): Promise<void> {
     try {
       const started = this.now();
-      const secrets = await this.secrets.active(d.accountId);
-      const headers = signedHeaders(secrets, d.id, new Date(started), d.body);
       const t0 = performance.now();
-      const answer = await postJson(d.url, d.body, headers, this.options.post);
+      let answer: PostResult;
+      try {
+        const secrets = await this.secrets.active(d.accountId);
+        answer = await postJson(d.url, d.body, signedHeaders(secrets, d.id, new Date(started), d.body), this.options.post);
+      } catch (err) {
+        // Nothing is sent unsigned: a secret that cannot be opened (SECRETS_KEY unset in
+        // the full stack, or changed) is a failed attempt, in the log like any other.
+        const { body } = toEnvelope(err);
+        if (body.error_code === 'internal_error') this.logger.error(`webhook delivery ${d.id} could not be signed`, err);
+        answer = { status: null, body: '', retryAfter: null, error: `not sent: ${body.note}` };
+      }
       const duration = Math.round(performance.now() - t0);
-      const at = this.now();
-      const next = afterAttempt(d.sendTo, answer, d.attempts + 1, at);
+      const next = afterAttempt(d.sendTo, answer, d.attempts + 1, this.now());
       const error = next.status === 'delivered' ? null : (answer.error ?? (d.sendTo === 'slack' ? `Slack answered "${answer.body.slice(0, 100)}"` : null));
       const recorded = await this.deliveries.finish(d, { at_ms: started, status_code: answer.status, duration_ms: duration, error }, next);
       if (!recorded) this.logger.warn(`webhook delivery ${d.id}: the lease ran out during the attempt; its outcome is not recorded and it will be tried again`);
     } catch (err) {
-      // Secrets that cannot be opened (SECRETS_KEY changed or missing), a database error:
-      // the lease runs out and the delivery is claimed again later.
-      this.logger.error(`webhook delivery ${d.id} could not be attempted: ${(err as Error).message}`);
+      // The database failed: the lease runs out and the delivery is claimed again later.
+      this.logger.error(`webhook delivery ${d.id}: the attempt could not be recorded: ${(err as Error).message}`);
     }
   }
 }

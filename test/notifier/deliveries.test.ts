@@ -308,3 +308,31 @@ describe('notifier: the egress policy on webhook targets', function () {
     expect(update.body.error_code).to.equal('url_not_allowed');
   });
 });
+
+describe('notifier: the full stack without SECRETS_KEY', function () {
+  this.timeout(30_000);
+
+  it('sends nothing unsigned: the attempt fails, in the log, naming SECRETS_KEY', async () => {
+    const b = await backendConfig('mysql', { SERVICES: 'api,billing,notifier', ALLOW_PRIVATE_NETWORKS: 'true' });
+    const sys = await runSystem(b.config, { notifier: { autoPoll: false } });
+    const db = knex(knexConfig(b.config.database));
+    const r = await startReceiver();
+    try {
+      const account = await sys.account('paid');
+      const id = await appendDelivery(db, { accountId: account.account_id, configId: 'cfg', kind: 'capture', sendTo: 'webhook', url: `${r.origin}/x`, body: '{}', jobId: null, now: Date.now() });
+      await sys.notifier!.pump();
+      expect(r.received).to.have.length(0);
+      const log = await request<Body>(sys.base, 'GET', '/webhook_deliveries', { headers: { authorization: `Bearer ${account.access_token}` } });
+      const d = (log.body.webhook_deliveries as Delivery[]).find((x) => x.id === id)!;
+      expect(d.status).to.equal('pending');
+      expect(d.attempts[0]!.error).to.match(/^not sent: .*SECRETS_KEY/);
+      const secret = await request<Body>(sys.base, 'GET', '/webhook_secret', { headers: { authorization: `Bearer ${account.access_token}` } });
+      expect([secret.status, secret.body.error_code]).to.deep.equal([503, 'secrets_not_configured']);
+    } finally {
+      await r.stop();
+      await db.destroy();
+      await sys.stop();
+      await b.cleanup();
+    }
+  });
+});
