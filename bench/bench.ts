@@ -755,7 +755,7 @@ async function main(): Promise<void> {
 
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'snap-bench-'));
     cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
-    const passThrough = Object.fromEntries(['CHROME_BIN', 'CHROMEDRIVER_BIN', 'CHROME_EXTRA_ARGS'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
+    const passThrough = Object.fromEntries(['CHROME_BIN', 'CHROMEDRIVER_BIN', 'CHROME_EXTRA_ARGS', 'EGRESS_GATEWAY'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
     const config = loadConfig({
       ...passThrough,
       DATA_DIR: dataDir,

@@ -15,7 +15,7 @@ import { ERROR_STATUS, isErrorCode } from '../shared/errors';
 import type { Paging } from '../shared/paging';
 import { checkFeatures } from '../shared/plan-gates';
 import { checkAnalysis } from './analysis-checks';
-import { refuseUnbuiltOptions } from './unbuilt-options';
+import { checkRouteOptions } from './route-options';
 import { type ConfigOptions, OPTIONS_BY_NAME, requestedFeatures, scheduleOf } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';
@@ -41,8 +41,9 @@ function fullRecord(ref: ScreenshotRef) {
     ...record,
     is_browser_extension_screenshot: false,
     ai: ref.ai ?? NOT_ANALYSED,
-    is_proxy_screenshot: false,
-    proxy_server: null,
+    is_proxy_screenshot: ref.proxy_server !== null,
+    proxy_server: ref.proxy_server,
+    ...(ref.custom_proxy !== null ? { custom_proxy: ref.custom_proxy } : {}),
   };
 }
 
@@ -88,7 +89,7 @@ async function createConfig(ctx: RouteContext<ConfigOptions>, allowPrivateNetwor
   const { broker, account } = ctx;
   const options = ctx.params;
   checkFeatures(account, requestedFeatures(options));
-  refuseUnbuiltOptions(options);
+  await checkRouteOptions(broker, account.accountId, options);
   refuseLiteralTargets(options, allowPrivateNetworks);
   scheduleOf(options); // refuses a schedule without an interval before a credit is reserved
   await checkAnalysis(broker, account.accountId, options);
@@ -113,6 +114,8 @@ async function captureNow(ctx: RouteContext) {
   const existing = await call(ctx.broker, 'scheduler.get', { accountId: ctx.account.accountId, id: ctx.path.id ?? '' });
   // A provider key removed since the configuration was stored: 412 now, no fallback to credits.
   await checkAnalysis(ctx.broker, ctx.account.accountId, existing.options, {});
+  // An own proxy deleted since the configuration was stored: 412 now, before any credit; no fallback.
+  await checkRouteOptions(ctx.broker, ctx.account.accountId, existing.options);
   const jobId = randomId(12);
   const configId = await startJob(ctx, jobId, existing.options, async () => existing.ids.screenshot_config_id);
   await call(ctx.broker, 'scheduler.noteJob', { configId, jobId });
@@ -128,7 +131,7 @@ async function updateConfig(ctx: RouteContext<ConfigOptions>, allowPrivateNetwor
   const options = ctx.params;
   const accountId = ctx.account.accountId;
   checkFeatures(ctx.account, requestedFeatures(options));
-  refuseUnbuiltOptions(options);
+  await checkRouteOptions(ctx.broker, accountId, options);
   refuseLiteralTargets(options, allowPrivateNetworks);
   // The analysis the configuration will run after the change (its options merged as the scheduler merges them).
   const existing = await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' });
@@ -239,7 +242,7 @@ export function configRoutes(store: FileStore, config: Pick<Config, 'allowPrivat
       tag: 'configurations',
       params: KEY_ONLY_PARAMS,
       response: ok({ job_id: { type: 'string' }, embed_url: { type: 'string' } }),
-      errors: [...CONFIG_ERRORS, ...AI_ERRORS, 'screenshot_limit_reached', 'ai_credits_exhausted'],
+      errors: [...CONFIG_ERRORS, ...AI_ERRORS, 'screenshot_limit_reached', 'ai_credits_exhausted', 'custom_proxy_not_found', 'real_location_bandwidth_exhausted'],
       handler: captureNow,
     }),
     route({

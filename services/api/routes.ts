@@ -65,6 +65,16 @@ export const ACCOUNT_ROUTES: RouteDef[] = [
   },
   route({
     method: 'GET',
+    url: '/real_locations',
+    summary: 'The values real_location accepts (countries, US states, cities, regions), sorted.',
+    tag: 'account',
+    params: KEY_ONLY_PARAMS,
+    response: Type.Object({ success: Type.Boolean(), results: Type.Array(Type.String()) }),
+    errors: ['invalid_parameter'],
+    handler: async ({ broker }) => ({ success: true, results: await call(broker, 'proxy.realLocations', {}) }),
+  }),
+  route({
+    method: 'GET',
     url: '/account_limits',
     summary: "This month's usage and limits of the account.",
     tag: 'account',

@@ -11,7 +11,7 @@ import { withCaptureCredits } from '../shared/credits';
 import { serviceError } from '../shared/errors';
 import { checkFeatures } from '../shared/plan-gates';
 import { checkAnalysis } from './analysis-checks';
-import { refuseUnbuiltOptions } from './unbuilt-options';
+import { checkRouteOptions } from './route-options';
 import { OPTION_DEFAULTS, type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
 import { type RouteContext, type RouteDef, route } from './http';
@@ -56,7 +56,7 @@ function snapHandler(store: FileStore) {
     const options = ctx.params;
     const features = requestedFeatures(options);
     checkFeatures(account, features);
-    refuseUnbuiltOptions(options);
+    await checkRouteOptions(broker, account.accountId, options);
     await checkAnalysis(broker, account.accountId, options);
     const ttl = options.ttl ?? OPTION_DEFAULTS.ttl;
     if (ttl > 0) {

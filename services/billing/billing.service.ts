@@ -85,6 +85,16 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     return reserveFor(account, ctx.params.amounts, ctx.params.reservationId, ctx.params.month);
   };
 
+  /** Usage that must be counted whatever the limit (it was used already): reserved against no limit, then committed. */
+  const charge: Handler<'billing.charge'> = async (ctx) => {
+    const at = state.now();
+    const reservation = { id: randomId(12), accountId: ctx.params.accountId, month: monthOf(at), amounts: ctx.params.amounts };
+    const unlimited = { screenshots: Number.MAX_SAFE_INTEGER, ai_credits: Number.MAX_SAFE_INTEGER, bandwidth_bytes: Number.MAX_SAFE_INTEGER };
+    await state.store.reserve(reservation, unlimited, counterExpiry(at));
+    await state.store.commit(reservation);
+    return { charged: true as const };
+  };
+
   const usage: Handler<'billing.usage'> = async (ctx) => {
     const month = monthOf(state.now());
     return { limits: limitsFor(ctx.params.account), usage: await state.store.usage(ctx.params.account.accountId, month), month };
@@ -105,6 +115,7 @@ export function billingService(deps: BillingDeps): ServiceUnit {
       commit: { handler: (async (ctx) => ({ committed: await state.store.commit(ctx.params.reservation) })) as Handler<'billing.commit'> },
       refund: { handler: (async (ctx) => ({ refunded: await state.store.refund(ctx.params.reservation) })) as Handler<'billing.refund'> },
       usage: { handler: usage },
+      charge: { handler: charge },
       createAccount: {
         handler: (async (ctx) => state.accounts.create(ctx.params.plan, ctx.params.addons ?? {})) as Handler<'billing.createAccount'>,
       },

@@ -10,6 +10,7 @@ import { Builder, type WebDriver } from 'selenium-webdriver';
 import chrome from 'selenium-webdriver/chrome';
 import MANDATORY_CHROME_ARGS from '../../grid/config/chrome-args.json';
 import { CdpConnection } from './cdp';
+import type { EgressGateway } from './gateway';
 import { presetPage } from './page-session';
 
 /**
@@ -51,6 +52,8 @@ export interface LaunchOptions {
   chromedriverBin: string;
   /** Extra Chromium flags (tests route fixture hostnames with --host-resolver-rules). */
   extraArgs: string[];
+  /** Starts the egress gateway of one slot (its contexts' proxy); absent: contexts go out directly. */
+  gateway?: (() => Promise<EgressGateway>) | null;
 }
 
 /** A target (tab in its own window) in a fresh browser context, attached in flat mode. */
@@ -78,6 +81,8 @@ export class BrowserSlot {
   broken = false;
   lastUsed = Date.now();
   userAgent = '';
+  /** This slot's egress gateway: every context it creates uses it as its proxy. */
+  gateway: EgressGateway | null = null;
 
   constructor(
     readonly driver: WebDriver,
@@ -175,7 +180,10 @@ export class BrowserSlot {
   }
 
   private async createPage(): Promise<PreparedPage> {
-    const { browserContextId: contextId } = await this.cdp.send<{ browserContextId: string }>('Target.createBrowserContext', { disposeOnDetach: false });
+    // Through the slot's gateway, loopback included: without "<-loopback>" Chromium sends
+    // loopback and link-local requests (169.254.169.254 too) around the proxy.
+    const proxy = this.gateway ? { proxyServer: this.gateway.proxyServer, proxyBypassList: '<-loopback>' } : {};
+    const { browserContextId: contextId } = await this.cdp.send<{ browserContextId: string }>('Target.createBrowserContext', { disposeOnDetach: false, ...proxy });
     // Its own window: a background tab in headless Chromium can stall on screenshots.
     const { targetId } = await this.cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId: contextId, newWindow: true });
     const { sessionId } = await this.cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
@@ -202,6 +210,7 @@ export class BrowserSlot {
     await withTimeout(this.cdp.send('Browser.close'), 2_000, 'closing the browser').catch(() => undefined);
     this.cdp.close();
     await this.driver.quit().catch(() => undefined);
+    await this.gateway?.close().catch(() => undefined);
   }
 }
 
@@ -244,6 +253,14 @@ export async function launchSession(opts: LaunchOptions, id: number): Promise<Br
   try {
     const cdp = await CdpConnection.open(await cdpUrlOf(driver));
     const slot = new BrowserSlot(driver, cdp, id);
+    if (opts.gateway) {
+      try {
+        slot.gateway = await opts.gateway();
+      } catch (err) {
+        cdp.close();
+        throw err;
+      }
+    }
     const version = await cdp.send<{ userAgent: string }>('Browser.getVersion');
     // Sites serve degraded pages to "HeadlessChrome"; captures should look like a person's.
     slot.userAgent = version.userAgent.replace('HeadlessChrome', 'Chrome');

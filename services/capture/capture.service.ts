@@ -18,11 +18,12 @@ import type { ServiceUnit } from '../shared/service-unit';
 import { type FileStore, createFileStore } from '../shared/storage';
 import { BlockerLoader } from './blocking';
 import { BrowserPool } from './browser-pool';
-import { EgressPolicy } from './egress';
+import { EgressPolicy, resolverLookup } from './egress';
+import { EgressGateway } from './gateway';
 import { CaptureEngine } from './engine';
 import { CaptureFiles } from './files';
 import { JobQueue, jobStatusOf } from './jobs';
-import { type Analyst, CapturePipeline } from './pipeline';
+import { type Analyst, CapturePipeline, type Router } from './pipeline';
 import { ScreenshotRepository } from './screenshots';
 import { JobWorker } from './worker';
 
@@ -111,18 +112,47 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       const files = new CaptureFiles(store);
       const screenshots = new ScreenshotRepository(db, config);
       const queue = new JobQueue(db, config.capture.jobLeaseMs);
+      const gw = config.capture.gateway;
+      const { dnsServers, allowAddresses } = config.capture;
+      const policy = new EgressPolicy(config.allowPrivateNetworks, dnsServers.length ? resolverLookup(dnsServers) : undefined, undefined, allowAddresses);
       const pool = new BrowserPool(
-        { seleniumUrl: config.seleniumUrl, chromeBin: config.capture.chromeBin, chromedriverBin: config.capture.chromedriverBin, extraArgs: config.capture.extraArgs },
+        {
+          seleniumUrl: config.seleniumUrl,
+          chromeBin: config.capture.chromeBin,
+          chromedriverBin: config.capture.chromedriverBin,
+          extraArgs: config.capture.extraArgs,
+          // One gateway per browser slot, beside this capture instance (DESIGN section 5).
+          gateway: gw ? () => EgressGateway.start({ policy, bindHost: gw.bindHost, advertisedHost: gw.advertisedHost, idleTimeoutMs: gw.idleTimeoutMs }) : null,
+        },
         { sessions: config.capture.sessions, queueMax: config.capture.queueMax, queueTimeoutMs: config.capture.queueTimeoutMs, keepAliveMs: 20_000 },
         this.logger,
       );
-      const engine = new CaptureEngine(pool, new EgressPolicy(config.allowPrivateNetworks), () => blockers.get(), config.capture.timeoutMs);
+      const engine = new CaptureEngine(pool, policy, () => blockers.get(), config.capture.timeoutMs);
       const analyst: Analyst = {
         check: (accountId, options) => call(this.broker, 'ai.check', { accountId, options }),
         // The provider call is bounded by AI_TIMEOUT_MS; the broker's timeout is a backstop.
         analyze: (accountId, options, image) => call(this.broker, 'ai.analyze', { accountId, options, image }, { timeout: config.ai.timeoutMs + 15_000 }),
       };
-      const pipeline = new CapturePipeline(engine, files, screenshots, queue, analyst);
+      const broker = this.broker;
+      const router: Router = {
+        route: (accountId, options) =>
+          options.real_location !== undefined || options.custom_proxy_id !== undefined
+            ? call(broker, 'proxy.route', {
+                accountId,
+                ...(options.real_location !== undefined ? { realLocation: options.real_location } : {}),
+                ...(options.custom_proxy_id !== undefined ? { customProxyId: options.custom_proxy_id } : {}),
+              })
+            : Promise.resolve(null),
+        checkBandwidth: async (accountId) => {
+          // One byte reserved and given back: 402 real_location_bandwidth_exhausted when none is left.
+          const held = await call(broker, 'billing.reserveFor', { accountId, amounts: { bandwidth_bytes: 1 }, reservationId: randomId(12) });
+          await call(broker, 'billing.refund', { reservation: held });
+        },
+        chargeBandwidth: async (accountId, bytes) => {
+          await call(broker, 'billing.charge', { accountId, amounts: { bandwidth_bytes: bytes } });
+        },
+      };
+      const pipeline = new CapturePipeline(engine, files, screenshots, queue, analyst, router);
       const worker = new JobWorker(this.broker, queue, pipeline, this.logger, { sessions: config.capture.sessions, leaseMs: config.capture.jobLeaseMs });
       s = { db, store, files, screenshots, queue, pool, pipeline, worker };
     },

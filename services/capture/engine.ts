@@ -11,6 +11,7 @@ import type { BrowserPool } from './browser-pool';
 import { type BrowserSlot, type PreparedPage, withTimeout } from './browser-slot';
 import type { BlockerSource } from './blocking';
 import type { EgressPolicy } from './egress';
+import type { GatewayCapture } from './gateway';
 import { type CaptureOutput, capturePage } from './page-capture';
 import { PageSession } from './page-session';
 
@@ -53,11 +54,11 @@ export class CaptureEngine {
    * (no uploads).
    */
   capture(options: SnapOptions): Promise<CaptureOutput>;
-  capture<T>(options: SnapOptions, finish: (out: CaptureOutput) => Promise<T>): Promise<T>;
-  async capture<T>(options: SnapOptions, finish?: (out: CaptureOutput) => Promise<T>): Promise<T | CaptureOutput> {
+  capture<T>(options: SnapOptions, finish: (out: CaptureOutput) => Promise<T>, upstream?: string | null): Promise<T>;
+  async capture<T>(options: SnapOptions, finish?: (out: CaptureOutput) => Promise<T>, upstream: string | null = null): Promise<T | CaptureOutput> {
     const deadline = Date.now() + this.timeoutMs;
     try {
-      return await this.attempt(options, deadline, finish);
+      return await this.attempt(options, deadline, finish, upstream);
     } catch (err) {
       if (!(err instanceof BrowserLost)) throw err;
       // The browser died under the capture (a crash, the OOM killer, its node gone): once
@@ -68,22 +69,30 @@ export class CaptureEngine {
       if (options.multi_step_actions?.length) throw err.answer('actions');
       if (deadline - Date.now() < MIN_RETRY_MS) throw err.answer('late');
       try {
-        return await this.attempt(options, deadline, finish);
+        return await this.attempt(options, deadline, finish, upstream);
       } catch (again) {
         throw again instanceof BrowserLost ? again.answer('twice') : again;
       }
     }
   }
 
-  private async attempt<T>(options: SnapOptions, deadline: number, finish?: (out: CaptureOutput) => Promise<T>): Promise<T | CaptureOutput> {
+  /** `upstream`: the proxy the capture goes out through (its slot's gateway chains to it). */
+  private async attempt<T>(options: SnapOptions, deadline: number, finish: ((out: CaptureOutput) => Promise<T>) | undefined, upstream: string | null): Promise<T | CaptureOutput> {
     const slot = await this.pool.acquire();
     const unwatch = slot.watch();
     let page: PreparedPage | null = null;
+    let egress: GatewayCapture | null = null;
     try {
       let out: CaptureOutput;
       try {
         page = await withTimeout(slot.takePage(), 15_000, 'preparing a browser context');
-        out = await this.runWithBudget(slot, page, options, deadline);
+        if (upstream && !slot.gateway) {
+          throw serviceError('internal_error', 'This capture goes through a proxy, which needs the egress gateway; the operator has turned it off (EGRESS_GATEWAY=off).');
+        }
+        egress = slot.gateway?.bind(upstream) ?? null;
+        out = await this.runWithBudget(slot, page, options, deadline, egress);
+        // The capture's traffic ends here: its gateway connections are closed and counted.
+        if (egress && slot.gateway) out.egressBytes = slot.gateway.unbind(egress);
       } catch (err) {
         if (slot.lost) {
           slot.broken = true;
@@ -97,6 +106,7 @@ export class CaptureEngine {
       return finish ? await finish(out) : out;
     } finally {
       unwatch();
+      if (egress && slot.gateway) slot.gateway.unbind(egress);
       // The used context is disposed off the answer's path, then the next page is prepared;
       // the slot is free at once (a capture that takes it waits for that page). A browser
       // that cannot dispose a context within the limit is retired.
@@ -105,7 +115,7 @@ export class CaptureEngine {
     }
   }
 
-  private async runWithBudget(slot: BrowserSlot, page: PreparedPage, options: SnapOptions, deadline: number): Promise<CaptureOutput> {
+  private async runWithBudget(slot: BrowserSlot, page: PreparedPage, options: SnapOptions, deadline: number, gateway: GatewayCapture | null): Promise<CaptureOutput> {
     let timer: NodeJS.Timeout | undefined;
     const overrun = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -114,7 +124,7 @@ export class CaptureEngine {
       );
     });
     const work = this.runPage(
-      { page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId), userAgent: slot.userAgent, policy: this.policy, blocker: this.blocker, deadline },
+      { page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId), userAgent: slot.userAgent, policy: this.policy, blocker: this.blocker, deadline, gateway },
       options,
     );
     work.catch(() => undefined);

@@ -10,6 +10,7 @@
 import { serviceError } from '../shared/errors';
 import type { SnapOptions } from '../shared/screenshot-options';
 import type { EgressPolicy } from './egress';
+import type { GatewayCapture } from './gateway';
 // BEGIN page blocking and consent (blocking.ts, consent.ts)
 import { type BlockerSource, injectCosmetics, wantsBlocking } from './blocking';
 import { ConsentHandler } from './consent';
@@ -28,6 +29,8 @@ export interface CaptureOutput {
   html?: string;
   /** Texts read by multi_step_actions `change` steps (change detection compares them). */
   changes?: ChangeReading[];
+  /** Bytes the capture sent and received through its egress gateway (set by the engine). */
+  egressBytes?: number;
 }
 
 type Params = Record<string, unknown>;
@@ -76,7 +79,7 @@ async function navigate(page: PageSession, url: string, deadline: number, guard:
   const loaded = page.cdp.waitFor('Page.loadEventFired', page.sessionId, Math.max(1, deadline - Date.now()));
   loaded.catch(() => undefined);
   const nav = await page.send<{ errorText?: string }>('Page.navigate', { url });
-  const refused = guard.refusedNavigation();
+  const refused = guard.refusedNavigation(url);
   if (refused) throw urlNotAllowed(`The page may not be captured: ${refused}`);
   if (nav.errorText) {
     throw serviceError('page_load_failed', `The page could not be loaded (${nav.errorText}); check that ${url} is reachable from the internet.`);
@@ -185,6 +188,8 @@ export interface CaptureContext {
   blocker: BlockerSource;
   /** Epoch ms by which the capture must be done. */
   deadline: number;
+  /** The capture's use of its slot's egress gateway (null: the browser goes out directly). */
+  gateway?: GatewayCapture | null;
 }
 
 /** Runs the capture; throws domain errors (selector_not_found, page_load_failed, ...). */
@@ -196,7 +201,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
   // BEGIN page blocking and consent: requests are paused for the egress policy or for blocking;
   // autoconsent is installed before navigating.
   const blocker = wantsBlocking(o) ? await ctx.blocker() : null;
-  const guard = await guardRequests(page, policy, blocker ? { blocker, o } : null);
+  const guard = await guardRequests(page, policy, blocker ? { blocker, o } : null, ctx.gateway ?? null);
   const consent = o.no_cookie_banners ? await ConsentHandler.attach(page, { scriptsDisabled: o.disable_js }) : null;
   // END page blocking and consent
   try {

@@ -7,7 +7,7 @@
  */
 import { failedRecord } from '../shared/ai-record';
 import { failureOf, toEnvelope } from '../shared/errors';
-import type { AiRecord, ScreenshotRef, StoredImage } from '../shared/contracts';
+import type { AiRecord, CaptureRoute, ScreenshotRef, StoredImage } from '../shared/contracts';
 import { recordChangeReadings } from '../shared/change-alerts';
 import { appendDelivery, captureDeliveryBody } from '../shared/outbox';
 import type { ConfigOptions, SnapOptions } from '../shared/screenshot-options';
@@ -15,6 +15,16 @@ import type { CaptureEngine } from './engine';
 import { type CaptureFiles, render } from './files';
 import type { JobQueue, LeasedJob } from './jobs';
 import { ScreenshotRepository, type StoredFiles } from './screenshots';
+
+/** Routes and bandwidth as a capture sees them (the proxy and billing services). */
+export interface Router {
+  /** The capture's route (upstream with credentials), or null to go out directly; throws the spec's errors. */
+  route(accountId: string, options: SnapOptions): Promise<CaptureRoute | null>;
+  /** Before a capture through a real location: 402 real_location_bandwidth_exhausted when the month's bandwidth is used up. */
+  checkBandwidth(accountId: string): Promise<void>;
+  /** After it: the exact bytes, added to the month's bandwidth. */
+  chargeBandwidth(accountId: string, bytes: number): Promise<void>;
+}
 
 /** The ai service as a capture sees it (ai.check and ai.analyze). */
 export interface Analyst {
@@ -38,6 +48,7 @@ export class CapturePipeline {
     private readonly screenshots: ScreenshotRepository,
     private readonly queue: JobQueue,
     private readonly analyst: Analyst,
+    private readonly router: Router,
   ) {}
 
   /**
@@ -49,11 +60,26 @@ export class CapturePipeline {
     const analysing = options.analyze_image_with_ai === true;
     // Again before the capture: a key removed or a backend gone since the job was queued fails it here.
     if (analysing) await this.analyst.check(job.accountId, options);
-    const rendered = await this.engine.capture(options, render(options));
+    // The route now (a deleted own proxy fails the capture here, 412), and the bandwidth check
+    // before any browser work. Bytes through a real location are charged once they are known,
+    // even if recording fails afterwards: they went through the provider.
+    const route = await this.router.route(job.accountId, options);
+    if (route?.location) await this.router.checkBandwidth(job.accountId);
+    let bytes = 0;
+    const rendered = await this.engine.capture(
+      options,
+      async (out) => {
+        bytes = out.egressBytes ?? 0;
+        return render(options)(out);
+      },
+      route?.upstream ?? null,
+    );
+    if (route?.location && bytes > 0) await this.router.chargeBandwidth(job.accountId, bytes);
     const files = await this.files.write(rendered);
     const readings = rendered.out.changes ?? [];
     const ai = analysing ? await this.analyse(job.accountId, options, files) : null;
-    const row = ScreenshotRepository.newRow(job, options, files, ai);
+    const routed = { location: route?.location ?? null, customProxy: route?.customProxy ?? null, bandwidthBytes: route?.location ? bytes : 0 };
+    const row = ScreenshotRepository.newRow(job, options, files, ai, Date.now(), routed);
     // A configuration's webhook_url: the delivery is written with the screenshot, in one transaction.
     const webhookUrl = (options as ConfigOptions).webhook_url;
     const id = await this.queue.complete(job, async (trx) => {

@@ -1,19 +1,28 @@
 /**
- * Where the egress policy and page blocking meet: the one place that decides, request by
- * request, what a captured page may load. Every request the page makes (its navigations,
- * their redirects, frames and sub-resources) is paused at the Fetch stage; blocking
- * (no_ads, no_tracking, disable_third_party_js) answers first, then the egress policy.
- * The URLs the capture loads itself (the page's, a redirect step's) are checked here too,
+ * Where the egress policy and page blocking meet in the page. With the egress gateway
+ * (gateway.ts) the policy itself is enforced at the network layer, for every request the
+ * browser makes; what stays here is what interception in the page still earns:
+ * - blocking (no_ads, no_tracking, disable_third_party_js), which needs the page's view of
+ *   a request (its frame, its type, the page it belongs to): every request is paused then;
+ * - the friendlier error: documents (the page, its redirects, its frames) are checked
+ *   before they are requested, so a refused page answers url_not_allowed naming the
+ *   address, and a refused frame is simply left empty.
+ * Without a gateway (EGRESS_GATEWAY=off) every request is checked here, as before.
+ * The URLs the capture loads itself (the page's, a redirect step's) are checked too,
  * before they are loaded, and every refusal is answered in the same words.
  */
 import { serviceError } from '../shared/errors';
 import type { BlockOptions, PageBlocker } from './blocking';
 import type { EgressPolicy } from './egress';
+import type { GatewayCapture } from './gateway';
 import type { PageSession } from './page-session';
 
 export interface RequestGuard {
-  /** The first main-document load the egress policy refused (`<url> <reason>`), if any. */
-  refusedNavigation(): string | null;
+  /**
+   * The first main-document load the egress policy refused (`<url> <reason>`), if any: here,
+   * or by the gateway (for `url` if given, else the last main-document URL seen).
+   */
+  refusedNavigation(url?: string): string | null;
   /** Stops deciding (the page's context, where requests were paused, is disposed by the caller). */
   stop(): void;
 }
@@ -43,15 +52,21 @@ const UNGUARDED: RequestGuard = { refusedNavigation: () => null, stop: () => und
  * them a round trip. Remembers a refused main-document load so the caller can answer
  * url_not_allowed rather than page_load_failed.
  */
-export async function guardRequests(page: PageSession, policy: EgressPolicy, blocking: Blocking | null): Promise<RequestGuard> {
+export async function guardRequests(page: PageSession, policy: EgressPolicy, blocking: Blocking | null, gateway: GatewayCapture | null = null): Promise<RequestGuard> {
   if (policy.allowPrivateNetworks && !blocking) return UNGUARDED;
   let refused: string | null = null;
   // The main frame's URL tells first from third parties.
   let pageUrl = blocking?.o.url ?? '';
+  let mainUrl = '';
+  const refusedNavigation = (url?: string): string | null => {
+    if (refused !== null || !gateway) return refused;
+    return gateway.refusalOf(url ?? mainUrl) ?? (mainUrl ? gateway.refusalOf(mainUrl) : null);
+  };
   const off = page.cdp.on('Fetch.requestPaused', (params, sessionId) => {
     if (sessionId !== page.sessionId) return;
     const { requestId, request, resourceType, frameId } = params as { requestId: string; request: { url: string }; resourceType: string; frameId?: string };
     const isMainFrame = resourceType === 'Document' && frameId === page.mainFrameId;
+    if (isMainFrame) mainUrl = request.url;
     if (blocking) {
       if (isMainFrame) pageUrl = request.url;
       if (blocking.blocker.decide({ url: request.url, pageUrl, resourceType, isMainFrame }, blocking.o).block) {
@@ -74,6 +89,8 @@ export async function guardRequests(page: PageSession, policy: EgressPolicy, blo
       () => page.send('Fetch.failRequest', { requestId, errorReason: 'AccessDenied' }).catch(() => undefined),
     );
   });
-  await page.send('Fetch.enable', { patterns: [{ urlPattern: '*', requestStage: 'Request' }] });
-  return { refusedNavigation: () => refused, stop: off };
+  // With the gateway and no blocking, only documents are paused: every other request costs a round trip here for nothing.
+  const patterns = gateway && !blocking ? [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Request' }] : [{ urlPattern: '*', requestStage: 'Request' }];
+  await page.send('Fetch.enable', { patterns });
+  return { refusedNavigation, stop: off };
 }

@@ -26,6 +26,9 @@ export interface NewScreenshot extends StoredFiles {
   created_at_ms: number;
   /** The AI object, JSON; null when no analysis was asked for. */
   ai: string | null;
+  proxy_server: string | null;
+  custom_proxy: string | null;
+  bandwidth_bytes: number;
 }
 
 export interface ScreenshotRow extends NewScreenshot {
@@ -51,7 +54,14 @@ export class ScreenshotRepository {
   ) {}
 
   /** The row a finished capture inserts (see insert). */
-  static newRow(job: ScreenshotOwner, options: SnapOptions, files: StoredFiles, ai: AiRecord | null, now = Date.now()): NewScreenshot {
+  static newRow(
+    job: ScreenshotOwner,
+    options: SnapOptions,
+    files: StoredFiles,
+    ai: AiRecord | null,
+    now = Date.now(),
+    route: { location: string | null; customProxy: string | null; bandwidthBytes: number } = { location: null, customProxy: null, bandwidthBytes: 0 },
+  ): NewScreenshot {
     return {
       account_id: job.accountId,
       config_id: job.configId,
@@ -61,6 +71,9 @@ export class ScreenshotRepository {
       cache_key: captureKey(options),
       created_at_ms: now,
       ai: ai ? JSON.stringify(ai) : null,
+      proxy_server: route.location,
+      custom_proxy: route.customProxy,
+      bandwidth_bytes: route.bandwidthBytes,
     };
   }
 
@@ -77,6 +90,9 @@ export class ScreenshotRepository {
       html_name: row.html_name,
       content_type: row.content_type,
       ai: row.ai ? (JSON.parse(row.ai) as AiRecord) : null,
+      proxy_server: row.proxy_server ?? null,
+      custom_proxy: row.custom_proxy ?? null,
+      bandwidth_bytes: Number(row.bandwidth_bytes ?? 0),
     };
   }
 

@@ -6,11 +6,10 @@
  * redirect is followed (a 3xx is a failed attempt), and the whole attempt, connection
  * included, is bounded by the timeout.
  */
-import dns from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { isBlockedAddress, literalAddress } from '../shared/address-policy';
+import type { Admission } from '../shared/egress';
 
 export interface PostResult {
   /** The HTTP status, or null when no answer came. */
@@ -25,12 +24,9 @@ export interface PostResult {
 
 export interface PostOptions {
   timeoutMs: number;
-  allowPrivateNetworks: boolean;
-  /** Resolves a name to its addresses (injected by tests that need a name on loopback). */
-  resolve?: (host: string) => Promise<string[]>;
+  /** The egress policy's decision on a host: the one address to connect to (EgressPolicy.admit). */
+  admit: (host: string) => Promise<Admission>;
 }
-
-const systemResolve = async (host: string) => (await dns.lookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
 const MAX_ANSWER = 2048;
 
@@ -44,20 +40,11 @@ export async function postJson(rawUrl: string, body: string, headers: Record<str
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return failed(`the target uses ${url.protocol}; only http and https are allowed`);
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  let address: string;
-  try {
-    const literal = literalAddress(url);
-    const addresses = literal ? [literal] : await (o.resolve ?? systemResolve)(host);
-    if (!o.allowPrivateNetworks) {
-      const bad = addresses.find(isBlockedAddress);
-      if (bad) return failed(`refused by the egress policy: ${host} resolves to ${bad}, a loopback, private, link-local or metadata address`);
-    }
-    if (!addresses[0]) return failed(`${host} has no address`);
-    address = addresses[0];
-  } catch (err) {
-    return failed(`${host} could not be resolved (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  const admission = await o.admit(host);
+  if (!admission.allowed) {
+    return failed(admission.address ? `refused by the egress policy: ${host} ${admission.reason}` : `${host} ${admission.reason}`);
   }
-  const family = address.includes(':') ? 6 : 4;
+  const { address, family } = admission;
   // The connection goes to the address checked above, whatever DNS says by then.
   const lookup: LookupFunction = (_name, options, callback) => {
     if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);

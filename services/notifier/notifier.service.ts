@@ -12,6 +12,7 @@ import type { ServiceSchema } from 'moleculer';
 import type { Config } from '../shared/config';
 import type { EventHandler, Handler } from '../shared/contracts';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
+import { EgressPolicy, resolverLookup } from '../shared/egress';
 import { serviceError } from '../shared/errors';
 import { SecretBox } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
@@ -28,8 +29,6 @@ export interface NotifierDeps {
   autoPoll?: boolean;
   /** false: answers its actions but sends nothing (the admin CLI). */
   send?: boolean;
-  /** Resolves webhook targets' names (tests map a name to loopback); defaults to the system resolver. */
-  resolve?: (host: string) => Promise<string[]>;
 }
 
 export interface NotifierHandle {
@@ -91,6 +90,9 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
       // A lease outlasts the attempt it covers, so it only runs out when its sender died.
       const deliveries = new DeliveryRepository(db, 2 * config.webhooks.timeoutMs + 5_000, now);
       const secrets = new SigningSecrets(db, new SecretBox(config), now);
+      // The policy captures obey (EGRESS_DNS_SERVERS, EGRESS_ALLOW_ADDRESSES, ALLOW_PRIVATE_NETWORKS).
+      const { dnsServers, allowAddresses } = config.capture;
+      const policy = new EgressPolicy(config.allowPrivateNetworks, dnsServers.length ? resolverLookup(dnsServers) : undefined, undefined, allowAddresses);
       const dispatcher = new Dispatcher(
         deliveries,
         secrets,
@@ -98,7 +100,7 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
         {
           concurrency: config.webhooks.concurrency,
           pollMs: config.webhooks.pollMs,
-          post: { timeoutMs: config.webhooks.timeoutMs, allowPrivateNetworks: config.allowPrivateNetworks, ...(deps.resolve ? { resolve: deps.resolve } : {}) },
+          post: { timeoutMs: config.webhooks.timeoutMs, admit: (host) => policy.admit(host) },
         },
         now,
       );

@@ -3,6 +3,8 @@
  * start-up and the result is frozen; a bad value stops the process with a message that
  * names the variable. Both running modes (embedded and full stack) come from here.
  */
+import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 
 export const ALL_SERVICES = ['api', 'billing', 'capture', 'ai', 'proxy', 'scheduler', 'notifier'] as const;
@@ -59,6 +61,10 @@ export interface Config {
     service: ServiceAiConfig | null;
   };
   allowPrivateNetworks: boolean;
+  /** The real-location catalogue (REAL_LOCATIONS_FILE, JSON, DESIGN section 3); null: no real locations. */
+  realLocationsFile: string | null;
+  /** The page an own proxy's test fetches through it (PROXY_TEST_URL: an IP-echo endpoint) and how long it may take. */
+  proxyTest: { url: string; timeoutMs: number };
   rateLimit: { max: number; windowSeconds: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   /** Largest accepted request body, bytes. */
@@ -89,7 +95,22 @@ export interface Config {
     chromedriverBin: string;
     /** Extra Chromium flags, space separated (e.g. --host-resolver-rules for test fixtures). */
     extraArgs: string[];
+    /** The egress gateway every browser context uses as its proxy (DESIGN section 5); null when EGRESS_GATEWAY=off. */
+    gateway: GatewayConfig | null;
+    /** DNS servers the egress policy asks (EGRESS_DNS_SERVERS, host or host:port, comma separated); empty: the system resolver. */
+    dnsServers: string[];
+    /** Addresses or CIDR ranges the egress policy lets through although private (EGRESS_ALLOW_ADDRESSES): an internal site meant to be captured. */
+    allowAddresses: string[];
   };
+}
+
+export interface GatewayConfig {
+  /** Where each slot's gateway listens (EGRESS_GATEWAY_BIND). */
+  bindHost: string;
+  /** The address the browsers reach it at (EGRESS_GATEWAY_HOST): this host as the Chrome nodes see it. */
+  advertisedHost: string;
+  /** A gateway connection idle this long is closed (EGRESS_IDLE_TIMEOUT_MS). */
+  idleTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -134,6 +155,33 @@ function url(env: Env, name: string, protocols: string[]): string | null {
 }
 
 /** CHROME_EXTRA_ARGS: a JSON array of flags (for flags containing spaces), or flags separated by spaces. */
+function gatewayConfig(env: Env): GatewayConfig | null {
+  if (!bool(env, 'EGRESS_GATEWAY', true)) return null;
+  const bindHost = str(env, 'EGRESS_GATEWAY_BIND') ?? '127.0.0.1';
+  // Listening on every interface: the browsers are elsewhere (Grid nodes), and reach this
+  // instance by its host name unless told otherwise (in Docker, the container's host name is
+  // its short id, which the network resolves, one per scaled instance).
+  const advertisedHost = str(env, 'EGRESS_GATEWAY_HOST') ?? (bindHost === '0.0.0.0' || bindHost === '::' ? os.hostname() : bindHost);
+  return { bindHost, advertisedHost, idleTimeoutMs: int(env, 'EGRESS_IDLE_TIMEOUT_MS', 30_000, 1000, 600_000) };
+}
+
+function list(env: Env, name: string): string[] {
+  return (str(env, name) ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+}
+
+function addressRanges(env: Env, name: string): string[] {
+  const ranges = list(env, name);
+  for (const r of ranges) {
+    const [address = '', bits] = r.split('/');
+    const family = net.isIP(address);
+    const max = family === 6 ? 128 : 32;
+    if (!family || (bits !== undefined && (!/^\d+$/.test(bits) || Number(bits) > max))) {
+      throw new ConfigError(`${name}: "${r}" is not an IP address or CIDR range (e.g. 10.1.2.3 or 10.1.0.0/16)`);
+    }
+  }
+  return ranges;
+}
+
 function chromeArgs(env: Env): string[] {
   const raw = str(env, 'CHROME_EXTRA_ARGS');
   if (raw === null) return [];
@@ -235,6 +283,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       service: serviceAi(env, aiBaseUrls),
     },
     allowPrivateNetworks: bool(env, 'ALLOW_PRIVATE_NETWORKS', false),
+    realLocationsFile: str(env, 'REAL_LOCATIONS_FILE'),
+    proxyTest: {
+      url: url(env, 'PROXY_TEST_URL', ['http:', 'https:']) ?? 'https://api.ipify.org/?format=json',
+      timeoutMs: int(env, 'PROXY_TEST_TIMEOUT_MS', 15_000, 100, 120_000),
+    },
     rateLimit: {
       max: int(env, 'RATE_LIMIT_MAX', 600, 0, 1_000_000),
       windowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
@@ -256,6 +309,9 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       chromeBin: str(env, 'CHROME_BIN') ?? (seleniumUrl ? null : '/usr/bin/chromium-headless-shell'),
       chromedriverBin: str(env, 'CHROMEDRIVER_BIN') ?? '/usr/bin/chromedriver',
       extraArgs: chromeArgs(env),
+      gateway: gatewayConfig(env),
+      dnsServers: list(env, 'EGRESS_DNS_SERVERS'),
+      allowAddresses: addressRanges(env, 'EGRESS_ALLOW_ADDRESSES'),
     },
   };
   return Object.freeze(config);

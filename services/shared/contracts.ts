@@ -72,6 +72,12 @@ export interface ScreenshotRef {
   content_type: string | null;
   /** The analysis stored with the capture; null when none was asked for. */
   ai: AiRecord | null;
+  /** The real location the capture went through (the name asked for), or null. */
+  proxy_server: string | null;
+  /** The own proxy it went through (host:port), or null. */
+  custom_proxy: string | null;
+  /** Bytes through the real location's upstream (0 otherwise). */
+  bandwidth_bytes: number;
 }
 
 /**
@@ -180,6 +186,8 @@ export interface Actions {
   'billing.reserveFor': [{ accountId: string; amounts: UsageAmounts; reservationId: string; month?: string }, Reservation];
   'billing.commit': [{ reservation: Reservation }, { committed: boolean }];
   'billing.refund': [{ reservation: Reservation }, { refunded: boolean }];
+  /** Adds usage without a limit (what a finished capture used, such as its exact bandwidth). */
+  'billing.charge': [{ accountId: string; amounts: UsageAmounts }, { charged: true }];
   'billing.usage': [{ account: AccountContext }, { limits: Limits; usage: Limits; month: string }];
   'billing.createAccount': [{ plan: string; addons?: Partial<Record<Addon, number>> }, { account_id: string; access_token: string }];
   'billing.listAccounts': [Record<string, never>, AccountSummary[]];
@@ -240,6 +248,45 @@ export interface Actions {
   /** Deletes a configuration's deliveries (with their attempts), change readings and alerts. */
   'notifier.deleteForConfig': [{ accountId: string; configId: string }, { ok: true }];
   'proxy.summaries': [{ accountId: string }, Array<{ id: number; label: string; verified: boolean }>];
+  /** The real-location names, sorted (GET /real_locations). */
+  'proxy.realLocations': [Record<string, never>, string[]];
+  /**
+   * The route of one capture: the upstream proxy URL (credentials included: only the capture
+   * service's gateway uses it, never a browser, an answer or a log), the location name for the
+   * record. Null when the options ask for no route.
+   */
+  'proxy.route': [{ accountId: string; realLocation?: string; customProxyId?: number }, CaptureRoute | null];
+  /** PUT /proxies: stores (or updates, with id) and tests unless test is false; a failed test throws its code after storing. */
+  'proxy.put': [{ account: AccountContext; input: { id?: number; protocol?: string; host?: string; port?: number; username?: string; password?: string }; test: boolean }, { proxy: ProxyRecord; result: { exit_ip: string; ms: number } | null }];
+  'proxy.list': [{ accountId: string }, ProxyRecord[]];
+  'proxy.test': [{ account: AccountContext; id: number }, { proxy: ProxyRecord; result: { exit_ip: string; ms: number } }];
+  'proxy.remove': [{ accountId: string; id: number }, { removed: boolean }];
+  /** Refuses (400 invalid_parameter) a real_location that is not in the catalogue, before any credit. */
+  'proxy.checkRoute': [{ accountId: string; realLocation?: string; customProxyId?: number }, { ok: true }];
+}
+
+/** An own proxy as the spec shows it (never its password). */
+export interface ProxyRecord {
+  id: number;
+  label: string;
+  protocol: string;
+  host: string;
+  port: number;
+  username: string | null;
+  has_password: boolean;
+  verified: boolean;
+  exit_ip: string | null;
+  last_test_ms: number | null;
+  last_error: string | null;
+}
+
+/** How one capture goes out (proxy.route). */
+export interface CaptureRoute {
+  upstream: string;
+  /** The real location asked for (records' proxy_server), or null. */
+  location: string | null;
+  /** The own proxy's host:port (records' custom_proxy), or null. */
+  customProxy: string | null;
 }
 
 /** The spec's change notification record (also the change alert's webhook body). */

@@ -67,8 +67,9 @@ export interface DeliveryContext {
 
 /**
  * The capture delivery's body (spec, Events, "Capture delivery"): exactly its fields and
- * types. `id` is numeric here, unlike in the screenshot record. Real-location bandwidth is
- * not carried by captures yet: 0 bytes, no proxy.
+ * types. `id` is numeric here, unlike in the screenshot record. `proxy_server` is the real
+ * location the capture went through (null otherwise, an own proxy included), and
+ * `bandwidth_in_bytes` the bytes it used of it.
  */
 export function captureDeliveryBody(ref: ScreenshotRef, url: string, context: DeliveryContext): Record<string, unknown> {
   return {
@@ -83,9 +84,9 @@ export function captureDeliveryBody(ref: ScreenshotRef, url: string, context: De
     custom_title: context.custom_title ?? '',
     custom_description: context.custom_description ?? '',
     ai: deliveryAi(ref),
-    is_proxy_screenshot: false,
-    proxy_server: null,
-    bandwidth_in_bytes: 0,
+    is_proxy_screenshot: ref.proxy_server !== null,
+    proxy_server: ref.proxy_server,
+    bandwidth_in_bytes: ref.bandwidth_bytes,
     job_id: ref.job_id,
   };
 }

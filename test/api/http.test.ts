@@ -148,13 +148,14 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
       expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token: paid, url: 'https://example.com', custom_proxy_id: 1 })}`), 402, 'byo_proxy_addon_required');
       expect(await screenshotsUsed(sys, paid)).to.equal(0);
     });
-    it('an unknown AI provider is 400 ai_provider_unsupported and bad structured fields 400 invalid_ai_structured_fields', async () => {
+    it('an unknown AI provider is 400 ai_provider_unsupported, and structured fields without an analysis 400 naming them', async () => {
       expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token: paid, url: 'https://example.com', ai_provider: 'gemini' })}`), 400, 'ai_provider_unsupported');
+      // Their definitions are checked after the gates, provider and model (test/ai/capture-analysis.test.ts).
       expectEnvelope(
         await request(sys.base, 'POST', '/snap', { json: { access_token: paid, url: 'https://example.com', ai_structured_fields: [{ name: 'x', type: 'enum' }] } }),
         400,
-        'invalid_ai_structured_fields',
-        'options',
+        'invalid_parameter',
+        'ai_structured_fields: requires analyze_image_with_ai=true',
       );
     });
   });

@@ -25,6 +25,9 @@ const ref = (id: string): ScreenshotRef => ({
   html_name: null,
   content_type: 'image/png',
   ai: null,
+  proxy_server: null,
+  custom_proxy: null,
+  bandwidth_bytes: 0,
 });
 
 function setup(sessions = 2) {

@@ -4,7 +4,6 @@
  * in its transaction (the capture path itself is proved in capture-deliveries.test.ts).
  * Signatures are verified with the npm package `standardwebhooks`, never our own code.
  */
-import dns from 'node:dns';
 import { expect } from 'chai';
 import knex, { type Knex } from 'knex';
 import { Webhook } from 'standardwebhooks';
@@ -28,10 +27,10 @@ interface Harness {
   stop(): Promise<void>;
 }
 
-async function harness(env: Record<string, string>, resolve?: (host: string) => Promise<string[]>): Promise<Harness> {
+async function harness(env: Record<string, string>): Promise<Harness> {
   const clock = { now: Date.UTC(2026, 10, 22, 12) };
   const b = await backendConfig('sqlite', { SERVICES: 'api,billing,scheduler,notifier', WEBHOOK_TIMEOUT_MS: '700', ...env });
-  const sys = await runSystem(b.config, { notifier: { now: () => clock.now, autoPoll: false, ...(resolve ? { resolve } : {}) } });
+  const sys = await runSystem(b.config, { notifier: { now: () => clock.now, autoPoll: false } });
   const db = knex(knexConfig(b.config.database));
   const account = await sys.account('paid');
   return {
@@ -269,9 +268,7 @@ describe('notifier: the egress policy on webhook targets', function () {
   before(async () => {
     // hooks.test resolves to loopback, through a DNS server speaking the real protocol.
     dnsServer = await startDnsServer((name, type) => (name === 'hooks.test' && type === 'A' ? ['127.0.0.1'] : null));
-    const resolver = new dns.promises.Resolver();
-    resolver.setServers([dnsServer.address]);
-    h = await harness({}, (host) => resolver.resolve4(host));
+    h = await harness({ EGRESS_DNS_SERVERS: dnsServer.address });
     r = await startReceiver();
   });
   after(async () => {

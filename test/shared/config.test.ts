@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import os from 'node:os';
 import { loadConfig } from '../../services/shared/config';
 
 describe('config', () => {
@@ -19,6 +20,18 @@ describe('config', () => {
     expect(c.services).to.deep.equal(['api', 'billing']);
     expect(c.migrateOnStart).to.equal(false);
     expect(Object.isFrozen(c)).to.equal(true);
+  });
+
+  it('runs the egress gateway by default on 127.0.0.1; on every interface it is reached by host name unless EGRESS_GATEWAY_HOST says', () => {
+    expect(loadConfig({}).capture.gateway).to.deep.equal({ bindHost: '127.0.0.1', advertisedHost: '127.0.0.1', idleTimeoutMs: 30_000 });
+    expect(loadConfig({ EGRESS_GATEWAY: 'off' }).capture.gateway).to.equal(null);
+    expect(loadConfig({ EGRESS_GATEWAY_BIND: '0.0.0.0' }).capture.gateway?.advertisedHost).to.equal(os.hostname());
+    expect(loadConfig({ EGRESS_GATEWAY_BIND: '0.0.0.0', EGRESS_GATEWAY_HOST: 'capture-1' }).capture.gateway?.advertisedHost).to.equal('capture-1');
+    const c = loadConfig({ EGRESS_DNS_SERVERS: '127.0.0.1:5353, 10.0.0.2', EGRESS_ALLOW_ADDRESSES: '10.1.2.3,10.2.0.0/16,fd00::/8' });
+    expect(c.capture.dnsServers).to.deep.equal(['127.0.0.1:5353', '10.0.0.2']);
+    expect(c.capture.allowAddresses).to.deep.equal(['10.1.2.3', '10.2.0.0/16', 'fd00::/8']);
+    expect(() => loadConfig({ EGRESS_ALLOW_ADDRESSES: 'intranet.local' })).to.throw(/EGRESS_ALLOW_ADDRESSES: "intranet.local" is not an IP address/);
+    expect(() => loadConfig({ EGRESS_ALLOW_ADDRESSES: '10.0.0.0/33' })).to.throw(/EGRESS_ALLOW_ADDRESSES/);
   });
 
   it('starts the headless shell in embedded mode, and leaves the browser to each Grid node unless CHROME_BIN says otherwise', () => {

@@ -45,9 +45,17 @@ export function tempDir(prefix = 'snaptest-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
+/**
+ * Settings every test system gets unless its env says otherwise. The egress gateway is off:
+ * the fixture sites are reached by names Chromium maps to 127.0.0.1 (--host-resolver-rules),
+ * which a browser behind a proxy no longer resolves; the gateway's own tests turn it on with
+ * a DNS server of their own (EGRESS_DNS_SERVERS).
+ */
+export const TEST_DEFAULTS: Record<string, string> = { EGRESS_GATEWAY: 'off' };
+
 /** A config as the process would load it from these environment variables. */
 export function configFrom(env: Record<string, string | undefined>): Readonly<Config> {
-  return loadConfig({ PORT: '0', LOG_LEVEL: 'warn', ...env });
+  return loadConfig({ PORT: '0', LOG_LEVEL: 'warn', ...TEST_DEFAULTS, ...env });
 }
 
 /** A TCP port free right now on 127.0.0.1 (links such as direct_link need the real port). */
@@ -73,11 +81,11 @@ export async function backendConfig(
   const dataDir = tempDir();
   const port = String(await freePort());
   if (backend === 'sqlite') {
-    const e = { DATA_DIR: dataDir, PORT: port, ...env } as Record<string, string>;
+    const e = { DATA_DIR: dataDir, PORT: port, ...TEST_DEFAULTS, ...env } as Record<string, string>;
     return { config: configFrom(e), env: e, cleanup: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
   }
   const db = await freshMysqlDatabase();
-  const e = { DATA_DIR: dataDir, PORT: port, DATABASE_URL: db.url, MIGRATE_ON_START: 'true', REDIS_URL: REDIS_URL, REDIS_PREFIX: `${uniqueName('t')}:`, ...env } as Record<
+  const e = { DATA_DIR: dataDir, PORT: port, ...TEST_DEFAULTS, DATABASE_URL: db.url, MIGRATE_ON_START: 'true', REDIS_URL: REDIS_URL, REDIS_PREFIX: `${uniqueName('t')}:`, ...env } as Record<
     string,
     string
   >;

@@ -1,7 +1,7 @@
 /**
- * Options of the spec this server does not carry out yet are refused, after the plan gates
- * and before any credit or capture, on snaps and on configurations: never accepted and
- * ignored.
+ * Route options that cannot be carried out (a location not in the catalogue, an own proxy
+ * not stored) are refused after the plan gates and before any credit or capture, on snaps
+ * and on configurations: never accepted and ignored.
  */
 import { expect } from 'chai';
 import { backendConfig } from '../support/backends';
@@ -10,7 +10,7 @@ import { expectEnvelope } from '../support/errors';
 import { qs, request } from '../support/http';
 import { type RunningSystem, runSystem } from '../support/system';
 
-describe('options not carried out yet are refused, not ignored', () => {
+describe('route options that cannot be carried out are refused, not ignored', () => {
   let sys: RunningSystem;
   let cleanup: () => Promise<void>;
   let key: string;
@@ -30,12 +30,12 @@ describe('options not carried out yet are refused, not ignored', () => {
   const create = (params: Record<string, unknown>) =>
     request(sys.base, 'POST', '/screenshot_configs', { headers: { authorization: `Bearer ${key}` }, json: { url: 'https://example.com', ...params } });
 
-  it('a real_location answers 400 invalid_parameter naming it', async () => {
+  it('a real_location on a server without that location answers 400 invalid_parameter naming it', async () => {
     expectEnvelope(await snap({ real_location: 'Berlin' }), 400, 'invalid_parameter', 'real_location');
     expectEnvelope(await create({ real_location: 'Berlin' }), 400, 'invalid_parameter', 'real_location');
   });
 
-  it('a custom_proxy_id answers 412 custom_proxy_not_found (no proxy can be stored yet)', async () => {
+  it('a custom_proxy_id that is not stored answers 412 custom_proxy_not_found', async () => {
     expectEnvelope(await snap({ custom_proxy_id: 3 }), 412, 'custom_proxy_not_found', 'custom_proxy_id');
     expectEnvelope(await create({ custom_proxy_id: 3 }), 412, 'custom_proxy_not_found', 'custom_proxy_id');
     expect(await screenshotsUsed(sys, key)).to.equal(0);

@@ -1,0 +1,15 @@
+/**
+ * The route options of a capture (real_location, custom_proxy_id), checked after the plan
+ * gates (so a caller still learns what its plan lacks first) and before any credit: an
+ * unknown location is 400 invalid_parameter pointing at GET /real_locations, an own proxy
+ * that is not stored is 412 custom_proxy_not_found (it wins over real_location). The proxy
+ * service owns both lists.
+ */
+import type { Context, ServiceBroker } from 'moleculer';
+import { call } from '../shared/contracts';
+import type { ScreenshotOptions } from '../shared/screenshot-options';
+
+export async function checkRouteOptions(caller: ServiceBroker | Context, accountId: string, o: ScreenshotOptions): Promise<void> {
+  if (o.custom_proxy_id !== undefined) await call(caller, 'proxy.checkRoute', { accountId, customProxyId: o.custom_proxy_id });
+  else if (o.real_location !== undefined) await call(caller, 'proxy.checkRoute', { accountId, realLocation: o.real_location });
+}

@@ -1,0 +1,178 @@
+/**
+ * The egress gateway (DESIGN section 5, modelled on Stripe's Smokescreen): a forward proxy
+ * (proxy-chain) that every browser context of a capture uses as its proxy. One gateway
+ * listens per browser slot and is bound to the capture running in that slot; requests
+ * arriving while no capture is bound are refused.
+ *
+ * For every request (plain HTTP, and CONNECT for https and wss) the gateway resolves the
+ * name itself (EgressPolicy.admit), refuses it when any address is loopback, private,
+ * link-local, metadata or another refused range (IPv4 inside IPv6 included), and otherwise
+ * connects to the very address it checked: its lookup hands Node that address and nothing
+ * else, so a DNS server answering differently the second time (rebinding) has no second
+ * time. Literal addresses are checked before any connection is attempted.
+ *
+ * Each capture's bytes (what went to and came from the targets) are counted from the
+ * connections it used; when the capture is unbound its connections are closed and counted.
+ */
+import type dns from 'node:dns';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { RequestError, Server } from 'proxy-chain';
+import type { EgressPolicy } from './egress';
+
+export interface GatewayOptions {
+  policy: EgressPolicy;
+  /** Where the gateway listens (127.0.0.1 when the browsers run on this host). */
+  bindHost: string;
+  /** The host the browsers reach it at (EGRESS_GATEWAY_HOST); defaults to bindHost. */
+  advertisedHost?: string;
+  /** A connection to the gateway with no traffic for this long is closed (it also bounds a connect that hangs). */
+  idleTimeoutMs: number;
+}
+
+/** A request the policy refused: the host asked for, its port and why. */
+export interface Refusal {
+  host: string;
+  port: number;
+  reason: string;
+}
+
+/** One capture's use of the gateway: what was refused and how many bytes went through. */
+export class GatewayCapture {
+  readonly refusals: Refusal[] = [];
+  /**
+   * The upstream proxy this capture goes out through (a real location's or the account's own,
+   * credentials included), or null: straight to the targets. Only the gateway uses it: the
+   * browser knows the gateway's address and nothing else.
+   */
+  constructor(readonly upstream: string | null = null) {}
+
+  /** Bytes sent to and received from targets by the capture's connections, counted so far. */
+  bytes = 0;
+  ended = false;
+
+  /** The refusal of a URL's host and port, if the gateway refused it (`<url> <reason>`). */
+  refusalOf(rawUrl: string): string | null {
+    let url: URL;
+    try {
+      url = new URL(rawUrl);
+    } catch {
+      return null;
+    }
+    const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    const port = Number(url.port || (url.protocol === 'https:' || url.protocol === 'wss:' ? 443 : 80));
+    const r = this.refusals.find((x) => x.host === host && x.port === port);
+    return r ? `${rawUrl} ${r.reason}` : null;
+  }
+}
+
+/** A lookup that answers one address, whatever it is asked: the address the policy checked. */
+function pinnedLookup(address: string, family: 4 | 6): typeof dns.lookup {
+  const lookup = (_host: string, options: unknown, callback?: unknown): void => {
+    const cb = (typeof options === 'function' ? options : callback) as (...a: unknown[]) => void;
+    const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
+    if (all) process.nextTick(cb, null, [{ address, family }]);
+    else process.nextTick(cb, null, address, family);
+  };
+  return lookup as unknown as typeof dns.lookup;
+}
+
+export class EgressGateway {
+  private current: GatewayCapture | null = null;
+  private readonly byConnection = new Map<number, GatewayCapture>();
+  /**
+   * Plain HTTP goes out on connections of its own, never pooled (Node's global agent keeps
+   * them alive): a pooled connection would outlive its capture, and its bytes would be
+   * counted for no one.
+   */
+  private readonly agent = new http.Agent({ keepAlive: false });
+
+  private constructor(
+    private readonly server: Server,
+    private readonly advertisedHost: string,
+  ) {}
+
+  static async start(opts: GatewayOptions): Promise<EgressGateway> {
+    let gateway: EgressGateway | null = null;
+    const server = new Server({
+      port: 0,
+      host: opts.bindHost,
+      prepareRequestFunction: ({ connectionId, hostname, port }) => {
+        if (!gateway) throw new RequestError('The gateway is starting.', 503);
+        return gateway.prepare(connectionId, hostname, port, opts.policy);
+      },
+    });
+    gateway = new EgressGateway(server, opts.advertisedHost ?? opts.bindHost);
+    const g = gateway;
+    server.on('connectionClosed', ({ connectionId, stats }: { connectionId: number; stats?: { trgTxBytes: number | null; trgRxBytes: number | null } }) => {
+      const capture = g.byConnection.get(connectionId);
+      g.byConnection.delete(connectionId);
+      if (capture && !capture.ended && stats) capture.bytes += (stats.trgTxBytes ?? 0) + (stats.trgRxBytes ?? 0);
+    });
+    // proxy-chain destroys a socket that times out.
+    server.server.on('connection', (socket: import('node:net').Socket) => socket.setTimeout(opts.idleTimeoutMs));
+    await server.listen();
+    return gateway;
+  }
+
+  get port(): number {
+    return (this.server.server.address() as AddressInfo).port;
+  }
+
+  /** The proxy address for Target.createBrowserContext. */
+  get proxyServer(): string {
+    const host = this.advertisedHost.includes(':') ? `[${this.advertisedHost}]` : this.advertisedHost;
+    return `http://${host}:${this.port}`;
+  }
+
+  private async prepare(
+    connectionId: number,
+    hostname: string,
+    port: number,
+    policy: EgressPolicy,
+  ): Promise<{ dnsLookup?: typeof dns.lookup; httpAgent: http.Agent; upstreamProxyUrl?: string }> {
+    let capture = this.byConnection.get(connectionId);
+    if (!capture) {
+      capture = this.current ?? undefined;
+      if (capture) this.byConnection.set(connectionId, capture);
+    }
+    if (!capture || capture.ended) throw new RequestError('No capture is running through this gateway.', 403);
+    const admission = await policy.admit(hostname);
+    if (!admission.allowed) {
+      if (admission.unresolvable) throw new RequestError(`${hostname} ${admission.reason}`, 502);
+      capture.refusals.push({ host: hostname.replace(/^\[|\]$/g, '').toLowerCase(), port, reason: admission.reason });
+      throw new RequestError(`${hostname} ${admission.reason}; refused by the egress policy.`, 403);
+    }
+    // Through an upstream, the upstream connects to the target (and resolves it in its own
+    // region); the policy above still refused what resolves here to a refused address.
+    if (capture.upstream) return { upstreamProxyUrl: capture.upstream, httpAgent: this.agent };
+    return { dnsLookup: pinnedLookup(admission.address, admission.family), httpAgent: this.agent };
+  }
+
+  /** Binds the next capture (one at a time), going out directly or through `upstream`; its requests are checked and counted. */
+  bind(upstream: string | null = null): GatewayCapture {
+    if (this.current) throw new Error('the egress gateway is already bound to a capture');
+    this.current = new GatewayCapture(upstream);
+    return this.current;
+  }
+
+  /** Ends a capture: its connections still open are counted and closed; its bytes are final. */
+  unbind(capture: GatewayCapture): number {
+    if (this.current === capture) this.current = null;
+    for (const [id, c] of this.byConnection) {
+      if (c !== capture) continue;
+      const stats = this.server.getConnectionStats(id);
+      if (stats) capture.bytes += (stats.trgTxBytes ?? 0) + (stats.trgRxBytes ?? 0);
+      this.byConnection.delete(id);
+      this.server.closeConnection(id);
+    }
+    capture.ended = true;
+    return capture.bytes;
+  }
+
+  async close(): Promise<void> {
+    this.current = null;
+    await this.server.close(true);
+    this.agent.destroy();
+  }
+}

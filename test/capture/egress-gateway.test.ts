@@ -1,0 +1,156 @@
+/**
+ * Captures through the egress gateway, on the real Grid, with names resolved by a DNS
+ * server the test runs: `app.localhost` (a secure origin, for its service worker) is a site the operator lets through
+ * (EGRESS_ALLOW_ADDRESSES=127.0.0.2), `private.test` an internal address (127.0.0.1).
+ * Each attack is run twice: with the gateway (refused; the internal server sees nothing)
+ * and without it (EGRESS_GATEWAY=off, the browser mapping the same names with
+ * --host-resolver-rules), where it gets through, which is what the gateway is for.
+ * Only loopback is ever connected to (203.0.113.7, the rebinding name's first answer,
+ * is only ever looked at by the policy, never connected to).
+ */
+import { expect } from 'chai';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startCaptureSystem } from '../support/capture-helpers';
+import { type DnsServer, startDnsServer } from '../support/dns-server';
+import { expectEnvelope } from '../support/errors';
+import { qs, request } from '../support/http';
+
+interface Site {
+  port: number;
+  seen: string[];
+  stop(): Promise<void>;
+}
+
+async function serve(host: string, handle: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<Site> {
+  const seen: string[] = [];
+  const server = http.createServer((req, res) => {
+    seen.push(req.url ?? '');
+    handle(req, res);
+  });
+  // WebSocket handshakes: recorded, then dropped (reaching the server is what counts).
+  server.on('upgrade', (req, socket) => {
+    seen.push(`upgrade ${req.url}`);
+    socket.destroy();
+  });
+  server.keepAliveTimeout = 500;
+  await new Promise<void>((r) => server.listen(0, host, r));
+  return {
+    port: (server.address() as AddressInfo).port,
+    seen,
+    stop: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+/** The public page (it reports what happened to /mark): a WebSocket to the internal address (by name and as [::ffff:127.0.0.1]) and a service worker fetching it. */
+function attackPage(privatePort: number): string {
+  return `<!doctype html><title>attack</title><body><p id="out"></p><script>
+const marks = [];
+const mark = (m) => { marks.push(m); fetch('/mark?' + encodeURIComponent(m)); if (marks.length === 4) { const d = document.createElement('div'); d.id = 'done'; document.body.appendChild(d); } };
+for (const url of ['ws://private.test:${privatePort}/ws-by-name', 'ws://[::ffff:127.0.0.1]:${privatePort}/ws-mapped']) {
+  try { const ws = new WebSocket(url); ws.onopen = () => mark('open'); ws.onerror = () => mark('ws-error'); } catch (e) { mark('ws-throw'); }
+}
+mark('secure-' + isSecureContext);
+navigator.serviceWorker.register('/sw.js').then(() => navigator.serviceWorker.ready).then(() => mark('sw-ready'), (e) => mark('sw-failed:' + e));
+</script></body>`;
+}
+
+describe('egress gateway on the Grid: rebinding, WebSockets and service workers', function () {
+  this.timeout(120_000);
+  let dns: DnsServer;
+  let pub: Site;
+  let internal: Site;
+  /** rebind.test: a public answer first, then the internal one. */
+  let rebindAnswers: string[] = [];
+
+  before(async () => {
+    internal = await serve('127.0.0.1', (_req, res) => res.end('internal secret'));
+    pub = await serve('127.0.0.2', (req, res) => {
+      if (req.url?.startsWith('/mark')) {
+        res.end();
+        return;
+      }
+      if (req.url === '/sw.js') {
+        res.setHeader('content-type', 'text/javascript');
+        res.end(`self.addEventListener('install', (e) => e.waitUntil(fetch('http://private.test:${internal.port}/sw-hit').catch(() => undefined)));
+self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));`);
+        return;
+      }
+      res.setHeader('content-type', 'text/html');
+      res.end(attackPage(internal.port));
+    });
+    dns = await startDnsServer((name, type) => {
+      if (type === 'AAAA') return name.endsWith('.test') ? [] : null;
+      if (name === 'app.localhost') return ['127.0.0.2'];
+      if (name === 'private.test') return ['127.0.0.1'];
+      if (name === 'rebind.test') return [rebindAnswers.length > 1 ? (rebindAnswers.shift() as string) : (rebindAnswers[0] ?? '127.0.0.1')];
+      return null;
+    });
+  });
+  after(async () => {
+    await pub.stop();
+    await internal.stop();
+    await dns.stop();
+  });
+
+  for (const gateway of [true, false]) {
+    describe(gateway ? 'with the gateway' : 'without the gateway (EGRESS_GATEWAY=off)', () => {
+      let sys: Awaited<ReturnType<typeof startCaptureSystem>>;
+      before(async () => {
+        sys = await startCaptureSystem({
+          EGRESS_GATEWAY: gateway ? 'on' : 'off',
+          EGRESS_DNS_SERVERS: dns.address,
+          EGRESS_ALLOW_ADDRESSES: '127.0.0.2',
+          CAPTURE_SESSIONS: '1',
+          // Without the gateway the browser resolves names itself: the same answers as the DNS
+          // server's. (Service workers need a secure origin: *.localhost is one.)
+          CHROME_EXTRA_ARGS: JSON.stringify(['--host-resolver-rules=MAP app.localhost 127.0.0.2, MAP private.test 127.0.0.1, MAP rebind.test 127.0.0.1']),
+        });
+      });
+      after(async () => {
+        await sys.cleanup();
+      });
+      beforeEach(() => {
+        internal.seen.length = 0;
+      });
+
+      const snap = (params: Record<string, string | number | boolean>) => request(sys.sys.base, 'GET', `/snap?${qs({ access_token: sys.token, ttl: 0, ...params })}`);
+
+      it(gateway ? 'a WebSocket and a service worker of a public page never reach the internal address' : 'a WebSocket and a service worker of a public page reach the internal address', async () => {
+        const r = await snap({ url: `http://app.localhost:${pub.port}/`, html_only: true, wait: 0, wait_for: '#done' });
+        expect(r.status, JSON.stringify(r.body)).to.equal(200);
+        // The page ran to the end: its WebSockets failed or opened, its service worker was installed.
+        expect(pub.seen).to.include.members(['/sw.js', '/mark?sw-ready']);
+        if (gateway) {
+          expect(internal.seen).to.deep.equal([]);
+        } else {
+          expect(internal.seen).to.include.members(['upgrade /ws-by-name', 'upgrade /ws-mapped', '/sw-hit']);
+        }
+      });
+
+      if (gateway) {
+        it('http://127.0.0.1 and [::ffff:127.0.0.1] are refused with 400 url_not_allowed naming the address, reaching nothing', async () => {
+          expectEnvelope(await snap({ url: `http://127.0.0.1:${internal.port}/`, html_only: true, wait: 0 }), 400, 'url_not_allowed', '127.0.0.1');
+          expectEnvelope(await snap({ url: `http://[::ffff:127.0.0.1]:${internal.port}/`, html_only: true, wait: 0 }), 400, 'url_not_allowed', '::ffff:7f00:1');
+          expect(internal.seen).to.deep.equal([]);
+        });
+      }
+
+      it(gateway ? 'a name that answers a public address, then the internal one (rebinding), is refused naming it' : 'a name that rebinds to the internal address gets captured', async () => {
+        rebindAnswers = ['203.0.113.7', '127.0.0.1'];
+        const r = await snap({ url: `http://rebind.test:${internal.port}/secret`, html_only: true, wait: 0 });
+        if (gateway) {
+          expectEnvelope(r, 400, 'url_not_allowed', '127.0.0.1');
+          expect(internal.seen).to.deep.equal([]);
+        } else {
+          expect(r.status, JSON.stringify(r.body)).to.equal(200);
+          expect(internal.seen).to.include('/secret');
+        }
+      });
+    });
+  }
+});

@@ -1,0 +1,61 @@
+/**
+ * GET /real_locations and the real_location option's name check, with a catalogue file
+ * (REAL_LOCATIONS_FILE) naming local upstreams.
+ */
+import { expect } from 'chai';
+import fs from 'node:fs';
+import path from 'node:path';
+import { backendConfig, tempDir } from '../support/backends';
+import { screenshotsUsed } from '../support/capture-helpers';
+import { expectEnvelope } from '../support/errors';
+import { qs, request } from '../support/http';
+import { type RunningSystem, runSystem } from '../support/system';
+
+describe('real locations: GET /real_locations and the name check', () => {
+  let sys: RunningSystem;
+  let cleanup: () => Promise<void>;
+  let key: string;
+  const dir = tempDir('locations-');
+
+  before(async () => {
+    const file = path.join(dir, 'locations.json');
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        Berlin: { proxy: 'http://user-country-de-city-berlin-session-{session}:secret-pw@127.0.0.1:7000' },
+        Munich: { proxy: 'socks5://user:secret-pw@127.0.0.1:7001' },
+        Germany: { pick: ['Berlin', 'Munich'] },
+        amsterdam: { proxy: 'http://u:secret-pw@127.0.0.1:7002' },
+      }),
+    );
+    const b = await backendConfig('sqlite', { SERVICES: 'api,billing,ai,proxy,scheduler', REAL_LOCATIONS_FILE: file });
+    cleanup = b.cleanup;
+    sys = await runSystem(b.config);
+    key = (await sys.account('paid')).access_token;
+  });
+  after(async () => {
+    await sys.stop();
+    await cleanup();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('lists every name, sorted, and never an upstream or its credentials', async () => {
+    const r = await request<{ success: boolean; results: string[] }>(sys.base, 'GET', `/real_locations?access_token=${key}`);
+    expect(r.status).to.equal(200);
+    expect(r.body).to.deep.equal({ success: true, results: ['amsterdam', 'Berlin', 'Germany', 'Munich'] });
+    expect(JSON.stringify(r.body)).to.not.include('secret-pw');
+    expect(JSON.stringify(r.body)).to.not.include('7000');
+  });
+
+  it('needs a key', async () => {
+    expectEnvelope(await request(sys.base, 'GET', '/real_locations'), 401, 'access_token_required');
+  });
+
+  it('an unknown real_location is 400 invalid_parameter naming the list, before any credit', async () => {
+    const snap = await request(sys.base, 'GET', `/snap?${qs({ access_token: key, url: 'https://example.com', real_location: 'Atlantis' })}`);
+    expectEnvelope(snap, 400, 'invalid_parameter', 'real_location', 'Atlantis', 'GET /real_locations');
+    const create = await request(sys.base, 'POST', '/screenshot_configs', { headers: { authorization: `Bearer ${key}` }, json: { url: 'https://example.com', real_location: 'Atlantis' } });
+    expectEnvelope(create, 400, 'invalid_parameter', 'GET /real_locations');
+    expect(await screenshotsUsed(sys, key)).to.equal(0);
+  });
+});
