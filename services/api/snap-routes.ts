@@ -17,7 +17,7 @@ import type { FileStore } from '../shared/storage';
 import { type RouteContext, type RouteDef, route } from './http';
 import { SNAP_PARAMS } from './request-schemas';
 
-/** The snap JSON record: exactly the spec's fields (plus success), `ai` when an analysis was asked for. */
+/** The snap JSON record: exactly the spec's fields (plus success), `ai` when an analysis was asked for, the proxy fields when one was used. */
 export function snapRecord(ref: ScreenshotRef, withAi: boolean): Record<string, unknown> {
   return {
     success: true,
@@ -30,7 +30,15 @@ export function snapRecord(ref: ScreenshotRef, withAi: boolean): Record<string, 
     taken_at: new Date(ref.taken_at_ms).toISOString().replace('Z', '+00:00'),
     job_id: ref.job_id,
     ...(withAi ? { ai: ref.ai ?? NOT_ANALYSED } : {}),
+    ...egressFields(ref),
   };
+}
+
+/** How the capture went out, when not directly: an own proxy (custom_proxy, spec) or a real location. */
+function egressFields(ref: ScreenshotRef): Record<string, unknown> {
+  if (ref.custom_proxy !== null) return { custom_proxy: ref.custom_proxy, is_proxy_screenshot: false, proxy_server: null };
+  if (ref.proxy_server !== null) return { is_proxy_screenshot: true, proxy_server: ref.proxy_server };
+  return {};
 }
 
 async function readStored(store: FileStore, name: string | null): Promise<{ data: Buffer; contentType: string }> {

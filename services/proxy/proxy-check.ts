@@ -67,8 +67,8 @@ function getVia(port: number, url: URL, signal: AbortSignal, tunnel: boolean): P
   });
 }
 
-/** The exit IP in an IP-echo answer: JSON {ip} (or {origin}), or the text itself. */
-export function exitIpOf(body: string): string {
+/** The exit IP in an IP-echo answer: JSON {ip} (or {origin}), or the text itself when it is an address; else null. */
+export function exitIpOf(body: string): string | null {
   try {
     const j = JSON.parse(body) as { ip?: unknown; origin?: unknown };
     const ip = j.ip ?? j.origin;
@@ -76,10 +76,12 @@ export function exitIpOf(body: string): string {
   } catch {
     // plain text
   }
-  return body.trim().slice(0, 64);
+  // Plain text is an IP only when it looks like one (a page that is not an IP echo gives none).
+  const text = body.trim();
+  return /^[0-9a-fA-F.:]{2,45}$/.test(text) ? text : null;
 }
 
-export async function testThroughProxy(upstream: string, testUrl: string, timeoutMs: number): Promise<{ exit_ip: string; ms: number }> {
+export async function testThroughProxy(upstream: string, testUrl: string, timeoutMs: number): Promise<{ exit_ip: string | null; ms: number }> {
   const started = Date.now();
   const chain = new Server({ port: 0, host: '127.0.0.1', prepareRequestFunction: () => ({ upstreamProxyUrl: upstream }) });
   await chain.listen();

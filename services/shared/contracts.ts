@@ -257,9 +257,9 @@ export interface Actions {
    */
   'proxy.route': [{ accountId: string; realLocation?: string; customProxyId?: number }, CaptureRoute | null];
   /** PUT /proxies: stores (or updates, with id) and tests unless test is false; a failed test throws its code after storing. */
-  'proxy.put': [{ account: AccountContext; input: { id?: number; protocol?: string; host?: string; port?: number; username?: string; password?: string }; test: boolean }, { proxy: ProxyRecord; result: { exit_ip: string; ms: number } | null }];
+  'proxy.put': [{ account: AccountContext; input: { id?: number; protocol?: string; host?: string; port?: number; username?: string; password?: string }; test: boolean }, { proxy: ProxyRecord; result: { exit_ip: string | null; ms: number } | null }];
   'proxy.list': [{ accountId: string }, ProxyRecord[]];
-  'proxy.test': [{ account: AccountContext; id: number }, { proxy: ProxyRecord; result: { exit_ip: string; ms: number } }];
+  'proxy.test': [{ account: AccountContext; id: number }, { proxy: ProxyRecord; result: { exit_ip: string | null; ms: number } }];
   'proxy.remove': [{ accountId: string; id: number }, { removed: boolean }];
   /** Refuses (400 invalid_parameter) a real_location that is not in the catalogue, before any credit. */
   'proxy.checkRoute': [{ accountId: string; realLocation?: string; customProxyId?: number }, { ok: true }];

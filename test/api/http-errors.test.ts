@@ -81,10 +81,10 @@ describe('http: answers refused before a route runs are in the envelope', () => 
     });
 
     it('a GET whose parameters are each within their limits fits, even percent-encoded (a full ai_prompt in a non-Latin script)', async () => {
-      const path = `/snap?${qs({ access_token: token, url: 'https://example.com', ai_prompt: '描'.repeat(2500) })}`;
+      const path = `/snap?${qs({ access_token: token, url: 'https://example.com', analyze_image_with_ai: true, ai_prompt: '描'.repeat(2500) })}`;
       expect(path.length).to.be.greaterThan(22_000);
       // Past the head limit this would be a 431; the request is valid, so the route goes on to
-      // ask for a capture, and no capture service runs here.
+      // the analysis check, and no ai service runs here.
       expectEnvelope(await request(sys.base, 'GET', path), 503, 'capacity_exhausted');
     });
 

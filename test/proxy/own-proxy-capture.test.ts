@@ -68,6 +68,9 @@ describe('capture through an own proxy (custom_proxy_id)', function () {
     const list = await request<{ screenshots: Array<Record<string, unknown>> }>(sys.sys.base, 'GET', `/screenshots?access_token=${key}`);
     expect(list.body.screenshots[0]).to.include({ is_proxy_screenshot: false, proxy_server: null, custom_proxy: `127.0.0.1:${upstream.port}` });
     expect(JSON.stringify(list.body)).to.not.include('own-secret');
+    // The snap's own JSON record names it too (spec: custom_proxy added, not a proxy screenshot).
+    const record = await snap({ custom_proxy_id: proxyId, html_only: false, json: true });
+    expect(record.body).to.include({ is_proxy_screenshot: false, proxy_server: null, custom_proxy: `127.0.0.1:${upstream.port}` });
   });
 
   it('after DELETE, a snap and the next capture of a configuration fail with 412 custom_proxy_not_found, no fallback', async () => {
