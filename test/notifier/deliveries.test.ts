@@ -333,3 +333,25 @@ describe('notifier: the full stack without SECRETS_KEY', function () {
     }
   });
 });
+
+describe('notifier: the connection goes to the address the policy checked', function () {
+  this.timeout(30_000);
+
+  it('delivers to a name only the egress DNS servers know: the lookup is done once, by the policy, and pinned', async () => {
+    // The system resolver cannot resolve pinned.test; only the policy's DNS server can.
+    const dnsServer = await startDnsServer((name, type) => (name === 'pinned.test' && type === 'A' ? ['127.0.0.1'] : null));
+    const h = await harness({ EGRESS_DNS_SERVERS: dnsServer.address, ALLOW_PRIVATE_NETWORKS: 'true' });
+    const r = await startReceiver();
+    try {
+      await appendDelivery(h.db, { accountId: h.accountId, configId: 'cfg_test', kind: 'capture', sendTo: 'webhook', url: `http://pinned.test:${r.port}/hook`, body: '{"n":1}', jobId: null, now: h.clock.now });
+      await h.sys.notifier!.pump();
+      expect(dnsServer.questions.filter((q) => q === 'A pinned.test')).to.have.length(1);
+      expect(r.received).to.have.length(1);
+      expect(r.received[0]!.headers.host).to.equal(`pinned.test:${r.port}`);
+    } finally {
+      await r.stop();
+      await h.stop();
+      await dnsServer.stop();
+    }
+  });
+});
