@@ -9,6 +9,8 @@
  *   keys rotate <account_id> [--json]
  *   plans list [--json]
  *   plans set <name> --screenshots <N> [--paid true|false] [--json]
+ *   webhook-secret show <account_id> [--json]
+ *   webhook-secret rotate <account_id> [--json]
  */
 import { parseAddons } from '../services/billing/accounts';
 import { ConfigError, loadConfig } from '../services/shared/config';
@@ -23,6 +25,8 @@ const USAGE = `Usage: npm run --silent admin -- <command>
   keys rotate <account_id> [--json]
   plans list [--json]
   plans set <name> --screenshots <N> [--paid true|false] [--json]
+  webhook-secret show <account_id> [--json]
+  webhook-secret rotate <account_id> [--json]
 
 The access token is shown once, when an account is created or its key rotated.`;
 
@@ -62,7 +66,9 @@ async function main(): Promise<number> {
     return group ? 0 : 1;
   }
   const base = loadConfig();
-  const { broker } = await startSystem({ ...base, services: ['billing'], transporter: null, logLevel: 'warn' });
+  // The notifier runs without sending (no poll, nothing pumped): the CLI only reads and rotates secrets.
+  const services: Array<'billing' | 'notifier'> = group === 'webhook-secret' ? ['billing', 'notifier'] : ['billing'];
+  const { broker } = await startSystem({ ...base, services, transporter: null, logLevel: 'warn' }, { notifier: { autoPoll: false, send: false } });
   const print = (value: unknown, human: () => string) => console.log(json ? JSON.stringify(value, null, 2) : human());
   try {
     const key = `${group} ${command ?? ''}`.trim();
@@ -110,6 +116,20 @@ async function main(): Promise<number> {
         const paidFlag = flag(flags, 'paid', false);
         const plan = await call(broker, 'billing.upsertPlan', { name: target, screenshot_limit: limit, paid: paidFlag === undefined ? true : paidFlag === 'true' });
         print(plan, () => `plan ${plan.name}: ${plan.paid ? 'paid' : 'free'}, ${plan.screenshot_limit} screenshots/month`);
+        return 0;
+      }
+      case 'webhook-secret show':
+      case 'webhook-secret rotate': {
+        if (!target) throw new UsageError(`${key} needs an account id`);
+        // An unknown account is refused, not given a secret.
+        if (!(await call(broker, 'billing.listAccounts', {})).some((a) => a.account_id === target)) throw new Error(`No account "${target}".`);
+        if (command === 'show') {
+          const shown = await call(broker, 'notifier.webhookSecret', { accountId: target });
+          print({ account_id: target, ...shown }, () => `webhook signing secret of ${target}: ${shown.secret}`);
+        } else {
+          const rotated = await call(broker, 'notifier.rotateSecret', { accountId: target });
+          print({ account_id: target, ...rotated }, () => `new webhook signing secret of ${target}: ${rotated.secret}\nThe old secret keeps signing (a second signature) until ${rotated.previous_valid_until}.`);
+        }
         return 0;
       }
       default:

@@ -10,6 +10,7 @@ import { aiService } from './ai/ai.service';
 import { type ApiHandle, apiService } from './api/api.service';
 import { type BillingDeps, billingService } from './billing/billing.service';
 import { type CaptureHandle, captureService } from './capture/capture.service';
+import { type NotifierDeps, type NotifierHandle, notifierService } from './notifier/notifier.service';
 import { proxyService } from './proxy/proxy.service';
 import { type SchedulerDeps, type SchedulerHandle, schedulerService } from './scheduler/scheduler.service';
 import type { Config } from './shared/config';
@@ -18,6 +19,7 @@ import { migrateLatest } from './shared/database';
 export interface SystemOverrides {
   billing?: Omit<BillingDeps, 'config'>;
   scheduler?: Omit<SchedulerDeps, 'config'>;
+  notifier?: Omit<NotifierDeps, 'config'>;
 }
 
 /** A started system: its broker, and the handles of the services that have one (null when not run here). */
@@ -26,13 +28,14 @@ export interface System {
   api: ApiHandle | null;
   capture: CaptureHandle | null;
   scheduler: SchedulerHandle | null;
+  notifier: NotifierHandle | null;
 }
 
 export async function startSystem(config: Readonly<Config>, overrides: SystemOverrides = {}): Promise<System> {
   if (config.migrateOnStart) await migrateLatest(config.database);
   const broker = new ServiceBroker(brokerOptions(config));
   const runs = (name: Config['services'][number]) => config.services.includes(name);
-  const system: System = { broker, api: null, capture: null, scheduler: null };
+  const system: System = { broker, api: null, capture: null, scheduler: null, notifier: null };
   if (runs('api')) {
     const api = apiService({ config });
     broker.createService(api.schema);
@@ -50,6 +53,11 @@ export async function startSystem(config: Readonly<Config>, overrides: SystemOve
     const scheduler = schedulerService({ config, ...(overrides.scheduler ?? {}) });
     broker.createService(scheduler.schema);
     system.scheduler = scheduler.handle;
+  }
+  if (runs('notifier')) {
+    const notifier = notifierService({ config, ...(overrides.notifier ?? {}) });
+    broker.createService(notifier.schema);
+    system.notifier = notifier.handle;
   }
   await broker.start();
   try {

@@ -16,9 +16,10 @@ import { PROXY_ROUTES } from './proxy-routes';
 import { createFileStore, type FileStore } from '../shared/storage';
 import { configRoutes } from './config-routes';
 import { snapRoutes } from './snap-routes';
+import { CHANGE_NOTIFICATION_ROUTES, WEBHOOK_ROUTES } from './webhook-routes';
 
-export function apiRoutes(store: FileStore): RouteDef[] {
-  return [...ACCOUNT_ROUTES, ...snapRoutes(store), ...configRoutes(store), ...AI_ROUTES, ...PROXY_ROUTES];
+export function apiRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks'>): RouteDef[] {
+  return [...ACCOUNT_ROUTES, ...snapRoutes(store), ...configRoutes(store, config), ...AI_ROUTES, ...PROXY_ROUTES, ...WEBHOOK_ROUTES, ...CHANGE_NOTIFICATION_ROUTES];
 }
 
 export interface ApiHandle {
@@ -42,7 +43,7 @@ export function apiService(deps: { config: Readonly<Config>; store?: FileStore }
     created() {
       logger = this.logger;
       store = deps.store ?? createFileStore(config);
-      const routes = apiRoutes(store);
+      const routes = apiRoutes(store, config);
       const document = openApiDocument(routes, config);
       app = buildHttpServer(this.broker, config, [
         ...routes,

@@ -12,95 +12,9 @@
  */
 import dns from 'node:dns/promises';
 import net from 'node:net';
+import { isBlockedAddress } from '../shared/address-policy';
 
-const blocked = new net.BlockList();
-for (const [prefix, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16], // link-local, including the 169.254.169.254 metadata service
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  blocked.addSubnet(prefix, bits, 'ipv4');
-}
-for (const [prefix, bits] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7], // unique local, including fd00:ec2::254 (AWS metadata over IPv6)
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const) {
-  blocked.addSubnet(prefix, bits, 'ipv6');
-}
-
-/**
- * IPv6 ranges that carry an IPv4 address inside (the last 32 bits, or bits 16-48 for
- * 6to4): such an address is as bad as the IPv4 address it carries. NAT64 (64:ff9b::/96)
- * and the IPv4-compatible form (::a.b.c.d) reach the embedded address through a
- * translator; IPv4-mapped (::ffff:a.b.c.d) and IPv4-translated (::ffff:0:a.b.c.d) are the
- * address itself in some stacks.
- */
-const embeddingLast32 = new net.BlockList();
-embeddingLast32.addSubnet('64:ff9b::', 96, 'ipv6');
-embeddingLast32.addSubnet('::ffff:0:0', 96, 'ipv6');
-embeddingLast32.addSubnet('::ffff:0:0:0', 96, 'ipv6');
-embeddingLast32.addSubnet('::', 96, 'ipv6');
-const sixToFour = new net.BlockList();
-sixToFour.addSubnet('2002::', 16, 'ipv6');
-/** Refused whatever they carry: local-use NAT64, Teredo (its IPv4 address is obfuscated), discard-only, documentation. */
-for (const [prefix, bits] of [
-  ['64:ff9b:1::', 48],
-  ['2001::', 32],
-  ['100::', 64],
-  ['2001:db8::', 32],
-] as const) {
-  blocked.addSubnet(prefix, bits, 'ipv6');
-}
-
-/** The 16 bytes of an IPv6 address (any textual form Node accepts). */
-function ipv6Bytes(address: string): Buffer {
-  const text = address.toLowerCase();
-  const [head, tail] = text.includes('::') ? text.split('::') : [text, ''];
-  const parse = (part: string | undefined): number[] => {
-    if (!part) return [];
-    const out: number[] = [];
-    for (const group of part.split(':')) {
-      if (group.includes('.')) {
-        const v4 = group.split('.').map(Number);
-        out.push(((v4[0] ?? 0) << 8) | (v4[1] ?? 0), ((v4[2] ?? 0) << 8) | (v4[3] ?? 0));
-      } else out.push(parseInt(group, 16));
-    }
-    return out;
-  };
-  const h = parse(head);
-  const t = parse(tail);
-  const groups = [...h, ...Array<number>(8 - h.length - t.length).fill(0), ...t];
-  const buf = Buffer.alloc(16);
-  for (const [i, g] of groups.entries()) buf.writeUInt16BE(g, i * 2);
-  return buf;
-}
-
-const v4At = (b: Buffer, offset: number): string => `${b[offset]}.${b[offset + 1]}.${b[offset + 2]}.${b[offset + 3]}`;
-
-/** Whether the egress policy refuses this address (anything that is not an IP address is refused). */
-export function isBlockedAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 4) return blocked.check(address, 'ipv4');
-  if (family === 6) {
-    const bare = address.replace(/%.*$/, '');
-    if (blocked.check(bare, 'ipv6')) return true;
-    if (embeddingLast32.check(bare, 'ipv6')) return blocked.check(v4At(ipv6Bytes(bare), 12), 'ipv4');
-    if (sixToFour.check(bare, 'ipv6')) return blocked.check(v4At(ipv6Bytes(bare), 2), 'ipv4');
-    return false;
-  }
-  return true;
-}
+export { isBlockedAddress };
 
 /** What `admit` decides about a host: the one address to connect to, or why not. */
 export type Admission =

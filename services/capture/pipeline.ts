@@ -8,7 +8,9 @@
 import { failedRecord } from '../shared/ai-record';
 import { failureOf, toEnvelope } from '../shared/errors';
 import type { AiRecord, CaptureRoute, ScreenshotRef, StoredImage } from '../shared/contracts';
-import type { SnapOptions } from '../shared/screenshot-options';
+import { recordChangeReadings } from '../shared/change-alerts';
+import { appendDelivery, captureDeliveryBody } from '../shared/outbox';
+import type { ConfigOptions, SnapOptions } from '../shared/screenshot-options';
 import type { CaptureEngine } from './engine';
 import { type CaptureFiles, render } from './files';
 import type { JobQueue, LeasedJob } from './jobs';
@@ -74,10 +76,24 @@ export class CapturePipeline {
     );
     if (route?.location && bytes > 0) await this.router.chargeBandwidth(job.accountId, bytes);
     const files = await this.files.write(rendered);
+    const readings = rendered.out.changes ?? [];
     const ai = analysing ? await this.analyse(job.accountId, options, files) : null;
     const routed = { location: route?.location ?? null, customProxy: route?.customProxy ?? null, bandwidthBytes: route?.location ? bytes : 0 };
     const row = ScreenshotRepository.newRow(job, options, files, ai, Date.now(), routed);
-    const id = await this.queue.complete(job, (trx) => this.screenshots.insert(row, trx));
+    // A configuration's webhook_url: the delivery is written with the screenshot, in one transaction.
+    const webhookUrl = (options as ConfigOptions).webhook_url;
+    const id = await this.queue.complete(job, async (trx) => {
+      const inserted = await this.screenshots.insert(row, trx);
+      if (webhookUrl) {
+        const body = captureDeliveryBody(this.screenshots.toRef({ ...row, id: inserted }), options.url, options);
+        await appendDelivery(trx, { accountId: job.accountId, configId: job.configId, kind: 'capture', sendTo: 'webhook', url: webhookUrl, body: JSON.stringify(body), jobId: job.id, now: row.created_at_ms });
+      }
+      // `change` steps: compared with the configuration's baselines; an alert and its delivery are recorded with the capture.
+      if (readings.length) {
+        await recordChangeReadings(trx, { accountId: job.accountId, configId: job.configId, jobId: job.id, ...(options.custom_title ? { title: options.custom_title } : {}), now: row.created_at_ms }, readings);
+      }
+      return inserted;
+    });
     if (id === null) {
       await this.files.remove(files);
       return null;

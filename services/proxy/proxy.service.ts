@@ -8,7 +8,7 @@
  */
 import type { Knex } from 'knex';
 import type { ServiceSchema } from 'moleculer';
-import { EgressPolicy, resolverLookup } from '../capture/egress';
+import { EgressPolicy, resolverLookup } from '../shared/egress';
 import type { Config } from '../shared/config';
 import type { Handler } from '../shared/contracts';
 import { acquireDatabase, releaseDatabase } from '../shared/database';

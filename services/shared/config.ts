@@ -71,6 +71,14 @@ export interface Config {
   bodyLimit: number;
   /** Seconds between scheduler rounds (a due capture starts at most this late). */
   schedulerTickSeconds: number;
+  webhooks: {
+    /** The most one delivery attempt may take, connection included (a 2xx within it is delivered). */
+    timeoutMs: number;
+    /** Attempts one notifier instance makes at once. */
+    concurrency: number;
+    /** How often due retries and deliveries left by a dead instance are looked for. */
+    pollMs: number;
+  };
   capture: {
     /** Browser sessions this capture instance keeps warm (at most the Grid's free slots). */
     sessions: number;
@@ -287,6 +295,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     logLevel,
     bodyLimit: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 50 * 1_048_576),
     schedulerTickSeconds: int(env, 'SCHEDULER_TICK_SECONDS', 5, 1, 59),
+    webhooks: {
+      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
+      concurrency: int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256),
+      pollMs: int(env, 'WEBHOOK_POLL_MS', 1_000, 50, 60_000),
+    },
     capture: {
       sessions: int(env, 'CAPTURE_SESSIONS', 2, 1, 256),
       queueMax: int(env, 'CAPTURE_QUEUE_MAX', 16, 0, 10_000),

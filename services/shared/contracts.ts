@@ -232,6 +232,21 @@ export interface Actions {
   'ai.check': [{ accountId: string; options: ScreenshotOptions }, { provider: AiProvider; model: string | null }];
   /** Analyses a stored capture. Never fails for the provider's sake: a failure is ai_analyzed false with ai_error. */
   'ai.analyze': [{ accountId: string; options: ScreenshotOptions; image: StoredImage }, AiRecord];
+  /** The account's signing secret (whsec_…), made on first use. */
+  'notifier.webhookSecret': [{ accountId: string }, { secret: string }];
+  /** A new signing secret; the old one keeps signing (a second signature) until previous_valid_until. */
+  'notifier.rotateSecret': [{ accountId: string }, { secret: string; previous_valid_until: string }];
+  'notifier.listDeliveries': [
+    { accountId: string; configId?: string; status?: DeliveryStatus; paging: Paging },
+    { deliveries: DeliveryView[]; has_more: boolean },
+  ];
+  'notifier.retryDelivery': [{ accountId: string; id: string }, DeliveryView];
+  'notifier.listChangeNotifications': [
+    { accountId: string; configId?: string; paging: Paging },
+    { change_notifications: ChangeNotificationRecord[]; has_more: boolean },
+  ];
+  /** Deletes a configuration's deliveries (with their attempts), change readings and alerts. */
+  'notifier.deleteForConfig': [{ accountId: string; configId: string }, { ok: true }];
   'proxy.summaries': [{ accountId: string }, Array<{ id: number; label: string; verified: boolean }>];
   /** The real-location names, sorted (GET /real_locations). */
   'proxy.realLocations': [Record<string, never>, string[]];
@@ -272,6 +287,37 @@ export interface CaptureRoute {
   location: string | null;
   /** The own proxy's host:port (records' custom_proxy), or null. */
   customProxy: string | null;
+}
+
+/** The spec's change notification record (also the change alert's webhook body). */
+export interface ChangeNotificationRecord {
+  id: string;
+  screenshot_configuration_id: string;
+  previous_value: string;
+  retrieved_value: string;
+  config: { type: 'change'; selector: string; send_to: string; url: string };
+  sent_at: string;
+}
+
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** One delivery as the log shows it (GET /webhook_deliveries), with every attempt. */
+export interface DeliveryView {
+  id: string;
+  screenshot_configuration_id: string;
+  kind: 'capture' | 'change';
+  send_to: 'webhook' | 'slack';
+  url: string;
+  status: DeliveryStatus;
+  job_id: string | null;
+  created_at: string;
+  /** When the next attempt is due (pending only). */
+  next_attempt_at: string | null;
+  last_error: string | null;
+  /** The body sent (and signed), parsed. */
+  payload: unknown;
+  attempts: Array<{ attempted_at: string; status_code: number | null; duration_ms: number; error: string | null }>;
 }
 
 export type ActionName = keyof Actions;

@@ -8,7 +8,7 @@ import type { SystemOverrides } from '../../services/system';
 import { type RunningSystem, runSystem } from './system';
 
 /** Every service a capture needs, in one process (embedded SQLite, the shared Grid). */
-export const CAPTURE_SERVICES = 'api,billing,capture,scheduler,ai,proxy';
+export const CAPTURE_SERVICES = 'api,billing,capture,scheduler,ai,proxy,notifier';
 
 /**
  * Starts the system on the shared Grid with an account on a plan big enough for a test

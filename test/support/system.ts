@@ -12,6 +12,8 @@ export interface RunningSystem {
   scheduler: System['scheduler'];
   /** The capture service's handle, when this system runs it. */
   capture: System['capture'];
+  /** The notifier's handle, when this system runs it (tests drive pump() with a controllable clock). */
+  notifier: System['notifier'];
   base: string;
   config: Readonly<Config>;
   account(plan?: string, addons?: Partial<Record<Addon, number>>): Promise<{ account_id: string; access_token: string }>;
@@ -20,12 +22,13 @@ export interface RunningSystem {
 
 export async function runSystem(config: Readonly<Config>, overrides: SystemOverrides = {}): Promise<RunningSystem> {
   // Several brokers share this process in some tests; each needs its own node id.
-  const { broker, api, capture, scheduler } = await startSystem({ ...config, nodeId: config.nodeId ?? uniqueName('node-') }, overrides);
+  const { broker, api, capture, scheduler, notifier } = await startSystem({ ...config, nodeId: config.nodeId ?? uniqueName('node-') }, overrides);
   const base = api ? `http://127.0.0.1:${api.port()}` : '';
   return {
     broker,
     capture,
     scheduler,
+    notifier,
     base,
     config,
     account: (plan = 'free', addons = {}) => call(broker, 'billing.createAccount', { plan, addons }),

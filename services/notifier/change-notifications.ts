@@ -1,0 +1,49 @@
+/**
+ * change_notifications and change_readings as the notifier reads them: the alert records
+ * of the change notification endpoints (spec, "Change notification record"), and the
+ * removal of a configuration's readings and alerts with it. Recording them is done with
+ * the capture (shared/change-alerts.ts).
+ */
+import type { Knex } from 'knex';
+import type { ChangeNotificationRecord } from '../shared/contracts';
+import { type Paging, pageOf, pageQuery } from '../shared/paging';
+
+interface AlertRow {
+  id: string;
+  config_id: string;
+  selector: string;
+  send_to: string;
+  url: string;
+  previous_value: string;
+  retrieved_value: string;
+  created_at_ms: number | string;
+}
+
+export function alertRecord(r: AlertRow): ChangeNotificationRecord {
+  return {
+    id: r.id,
+    screenshot_configuration_id: r.config_id,
+    previous_value: r.previous_value,
+    retrieved_value: r.retrieved_value,
+    config: { type: 'change', selector: r.selector, send_to: r.send_to, url: r.url },
+    sent_at: String(Number(r.created_at_ms)),
+  };
+}
+
+export class ChangeNotifications {
+  constructor(private readonly db: Knex) {}
+
+  async list(accountId: string, configId: string | undefined, paging: Paging): Promise<{ change_notifications: ChangeNotificationRecord[]; has_more: boolean }> {
+    const query = this.db('change_notifications').where({ account_id: accountId });
+    if (configId) query.where({ config_id: configId });
+    // Alerts of one capture share their time: they list in step order, then by id.
+    const rows = (await pageQuery(query, paging, 'created_at_ms', 'step_index').orderBy('id', paging.order === 'ASC' ? 'asc' : 'desc')) as AlertRow[];
+    const page = pageOf(rows, paging);
+    return { change_notifications: page.rows.map(alertRecord), has_more: page.has_more };
+  }
+
+  async deleteForConfig(trx: Knex.Transaction, accountId: string, configId: string): Promise<void> {
+    await trx('change_notifications').where({ account_id: accountId, config_id: configId }).delete();
+    await trx('change_readings').where({ account_id: accountId, config_id: configId }).delete();
+  }
+}

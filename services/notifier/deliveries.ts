@@ -1,0 +1,166 @@
+/**
+ * webhook_deliveries and webhook_attempts: the outbox as the notifier works it. A due
+ * delivery is claimed under a lease (FOR UPDATE SKIP LOCKED on MySQL, as capture's jobs
+ * are), so with any number of notifier instances one of them makes each attempt; the
+ * attempt is recorded, and the delivery moved on, only while that lease is held. A sender
+ * that dies mid-attempt leaves the lease to run out, and the delivery is claimed again
+ * (delivery is at least once; receivers de-duplicate by webhook-id).
+ */
+import type { Knex } from 'knex';
+import type { DeliveryStatus, DeliveryView } from '../shared/contracts';
+import type { DeliveryKind, DeliveryTarget } from '../shared/outbox';
+import { type Paging, pageOf, pageQuery } from '../shared/paging';
+import { randomId } from '../shared/secrets';
+
+/** A delivery this instance holds the lease of. */
+export interface ClaimedDelivery {
+  id: string;
+  accountId: string;
+  sendTo: DeliveryTarget;
+  url: string;
+  body: string;
+  /** Attempts made before this one. */
+  attempts: number;
+  leaseToken: string;
+}
+
+export interface AttemptRecord {
+  at_ms: number;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+}
+
+interface DeliveryRow {
+  id: string;
+  account_id: string;
+  config_id: string;
+  kind: DeliveryKind;
+  send_to: DeliveryTarget;
+  target_url: string;
+  body: string;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at_ms: number | string | null;
+  last_error: string | null;
+  job_id: string | null;
+  created_at_ms: number | string;
+}
+
+const iso = (ms: number | string) => new Date(Number(ms)).toISOString();
+
+export class DeliveryRepository {
+  constructor(
+    private readonly db: Knex,
+    private readonly leaseMs: number,
+    private readonly now: () => number,
+  ) {}
+
+  private get mysql(): boolean {
+    return this.db.client.config.client === 'mysql2';
+  }
+
+  /** The oldest due delivery (pending and due, or claimed under a lease that ran out), claimed; or null. */
+  async claim(): Promise<ClaimedDelivery | null> {
+    const now = this.now();
+    const token = randomId(12);
+    return this.db.transaction(async (trx) => {
+      let query = trx('webhook_deliveries')
+        .where('status', 'pending')
+        .where('next_attempt_at_ms', '<=', now)
+        .where((q) => q.whereNull('lease_until_ms').orWhere('lease_until_ms', '<', now))
+        .orderBy('next_attempt_at_ms')
+        .first('id', 'account_id', 'send_to', 'target_url', 'body', 'attempts');
+      if (this.mysql) query = query.forUpdate().skipLocked();
+      const row = await query;
+      if (!row) return null;
+      await trx('webhook_deliveries').where({ id: row.id }).update({ lease_token: token, lease_until_ms: now + this.leaseMs });
+      return { id: row.id, accountId: row.account_id, sendTo: row.send_to, url: row.target_url, body: row.body, attempts: Number(row.attempts), leaseToken: token };
+    });
+  }
+
+  /**
+   * Records an attempt and where the delivery goes next (delivered, failed, or pending
+   * again at `nextAt`), only while the lease is held; false when it was lost.
+   */
+  async finish(d: ClaimedDelivery, attempt: AttemptRecord, next: { status: DeliveryStatus; nextAt: number | null }): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      let held = trx('webhook_deliveries').where({ id: d.id, lease_token: d.leaseToken, status: 'pending' }).first('id');
+      if (this.mysql) held = held.forUpdate();
+      if (!(await held)) return false;
+      const number = d.attempts + 1;
+      await trx('webhook_attempts').insert({ delivery_id: d.id, number, attempted_at_ms: attempt.at_ms, status_code: attempt.status_code, duration_ms: attempt.duration_ms, error: attempt.error });
+      await trx('webhook_deliveries')
+        .where({ id: d.id })
+        .update({
+          status: next.status,
+          attempts: number,
+          next_attempt_at_ms: next.nextAt,
+          last_error: attempt.error,
+          lease_token: null,
+          lease_until_ms: null,
+          finished_at_ms: next.status === 'pending' ? null : this.now(),
+        });
+      return true;
+    });
+  }
+
+  /** Gives a claimed delivery back without an attempt (this instance is stopping). */
+  async release(d: ClaimedDelivery): Promise<void> {
+    await this.db('webhook_deliveries').where({ id: d.id, lease_token: d.leaseToken }).update({ lease_token: null, lease_until_ms: null });
+  }
+
+  /** When the next pending delivery is due (for the poll), or null. */
+  async nextDueAt(): Promise<number | null> {
+    const row = await this.db('webhook_deliveries').where('status', 'pending').min({ at: 'next_attempt_at_ms' }).first();
+    return row?.at === null || row?.at === undefined ? null : Number(row.at);
+  }
+
+  async list(accountId: string, filter: { configId?: string; status?: DeliveryStatus }, paging: Paging): Promise<{ deliveries: DeliveryView[]; has_more: boolean }> {
+    const query = this.db('webhook_deliveries').where({ account_id: accountId });
+    if (filter.configId) query.where({ config_id: filter.configId });
+    if (filter.status) query.where({ status: filter.status });
+    const page = pageOf((await pageQuery(query, paging, 'created_at_ms', 'id')) as DeliveryRow[], paging);
+    const ids = page.rows.map((r) => r.id);
+    const attempts = ids.length ? await this.db('webhook_attempts').whereIn('delivery_id', ids).orderBy('number') : [];
+    return { deliveries: page.rows.map((r) => this.view(r, attempts.filter((a) => a.delivery_id === r.id))), has_more: page.has_more };
+  }
+
+  /**
+   * Makes a delivery due at once (POST /webhook_deliveries/:id/retry); null when unknown. A
+   * pending one keeps its schedule after this attempt; a failed or delivered one gets this
+   * one attempt more, its earlier attempts staying in the log.
+   */
+  async retry(accountId: string, id: string): Promise<DeliveryView | null> {
+    await this.db('webhook_deliveries')
+      .where({ id, account_id: accountId })
+      .update({ status: 'pending', next_attempt_at_ms: this.now(), finished_at_ms: null });
+    const row = (await this.db('webhook_deliveries').where({ id, account_id: accountId }).first()) as DeliveryRow | undefined;
+    if (!row) return null;
+    return this.view(row, await this.db('webhook_attempts').where({ delivery_id: id }).orderBy('number'));
+  }
+
+  /** Deletes a configuration's deliveries with their attempts, inside the caller's transaction. */
+  async deleteForConfig(trx: Knex.Transaction, accountId: string, configId: string): Promise<void> {
+    const ids = (await trx('webhook_deliveries').where({ account_id: accountId, config_id: configId }).select('id')).map((r) => r.id as string);
+    if (ids.length) await trx('webhook_attempts').whereIn('delivery_id', ids).delete();
+    await trx('webhook_deliveries').where({ account_id: accountId, config_id: configId }).delete();
+  }
+
+  private view(r: DeliveryRow, attempts: Array<{ attempted_at_ms: number | string; status_code: number | null; duration_ms: number; error: string | null }>): DeliveryView {
+    return {
+      id: r.id,
+      screenshot_configuration_id: r.config_id,
+      kind: r.kind,
+      send_to: r.send_to,
+      url: r.target_url,
+      status: r.status,
+      job_id: r.job_id,
+      created_at: iso(r.created_at_ms),
+      next_attempt_at: r.status === 'pending' && r.next_attempt_at_ms !== null ? iso(r.next_attempt_at_ms) : null,
+      last_error: r.last_error,
+      payload: JSON.parse(r.body),
+      attempts: attempts.map((a) => ({ attempted_at: iso(a.attempted_at_ms), status_code: a.status_code === null ? null : Number(a.status_code), duration_ms: Number(a.duration_ms), error: a.error })),
+    };
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * The sender loop: claims due deliveries (on the capture.completed event, after every
+ * attempt, and on a poll for retries that came due and leases that ran out), signs each
+ * with the account's secrets, posts it, and records the attempt under the claim's lease.
+ * At most `concurrency` attempts at once per instance.
+ */
+import type { LoggerInstance } from 'moleculer';
+import type { ClaimedDelivery, DeliveryRepository } from './deliveries';
+import { toEnvelope } from '../shared/errors';
+import { type PostOptions, type PostResult, postJson } from './http-post';
+import { afterAttempt } from './retry-policy';
+import { signedHeaders } from './signing';
+import type { SigningSecrets } from './signing-secrets';
+
+export interface DispatcherOptions {
+  concurrency: number;
+  pollMs: number;
+  post: PostOptions;
+}
+
+export class Dispatcher {
+  private readonly inFlight = new Set<Promise<void>>();
+  private poller: NodeJS.Timeout | null = null;
+  private claiming: Promise<void> | null = null;
+  private again = false;
+  private stopping = false;
+
+  constructor(
+    private readonly deliveries: DeliveryRepository,
+    private readonly secrets: SigningSecrets,
+    private readonly logger: Pick<LoggerInstance, 'warn' | 'error'>,
+    private readonly options: DispatcherOptions,
+    private readonly now: () => number,
+  ) {}
+
+  /** Polls for due work; `autoPoll` false leaves it to pump() (tests with a controllable clock). */
+  start(autoPoll: boolean): void {
+    if (autoPoll) this.poller = setInterval(() => void this.pump(), this.options.pollMs);
+    void this.pump();
+  }
+
+  /** Stops claiming and waits for the attempts under way (each is bounded by the timeout). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.poller) clearInterval(this.poller);
+    await this.claiming;
+    await this.idle();
+  }
+
+  async idle(): Promise<void> {
+    while (this.inFlight.size || this.claiming) {
+      await Promise.allSettled([...this.inFlight, this.claiming]);
+    }
+  }
+
+  /** Claims due deliveries while this instance has room; resolves once they are claimed. */
+  pump(): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    if (this.claiming) {
+      this.again = true;
+      return this.claiming;
+    }
+    this.claiming = this.claimAll().finally(() => {
+      this.claiming = null;
+      if (this.again) {
+        this.again = false;
+        void this.pump();
+      }
+    });
+    return this.claiming;
+  }
+
+  private async claimAll(): Promise<void> {
+    try {
+      while (!this.stopping && this.inFlight.size < this.options.concurrency) {
+        const d = await this.deliveries.claim();
+        if (!d) break;
+        const run: Promise<void> = this.attempt(d).finally(() => {
+          this.inFlight.delete(run);
+          void this.pump();
+        });
+        this.inFlight.add(run);
+      }
+    } catch (err) {
+      this.logger.warn(`claiming a webhook delivery failed: ${(err as Error).message}`);
+    }
+  }
+
+  private async attempt(d: ClaimedDelivery): Promise<void> {
+    try {
+      const started = this.now();
+      const t0 = performance.now();
+      let answer: PostResult;
+      try {
+        const secrets = await this.secrets.active(d.accountId);
+        answer = await postJson(d.url, d.body, signedHeaders(secrets, d.id, new Date(started), d.body), this.options.post);
+      } catch (err) {
+        // Nothing is sent unsigned: a secret that cannot be opened (SECRETS_KEY unset in
+        // the full stack, or changed) is a failed attempt, in the log like any other.
+        const { body } = toEnvelope(err);
+        if (body.error_code === 'internal_error') this.logger.error(`webhook delivery ${d.id} could not be signed`, err);
+        answer = { status: null, body: '', retryAfter: null, error: `not sent: ${body.note}` };
+      }
+      const duration = Math.round(performance.now() - t0);
+      const next = afterAttempt(d.sendTo, answer, d.attempts + 1, this.now());
+      const error = next.status === 'delivered' ? null : (answer.error ?? (d.sendTo === 'slack' ? `Slack answered "${answer.body.slice(0, 100)}"` : null));
+      const recorded = await this.deliveries.finish(d, { at_ms: started, status_code: answer.status, duration_ms: duration, error }, next);
+      if (!recorded) this.logger.warn(`webhook delivery ${d.id}: the lease ran out during the attempt; its outcome is not recorded and it will be tried again`);
+    } catch (err) {
+      // The database failed: the lease runs out and the delivery is claimed again later.
+      this.logger.error(`webhook delivery ${d.id}: the attempt could not be recorded: ${(err as Error).message}`);
+    }
+  }
+}

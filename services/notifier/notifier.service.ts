@@ -1,0 +1,118 @@
+/**
+ * notifier: owns webhook_secrets, webhook_deliveries (the outbox capture appends to in the
+ * transaction that records a capture), webhook_attempts, change_readings and
+ * change_notifications (recorded with the capture too, shared/change-alerts.ts). Sends capture deliveries and
+ * change alerts, signed per Standard Webhooks, with retries; keeps the delivery log.
+ *
+ * Wiring only: signing in signing.ts and signing-secrets.ts, the outbox in deliveries.ts,
+ * the schedule in retry-policy.ts, the wire in http-post.ts, the loop in dispatcher.ts.
+ */
+import type { Knex } from 'knex';
+import type { ServiceSchema } from 'moleculer';
+import type { Config } from '../shared/config';
+import type { EventHandler, Handler } from '../shared/contracts';
+import { acquireDatabase, releaseDatabase } from '../shared/database';
+import { EgressPolicy, resolverLookup } from '../shared/egress';
+import { serviceError } from '../shared/errors';
+import { SecretBox } from '../shared/secrets';
+import type { ServiceUnit } from '../shared/service-unit';
+import { ChangeNotifications } from './change-notifications';
+import { DeliveryRepository } from './deliveries';
+import { Dispatcher } from './dispatcher';
+import { SigningSecrets } from './signing-secrets';
+
+export interface NotifierDeps {
+  config: Readonly<Config>;
+  /** Injected for tests (a controllable clock); defaults to Date.now. */
+  now?: () => number;
+  /** Polls for due retries on its own; tests that drive pump() themselves turn it off. */
+  autoPoll?: boolean;
+  /** false: answers its actions but sends nothing (the admin CLI). */
+  send?: boolean;
+}
+
+export interface NotifierHandle {
+  /** Claims and sends what is due now; resolves when those attempts are recorded. */
+  pump(): Promise<void>;
+}
+
+interface NotifierState {
+  db: Knex;
+  deliveries: DeliveryRepository;
+  alerts: ChangeNotifications;
+  secrets: SigningSecrets;
+  dispatcher: Dispatcher;
+}
+
+export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle> {
+  const { config } = deps;
+  const now = deps.now ?? Date.now;
+  let s: NotifierState;
+
+  const listDeliveries: Handler<'notifier.listDeliveries'> = async (ctx) => {
+    const { accountId, configId, status, paging } = ctx.params;
+    return s.deliveries.list(accountId, { ...(configId ? { configId } : {}), ...(status ? { status } : {}) }, paging);
+  };
+
+  const retryDelivery: Handler<'notifier.retryDelivery'> = async (ctx) => {
+    const view = await s.deliveries.retry(ctx.params.accountId, ctx.params.id);
+    if (!view) throw serviceError('not_found', `No webhook delivery "${ctx.params.id}" in this account.`);
+    void s.dispatcher.pump();
+    return view;
+  };
+
+  const completed: EventHandler<'capture.completed'> = () => void s.dispatcher.pump();
+
+  const schema: ServiceSchema = {
+    name: 'notifier',
+    actions: {
+      webhookSecret: { handler: (async (ctx) => ({ secret: await s.secrets.current(ctx.params.accountId) })) as Handler<'notifier.webhookSecret'> },
+      rotateSecret: { handler: (async (ctx) => s.secrets.rotate(ctx.params.accountId)) as Handler<'notifier.rotateSecret'> },
+      listDeliveries: { handler: listDeliveries },
+      retryDelivery: { handler: retryDelivery },
+      listChangeNotifications: {
+        handler: ((ctx) => s.alerts.list(ctx.params.accountId, ctx.params.configId, ctx.params.paging)) as Handler<'notifier.listChangeNotifications'>,
+      },
+      deleteForConfig: {
+        handler: (async (ctx) => {
+          const { accountId, configId } = ctx.params;
+          await s.db.transaction(async (trx) => {
+            await s.alerts.deleteForConfig(trx, accountId, configId);
+            await s.deliveries.deleteForConfig(trx, accountId, configId);
+          });
+          return { ok: true as const };
+        }) as Handler<'notifier.deleteForConfig'>,
+      },
+    },
+    events: { 'capture.completed': completed },
+    created() {
+      const db = acquireDatabase(config.database);
+      // A lease outlasts the attempt it covers, so it only runs out when its sender died.
+      const deliveries = new DeliveryRepository(db, 2 * config.webhooks.timeoutMs + 5_000, now);
+      const secrets = new SigningSecrets(db, new SecretBox(config), now);
+      // The policy captures obey (EGRESS_DNS_SERVERS, EGRESS_ALLOW_ADDRESSES, ALLOW_PRIVATE_NETWORKS).
+      const { dnsServers, allowAddresses } = config.capture;
+      const policy = new EgressPolicy(config.allowPrivateNetworks, dnsServers.length ? resolverLookup(dnsServers) : undefined, undefined, allowAddresses);
+      const dispatcher = new Dispatcher(
+        deliveries,
+        secrets,
+        this.logger,
+        {
+          concurrency: config.webhooks.concurrency,
+          pollMs: config.webhooks.pollMs,
+          post: { timeoutMs: config.webhooks.timeoutMs, admit: (host) => policy.admit(host) },
+        },
+        now,
+      );
+      s = { db, deliveries, alerts: new ChangeNotifications(db), secrets, dispatcher };
+    },
+    started() {
+      if (deps.send !== false) s.dispatcher.start(deps.autoPoll ?? true);
+    },
+    async stopped() {
+      await s.dispatcher.stop();
+      await releaseDatabase(config.database);
+    },
+  };
+  return { schema, handle: { pump: () => s.dispatcher.pump().then(() => s.dispatcher.idle()) } };
+}

@@ -1,0 +1,129 @@
+/**
+ * Change detection of `change` steps (spec, "Change alert"; DESIGN section 3), as the
+ * capture records it: per configuration and step, the first reading is the baseline and
+ * sends nothing; afterwards a text that differs after whitespace normalisation gives
+ * exactly one alert record and one delivery to the step's `url` (a JSON POST, or a Slack
+ * incoming-webhook message). Written in the transaction that records the capture, like
+ * capture deliveries (shared/outbox.ts): the tables are the notifier's, which lists them.
+ */
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import type { ChangeNotificationRecord } from './contracts';
+import { appendDelivery } from './outbox';
+import { randomId } from './secrets';
+
+/** What one `change` step read during a capture. */
+export interface ChangeReadingInput {
+  index: number;
+  selector: string;
+  text: string;
+  send_to: string;
+  url: string;
+}
+
+/** Runs of whitespace (line breaks, tabs, non-breaking spaces) count as one space; ends trimmed. */
+export function normaliseText(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** Slack refuses section texts over 3000 characters; values are cut well below that. */
+const SLACK_VALUE_MAX = 1200;
+
+function slackEscape(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+function slackValue(text: string): string {
+  const cut = text.length > SLACK_VALUE_MAX ? `${text.slice(0, SLACK_VALUE_MAX)}…` : text;
+  return cut === '' ? '_(empty)_' : `\`\`\`${slackEscape(cut).replace(/```/g, "'''")}\`\`\``;
+}
+
+/**
+ * A Slack incoming-webhook message naming the configuration, the selector, the previous
+ * and the new value: `text` for notifications and clients without blocks, `blocks` for
+ * the message itself.
+ */
+export function slackMessage(alert: ChangeNotificationRecord, title: string | undefined): Record<string, unknown> {
+  const name = title ? `${title} (${alert.screenshot_configuration_id})` : alert.screenshot_configuration_id;
+  return {
+    text: `Change detected on ${name}: ${alert.config.selector} changed.`,
+    blocks: [
+      { type: 'header', text: { type: 'plain_text', text: 'Change detected' } },
+      {
+        type: 'section',
+        fields: [
+          { type: 'mrkdwn', text: `*Configuration*\n${slackEscape(name)}` },
+          { type: 'mrkdwn', text: `*Selector*\n\`${slackEscape(alert.config.selector)}\`` },
+        ],
+      },
+      { type: 'section', text: { type: 'mrkdwn', text: `*Previous value*\n${slackValue(alert.previous_value)}` } },
+      { type: 'section', text: { type: 'mrkdwn', text: `*New value*\n${slackValue(alert.retrieved_value)}` } },
+      { type: 'context', elements: [{ type: 'mrkdwn', text: `<!date^${Math.floor(Number(alert.sent_at) / 1000)}^{date_short_pretty} {time}|${new Date(Number(alert.sent_at)).toISOString()}>` }] },
+    ],
+  };
+}
+
+const selectorHash = (selector: string) => crypto.createHash('sha256').update(selector).digest('hex');
+
+/**
+ * Compares a capture's readings with the configuration's baselines and records what
+ * changed (an alert and its delivery), inside the caller's transaction. Returns the alerts.
+ */
+export async function recordChangeReadings(
+  trx: Knex.Transaction,
+  capture: { accountId: string; configId: string; jobId: string; title?: string; now: number },
+  readings: ChangeReadingInput[],
+): Promise<ChangeNotificationRecord[]> {
+  const alerts: ChangeNotificationRecord[] = [];
+  const mysql = trx.client.config.client === 'mysql2';
+  for (const r of readings) {
+    const key = { config_id: capture.configId, step_index: r.index, selector_hash: selectorHash(r.selector) };
+    const value = normaliseText(r.text);
+    let previousQuery = trx('change_readings').where(key).first('value');
+    if (mysql) previousQuery = previousQuery.forUpdate();
+    const previous = await previousQuery;
+    if (!previous) {
+      // The step's first reading is its baseline and sends nothing; of two first readings at once, one stands.
+      await trx('change_readings').insert({ ...key, account_id: capture.accountId, value, read_at_ms: capture.now }).onConflict(['config_id', 'step_index', 'selector_hash']).ignore();
+      continue;
+    }
+    if (previous.value === value) continue;
+    await trx('change_readings').where(key).update({ value, read_at_ms: capture.now });
+    const alert: ChangeNotificationRecord = {
+      id: randomId(12),
+      screenshot_configuration_id: capture.configId,
+      previous_value: String(previous.value),
+      retrieved_value: value,
+      config: { type: 'change', selector: r.selector, send_to: r.send_to || 'webhook', url: r.url },
+      sent_at: String(capture.now),
+    };
+    const sendTo = alert.config.send_to === 'slack' ? 'slack' : 'webhook';
+    const body = sendTo === 'slack' ? slackMessage(alert, capture.title) : alert;
+    const deliveryId = await appendDelivery(trx, {
+      accountId: capture.accountId,
+      configId: capture.configId,
+      kind: 'change',
+      sendTo,
+      url: r.url,
+      body: JSON.stringify(body),
+      jobId: capture.jobId,
+      now: capture.now,
+    });
+    await trx('change_notifications').insert({
+      id: alert.id,
+      account_id: capture.accountId,
+      config_id: capture.configId,
+      job_id: capture.jobId,
+      step_index: r.index,
+      selector: r.selector,
+      send_to: sendTo,
+      url: r.url,
+      previous_value: alert.previous_value,
+      retrieved_value: alert.retrieved_value,
+      delivery_id: deliveryId,
+      created_at_ms: capture.now,
+    });
+    alerts.push(alert);
+  }
+  return alerts;
+}
