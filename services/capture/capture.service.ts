@@ -18,7 +18,7 @@ import type { ServiceUnit } from '../shared/service-unit';
 import { type FileStore, createFileStore } from '../shared/storage';
 import { BlockerLoader } from './blocking';
 import { BrowserPool } from './browser-pool';
-import { EgressPolicy, resolverLookup } from './egress';
+import { EgressPolicy, resolverLookup } from '../shared/egress';
 import { EgressGateway } from './gateway';
 import { CaptureEngine } from './engine';
 import { CaptureFiles } from './files';

@@ -10,7 +10,7 @@ import type { SnapOptions } from '../shared/screenshot-options';
 import type { BrowserPool } from './browser-pool';
 import { type BrowserSlot, type PreparedPage, withTimeout } from './browser-slot';
 import type { BlockerSource } from './blocking';
-import type { EgressPolicy } from './egress';
+import type { EgressPolicy } from '../shared/egress';
 import type { GatewayCapture } from './gateway';
 import { type CaptureOutput, capturePage } from './page-capture';
 import { PageSession } from './page-session';

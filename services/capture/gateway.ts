@@ -18,7 +18,7 @@ import type dns from 'node:dns';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { RequestError, Server } from 'proxy-chain';
-import type { EgressPolicy } from './egress';
+import type { EgressPolicy } from '../shared/egress';
 
 export interface GatewayOptions {
   policy: EgressPolicy;

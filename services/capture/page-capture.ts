@@ -9,7 +9,7 @@
  */
 import { serviceError } from '../shared/errors';
 import type { SnapOptions } from '../shared/screenshot-options';
-import type { EgressPolicy } from './egress';
+import type { EgressPolicy } from '../shared/egress';
 import type { GatewayCapture } from './gateway';
 // BEGIN page blocking and consent (blocking.ts, consent.ts)
 import { type BlockerSource, injectCosmetics, wantsBlocking } from './blocking';

@@ -13,7 +13,7 @@
  */
 import { serviceError } from '../shared/errors';
 import type { BlockOptions, PageBlocker } from './blocking';
-import type { EgressPolicy } from './egress';
+import type { EgressPolicy } from '../shared/egress';
 import type { GatewayCapture } from './gateway';
 import type { PageSession } from './page-session';
 

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { BlockerLoader } from '../../services/capture/blocking';
 import { BrowserPool } from '../../services/capture/browser-pool';
-import { EgressPolicy } from '../../services/capture/egress';
+import { EgressPolicy } from '../../services/shared/egress';
 import { CaptureEngine } from '../../services/capture/engine';
 import type { SnapOptions } from '../../services/shared/screenshot-options';
 import { configFrom } from '../support/backends';

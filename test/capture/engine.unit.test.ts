@@ -10,7 +10,7 @@ import type { BlockerSource } from '../../services/capture/blocking';
 import { BrowserPool } from '../../services/capture/browser-pool';
 import { BrowserSlot, type PreparedPage } from '../../services/capture/browser-slot';
 import { CdpConnection, CdpError } from '../../services/capture/cdp';
-import { EgressPolicy } from '../../services/capture/egress';
+import { EgressPolicy } from '../../services/shared/egress';
 import { CaptureEngine } from '../../services/capture/engine';
 import type { CaptureContext, CaptureOutput } from '../../services/capture/page-capture';
 import { serviceError } from '../../services/shared/errors';

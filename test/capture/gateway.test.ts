@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { EgressPolicy, isBlockedAddress, resolverLookup } from '../../services/capture/egress';
+import { EgressPolicy, isBlockedAddress, resolverLookup } from '../../services/shared/egress';
 import { EgressGateway } from '../../services/capture/gateway';
 import { Server as ProxyServer } from 'proxy-chain';
 import { type DnsServer, startDnsServer } from '../support/dns-server';
