@@ -15,11 +15,12 @@ import { AI_ROUTES } from './ai-routes';
 import { PROXY_ROUTES } from './proxy-routes';
 import { createFileStore, type FileStore } from '../shared/storage';
 import { configRoutes } from './config-routes';
+import { egressPolicyFor } from '../shared/egress';
 import { snapRoutes } from './snap-routes';
 import { CHANGE_NOTIFICATION_ROUTES, WEBHOOK_ROUTES } from './webhook-routes';
 
-export function apiRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks'>): RouteDef[] {
-  return [...ACCOUNT_ROUTES, ...snapRoutes(store), ...configRoutes(store, config), ...AI_ROUTES, ...PROXY_ROUTES, ...WEBHOOK_ROUTES, ...CHANGE_NOTIFICATION_ROUTES];
+export function apiRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks' | 'capture'>): RouteDef[] {
+  return [...ACCOUNT_ROUTES, ...snapRoutes(store), ...configRoutes(store, egressPolicyFor(config)), ...AI_ROUTES, ...PROXY_ROUTES, ...WEBHOOK_ROUTES, ...CHANGE_NOTIFICATION_ROUTES];
 }
 
 export interface ApiHandle {

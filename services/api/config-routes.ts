@@ -6,8 +6,7 @@
  * undone before the error is answered.
  */
 import sharp from 'sharp';
-import { refuseLiteralTargets } from '../shared/address-policy';
-import type { Config } from '../shared/config';
+import { refuseLiteralTargets, type TargetPolicy } from '../shared/address-policy';
 import { type ConfigView, type ScreenshotRef, call } from '../shared/contracts';
 import { billsAiCredits, NOT_ANALYSED } from '../shared/ai-record';
 import { withCaptureCredits } from '../shared/credits';
@@ -85,12 +84,12 @@ async function startJob(
   );
 }
 
-async function createConfig(ctx: RouteContext<ConfigOptions>, allowPrivateNetworks: boolean) {
+async function createConfig(ctx: RouteContext<ConfigOptions>, policy: TargetPolicy) {
   const { broker, account } = ctx;
   const options = ctx.params;
   checkFeatures(account, requestedFeatures(options));
   await checkRouteOptions(broker, account.accountId, options);
-  refuseLiteralTargets(options, allowPrivateNetworks);
+  refuseLiteralTargets(options, policy);
   scheduleOf(options); // refuses a schedule without an interval before a credit is reserved
   await checkAnalysis(broker, account.accountId, options);
   // The job id is chosen first so the configuration records it as its last job.
@@ -127,12 +126,12 @@ async function getConfig(ctx: RouteContext) {
   return { success: true, ...configView(v) };
 }
 
-async function updateConfig(ctx: RouteContext<ConfigOptions>, allowPrivateNetworks: boolean) {
+async function updateConfig(ctx: RouteContext<ConfigOptions>, policy: TargetPolicy) {
   const options = ctx.params;
   const accountId = ctx.account.accountId;
   checkFeatures(ctx.account, requestedFeatures(options));
   await checkRouteOptions(ctx.broker, accountId, options);
-  refuseLiteralTargets(options, allowPrivateNetworks);
+  refuseLiteralTargets(options, policy);
   // The analysis the configuration will run after the change (its options merged as the scheduler merges them).
   const existing = await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' });
   await checkAnalysis(ctx.broker, accountId, { ...existing.options, ...options }, options);
@@ -223,7 +222,7 @@ const AI_ERRORS = ['ai_provider_not_configured', 'ai_model_required', 'ai_model_
 const START_ERRORS = ['byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'custom_proxy_not_found', ...AI_ERRORS, 'screenshot_limit_reached', 'ai_credits_exhausted'] as const;
 const ok = (properties: Record<string, unknown>) => ({ type: 'object', properties: { success: { type: 'boolean' }, ...properties } });
 
-export function configRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks'>): RouteDef[] {
+export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[] {
   return [
     route({
       method: 'POST',
@@ -233,7 +232,7 @@ export function configRoutes(store: FileStore, config: Pick<Config, 'allowPrivat
       params: CONFIG_CREATE_PARAMS,
       response: ok({ screenshot_configuration_id: { type: 'string' }, embed_url: { type: 'string' }, job_id: { type: 'string' } }),
       errors: [...CONFIG_ERRORS, 'ai_provider_unsupported', 'url_not_allowed', ...START_ERRORS],
-      handler: (ctx) => createConfig(ctx, config.allowPrivateNetworks),
+      handler: (ctx) => createConfig(ctx, policy),
     }),
     route({
       method: 'POST',
@@ -263,7 +262,7 @@ export function configRoutes(store: FileStore, config: Pick<Config, 'allowPrivat
       params: CONFIG_UPDATE_PARAMS,
       response: ok({ config: { type: 'object' } }),
       errors: [...CONFIG_ERRORS, 'ai_provider_unsupported', 'url_not_allowed', 'byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'custom_proxy_not_found', ...AI_ERRORS],
-      handler: (ctx) => updateConfig(ctx, config.allowPrivateNetworks),
+      handler: (ctx) => updateConfig(ctx, policy),
     }),
     route({
       method: 'GET',

@@ -18,7 +18,7 @@ import type { ServiceUnit } from '../shared/service-unit';
 import { type FileStore, createFileStore } from '../shared/storage';
 import { BlockerLoader } from './blocking';
 import { BrowserPool } from './browser-pool';
-import { EgressPolicy, resolverLookup } from '../shared/egress';
+import { egressPolicyFor } from '../shared/egress';
 import { EgressGateway } from './gateway';
 import { CaptureEngine } from './engine';
 import { CaptureFiles } from './files';
@@ -113,8 +113,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       const screenshots = new ScreenshotRepository(db, config);
       const queue = new JobQueue(db, config.capture.jobLeaseMs);
       const gw = config.capture.gateway;
-      const { dnsServers, allowAddresses } = config.capture;
-      const policy = new EgressPolicy(config.allowPrivateNetworks, dnsServers.length ? resolverLookup(dnsServers) : undefined, undefined, allowAddresses);
+      const policy = egressPolicyFor(config);
       const pool = new BrowserPool(
         {
           seleniumUrl: config.seleniumUrl,

@@ -12,7 +12,7 @@ import type { ServiceSchema } from 'moleculer';
 import type { Config } from '../shared/config';
 import type { EventHandler, Handler } from '../shared/contracts';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
-import { EgressPolicy, resolverLookup } from '../shared/egress';
+import { egressPolicyFor } from '../shared/egress';
 import { serviceError } from '../shared/errors';
 import { SecretBox } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
@@ -91,8 +91,7 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
       const deliveries = new DeliveryRepository(db, 2 * config.webhooks.timeoutMs + 5_000, now);
       const secrets = new SigningSecrets(db, new SecretBox(config), now);
       // The policy captures obey (EGRESS_DNS_SERVERS, EGRESS_ALLOW_ADDRESSES, ALLOW_PRIVATE_NETWORKS).
-      const { dnsServers, allowAddresses } = config.capture;
-      const policy = new EgressPolicy(config.allowPrivateNetworks, dnsServers.length ? resolverLookup(dnsServers) : undefined, undefined, allowAddresses);
+      const policy = egressPolicyFor(config);
       const dispatcher = new Dispatcher(
         deliveries,
         secrets,

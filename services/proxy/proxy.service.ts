@@ -8,7 +8,7 @@
  */
 import type { Knex } from 'knex';
 import type { ServiceSchema } from 'moleculer';
-import { EgressPolicy, resolverLookup } from '../shared/egress';
+import { egressPolicyFor } from '../shared/egress';
 import type { Config } from '../shared/config';
 import type { Handler } from '../shared/contracts';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
@@ -29,12 +29,7 @@ export function proxyService(deps: { config: Readonly<Config> }): ServiceUnit {
   const secrets = new SecretBox(config);
   // Proxy hosts pass the same egress policy as capture targets (a proxy at a private address
   // would reach this network), resolved with the same DNS servers.
-  const policy = new EgressPolicy(
-    config.allowPrivateNetworks,
-    config.capture.dnsServers.length ? resolverLookup(config.capture.dnsServers) : undefined,
-    undefined,
-    config.capture.allowAddresses,
-  );
+  const policy = egressPolicyFor(config);
 
   /** The stored proxy, or 412 custom_proxy_not_found (a capture) / 404 not_found (the endpoints). */
   async function stored(accountId: string, id: number, forCapture: boolean): Promise<ProxyRow> {

@@ -103,16 +103,24 @@ export function literalAddress(url: URL): string | null {
   return net.isIP(host) ? host : null;
 }
 
+/** What refuseLiteralTargets asks of the egress policy (EgressPolicy answers it). */
+export interface TargetPolicy {
+  readonly allowPrivateNetworks: boolean;
+  /** Whether an address is refused: the ranges above minus the operator's EGRESS_ALLOW_ADDRESSES. */
+  refuses(address: string): boolean;
+}
+
 /**
  * Refuses (400 url_not_allowed) a configuration whose `webhook_url`, or a `change` step's
  * `url`, names a refused address literally, when it is stored (create and update). A name
- * is checked when a delivery is sent, since what it resolves to may change.
+ * is checked when a delivery is sent, since what it resolves to may change. The same
+ * policy as deliveries: an address the operator allowed (EGRESS_ALLOW_ADDRESSES) is stored.
  */
 export function refuseLiteralTargets(
   o: { webhook_url?: string; multi_step_actions?: Array<{ type: string; url?: string }> },
-  allowPrivateNetworks: boolean,
+  policy: TargetPolicy,
 ): void {
-  if (allowPrivateNetworks) return;
+  if (policy.allowPrivateNetworks) return;
   const targets: Array<[string, string]> = [];
   if (o.webhook_url) targets.push(['webhook_url', o.webhook_url]);
   o.multi_step_actions?.forEach((step, i) => {
@@ -126,8 +134,8 @@ export function refuseLiteralTargets(
       continue; // the option's own validation names a malformed URL
     }
     const address = literalAddress(url);
-    if (address && isBlockedAddress(address)) {
-      throw serviceError('url_not_allowed', `${name}: ${raw} names ${address}, a loopback, private, link-local or metadata address. Private and internal addresses are refused.`);
+    if (address && policy.refuses(address)) {
+      throw serviceError('url_not_allowed', `${name}: ${raw} names ${address}, a loopback, private, link-local or metadata address. Private and internal addresses are refused (an operator can allow one with EGRESS_ALLOW_ADDRESSES).`);
     }
   }
 }

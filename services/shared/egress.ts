@@ -13,6 +13,7 @@
 import dns from 'node:dns/promises';
 import net from 'node:net';
 import { isBlockedAddress } from './address-policy';
+import type { Config } from './config';
 
 export { isBlockedAddress };
 
@@ -131,4 +132,13 @@ export class EgressPolicy {
       ? { allowed: false, reason: `resolves to ${bad}, a loopback, private, link-local or metadata address` }
       : { allowed: true };
   }
+}
+
+/**
+ * The policy every service applies to the addresses it connects to or stores, from the
+ * operator's settings: ALLOW_PRIVATE_NETWORKS, EGRESS_DNS_SERVERS, EGRESS_ALLOW_ADDRESSES.
+ */
+export function egressPolicyFor(config: Pick<Config, 'allowPrivateNetworks' | 'capture'>): EgressPolicy {
+  const { dnsServers, allowAddresses } = config.capture;
+  return new EgressPolicy(config.allowPrivateNetworks, dnsServers.length ? resolverLookup(dnsServers) : undefined, undefined, allowAddresses);
 }

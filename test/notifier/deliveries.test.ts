@@ -306,6 +306,29 @@ describe('notifier: the egress policy on webhook targets', function () {
   });
 });
 
+describe('notifier: an address the operator allowed (EGRESS_ALLOW_ADDRESSES)', function () {
+  this.timeout(30_000);
+
+  it('stores a webhook_url naming it literally, and still refuses the addresses it does not cover', async () => {
+    const h = await harness({ EGRESS_ALLOW_ADDRESSES: '127.0.0.0/24' });
+    try {
+      const api = (method: string, p: string, json: Body) => request<Body>(h.sys.base, method, p, { headers: { authorization: `Bearer ${h.token}` }, json });
+      // Past the literal check, the unknown configuration is what answers.
+      const allowed = await api('PATCH', '/screenshot_configs/cfg_none', { url: 'http://127.0.0.1:9/page', webhook_url: 'http://127.0.0.1:9/hook' });
+      expect([allowed.status, allowed.body.error_code], JSON.stringify(allowed.body)).to.deep.equal([404, 'not_found']);
+      const step = await api('PATCH', '/screenshot_configs/cfg_none', { url: 'http://127.0.0.1:9/page', multi_step_actions: [{ type: 'change', selector: 'h1', send_to: 'webhook', url: 'http://127.0.0.1:9/alert' }] });
+      expect(step.status, JSON.stringify(step.body)).to.equal(404);
+      const other = await api('PATCH', '/screenshot_configs/cfg_none', { url: 'http://127.0.0.1:9/page', webhook_url: 'http://127.0.1.1:9/hook' });
+      expect([other.status, other.body.error_code]).to.deep.equal([400, 'url_not_allowed']);
+      expect(other.body.note).to.match(/EGRESS_ALLOW_ADDRESSES/);
+      const metadata = await api('PATCH', '/screenshot_configs/cfg_none', { url: 'http://127.0.0.1:9/page', webhook_url: 'http://169.254.169.254/latest' });
+      expect([metadata.status, metadata.body.error_code]).to.deep.equal([400, 'url_not_allowed']);
+    } finally {
+      await h.stop();
+    }
+  });
+});
+
 describe('notifier: the full stack without SECRETS_KEY', function () {
   this.timeout(30_000);
 
