@@ -11,6 +11,7 @@ import { expect } from 'chai';
 import sharp from 'sharp';
 import { DEFAULT_LISTS, LIST_PACKAGE, PageBlocker, isThirdParty, wantsBlocking } from '../../services/capture/blocking';
 import { startCaptureSystem } from '../support/capture-helpers';
+import { IN_PAGE_POLICY_ONLY } from '../support/backends';
 import { qs, request } from '../support/http';
 import type { RunningSystem } from '../support/system';
 import {
@@ -372,7 +373,8 @@ describe('page blocking with the egress policy on (ALLOW_PRIVATE_NETWORKS unset)
 
   before(async () => {
     fx = await startBlockingFixtures();
-    ({ sys, token, cleanup } = await startCaptureSystem({ CAPTURE_SESSIONS: '1', CHROME_EXTRA_ARGS: JSON.stringify([hostResolverRules()]) }));
+    // The ad hosts stand for public sites here, so the policy is the in-page one (the gateway would see loopback).
+    ({ sys, token, cleanup } = await startCaptureSystem({ CAPTURE_SESSIONS: '1', CHROME_EXTRA_ARGS: JSON.stringify([hostResolverRules()]), ...IN_PAGE_POLICY_ONLY }));
   });
   after(async () => {
     await cleanup?.();

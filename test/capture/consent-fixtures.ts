@@ -17,6 +17,7 @@
  *            static.shop-example.test and widgets.other-vendor.test.
  */
 import { type PageAnswer, servePages } from '../support/local-server';
+import { mapToLoopback } from '../support/test-dns';
 
 export const AD_SCRIPT_HOST = 'pagead2.googlesyndication.com';
 export const AD_IMAGE_HOST = 'ad.doubleclick.net';
@@ -44,6 +45,8 @@ export const FIXTURE_HOSTS = [
   SHOP_STATIC_HOST,
   OTHER_VENDOR_HOST,
 ];
+// The egress gateway resolves them with the shared test DNS server; the browser maps them itself when there is none.
+mapToLoopback(FIXTURE_HOSTS);
 
 /** The Chromium flag that sends FIXTURE_HOSTS to 127.0.0.1. */
 export function hostResolverRules(): string {

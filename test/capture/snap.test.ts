@@ -11,6 +11,7 @@ import { type HttpAnswer, request } from '../support/http';
 import { sharedGrid } from '../support/grid';
 import { imageSize, pixel, screenshotsUsed, snapSuite } from '../support/capture-helpers';
 import { expectEnvelope } from '../support/errors';
+import { IN_PAGE_POLICY_ONLY } from '../support/backends';
 
 const size = imageSize;
 
@@ -265,6 +266,8 @@ async function expectFramesGuarded(fx: FixtureServer, snap: (params: Record<stri
 }
 
 // "fixture.test" and "other.test" stand for two public sites: Chromium resolves them to the fixture server.
+// So these suites check the in-page policy without the gateway (IN_PAGE_POLICY_ONLY), which would
+// resolve the names itself and see loopback; egress-gateway.test.ts proves the same refusals through it.
 const PUBLIC_NAMES = JSON.stringify(['--host-resolver-rules=MAP fixture.test 127.0.0.1, MAP other.test 127.0.0.1']);
 
 describe('snap egress policy and capacity (ALLOW_PRIVATE_NETWORKS unset)', function () {
@@ -272,6 +275,7 @@ describe('snap egress policy and capacity (ALLOW_PRIVATE_NETWORKS unset)', funct
   const t = snapSuite((fx) => ({
     CAPTURE_SESSIONS: '1',
     CAPTURE_QUEUE_MAX: '0',
+    ...IN_PAGE_POLICY_ONLY,
     // Chromium also counts the fixture server as a public address, as a real site's would be.
     CHROME_EXTRA_ARGS: JSON.stringify([...JSON.parse(PUBLIC_NAMES), `--ip-address-space-overrides=127.0.0.1:${fx.port}=public`]),
   }));
@@ -338,7 +342,7 @@ describe('snap egress policy and capacity (ALLOW_PRIVATE_NETWORKS unset)', funct
 // Embedded mode (a local ChromeDriver), as a Grid node starts the browser its stereotype names.
 describe('snap egress policy in frames on the full Chromium (embedded, CHROME_BIN=/usr/bin/chromium)', function () {
   this.timeout(120_000);
-  const t = snapSuite({ SELENIUM_URL: '', CAPTURE_SESSIONS: '1', CHROME_BIN: '/usr/bin/chromium', CHROME_EXTRA_ARGS: PUBLIC_NAMES });
+  const t = snapSuite({ SELENIUM_URL: '', CAPTURE_SESSIONS: '1', CHROME_BIN: '/usr/bin/chromium', CHROME_EXTRA_ARGS: PUBLIC_NAMES, ...IN_PAGE_POLICY_ONLY });
 
   it('blocks private addresses in frames too: a frame of one, and what a cross-site frame loads', async () => {
     await expectFramesGuarded(t.fx, t.snap);

@@ -46,12 +46,20 @@ export function tempDir(prefix = 'snaptest-'): string {
 }
 
 /**
- * Settings every test system gets unless its env says otherwise. The egress gateway is off:
- * the fixture sites are reached by names Chromium maps to 127.0.0.1 (--host-resolver-rules),
- * which a browser behind a proxy no longer resolves; the gateway's own tests turn it on with
- * a DNS server of their own (EGRESS_DNS_SERVERS).
+ * Settings every test system gets unless its env says otherwise. The egress gateway runs,
+ * as in production; it resolves names with the shared test DNS server (test-dns.ts, whose
+ * address the root hooks put here as EGRESS_DNS_SERVERS), which sends the fixture names to
+ * 127.0.0.1 and refuses every other name. Suites that make a name on loopback stand for a
+ * public site (the in-page checks, without the gateway) use IN_PAGE_POLICY_ONLY.
  */
-export const TEST_DEFAULTS: Record<string, string> = { EGRESS_GATEWAY: 'off' };
+export const TEST_DEFAULTS: Record<string, string> = {};
+
+/**
+ * For suites where a fixture name Chromium maps to 127.0.0.1 stands for a public site
+ * (--host-resolver-rules), to test the in-page policy: no gateway, and the policy's early
+ * checks use the system resolver, which does not know the name (as before the gateway).
+ */
+export const IN_PAGE_POLICY_ONLY: Record<string, string> = { EGRESS_GATEWAY: 'off', EGRESS_DNS_SERVERS: '' };
 
 /** A config as the process would load it from these environment variables. */
 export function configFrom(env: Record<string, string | undefined>): Readonly<Config> {
