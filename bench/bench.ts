@@ -2,26 +2,32 @@
  * `npm run bench`: how far GET /snap is from what the browser itself needs.
  *
  * One run starts a standalone Selenium Grid (grid/grid.js), a local page server (bench/pages.ts)
- * and then, one after the other, never at the same time:
+ * and then:
  *
- *   (a) the floor: N WebDriver sessions on that Grid (N = concurrency, opened exactly like the
- *       capture service opens its own: launchSession), each with one target in its own browser
- *       context, attached over the browser-level CDP socket (se:cdp) in flat mode, with the
- *       same viewport. One iteration = Page.navigate, wait for Page.loadEventFired, the row's
- *       complete work (below), Page.captureScreenshot (same format and quality as /snap). The
- *       same tab is reused.
- *   (c) the isolated floor, right after (a) for each page and concurrency: raw CDP doing
- *       exactly the browser work DESIGN.md section 4 requires of every capture, and nothing
- *       of ours, on as many Grid sessions as the service gets (4). Each capture takes an idle
- *       browser whose page is ready: a fresh browser context and window (created, attached,
- *       Page.enable, viewport) prepared in the background after that browser's previous
- *       capture, once its used context was disposed. Then the same navigate, load event,
- *       complete work and screenshot as (a). It shows what isolation itself costs, and so how
- *       close any implementation of the design can come to (a) on this machine.
+ *   (a) the floor, first and alone: N WebDriver sessions on that Grid (N = concurrency, opened
+ *       exactly like the capture service opens its own: launchSession), each with one target
+ *       in its own browser context, attached over the browser-level CDP socket (se:cdp) in
+ *       flat mode, with the same viewport. One iteration = Page.navigate, wait for
+ *       Page.loadEventFired, the row's complete work (below), Page.captureScreenshot (same
+ *       format and quality as /snap). The same tab is reused.
+ *   (c) the isolated floor: raw CDP doing exactly the browser work DESIGN.md section 4
+ *       requires of every capture, and nothing of ours, on as many Grid sessions as the
+ *       service gets (4). Each capture takes an idle browser whose page is ready: a fresh
+ *       browser context and window (created, attached, Page.enable, viewport) prepared in the
+ *       background after that browser's previous capture, once its used context was disposed.
+ *       Then the same navigate, load event, complete work and screenshot as (a). It shows what
+ *       isolation itself costs, and so how close any implementation of the design can come to
+ *       (a) on this machine.
  *   (b) GET /snap end to end over HTTP against the real system started in this process
  *       (startSystem: SQLite in a temp DATA_DIR, the same Grid, 4 capture sessions), with
  *       wait=0 and ttl=0 (always a fresh capture) and the row's options, timed until the whole
  *       body is read.
+ *   (d) the same GET /snap on a second system beside it with EGRESS_GATEWAY=off, at
+ *       concurrency 1 and 4: what the egress gateway costs (BENCH_GATEWAY_COMPARE=0 skips it).
+ *
+ * (b), (c) and (d) are up at once and each cell runs in alternating blocks (isolated, snap,
+ * no gateway, isolated, …: runAlternated), so that drift in the machine's speed, large on a
+ * shared virtual machine, falls on every side alike and their ratios compare like with like.
  *
  * The rows (ROWS): simple and heavy (a viewport capture); script (content that arrives by script
  * after load: /snap with wait_for, the floors wait until the selector matches); long (10 000 px,
@@ -30,7 +36,7 @@
  * and long with fullpage_advanced (/snap only, against the long page's floors, at concurrency 1).
  *
  * For each row and concurrency (1, 2, 4): warm-up iterations (not counted), then a fixed number
- * of iterations spread over `concurrency` workers. Reported: p50 and p95 latency, captures per
+ * of iterations spread over `concurrency` workers (for (b)-(d), in BLOCKS blocks per side). Reported: p50 and p95 latency, captures per
  * second (completed captures / wall time of the cell) and CPU time per capture (the whole
  * machine's, from /proc/stat, and this process's share), side by side, with the ratios and a
  * verdict per target (TARGETS: against the isolated floor, DESIGN.md section 4 and issue 11).
@@ -44,6 +50,7 @@
  *   BENCH_PAGES       the pages to run, e.g. "long,script" (default all: simple,heavy,script,long;
  *                     long brings its fullpage_advanced row).
  *   BENCH_CONCURRENCY the concurrencies to run, e.g. "1" (default 1,2,4).
+ *   BENCH_GATEWAY_COMPARE  0: no (d).
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -446,16 +453,21 @@ interface FloorInfo {
   domNodes: Record<string, number>;
 }
 
+/** The isolated floor's browsers, kept open from the floor's phase to the alternated one. */
+interface IsolatedFloor {
+  pool: IsolatedPool;
+  close(): Promise<void>;
+}
+
 async function runFloor(
   config: Readonly<Config>,
   pages: PageServer,
   open: Set<FloorTab>,
-): Promise<{ results: Results; isolated: Results; info: FloorInfo }> {
+): Promise<{ results: Results; isolated: IsolatedFloor; info: FloorInfo }> {
   // Rows measured only on /snap share their page's floors.
   const floorRows = RUN_ROWS.filter((r) => r.floorRow === r.name);
   const results = emptyResults(floorRows);
-  const isolated = emptyResults(floorRows);
-  // The isolated floor's browsers stay open (idle) while the plain floor runs.
+  // The isolated floor's browsers stay open (idle) while the plain floor runs; it is measured later, alternated with /snap.
   progress(`isolated floor: opening ${SNAP_SESSIONS} Grid sessions`);
   const isolatedTabs = await Promise.all(
     Array.from({ length: SNAP_SESSIONS }, async (_, i) => {
@@ -482,8 +494,7 @@ async function runFloor(
       }
       for (const row of floorRows.filter((r) => measuredAt(r).includes(c))) {
         const url = pages.origin + pages.pages[row.page];
-        const label = row.name.padEnd(6);
-        results[row.name]![c] = await measure(`floor  ${label} c=${c}`, c, (w) => floorCapture(tabs[w]!, url, row.work, true));
+        results[row.name]![c] = await measure(`floor  ${row.name.padEnd(6)} c=${c}`, c, (w) => floorCapture(tabs[w]!, url, row.work, true));
         if (info.domNodes[row.page] === undefined) {
           const r = await tabs[0]!.slot.cdp.send<{ result: { value: number } }>(
             'Runtime.evaluate',
@@ -492,7 +503,6 @@ async function runFloor(
           );
           info.domNodes[row.page] = r.result.value;
         }
-        isolated[row.name]![c] = await measure(`isolated ${label} c=${c}`, c, () => isolatedPool.capture(url, row.work));
       }
     } finally {
       await Promise.all(
@@ -503,14 +513,22 @@ async function runFloor(
       );
     }
   }
-  await isolatedPool.close();
-  await Promise.all(
-    isolatedTabs.map(async (t) => {
-      open.delete(t);
-      await t.slot.quit();
-    }),
-  );
-  return { results, isolated, info };
+  return {
+    results,
+    info,
+    isolated: {
+      pool: isolatedPool,
+      async close() {
+        await isolatedPool.close();
+        await Promise.all(
+          isolatedTabs.map(async (t) => {
+            open.delete(t);
+            await t.slot.quit();
+          }),
+        );
+      },
+    },
+  };
 }
 
 // ------------------------------------------------------------------------------------------
@@ -541,34 +559,99 @@ function snapOnce(agent: http.Agent, url: string): Promise<number> {
   });
 }
 
-async function runSnap({ broker, api }: System, pages: PageServer, concurrencies: readonly number[] = CONCURRENCY): Promise<Results> {
-  const results = emptyResults(RUN_ROWS);
+/** A bench account on a system, and the /snap URL of each row for it. */
+async function snapTarget({ broker, api }: System, pages: PageServer): Promise<(row: Row) => string> {
   await call(broker, 'billing.upsertPlan', { name: 'bench', paid: true, screenshot_limit: 10_000_000 });
   const { access_token } = await call(broker, 'billing.createAccount', { plan: 'bench' });
   const base = `http://127.0.0.1:${api?.port()}`;
-  for (const c of concurrencies) {
-    const agent = new http.Agent({ keepAlive: true, maxSockets: c });
+  return (row) => {
+    const query = new URLSearchParams({
+      access_token,
+      url: pages.origin + pages.pages[row.page],
+      wait: '0',
+      ttl: '0',
+      page_width: String(VIEWPORT.width),
+      page_height: String(VIEWPORT.height),
+      image_format: FORMAT,
+      quality: String(QUALITY),
+      ...row.snap,
+    });
+    return `${base}/snap?${query}`;
+  };
+}
+
+/** Blocks each side of an alternated cell is split into. */
+const BLOCKS = 3;
+
+/** One cell's blocks put together: every sample, the wall time and CPU summed over the blocks. */
+function mergeBlocks(blocks: CellResult[]): CellResult {
+  const n = (b: CellResult) => Math.max(1, b.samples.length);
+  const total = blocks.reduce((a, b) => a + n(b), 0);
+  const mean = (f: (b: CellResult) => number) => blocks.reduce((a, b) => a + f(b) * n(b), 0) / total;
+  return {
+    samples: blocks.flatMap((b) => b.samples),
+    wallMs: blocks.reduce((a, b) => a + b.wallMs, 0),
+    meanBytes: mean((b) => b.meanBytes),
+    machineCpuMs: mean((b) => b.machineCpuMs),
+    selfCpuMs: mean((b) => b.selfCpuMs),
+  };
+}
+
+/** What the alternated phase measures: the isolated floor, /snap, and /snap without the gateway (when compared). */
+interface Alternated {
+  isolated: Results;
+  snap: Results;
+  none: Results | null;
+}
+
+/**
+ * (b) and (c), and (d) when `off` is given: the isolated floor, GET /snap on the system, and
+ * GET /snap on a second system without the egress gateway, all up at once on the same Grid.
+ * Each cell runs in BLOCKS blocks per side, alternating (isolated, snap, none, isolated, …),
+ * so drift in the machine's speed (it is large on a shared virtual machine) falls on every
+ * side alike and the ratios compare like with like.
+ */
+async function runAlternated(isolatedPool: IsolatedPool, system: System, off: System | null, pages: PageServer): Promise<Alternated> {
+  const out: Alternated = { isolated: emptyResults(RUN_ROWS.filter((r) => r.floorRow === r.name)), snap: emptyResults(RUN_ROWS), none: off ? emptyResults(RUN_ROWS) : null };
+  const snapUrl = await snapTarget(system, pages);
+  const noneUrl = off ? await snapTarget(off, pages) : null;
+  for (const c of CONCURRENCY) {
+    // Sockets for every /snap side; each side runs alone, so c of them are in use at once.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 2 * c });
     try {
       for (const row of RUN_ROWS.filter((r) => measuredAt(r).includes(c))) {
-        const query = new URLSearchParams({
-          access_token,
-          url: pages.origin + pages.pages[row.page],
-          wait: '0',
-          ttl: '0',
-          page_width: String(VIEWPORT.width),
-          page_height: String(VIEWPORT.height),
-          image_format: FORMAT,
-          quality: String(QUALITY),
-          ...row.snap,
-        });
-        const url = `${base}/snap?${query}`;
-        results[row.name]![c] = await measure(`snap   ${row.name.padEnd(6)} c=${c}`, c, () => snapOnce(agent, url));
+        const url = pages.origin + pages.pages[row.page];
+        type Side = { name: string; results: Results; key: string; op: () => Promise<number>; blocks: CellResult[] };
+        const sides: Side[] = [];
+        // A row measured only on /snap (fullpage_advanced) is compared with its page's isolated floor, measured in that page's row.
+        if (row.floorRow === row.name) sides.push({ name: 'isolated', results: out.isolated, key: row.name, op: () => isolatedPool.capture(url, row.work), blocks: [] });
+        const snapAt = snapUrl(row);
+        sides.push({ name: 'snap', results: out.snap, key: row.name, op: () => snapOnce(agent, snapAt), blocks: [] });
+        // The gateway's cost is measured where its targets are: concurrency 1 and 4.
+        if (noneUrl && out.none && c !== 2) {
+          const noneAt = noneUrl(row);
+          sides.push({ name: 'no gateway', results: out.none, key: row.name, op: () => snapOnce(agent, noneAt), blocks: [] });
+        }
+        const perBlock = Math.max(c, Math.round(ITERATIONS[c]! / BLOCKS));
+        for (const side of sides) await runCell(c, WARMUP_PER_WORKER * c, side.op);
+        for (let b = 0; b < BLOCKS; b++) {
+          for (const side of sides) side.blocks.push(await runCell(c, perBlock, side.op));
+        }
+        for (const side of sides) {
+          const merged = mergeBlocks(side.blocks);
+          const st = stats(merged);
+          side.results[side.key]![c] = st;
+          progress(
+            `${side.name.padEnd(10)} ${row.name.padEnd(6)} c=${c}: p50 ${ms(st.p50)} ms, p95 ${ms(st.p95)} ms, ${rate(st.perSecond)} captures/s (${merged.samples.length}), ` +
+              `CPU per capture ${ms(st.machineCpuMs)} ms (this process ${ms(st.selfCpuMs)} ms)`,
+          );
+        }
       }
     } finally {
       agent.destroy();
     }
   }
-  return results;
+  return out;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -645,7 +728,7 @@ function report(floor: Results, isolated: Results, snap: Results, info: FloorInf
       `Viewport ${VIEWPORT.width}x${VIEWPORT.height}, ${FORMAT} quality ${QUALITY}. ` +
       `Iterations per cell: ${CONCURRENCY.map((c) => `c=${c}: ${ITERATIONS[c]}`).join(', ')}, after ${WARMUP_PER_WORKER} warm-up iterations per worker. ` +
       'Floor = raw CDP in N Grid sessions (navigate + load event + the complete work + captureScreenshot, tab reused); ' +
-      `snap = GET /snap over HTTP (wait=0, ttl=0, CAPTURE_SESSIONS=${SNAP_SESSIONS}, SQLite), timed until the body is read. ` +
+      `snap = GET /snap over HTTP (wait=0, ttl=0, CAPTURE_SESSIONS=${SNAP_SESSIONS}, SQLite), timed until the body is read, measured in ${BLOCKS} blocks alternated with the isolated floor's (and the no-gateway system's). ` +
       `Complete work: script (wait_for=${SCRIPT_SELECTOR}): the floors wait until the selector matches; long (fullpage): the viewport grown to ` +
       "the document's height by device metrics, every image loaded, the height measured again, then one screenshot of it all; " +
       "long (fullpage_advanced): /snap only, compared with the long page's floors. " +
@@ -730,7 +813,8 @@ function gatewayReport(withGateway: Results, direct: Results | null): string {
     '',
     '## What the egress gateway costs',
     '',
-    'The same GET /snap cells on the system started again with EGRESS_GATEWAY=off (browser contexts without a proxy, the policy applied by interception in the page only), right after the run above.',
+    `GET /snap on the system above (with the gateway) and on a second system up beside it with EGRESS_GATEWAY=off (browser contexts without a proxy, ` +
+      `the policy applied by interception in the page only), ${SNAP_SESSIONS} capture sessions each, measured in the same alternated blocks as the isolated floor.`,
     '',
     '| page | concurrency | snap p50 ms, gateway / none | p50 ratio | snap captures/s, gateway / none | throughput ratio |',
     '|---|---:|---:|---:|---:|---:|',
@@ -792,7 +876,7 @@ async function main(): Promise<void> {
   const load = [os.loadavg()[0]!];
   try {
     progress('starting the Selenium Grid and the page server');
-    const [grid, pages] = await Promise.all([gridModule.startGrid({ mode: 'standalone', maxSessions: 8, port: 0, sessionTimeout: 300 }), startPageServer()]);
+    const [grid, pages] = await Promise.all([gridModule.startGrid({ mode: 'standalone', maxSessions: 3 * SNAP_SESSIONS, port: 0, sessionTimeout: 300 }), startPageServer()]);
     cleanups.push(() => grid.stop());
     cleanups.push(() => pages.stop());
 
@@ -813,41 +897,38 @@ async function main(): Promise<void> {
     };
     const config = loadConfig(env);
 
-    // (a) the floor; its sessions are all quit before (b) starts.
+    // (a) the warm floor; its sessions are quit before the systems start. The isolated floor's stay open.
     const openTabs = new Set<FloorTab>();
     cleanups.push(async () => {
       await Promise.all([...openTabs].map((t) => t.slot.quit()));
     });
     if (load[0]! > os.cpus().length) progress(`warning: load average ${load[0]!.toFixed(2)} on ${os.cpus().length} cores; other work will skew the numbers`);
-    const { results: floor, isolated, info } = await runFloor(config, pages, openTabs);
+    const { results: floor, isolated: isolatedFloor, info } = await runFloor(config, pages, openTabs);
     load.push(os.loadavg()[0]!);
 
-    // (b) GET /snap on the real system.
-    progress('starting the system (SQLite, 4 capture sessions on the same Grid)');
-    const system = await withTimeout(startSystem(config), 180_000, 'starting the system');
-    const { broker } = system;
-    let brokerStopped = false;
+    // (b) GET /snap on the real system, and (d) a second one without the egress gateway.
+    progress(`starting the system (SQLite, ${SNAP_SESSIONS} capture sessions on the same Grid)`);
+    const systems: System[] = [];
     cleanups.push(async () => {
-      if (!brokerStopped) await broker.stop();
+      await Promise.all(systems.map((sys) => sys.broker.stop()));
     });
-    const snap = await runSnap(system, pages);
-    brokerStopped = true;
-    await broker.stop();
-
-    // (c) the same /snap without the egress gateway, at concurrency 1 and 4: what the gateway costs.
-    let direct: Results | null = null;
+    const system = await withTimeout(startSystem(config), 180_000, 'starting the system');
+    systems.push(system);
+    let off: System | null = null;
     if (config.capture.gateway && process.env.BENCH_GATEWAY_COMPARE !== '0') {
-      progress('starting the system again without the egress gateway (EGRESS_GATEWAY=off)');
-      const off = await withTimeout(startSystem(loadConfig({ ...env, EGRESS_GATEWAY: 'off' })), 180_000, 'starting the system');
-      try {
-        direct = await runSnap(off, pages, CONCURRENCY.filter((c) => c !== 2));
-      } finally {
-        await off.broker.stop();
-      }
+      progress('starting a second system beside it, without the egress gateway (EGRESS_GATEWAY=off)');
+      const offDir = fs.mkdtempSync(path.join(os.tmpdir(), 'snap-bench-off-'));
+      cleanups.push(async () => fs.rmSync(offDir, { recursive: true, force: true }));
+      off = await withTimeout(startSystem(loadConfig({ ...env, DATA_DIR: offDir, EGRESS_GATEWAY: 'off' })), 180_000, 'starting the system');
+      systems.push(off);
     }
+    // (c) the isolated floor, alternated with (b) and (d).
+    const { isolated, snap, none } = await runAlternated(isolatedFloor.pool, system, off, pages);
+    await Promise.all(systems.splice(0).map((sys) => sys.broker.stop()));
+    await isolatedFloor.close();
 
     load.push(os.loadavg()[0]!);
-    const text = report(floor, isolated, snap, info, pages, (performance.now() - t0) / 1000, load) + gatewayReport(snap, direct);
+    const text = report(floor, isolated, snap, info, pages, (performance.now() - t0) / 1000, load) + gatewayReport(snap, none);
     process.stdout.write(`${text}\n`);
     if (FULL_RUN) {
       fs.writeFileSync(RESULTS_FILE, `${text}\n`);
