@@ -93,27 +93,54 @@ export function insertStyle(css: string, attribute: string, value: string): void
 }
 
 /** Runs in the page: whether an element matches, or why the selector is not a valid one. */
-function pageProbe(selector: string): 'present' | 'missing' | { invalid: string } {
+/**
+ * In the page: 'present' as soon as an element matches (checked now, then on every DOM
+ * change), 'missing' when none has after sliceMs, or the page's reason for an invalid selector.
+ */
+function pageWatch(selector: string, sliceMs: number): Promise<'present' | 'missing' | { invalid: string }> {
   try {
-    return document.querySelector(selector) ? 'present' : 'missing';
+    if (document.querySelector(selector)) return Promise.resolve('present');
   } catch (err) {
-    return { invalid: String(err) };
+    return Promise.resolve({ invalid: String(err) });
   }
+  return new Promise((resolve) => {
+    const done = (answer: 'present' | 'missing') => {
+      observer.disconnect();
+      clearTimeout(timer);
+      resolve(answer);
+    };
+    const observer = new MutationObserver(() => {
+      if (document.querySelector(selector)) done('present');
+    });
+    observer.observe(document, { childList: true, subtree: true, attributes: true });
+    const timer = setTimeout(() => done(document.querySelector(selector) ? 'present' : 'missing'), sliceMs);
+  });
 }
 
-/** How often waitForSelector looks. */
-const SELECTOR_POLL_MS = 100;
+/**
+ * The longest one look waits in the page: a match the DOM does not announce (a state such as
+ * :checked) is still seen this often, and a look that a navigation cut short is taken again soon.
+ */
+const SELECTOR_SLICE_MS = 250;
 
 /**
- * Waits until an element matches the selector, looking every 100 ms; gives up ('timed-out')
- * when the next look would come after `until` (epoch ms). An invalid selector is answered
- * at once, with the page's reason.
+ * Waits until an element matches the selector: in the page, answered the moment the DOM
+ * change that makes it match happens (no polling delay); gives up ('timed-out') at `until`
+ * (epoch ms). An invalid selector is answered at once, with the page's reason.
  */
 export async function waitForSelector(page: PageSession, selector: string, until: number): Promise<'present' | 'timed-out' | { invalid: string }> {
   for (;;) {
-    const found = await page.run(pageProbe, selector);
+    const left = until - Date.now();
+    if (left <= 0) return 'timed-out';
+    let found: 'present' | 'missing' | { invalid: string };
+    try {
+      found = await page.evaluate<'present' | 'missing' | { invalid: string }>(inPageCall(pageWatch, selector, Math.min(SELECTOR_SLICE_MS, left)));
+    } catch (err) {
+      // The page navigated (or reloaded) under the look: look again in the new document.
+      if (!/context was destroyed|Cannot find context|Inspected target navigated/i.test((err as Error).message)) throw err;
+      await sleep(Math.min(50, Math.max(0, until - Date.now())));
+      continue;
+    }
     if (found !== 'missing') return found;
-    if (Date.now() + SELECTOR_POLL_MS > until) return 'timed-out';
-    await sleep(SELECTOR_POLL_MS);
   }
 }

@@ -100,6 +100,11 @@ describe('snap on a real Selenium Grid', function () {
       expect(waited.body.html).to.contain('<p id="late">late content</p>');
     });
 
+    it('wait_for answers the moment the element appears: one that exists for 5 ms is seen', async () => {
+      const r = await snap({ url: `${t.fx.origin}/flash`, html_only: true, wait_for: '#flash' });
+      expect(r.status, JSON.stringify(r.body)).to.equal(200);
+    });
+
     it('fullpage_advanced and incremental_scroll scroll lazy content into view', async () => {
       const plain = await snap({ url: `${t.fx.origin}/lazy`, html_only: true });
       expect(plain.body.html).not.to.contain('<p id="lazy-loaded">');
