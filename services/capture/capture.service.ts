@@ -121,7 +121,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
           chromedriverBin: config.capture.chromedriverBin,
           extraArgs: config.capture.extraArgs,
           // One gateway per browser slot, beside this capture instance (DESIGN section 5).
-          gateway: gw ? () => EgressGateway.start({ policy, bindHost: gw.bindHost, advertisedHost: gw.advertisedHost, idleTimeoutMs: gw.idleTimeoutMs }) : null,
+          gateway: gw ? () => EgressGateway.start({ policy, bindHost: gw.bindHost, advertisedHost: gw.advertisedHost, idleTimeoutMs: gw.idleTimeoutMs, connectTimeoutMs: gw.connectTimeoutMs }) : null,
         },
         { sessions: config.capture.sessions, queueMax: config.capture.queueMax, queueTimeoutMs: config.capture.queueTimeoutMs, keepAliveMs: 20_000 },
         this.logger,

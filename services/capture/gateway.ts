@@ -13,10 +13,16 @@
  *
  * Each capture's bytes (what went to and came from the targets) are counted from the
  * connections it used; when the capture is unbound its connections are closed and counted.
+ *
+ * Timeouts: a connection with no traffic for idleTimeoutMs is closed; a connection to a
+ * target or upstream that is not established within connectTimeoutMs is given up (plain
+ * HTTP: on the outgoing socket; CONNECT: until the tunnel is answered), so a black-holed
+ * address costs a page that long, not the idle timeout.
  */
 import type dns from 'node:dns';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo, type NetConnectOpts, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { RequestError, Server } from 'proxy-chain';
 import type { EgressPolicy } from '../shared/egress';
 
@@ -26,8 +32,10 @@ export interface GatewayOptions {
   bindHost: string;
   /** The host the browsers reach it at (EGRESS_GATEWAY_HOST); defaults to bindHost. */
   advertisedHost?: string;
-  /** A connection to the gateway with no traffic for this long is closed (it also bounds a connect that hangs). */
+  /** A connection to the gateway with no traffic for this long is closed. */
   idleTimeoutMs: number;
+  /** A connection to a target (or an upstream) not established within this is given up. */
+  connectTimeoutMs: number;
 }
 
 /** A request the policy refused: the host asked for, its port and why. */
@@ -66,6 +74,39 @@ export class GatewayCapture {
   }
 }
 
+/** An agent whose connections are given up when not established within `connectTimeoutMs`. */
+class ConnectTimeoutAgent extends http.Agent {
+  constructor(private readonly connectTimeoutMs: number) {
+    // Never pooled (Node's global agent keeps connections alive): a pooled connection would
+    // outlive its capture, and its bytes would be counted for no one.
+    super({ keepAlive: false });
+  }
+
+  override createConnection(options: NetConnectOpts, callback?: (err: Error | null, socket: Duplex) => void): Duplex {
+    const socket = net.createConnection(options);
+    const timer = setTimeout(() => socket.destroy(Object.assign(new Error(`connect timed out after ${this.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' })), this.connectTimeoutMs);
+    socket.once('connect', () => clearTimeout(timer));
+    socket.once('close', () => clearTimeout(timer));
+    callback?.(null, socket);
+    return socket;
+  }
+}
+
+/**
+ * A CONNECT: the client's socket gets connectTimeoutMs until the gateway first answers on it
+ * ("200 Connection Established" once the target is connected, or an error), then the idle
+ * timeout again. proxy-chain opens the tunnel itself, so its first write is the one signal.
+ */
+function timeTunnelConnect(socket: Socket, connectTimeoutMs: number, idleTimeoutMs: number): void {
+  socket.setTimeout(connectTimeoutMs);
+  const write = socket.write;
+  socket.write = function (this: Socket, ...args: Parameters<Socket['write']>) {
+    socket.write = write;
+    socket.setTimeout(idleTimeoutMs);
+    return write.apply(this, args);
+  } as Socket['write'];
+}
+
 /** A lookup that answers one address, whatever it is asked: the address the policy checked. */
 function pinnedLookup(address: string, family: 4 | 6): typeof dns.lookup {
   const lookup = (_host: string, options: unknown, callback?: unknown): void => {
@@ -80,29 +121,28 @@ function pinnedLookup(address: string, family: 4 | 6): typeof dns.lookup {
 export class EgressGateway {
   private current: GatewayCapture | null = null;
   private readonly byConnection = new Map<number, GatewayCapture>();
-  /**
-   * Plain HTTP goes out on connections of its own, never pooled (Node's global agent keeps
-   * them alive): a pooled connection would outlive its capture, and its bytes would be
-   * counted for no one.
-   */
-  private readonly agent = new http.Agent({ keepAlive: false });
+  /** Plain HTTP (and chaining to an upstream) goes out on connections of its own. */
+  private readonly agent: ConnectTimeoutAgent;
 
   private constructor(
     private readonly server: Server,
     private readonly advertisedHost: string,
-  ) {}
+    private readonly timeouts: { connectTimeoutMs: number; idleTimeoutMs: number },
+  ) {
+    this.agent = new ConnectTimeoutAgent(timeouts.connectTimeoutMs);
+  }
 
   static async start(opts: GatewayOptions): Promise<EgressGateway> {
     let gateway: EgressGateway | null = null;
     const server = new Server({
       port: 0,
       host: opts.bindHost,
-      prepareRequestFunction: ({ connectionId, hostname, port }) => {
+      prepareRequestFunction: ({ connectionId, hostname, port, isHttp }) => {
         if (!gateway) throw new RequestError('The gateway is starting.', 503);
-        return gateway.prepare(connectionId, hostname, port, opts.policy);
+        return gateway.prepare(connectionId, hostname, port, isHttp, opts.policy);
       },
     });
-    gateway = new EgressGateway(server, opts.advertisedHost ?? opts.bindHost);
+    gateway = new EgressGateway(server, opts.advertisedHost ?? opts.bindHost, opts);
     const g = gateway;
     server.on('connectionClosed', ({ connectionId, stats }: { connectionId: number; stats?: { trgTxBytes: number | null; trgRxBytes: number | null } }) => {
       const capture = g.byConnection.get(connectionId);
@@ -110,7 +150,7 @@ export class EgressGateway {
       if (capture && !capture.ended && stats) capture.bytes += (stats.trgTxBytes ?? 0) + (stats.trgRxBytes ?? 0);
     });
     // proxy-chain destroys a socket that times out.
-    server.server.on('connection', (socket: import('node:net').Socket) => socket.setTimeout(opts.idleTimeoutMs));
+    server.server.on('connection', (socket: Socket) => socket.setTimeout(opts.idleTimeoutMs));
     await server.listen();
     return gateway;
   }
@@ -129,6 +169,7 @@ export class EgressGateway {
     connectionId: number,
     hostname: string,
     port: number,
+    isHttp: boolean,
     policy: EgressPolicy,
   ): Promise<{ dnsLookup?: typeof dns.lookup; httpAgent: http.Agent; upstreamProxyUrl?: string }> {
     let capture = this.byConnection.get(connectionId);
@@ -143,6 +184,8 @@ export class EgressGateway {
       capture.refusals.push({ host: hostname.replace(/^\[|\]$/g, '').toLowerCase(), port, reason: admission.reason });
       throw new RequestError(`${hostname} ${admission.reason}; refused by the egress policy.`, 403);
     }
+    const source = isHttp ? undefined : this.server.connections.get(connectionId);
+    if (source) timeTunnelConnect(source, this.timeouts.connectTimeoutMs, this.timeouts.idleTimeoutMs);
     // Through an upstream, the upstream connects to the target (and resolves it in its own
     // region); the policy above still refused what resolves here to a refused address.
     if (capture.upstream) return { upstreamProxyUrl: capture.upstream, httpAgent: this.agent };

@@ -111,6 +111,8 @@ export interface GatewayConfig {
   advertisedHost: string;
   /** A gateway connection idle this long is closed (EGRESS_IDLE_TIMEOUT_MS). */
   idleTimeoutMs: number;
+  /** A connection to a target (or upstream) not established this long is given up (EGRESS_CONNECT_TIMEOUT_MS). */
+  connectTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -162,7 +164,12 @@ function gatewayConfig(env: Env): GatewayConfig | null {
   // instance by its host name unless told otherwise (in Docker, the container's host name is
   // its short id, which the network resolves, one per scaled instance).
   const advertisedHost = str(env, 'EGRESS_GATEWAY_HOST') ?? (bindHost === '0.0.0.0' || bindHost === '::' ? os.hostname() : bindHost);
-  return { bindHost, advertisedHost, idleTimeoutMs: int(env, 'EGRESS_IDLE_TIMEOUT_MS', 30_000, 1000, 600_000) };
+  return {
+    bindHost,
+    advertisedHost,
+    idleTimeoutMs: int(env, 'EGRESS_IDLE_TIMEOUT_MS', 30_000, 1000, 600_000),
+    connectTimeoutMs: int(env, 'EGRESS_CONNECT_TIMEOUT_MS', 10_000, 100, 600_000),
+  };
 }
 
 function list(env: Env, name: string): string[] {

@@ -4,8 +4,10 @@
  * runs, targets on 127.0.0.1. Only loopback is ever connected to: refusals of other
  * addresses are decided before any connection.
  */
+import { spawn } from 'node:child_process';
 import { expect } from 'chai';
 import http from 'node:http';
+import net from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import { EgressPolicy, isBlockedAddress, resolverLookup } from '../../services/shared/egress';
 import { EgressGateway } from '../../services/capture/gateway';
@@ -95,6 +97,29 @@ function getInTunnel(socket: Socket, host: string, path: string): Promise<string
   });
 }
 
+
+/**
+ * A TCP port on 127.0.0.1 whose connects hang: a listener (python3, which can listen without
+ * ever accepting) with a backlog of 0, its queue filled, so the kernel drops further SYNs.
+ */
+let hanging: { stop(): Promise<void> } | null = null;
+async function hangingPort(): Promise<number> {
+  const child = spawn('python3', ['-c', 'import socket,sys\ns=socket.socket();s.bind(("127.0.0.1",0));s.listen(0)\nprint(s.getsockname()[1],flush=True)\nsys.stdin.read()']);
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
+    child.once('error', reject);
+  });
+  const fillers = Array.from({ length: 3 }, () => net.connect(port, '127.0.0.1').on('error', () => undefined));
+  await new Promise((r) => setTimeout(r, 200));
+  hanging = {
+    async stop() {
+      for (const f of fillers) f.destroy();
+      child.kill('SIGKILL');
+    },
+  };
+  return port;
+}
+
 describe('egress gateway (proxy-chain, one capture bound at a time)', () => {
   let dns: DnsServer;
   let target: Target;
@@ -102,8 +127,13 @@ describe('egress gateway (proxy-chain, one capture bound at a time)', () => {
   const zone = new Map<string, string[]>();
   const gateways: EgressGateway[] = [];
 
-  async function gateway(allowPrivateNetworks: boolean): Promise<EgressGateway> {
-    const gw = await EgressGateway.start({ policy: new EgressPolicy(allowPrivateNetworks, resolverLookup([dns.address], 1000)), bindHost: '127.0.0.1', idleTimeoutMs: 5000 });
+  async function gateway(allowPrivateNetworks: boolean, connectTimeoutMs = 5000): Promise<EgressGateway> {
+    const gw = await EgressGateway.start({
+      policy: new EgressPolicy(allowPrivateNetworks, resolverLookup([dns.address], 1000)),
+      bindHost: '127.0.0.1',
+      idleTimeoutMs: 5000,
+      connectTimeoutMs,
+    });
     gateways.push(gw);
     return gw;
   }
@@ -289,6 +319,32 @@ describe('egress gateway (proxy-chain, one capture bound at a time)', () => {
       expect(upstreamSeen.length).to.equal(seen);
       gw.unbind(capture);
     });
+  });
+
+  it('gives up a connect that hangs after its connect timeout, well before the idle timeout (HTTP and CONNECT)', async function () {
+    this.timeout(15_000);
+    const port = await hangingPort();
+    try {
+      const gw = await gateway(true, 400);
+      const capture = gw.bind();
+      let t = Date.now();
+      const plain = await viaProxy(gw, `http://127.0.0.1:${port}/never`);
+      expect(plain.status).to.be.within(502, 504);
+      expect(Date.now() - t).to.be.within(350, 3000);
+      t = Date.now();
+      const tunnel = await new Promise<string>((resolve) => {
+        const req = http.request({ host: '127.0.0.1', port: gw.port, method: 'CONNECT', path: `127.0.0.1:${port}`, agent: false });
+        req.on('connect', (res) => resolve(`answered ${res.statusCode}`));
+        req.on('response', (res) => resolve(`answered ${res.statusCode}`));
+        req.on('error', (err: NodeJS.ErrnoException) => resolve(`closed (${err.code})`));
+        req.end();
+      });
+      expect(tunnel).to.match(/^closed|answered 50\d/);
+      expect(Date.now() - t).to.be.within(350, 3000);
+      gw.unbind(capture);
+    } finally {
+      await hanging?.stop();
+    }
   });
 
   it('refuses requests while no capture is bound, and those of a capture that ended', async () => {

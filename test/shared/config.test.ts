@@ -23,7 +23,9 @@ describe('config', () => {
   });
 
   it('runs the egress gateway by default on 127.0.0.1; on every interface it is reached by host name unless EGRESS_GATEWAY_HOST says', () => {
-    expect(loadConfig({}).capture.gateway).to.deep.equal({ bindHost: '127.0.0.1', advertisedHost: '127.0.0.1', idleTimeoutMs: 30_000 });
+    expect(loadConfig({}).capture.gateway).to.deep.equal({ bindHost: '127.0.0.1', advertisedHost: '127.0.0.1', idleTimeoutMs: 30_000, connectTimeoutMs: 10_000 });
+    expect(loadConfig({ EGRESS_CONNECT_TIMEOUT_MS: '2500' }).capture.gateway?.connectTimeoutMs).to.equal(2500);
+    expect(() => loadConfig({ EGRESS_CONNECT_TIMEOUT_MS: 'soon' })).to.throw(/EGRESS_CONNECT_TIMEOUT_MS/);
     expect(loadConfig({ EGRESS_GATEWAY: 'off' }).capture.gateway).to.equal(null);
     expect(loadConfig({ EGRESS_GATEWAY_BIND: '0.0.0.0' }).capture.gateway?.advertisedHost).to.equal(os.hostname());
     expect(loadConfig({ EGRESS_GATEWAY_BIND: '0.0.0.0', EGRESS_GATEWAY_HOST: 'capture-1' }).capture.gateway?.advertisedHost).to.equal('capture-1');
