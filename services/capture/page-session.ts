@@ -92,7 +92,6 @@ export function insertStyle(css: string, attribute: string, value: string): void
   (document.head || document.documentElement).appendChild(style);
 }
 
-/** Runs in the page: whether an element matches, or why the selector is not a valid one. */
 /**
  * In the page: 'present' as soon as an element matches (checked now, then on every DOM
  * change), 'missing' when none has after sliceMs, or the page's reason for an invalid selector.
@@ -133,8 +132,12 @@ export async function waitForSelector(page: PageSession, selector: string, until
     const left = until - Date.now();
     if (left <= 0) return 'timed-out';
     let found: 'present' | 'missing' | { invalid: string };
+    const slice = Math.min(SELECTOR_SLICE_MS, left);
+    const look = page.evaluate<'present' | 'missing' | { invalid: string }>(inPageCall(pageWatch, selector, slice));
+    look.catch(() => undefined);
     try {
-      found = await page.evaluate<'present' | 'missing' | { invalid: string }>(inPageCall(pageWatch, selector, Math.min(SELECTOR_SLICE_MS, left)));
+      // The page could have replaced its timers: a look is not waited for much past its slice.
+      found = await Promise.race([look, sleep(slice + 100).then(() => 'missing' as const)]);
     } catch (err) {
       // The page navigated (or reloaded) under the look: look again in the new document.
       if (!/context was destroyed|Cannot find context|Inspected target navigated/i.test((err as Error).message)) throw err;

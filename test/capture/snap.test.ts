@@ -105,6 +105,11 @@ describe('snap on a real Selenium Grid', function () {
       expect(r.status, JSON.stringify(r.body)).to.equal(200);
     });
 
+    it('wait_for still looks again on a page that replaced setTimeout, and sees a state no DOM change announces (:checked)', async () => {
+      const r = await snap({ url: `${t.fx.origin}/stalled-timers`, html_only: true, wait_for: '#c:checked' });
+      expect(r.status, JSON.stringify(r.body)).to.equal(200);
+    });
+
     it('fullpage_advanced and incremental_scroll scroll lazy content into view', async () => {
       const plain = await snap({ url: `${t.fx.origin}/lazy`, html_only: true });
       expect(plain.body.html).not.to.contain('<p id="lazy-loaded">');

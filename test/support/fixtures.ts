@@ -30,6 +30,12 @@ const PAGES: Record<string, (req: http.IncomingMessage, port: number) => PageAns
   '/tall': () => ({ body: page('<div id="tall" style="height:2600px;background:linear-gradient(#f00,#00f)">tall</div>') }),
   '/noisy': () => ({ body: NOISY }),
   '/js-rendered': () => ({ body: page('<div id="static">static</div><script>document.body.insertAdjacentHTML("beforeend", "<p id=\\"from-js\\">rendered by script</p>")</script>') }),
+  // The page replaces setTimeout, then checks #c (a property: no DOM mutation announces it) some frames later.
+  '/stalled-timers': () => ({
+    body: page(
+      '<input type="checkbox" id="c"><script>window.setTimeout = function () { return 0; }; let n = 0; (function tick() { if (++n === 20) document.getElementById("c").checked = true; else requestAnimationFrame(tick); })();</script>',
+    ),
+  }),
   // #flash exists for 5 ms only, 300 ms after load: a look every so often would miss it.
   '/flash': () => ({
     body: page('<script>setTimeout(() => { const p = document.createElement("p"); p.id = "flash"; document.body.append(p); setTimeout(() => p.remove(), 5); }, 300)</script>'),
