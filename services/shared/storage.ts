@@ -71,8 +71,17 @@ export class LocalFileStore implements FileStore {
 
   async put(name: string, data: Buffer, contentType: string): Promise<void> {
     assertFileName(name);
-    await this.writeAtomically(path.join(this.typesDir, name), Buffer.from(contentType, 'utf8'));
-    await this.writeAtomically(path.join(this.dir, name), data);
+    // Both temporary files are written at once; the type is renamed into place first.
+    const [type, bytes] = await Promise.allSettled([this.writeTemp(Buffer.from(contentType, 'utf8')), this.writeTemp(data)]);
+    try {
+      if (type.status === 'rejected') throw type.reason;
+      if (bytes.status === 'rejected') throw bytes.reason;
+      await fs.rename(type.value, path.join(this.typesDir, name));
+      await fs.rename(bytes.value, path.join(this.dir, name));
+    } catch (err) {
+      await Promise.all([type, bytes].map((t) => (t.status === 'fulfilled' ? fs.rm(t.value, { force: true }) : undefined)));
+      throw err;
+    }
   }
 
   async get(name: string): Promise<StoredFile | null> {
@@ -102,12 +111,12 @@ export class LocalFileStore implements FileStore {
 
   async close(): Promise<void> {}
 
-  private async writeAtomically(target: string, data: Buffer): Promise<void> {
-    // Same folder as the targets, hence the same file system, so rename() is atomic.
+  /** A temporary file with the data, in the same folder as the targets (same file system, so rename() is atomic). */
+  private async writeTemp(data: Buffer): Promise<string> {
     const temp = path.join(this.dir, `.tmp-${randomBytes(12).toString('hex')}`);
     try {
       await fs.writeFile(temp, data, { flag: 'wx' });
-      await fs.rename(temp, target);
+      return temp;
     } catch (err) {
       await fs.rm(temp, { force: true });
       throw err;
