@@ -13,7 +13,7 @@ import { type FakeProvider, startFakeProvider } from '../support/ai-providers';
 import { backendConfig } from '../support/backends';
 import { snapSuite } from '../support/capture-helpers';
 import { expectEnvelope } from '../support/errors';
-import { type HttpAnswer, request } from '../support/http';
+import { type HttpAnswer, jobFinished, request } from '../support/http';
 import { type RunningSystem, runSystem } from '../support/system';
 
 type Body = Record<string, unknown>;
@@ -76,14 +76,7 @@ describe('AI analysis of captures (real Grid, providers on local stand-ins)', fu
     const sent = fakes[kind].of('analyze');
     return sent[sent.length - 1]?.body ?? {};
   };
-  const waitForJob = async (key: string, jobId: string): Promise<Body> => {
-    for (let i = 0; i < 150; i++) {
-      const r = await api('GET', `/jobs/${jobId}`, key);
-      if (r.body.status === 'completed' || r.body.status === 'failed') return r.body;
-      await new Promise((res) => setTimeout(res, 100));
-    }
-    throw new Error(`job ${jobId} did not finish`);
-  };
+  const waitForJob = async (key: string, jobId: string): Promise<Body> => (await jobFinished(t.sys.base, key, jobId)).body;
   const listed = async (key: string) => (await api('GET', '/screenshots', key)).body.screenshots as Body[];
 
   describe("the service's own AI (AI credits)", () => {

@@ -10,7 +10,7 @@ import { backendConfig } from '../support/backends';
 import { CAPTURE_SERVICES } from '../support/capture-helpers';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { sharedGrid } from '../support/grid';
-import { type HttpAnswer, request } from '../support/http';
+import { jobFinished, request } from '../support/http';
 import { type RunningSystem, runSystem } from '../support/system';
 import { type Receiver, startReceiver } from './receivers';
 
@@ -26,14 +26,7 @@ describe('capture deliveries', function () {
   let clock = Date.now();
 
   const api = (method: string, p: string, json?: Body) => request<Body>(sys.base, method, p, { headers: { authorization: `Bearer ${token}` }, ...(json ? { json } : {}) });
-  async function finished(jobId: string): Promise<HttpAnswer<Body>> {
-    for (let i = 0; i < 150; i++) {
-      const r = await api('GET', `/jobs/${jobId}`);
-      if (r.body.status === 'completed' || r.body.status === 'failed') return r;
-      await new Promise((res) => setTimeout(res, 200));
-    }
-    throw new Error(`job ${jobId} did not finish`);
-  }
+  const finished = (jobId: string) => jobFinished(sys.base, token, jobId);
   async function received(n: number): Promise<void> {
     for (let i = 0; i < 100 && receiver.received.length < n; i++) await new Promise((res) => setTimeout(res, 100));
     expect(receiver.received).to.have.length(n);

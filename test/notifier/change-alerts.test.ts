@@ -10,7 +10,7 @@ import { Webhook } from 'standardwebhooks';
 import { backendConfig } from '../support/backends';
 import { CAPTURE_SERVICES } from '../support/capture-helpers';
 import { sharedGrid } from '../support/grid';
-import { type HttpAnswer, request } from '../support/http';
+import { jobFinished, request } from '../support/http';
 import { type LocalServer, serveLocally } from '../support/local-server';
 import { type RunningSystem, runSystem } from '../support/system';
 import { type Receiver, startReceiver } from './receivers';
@@ -30,14 +30,7 @@ describe('change alerts', function () {
   let configId: string;
 
   const api = (method: string, p: string, json?: Body) => request<Body>(sys.base, method, p, { headers: { authorization: `Bearer ${token}` }, ...(json ? { json } : {}) });
-  async function finished(jobId: string): Promise<HttpAnswer<Body>> {
-    for (let i = 0; i < 150; i++) {
-      const r = await api('GET', `/jobs/${jobId}`);
-      if (r.body.status === 'completed' || r.body.status === 'failed') return r;
-      await new Promise((res) => setTimeout(res, 200));
-    }
-    throw new Error(`job ${jobId} did not finish`);
-  }
+  const finished = (jobId: string) => jobFinished(sys.base, token, jobId);
   /** One scheduled capture of the configuration, finished, and what was due sent. */
   async function scheduledCapture(): Promise<void> {
     clock += 2 * 3_600_000;

@@ -12,7 +12,7 @@ import { backendConfig } from '../support/backends';
 import { CAPTURE_SERVICES } from '../support/capture-helpers';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { sharedGrid } from '../support/grid';
-import { type HttpAnswer, qs, request } from '../support/http';
+import { jobFinished, qs, request } from '../support/http';
 import { type RunningSystem, runSystem } from '../support/system';
 
 type Body = Record<string, unknown>;
@@ -30,14 +30,7 @@ describe('screenshot configurations, jobs, archive and embed', function () {
   const api = (method: string, p: string, json?: Body, key = token) =>
     request<Body>(sys.base, method, p, { headers: { authorization: `Bearer ${key}` }, ...(json ? { json } : {}) });
   const tick = () => sys.scheduler!.tick();
-  async function finished(jobId: string, key = token): Promise<HttpAnswer<Body>> {
-    for (let i = 0; i < 150; i++) {
-      const r = await api('GET', `/jobs/${jobId}`, undefined, key);
-      if (r.body.status === 'completed' || r.body.status === 'failed') return r;
-      await new Promise((res) => setTimeout(res, 200));
-    }
-    throw new Error(`job ${jobId} did not finish`);
-  }
+  const finished = (jobId: string, key = token) => jobFinished(sys.base, key, jobId);
   const create = async (options: Body, key = token) => {
     const r = await api('POST', '/screenshot_configs', { wait: 0, ...options }, key);
     expect(r.status, JSON.stringify(r.body)).to.equal(200);

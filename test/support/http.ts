@@ -28,6 +28,16 @@ export async function request<T = Record<string, unknown>>(
   return { status: res.status, headers: res.headers, body: parsed as T, raw };
 }
 
+/** GET /jobs/:id every 100 ms until the job is completed or failed (at most 30 s); its last answer. */
+export async function jobFinished(base: string, token: string, jobId: string): Promise<HttpAnswer<Record<string, unknown>>> {
+  for (let i = 0; i < 300; i++) {
+    const r = await request(base, 'GET', `/jobs/${jobId}`, { headers: { authorization: `Bearer ${token}` } });
+    if (r.body.status === 'completed' || r.body.status === 'failed') return r;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  throw new Error(`job ${jobId} did not finish`);
+}
+
 export function qs(params: Record<string, string | number | boolean>): string {
   return new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)])).toString();
 }
