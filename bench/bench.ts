@@ -60,7 +60,7 @@ import { performance } from 'node:perf_hooks';
 import { type BrowserSlot, launchSession, withTimeout } from '../services/capture/browser-slot';
 import { loadConfig, type Config } from '../services/shared/config';
 import { call } from '../services/shared/contracts';
-import { type System, startSystem } from '../services/system';
+import { type System, startSystem, stopSystem } from '../services/system';
 import { type PageServer, SCRIPT_SELECTOR, startPageServer } from './pages';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -910,7 +910,7 @@ async function main(): Promise<void> {
     progress(`starting the system (SQLite, ${SNAP_SESSIONS} capture sessions on the same Grid)`);
     const systems: System[] = [];
     cleanups.push(async () => {
-      await Promise.all(systems.map((sys) => sys.broker.stop()));
+      await Promise.all(systems.map((sys) => stopSystem(sys)));
     });
     const system = await withTimeout(startSystem(config), 180_000, 'starting the system');
     systems.push(system);
@@ -924,7 +924,7 @@ async function main(): Promise<void> {
     }
     // (c) the isolated floor, alternated with (b) and (d).
     const { isolated, snap, none } = await runAlternated(isolatedFloor.pool, system, off, pages);
-    await Promise.all(systems.splice(0).map((sys) => sys.broker.stop()));
+    await Promise.all(systems.splice(0).map((sys) => stopSystem(sys)));
     await isolatedFloor.close();
 
     load.push(os.loadavg()[0]!);

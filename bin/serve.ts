@@ -3,7 +3,7 @@
  * Stops cleanly on SIGINT/SIGTERM.
  */
 import { type Config, ConfigError, loadConfig } from '../services/shared/config';
-import { startSystem } from '../services/system';
+import { startSystem, stopSystem } from '../services/system';
 
 async function main(): Promise<void> {
   let config: Readonly<Config>;
@@ -16,12 +16,12 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const { broker } = await startSystem(config);
+  const system = await startSystem(config);
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
     stopping = true;
-    await broker.stop();
+    await stopSystem(system);
     process.exit(0);
   };
   process.once('SIGINT', stop);

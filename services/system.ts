@@ -31,6 +31,16 @@ export interface System {
   notifier: NotifierHandle | null;
 }
 
+/**
+ * Stops a started system: first tells capture that shutdown has begun (no new job, no new
+ * browser), then stops the broker, which lets requests in flight finish and stops every
+ * service. Every way of stopping the service goes through here.
+ */
+export async function stopSystem(system: System): Promise<void> {
+  system.capture?.drain();
+  await system.broker.stop();
+}
+
 export async function startSystem(config: Readonly<Config>, overrides: SystemOverrides = {}): Promise<System> {
   if (config.migrateOnStart) await migrateLatest(config.database);
   const broker = new ServiceBroker(brokerOptions(config));

@@ -28,6 +28,10 @@ export class BrowserPool {
   private starting = 0;
   private nextId = 1;
   private closed = false;
+  /** Shutting down: the slots there are finish their captures, none is started or replaced. */
+  private draining = false;
+  /** Sessions being started; stop() waits for them, so none is left behind. */
+  private readonly launching = new Set<Promise<void>>();
   private keepAlive: NodeJS.Timeout | null = null;
   private lastLaunchError: Error | null = null;
 
@@ -124,16 +128,33 @@ export class BrowserPool {
     const i = this.slots.indexOf(slot);
     if (i >= 0) this.slots.splice(i, 1);
     void slot.quit();
-    if (!this.closed) void this.addSlot();
+    void this.addSlot();
   }
 
-  private async addSlot(attempt = 0): Promise<void> {
-    if (this.closed || this.slots.length + this.starting >= this.opts.sessions) return;
+  /**
+   * From now on no session is started or replaced; the running captures finish on the slots
+   * they have. Called the moment shutdown begins: a supervisor's SIGTERM to the process group
+   * also reaches the ChromeDrivers, and a pool still replacing the sessions it sees die would
+   * start browsers that outlive the service.
+   */
+  drain(): void {
+    this.draining = true;
+  }
+
+  private addSlot(attempt = 0): Promise<void> {
+    if (this.closed || this.draining || this.slots.length + this.starting >= this.opts.sessions) return Promise.resolve();
+    const launch = this.launchSlot(attempt);
+    this.launching.add(launch);
+    void launch.finally(() => this.launching.delete(launch));
+    return launch;
+  }
+
+  private async launchSlot(attempt: number): Promise<void> {
     this.starting++;
     try {
       const slot = await this.launcher(this.launch, this.nextId++);
       this.starting--;
-      if (this.closed) {
+      if (this.closed || this.draining) {
         await slot.quit();
         return;
       }
@@ -152,7 +173,7 @@ export class BrowserPool {
       this.lastLaunchError = err as Error;
       const delay = Math.min(30_000, 500 * 2 ** attempt);
       this.log.warn(`Could not start a browser session (retrying in ${delay} ms): ${(err as Error).message}`);
-      if (!this.closed) setTimeout(() => void this.addSlot(attempt + 1), delay).unref();
+      if (!this.closed && !this.draining) setTimeout(() => void this.addSlot(attempt + 1), delay).unref();
     }
   }
 
@@ -174,6 +195,6 @@ export class BrowserPool {
       clearTimeout(w.timer);
       w.reject(serviceError('capacity_exhausted', 'The capture service is shutting down; retry shortly.', { retryAfter: 5 }));
     }
-    await Promise.all(this.slots.splice(0).map((s) => s.quit()));
+    await Promise.all([...this.slots.splice(0).map((s) => s.quit()), ...this.launching]);
   }
 }

@@ -31,6 +31,12 @@ import { JobWorker } from './worker';
 export interface CaptureHandle {
   /** Where captures get the ad and tracker blocker (its lists can be switched at run time). */
   blockers: BlockerLoader;
+  /**
+   * Shutdown has begun: claim no more jobs, start or replace no browser; running captures
+   * go on until the service's stopped() ends them. Called before broker.stop(), which may
+   * wait for requests in flight before it stops any service.
+   */
+  drain(): void;
 }
 
 export interface CaptureDeps {
@@ -172,5 +178,9 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       await releaseDatabase(config.database);
     },
   };
-  return { schema, handle: { blockers } };
+  const drain = () => {
+    s?.worker.stopClaiming();
+    s?.pool.drain();
+  };
+  return { schema, handle: { blockers, drain } };
 }

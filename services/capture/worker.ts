@@ -56,9 +56,14 @@ export class JobWorker {
    * `idle()` waits for that.
    */
   async stop(graceMs: number): Promise<void> {
+    this.stopClaiming();
+    await Promise.race([this.idle(), new Promise((r) => setTimeout(r, graceMs).unref())]);
+  }
+
+  /** Claims no more jobs (shutdown has begun); the running ones go on. */
+  stopClaiming(): void {
     this.stopping = true;
     if (this.poller) clearInterval(this.poller);
-    await Promise.race([this.idle(), new Promise((r) => setTimeout(r, graceMs).unref())]);
   }
 
   async idle(): Promise<void> {

@@ -232,4 +232,30 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
     await clock.tickAsync(60_000);
     sinon.assert.callCount(launcher, 2);
   });
+
+  it('once draining, replaces no browser that dies, while the others go on serving', async () => {
+    await startPool({ sessions: 2 });
+    const [dying, other] = launched as [StubSlot, StubSlot];
+    pool.drain();
+    lostListeners.get(dying.id)!(new Error('CDP connection closed'));
+    await clock.tickAsync(60_000);
+    sinon.assert.calledOnce(dying.quit);
+    sinon.assert.callCount(launcher, 2);
+    expect(await pool.acquire()).to.equal(other);
+  });
+
+  it('on stop, waits for a browser still starting and quits it', async () => {
+    let finishLaunch: (slot: BrowserSlot) => void = () => undefined;
+    launcher.callsFake((_opts, id) => (id === 1 ? Promise.resolve(stubSlot(id)) : new Promise((resolve) => (finishLaunch = resolve))));
+    const starting = startPool({ sessions: 2 });
+    await clock.tickAsync(15_000); // start() waits this long for the sessions, then goes on
+    await starting;
+    const stopped = pool.stop().then(() => 'stopped');
+    await settle();
+    expect(await Promise.race([stopped, Promise.resolve('waiting')])).to.equal('waiting');
+    const late = stubSlot(2);
+    finishLaunch(late);
+    expect(await stopped).to.equal('stopped');
+    sinon.assert.calledOnce(late.quit);
+  });
 });

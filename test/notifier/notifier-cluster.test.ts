@@ -97,14 +97,14 @@ describe('notifier instances over MariaDB and NATS', function () {
         ids.push(await appendDelivery(db, { accountId: 'acct_kill', configId: 'cfg', kind: 'capture', sendTo: 'webhook', url: `${r.origin}/x`, body: JSON.stringify({ i }), jobId: null, now: Date.now() - 10_000 + i }));
       }
       const env = { ...b.env, SERVICES: 'notifier', MIGRATE_ON_START: 'false', PORT: '0' };
-      const first = await startServeProcess(env, /ServiceBroker .* started/, 60_000);
+      const first = await startServeProcess(env, /ServiceBroker .* started/, { timeoutMs: 60_000 });
       stops.push(first.stop);
       await until('the first attempt to arrive', async () => arrivals.length === 1);
       first.child.kill('SIGKILL');
       await new Promise((res) => first.child.once('exit', res));
       const killedAt = Date.now();
 
-      const second = await startServeProcess(env, /ServiceBroker .* started/, 60_000);
+      const second = await startServeProcess(env, /ServiceBroker .* started/, { timeoutMs: 60_000 });
       stops.push(second.stop);
       await until('every delivery to be delivered', async () => {
         const open = await db('webhook_deliveries').whereNot({ status: 'delivered' }).count({ n: '*' });

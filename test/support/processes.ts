@@ -1,5 +1,6 @@
 /** Runs the service as separate OS processes, as production does (one per service set). */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 
 export { freePort } from './backends';
@@ -16,23 +17,40 @@ export function runScript(script: string, args: string[], env: Record<string, st
 export interface ServiceProcess {
   child: ChildProcess;
   output(): string;
+  /** SIGTERM (to its process group when started with `group`), SIGKILL after 10 s; resolves when it has exited. */
   stop(): Promise<void>;
 }
 
+export interface ServeOptions {
+  timeoutMs?: number;
+  /** Its own process group, which stop() signals as a whole, as a process supervisor does. */
+  group?: boolean;
+}
+
 /** Starts `node dist/bin/serve.js` with the given environment and waits for `ready` in its output. */
-export async function startServeProcess(env: Record<string, string>, ready: RegExp, timeoutMs = 20_000): Promise<ServiceProcess> {
+export async function startServeProcess(env: Record<string, string>, ready: RegExp, options: ServeOptions = {}): Promise<ServiceProcess> {
+  const { timeoutMs = 20_000, group = false } = options;
   const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'bin', 'serve.js')], {
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: group,
   });
+  const signal = (sig: NodeJS.Signals) => {
+    try {
+      if (group) process.kill(-(child.pid as number), sig);
+      else child.kill(sig);
+    } catch {
+      // Already gone.
+    }
+  };
   let out = '';
   child.stdout?.on('data', (d) => (out += d));
   child.stderr?.on('data', (d) => (out += d));
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    signal('SIGTERM');
+    const timer = setTimeout(() => signal('SIGKILL'), 10_000);
     await exited;
     clearTimeout(timer);
   };
@@ -55,4 +73,25 @@ export async function startServeProcess(env: Record<string, string>, ready: RegE
     throw err;
   });
   return { child, output: () => out, stop };
+}
+
+/**
+ * The processes (any parent, any process group) whose environment holds `NAME=value`: a
+ * service's browsers and ChromeDrivers inherit the marker its test started it with, so they
+ * are found even when started during shutdown or re-parented after their parent died.
+ */
+export function processesMarked(name: string, value: string): number[] {
+  const needle = Buffer.from(`${name}=${value}\0`);
+  const found: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z') continue; // exited, not yet reaped
+      if (fs.readFileSync(`/proc/${entry}/environ`).includes(needle)) found.push(Number(entry));
+    } catch {
+      // Ended while we looked, or not ours to read.
+    }
+  }
+  return found;
 }

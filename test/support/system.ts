@@ -3,7 +3,7 @@ import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../../services/shared/config';
 import { uniqueName } from './backends';
 import { call } from '../../services/shared/contracts';
-import { type System, type SystemOverrides, startSystem } from '../../services/system';
+import { type System, type SystemOverrides, startSystem, stopSystem } from '../../services/system';
 import type { Addon } from '../../services/shared/contracts';
 
 export interface RunningSystem {
@@ -22,7 +22,8 @@ export interface RunningSystem {
 
 export async function runSystem(config: Readonly<Config>, overrides: SystemOverrides = {}): Promise<RunningSystem> {
   // Several brokers share this process in some tests; each needs its own node id.
-  const { broker, api, capture, scheduler, notifier } = await startSystem({ ...config, nodeId: config.nodeId ?? uniqueName('node-') }, overrides);
+  const system = await startSystem({ ...config, nodeId: config.nodeId ?? uniqueName('node-') }, overrides);
+  const { broker, api, capture, scheduler, notifier } = system;
   const base = api ? `http://127.0.0.1:${api.port()}` : '';
   return {
     broker,
@@ -32,6 +33,6 @@ export async function runSystem(config: Readonly<Config>, overrides: SystemOverr
     base,
     config,
     account: (plan = 'free', addons = {}) => call(broker, 'billing.createAccount', { plan, addons }),
-    stop: () => broker.stop(),
+    stop: () => stopSystem(system),
   };
 }

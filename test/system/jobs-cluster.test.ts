@@ -86,7 +86,7 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
     const stops: Array<() => Promise<void>> = [];
     try {
       const captureEnv = { ...b.env, SERVICES: 'capture', MIGRATE_ON_START: 'false', PORT: '0' };
-      const first = await startServeProcess(captureEnv, /ServiceBroker .* started/, 60_000);
+      const first = await startServeProcess(captureEnv, /ServiceBroker .* started/, { timeoutMs: 60_000 });
       stops.push(first.stop);
       await front.broker.waitForServices(['capture']);
       const { access_token } = await front.account('paid');
@@ -99,7 +99,7 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
       first.child.kill('SIGKILL');
       await new Promise((r) => first.child.once('exit', r));
 
-      const second = await startServeProcess(captureEnv, /ServiceBroker .* started/, 60_000);
+      const second = await startServeProcess(captureEnv, /ServiceBroker .* started/, { timeoutMs: 60_000 });
       stops.push(second.stop);
       await until('the job to complete', async () => (await db('jobs').where({ id: jobId }).first())?.status === 'completed', 90_000);
       const job = await db('jobs').where({ id: jobId }).first();

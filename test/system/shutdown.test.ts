@@ -1,64 +1,39 @@
-import fs from 'node:fs';
 import { expect } from 'chai';
-import { backendConfig } from '../support/backends';
-import { startServeProcess } from '../support/processes';
+import { backendConfig, uniqueName } from '../support/backends';
+import { processesMarked, startServeProcess } from '../support/processes';
 
-/** Every process descended from pid (children, grandchildren, ...), read from /proc. */
-function descendants(pid: number): number[] {
-  const parentOf = new Map<number, number>();
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      parentOf.set(Number(entry), ppid);
-    } catch {
-      // The process ended while we looked.
-    }
+/** Waits (a bounded time) for every process carrying the marker to be gone; returns those left. */
+async function leftAfterStop(mark: string): Promise<number[]> {
+  let alive = processesMarked('SNAP_TEST_MARK', mark);
+  for (let i = 0; i < 50 && alive.length; i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    alive = processesMarked('SNAP_TEST_MARK', mark);
   }
-  const found: number[] = [];
-  const walk = (p: number) => {
-    for (const [child, parent] of parentOf) {
-      if (parent === p) {
-        found.push(child);
-        walk(child);
-      }
-    }
-  };
-  walk(pid);
-  return found;
-}
-
-/** Alive and not a zombie waiting to be reaped. */
-function isRunning(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
+  return alive;
 }
 
 describe('npm start process lifecycle', function () {
   this.timeout(60_000);
 
-  it('quits every browser and ChromeDriver it started when it gets SIGTERM', async () => {
-    const b = await backendConfig('sqlite', { CAPTURE_SESSIONS: '2' });
-    try {
-      const proc = await startServeProcess(b.env, /Screenshot service ready/);
-      const pid = proc.child.pid as number;
-      const started = descendants(pid);
-      expect(started.length, 'chromedriver and chromium processes').to.be.greaterThan(2);
-      await proc.stop();
-      // Browsers exit shortly after their driver session is deleted; give them a moment.
-      let alive = started;
-      for (let i = 0; i < 50 && alive.length; i++) {
-        await new Promise((r) => setTimeout(r, 200));
-        alive = started.filter(isRunning);
+  // Browsers and ChromeDrivers inherit SNAP_TEST_MARK, so every one the service ever started
+  // is counted, by process id, including any started while it was shutting down.
+  for (const [how, group] of [
+    ['SIGTERM to the service process', false],
+    ['SIGTERM to its whole process group (as a process supervisor sends it)', true],
+  ] as const) {
+    it(`quits every browser and ChromeDriver it started on ${how}`, async () => {
+      const mark = uniqueName('m');
+      const b = await backendConfig('sqlite', { CAPTURE_SESSIONS: '2', SNAP_TEST_MARK: mark });
+      try {
+        const proc = await startServeProcess(b.env, /Screenshot service ready/, { group });
+        const started = processesMarked('SNAP_TEST_MARK', mark).filter((p) => p !== proc.child.pid);
+        expect(started.length, 'chromedriver and chromium processes').to.be.greaterThan(2);
+        await proc.stop();
+        expect(proc.child.exitCode, proc.output()).to.equal(0);
+        expect(await leftAfterStop(mark)).to.deep.equal([]);
+      } finally {
+        await b.cleanup();
       }
-      expect(alive).to.deep.equal([]);
-    } finally {
-      await b.cleanup();
-    }
-  });
+    });
+  }
 });
