@@ -12,9 +12,11 @@ export function brokerOptions(config: Readonly<Config>): BrokerOptions {
     transporter: config.transporter ?? undefined,
     logLevel: config.logLevel,
     logger: { type: 'Console', options: { formatter: 'short', colors: process.stdout.isTTY } },
-    // Captures can legitimately take tens of seconds; the capture service enforces its own
-    // budget and answers capture_timeout, so the broker's timeout is only a backstop.
-    requestTimeout: 120_000,
+    // Internal calls are short (a database row, a counter). A request lost with its node or
+    // with the transporter (a NATS restart) fails after this long with 503 capacity_exhausted
+    // instead of holding the caller. Actions that may legitimately take longer (a capture,
+    // a provider or proxy check, an analysis) declare their own timeout.
+    requestTimeout: 15_000,
     retryPolicy: { enabled: false },
     // Errors must keep their type/code/data across the transporter (see shared/errors.ts).
     errorRegenerator: undefined,

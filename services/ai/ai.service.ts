@@ -32,17 +32,20 @@ export function aiService(deps: AiDeps): ServiceUnit {
   const clientFor = (provider: OwnAiProvider, apiKey?: string): AiClient =>
     createAiClient(provider, { apiKey, baseUrl: config.ai.baseUrls[provider] ?? undefined, timeoutMs: config.ai.timeoutMs });
 
+  // Actions that call a provider: its own bound (AI_TIMEOUT_MS, retries included) plus room
+  // for the rest, above the broker's short default.
+  const providerCallMs = config.ai.timeoutMs + 15_000;
   const schema: ServiceSchema = {
     name: 'ai',
     actions: {
       verifiedProviders: { handler: ((ctx) => own.verifiedProviders(ctx.params.accountId)) as Handler<'ai.verifiedProviders'> },
-      putKey: { handler: ((ctx) => own.putKey(ctx.params)) as Handler<'ai.putKey'> },
+      putKey: { timeout: providerCallMs, handler: ((ctx) => own.putKey(ctx.params)) as Handler<'ai.putKey'> },
       listProviders: { handler: ((ctx) => own.listProviders(ctx.params.accountId)) as Handler<'ai.listProviders'> },
-      listModels: { handler: ((ctx) => own.listModels(ctx.params)) as Handler<'ai.listModels'> },
-      testProvider: { handler: ((ctx) => own.testProvider(ctx.params)) as Handler<'ai.testProvider'> },
+      listModels: { timeout: providerCallMs, handler: ((ctx) => own.listModels(ctx.params)) as Handler<'ai.listModels'> },
+      testProvider: { timeout: providerCallMs, handler: ((ctx) => own.testProvider(ctx.params)) as Handler<'ai.testProvider'> },
       removeKey: { handler: ((ctx) => own.removeKey(ctx.params)) as Handler<'ai.removeKey'> },
-      check: { handler: ((ctx) => analysis.check(ctx.params.accountId, ctx.params.options)) as Handler<'ai.check'> },
-      analyze: { handler: ((ctx) => analysis.analyze(ctx.params.accountId, ctx.params.options, ctx.params.image)) as Handler<'ai.analyze'> },
+      check: { timeout: providerCallMs, handler: ((ctx) => analysis.check(ctx.params.accountId, ctx.params.options)) as Handler<'ai.check'> },
+      analyze: { timeout: providerCallMs, handler: ((ctx) => analysis.analyze(ctx.params.accountId, ctx.params.options, ctx.params.image)) as Handler<'ai.analyze'> },
     },
     created() {
       const secrets = new SecretBox(config);

@@ -109,7 +109,8 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       listForConfig: { handler: ((ctx) => s.screenshots.listForConfig(ctx.params.accountId, ctx.params.configId, ctx.params.paging)) as Handler<'capture.listForConfig'> },
       listForAccount: { handler: ((ctx) => s.screenshots.listForAccount(ctx.params.accountId, ctx.params.paging)) as Handler<'capture.listForAccount'> },
       latestImage: { handler: ((ctx) => s.screenshots.latestImage(ctx.params.configId)) as Handler<'capture.latestImage'> },
-      deleteForConfig: { handler: deleteForConfig },
+      // Removes every file of a configuration: may take a while on a large archive.
+      deleteForConfig: { handler: deleteForConfig, timeout: 120_000 },
     },
     events: { 'capture.jobQueued': queued },
     created() {
