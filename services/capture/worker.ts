@@ -10,7 +10,7 @@ import type { LoggerInstance, ServiceBroker } from 'moleculer';
 import { type ScreenshotRef, emit } from '../shared/contracts';
 import { billsAiCredits } from '../shared/ai-record';
 import { withCaptureCredits } from '../shared/credits';
-import { failureOf } from '../shared/errors';
+import { failureOf, isUnavailable } from '../shared/errors';
 import type { ClaimedJob, JobQueue } from './jobs';
 import type { CapturePipeline } from './pipeline';
 
@@ -122,8 +122,12 @@ export class JobWorker {
 
   /** True when this worker recorded the failure (it still held the lease). */
   private async recordFailure(job: ClaimedJob, err: unknown): Promise<boolean> {
-    if (this.stopping) {
-      // Shutting down: the job goes back to the queue for another instance (or the next start).
+    // Shutting down, or a service it needs did not answer (its node died, NATS restarted):
+    // not the job's fault. It goes back to the queue, for another instance or a later try,
+    // with its credit still pending (reserved again under the same id, so charged once).
+    const unavailable = isUnavailable(err);
+    if (this.stopping || unavailable) {
+      if (unavailable) this.logger.warn(`job ${job.id}: ${(err as Error).message}; it goes back to the queue`);
       await this.queue.release(job).catch(() => undefined);
       return false;
     }

@@ -121,6 +121,19 @@ describe('JobWorker (collaborators stubbed)', () => {
     expect(t.billingCalls()).to.deep.equal(['billing.reserveFor']);
   });
 
+  it('hands a job back to the queue, its credit pending, when a service did not answer (a node or NATS gone)', async () => {
+    const t = setup();
+    const timedOut = Object.assign(new Error("Request is timed out when call 'billing.reserveFor' action"), { type: 'REQUEST_TIMEOUT', code: 504 });
+    t.call.callsFake(async (action: string) => {
+      if (action === 'billing.reserveFor') throw timedOut;
+      return {};
+    });
+    await t.worker.run(job('j1'));
+    expect(t.queue.release.calledOnce).to.equal(true);
+    expect(t.queue.fail.called).to.equal(false);
+    expect(t.billingCalls()).to.deep.equal(['billing.reserveFor']);
+  });
+
   it('runs at most `sessions` jobs at once and claims the next when one finishes', async () => {
     const t = setup(2);
     const queued = [job('j1'), job('j2'), job('j3')];
