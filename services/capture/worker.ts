@@ -122,10 +122,11 @@ export class JobWorker {
 
   /** True when this worker recorded the failure (it still held the lease). */
   private async recordFailure(job: ClaimedJob, err: unknown): Promise<boolean> {
-    // Shutting down, or a service it needs did not answer (its node died, NATS restarted):
-    // not the job's fault. It goes back to the queue, for another instance or a later try,
-    // with its credit still pending (reserved again under the same id, so charged once).
-    const unavailable = isUnavailable(err);
+    // Shutting down, a service it needs did not answer (its node died, NATS restarted), or no
+    // browser came free in time (a Grid node lost): not the job's fault. It goes back to the
+    // queue, for another instance or a later try (at most maxAttempts claims in all), with
+    // its credit still pending (reserved again under the same id, so charged once).
+    const unavailable = isUnavailable(err) || (err as { type?: unknown } | null)?.type === 'capacity_exhausted';
     if (this.stopping || unavailable) {
       if (unavailable) this.logger.warn(`job ${job.id}: ${(err as Error).message}; it goes back to the queue`);
       await this.queue.release(job).catch(() => undefined);

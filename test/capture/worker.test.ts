@@ -134,6 +134,15 @@ describe('JobWorker (collaborators stubbed)', () => {
     expect(t.billingCalls()).to.deep.equal(['billing.reserveFor']);
   });
 
+  it('hands a job back to the queue when no browser came free in time', async () => {
+    const t = setup();
+    t.pipeline.run.rejects(serviceError('capacity_exhausted', 'No browser became free within 30000 ms; retry shortly.'));
+    await t.worker.run(job('j1'));
+    expect(t.queue.release.calledOnce).to.equal(true);
+    expect(t.queue.fail.called).to.equal(false);
+    expect(t.billingCalls()).to.deep.equal(['billing.reserveFor']);
+  });
+
   it('runs at most `sessions` jobs at once and claims the next when one finishes', async () => {
     const t = setup(2);
     const queued = [job('j1'), job('j2'), job('j3')];
