@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { snapSuite } from '../support/capture-helpers';
 import { expectEnvelope } from '../support/errors';
-import { request } from '../support/http';
+import { jobFinished, request } from '../support/http';
 import { type Exposition, scrape } from '../support/prometheus';
 
 describe('operations endpoints of one process with browsers', function () {
@@ -42,6 +42,15 @@ describe('operations endpoints of one process with browsers', function () {
     expect(after.value('snap_capture_duration_seconds_sum', { outcome: 'success' })).to.be.greaterThan(0);
     // The page came through this instance's egress gateway.
     expect((after.value('snap_egress_gateway_bytes_total', { route: 'direct' }) ?? 0) - (before.value('snap_egress_gateway_bytes_total', { route: 'direct' }) ?? 0)).to.be.greaterThan(100);
+  });
+
+  it("counts a configuration's queued job under kind=config", async () => {
+    const labels = { kind: 'config', outcome: 'success' };
+    const before = count(await scrape(t.sys.base), labels);
+    const r = await request<Record<string, string>>(t.sys.base, 'POST', '/screenshot_configs', { headers: { authorization: `Bearer ${t.token}` }, json: { url: `${t.fx.origin}/plain`, wait: 0 } });
+    expect(r.status, JSON.stringify(r.body)).to.equal(200);
+    expect((await jobFinished(t.sys.base, t.token, r.body.job_id as string)).body.status).to.equal('completed');
+    expect(count(await scrape(t.sys.base), labels) - before).to.equal(1);
   });
 
   it('shows the browsers, the queue and the live jobs', async () => {
