@@ -14,7 +14,7 @@ export class AiMetrics implements AnalysisObserver {
   readonly registry = new Registry();
   private readonly analyses = new Counter({
     name: `${P}ai_analyses_total`,
-    help: 'Analyses of captures run by this instance, by provider (service, anthropic, openai, openrouter), outcome (success, failure) and error_code (failures only).',
+    help: 'Analyses of captures, by provider (service, anthropic, openai, openrouter), outcome (success, failure) and error_code (failures only).',
     labelNames: ['provider', 'outcome', 'error_code'],
     registers: [this.registry],
   });

@@ -50,7 +50,6 @@ export function clusterPressure(nodes: NodeAnswers<NodePressure>, now: number): 
   const all = nodes.answers.map((a) => a.value);
   const sum = (f: (p: NodePressure) => number) => all.reduce((n, p) => n + f(p), 0);
   const base = {
-    date: now,
     running: sum((p) => p.running),
     queued: sum((p) => p.queued),
     max_concurrent: sum((p) => p.slots),
@@ -59,13 +58,13 @@ export function clusterPressure(nodes: NodeAnswers<NodePressure>, now: number): 
     nodes: all.length,
     nodes_unreachable: nodes.failed.length,
   };
+  const unavailable = (reason: ClusterPressure['reason'], message: string): ClusterPressure => ({ date: now, is_available: false, reason, message, ...base });
   if (all.length === 0) {
-    const message = nodes.failed.length ? `No capture node answered (${nodes.failed.length} registered did not answer in time).` : 'No capture service is running.';
-    return { ...base, is_available: false, reason: 'no_capture_nodes', message };
+    return unavailable('no_capture_nodes', nodes.failed.length ? `No capture node answered (${nodes.failed.length} registered did not answer in time).` : 'No capture service is running.');
   }
-  if (base.max_concurrent === 0) return { ...base, is_available: false, reason: 'no_browsers', message: 'No capture node has a live browser (starting, or the Grid is unreachable).' };
-  if (!all.some(accepts)) return { ...base, is_available: false, reason: 'full', message: 'Every browser is busy and every wait queue is full.' };
-  return { ...base, is_available: true, reason: '', message: '' };
+  if (base.max_concurrent === 0) return unavailable('no_browsers', 'No capture node has a live browser (starting, or the Grid is unreachable).');
+  if (!all.some(accepts)) return unavailable('full', 'Every browser is busy and every wait queue is full.');
+  return { date: now, is_available: true, reason: '', message: '', ...base };
 }
 
 /** Why the cluster is not ready (no live browser on any capture node), or null when it is. */

@@ -39,7 +39,7 @@ export class CaptureMetrics implements CaptureObserver {
     const registers = [this.registry];
     this.captures = new Counter({
       name: `${P}captures_total`,
-      help: 'Captures finished by this instance, by kind (snap, config, scheduled), outcome (success, failure, superseded) and error_code (failures only).',
+      help: 'Captures finished, by kind (snap, config, scheduled), outcome (success, failure, superseded) and error_code (failures only).',
       labelNames: ['kind', 'outcome', 'error_code'],
       registers,
     });
@@ -52,7 +52,7 @@ export class CaptureMetrics implements CaptureObserver {
     });
     this.egress = new Counter({
       name: `${P}egress_gateway_bytes_total`,
-      help: "Bytes captures sent to and received from their targets through this instance's egress gateways, by route (direct, real_location, custom_proxy).",
+      help: 'Bytes captures sent to and received from their targets through the egress gateways, by route (direct, real_location, custom_proxy).',
       labelNames: ['route'],
       registers,
     });
@@ -65,7 +65,7 @@ export class CaptureMetrics implements CaptureObserver {
         this.set(stats().queued);
       },
     });
-    new Gauge({ name: `${P}capture_queue_max`, help: 'Captures that may wait for a browser (CAPTURE_QUEUE_MAX).', registers }).set(limits.queueMax);
+    new Gauge({ name: `${P}capture_queue_max`, help: 'Captures that may wait for a browser (CAPTURE_QUEUE_MAX, summed).', registers }).set(limits.queueMax);
     new Gauge({
       name: `${P}browser_slots`,
       help: 'Browser sessions alive (busy or idle).',
@@ -82,7 +82,7 @@ export class CaptureMetrics implements CaptureObserver {
         this.set(stats().busy);
       },
     });
-    new Gauge({ name: `${P}browser_slots_configured`, help: 'Browser sessions each instance keeps (CAPTURE_SESSIONS).', registers }).set(limits.sessions);
+    new Gauge({ name: `${P}browser_slots_configured`, help: 'Browser sessions the capture instances are configured to keep (CAPTURE_SESSIONS, summed).', registers }).set(limits.sessions);
     // Read from the shared jobs table: the same on every instance, so taken once.
     new Gauge({
       name: `${P}jobs`,

@@ -23,7 +23,7 @@ export class NotifierMetrics implements AttemptObserver {
     const registers = [this.registry];
     this.attempts = new Counter({
       name: `${P}webhook_delivery_attempts_total`,
-      help: 'Webhook and Slack delivery attempts recorded by this instance, by send_to (webhook, slack) and outcome (delivered, retrying, failed: given up).',
+      help: 'Webhook and Slack delivery attempts recorded, by send_to (webhook, slack) and outcome (delivered, retrying, failed: given up).',
       labelNames: ['send_to', 'outcome'],
       registers,
     });
