@@ -34,6 +34,8 @@ export interface ClusterPressure {
   max_queued: number;
   /** Browsers the nodes are configured to keep (CAPTURE_SESSIONS, summed). */
   slots_configured: number;
+  /** Captures refused with capacity_exhausted in the last minute. */
+  recently_rejected: number;
   /** Capture nodes that answered. */
   nodes: number;
   /** Capture nodes registered that did not answer in time (left out of the sums). */
@@ -55,6 +57,7 @@ export function clusterPressure(nodes: NodeAnswers<NodePressure>, now: number): 
     max_concurrent: sum((p) => p.slots),
     max_queued: sum((p) => p.queue_max),
     slots_configured: sum((p) => p.slots_configured),
+    recently_rejected: sum((p) => p.recently_rejected),
     nodes: all.length,
     nodes_unreachable: nodes.failed.length,
   };
@@ -122,6 +125,7 @@ const PRESSURE_SCHEMA = {
         max_concurrent: { type: 'integer' },
         max_queued: { type: 'integer' },
         slots_configured: { type: 'integer' },
+        recently_rejected: { type: 'integer' },
         nodes: { type: 'integer' },
         nodes_unreachable: { type: 'integer' },
       },

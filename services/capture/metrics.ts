@@ -22,6 +22,8 @@ export interface CaptureObserver {
 }
 
 const JOB_STATES = ['queued', 'running'] as const;
+/** /pressure's recently_rejected counts the refusals of this last stretch. */
+const REJECTED_WINDOW_MS = 60_000;
 const JOB_KINDS = ['snap', 'config', 'scheduled'] as const;
 
 export class CaptureMetrics implements CaptureObserver {
@@ -29,6 +31,8 @@ export class CaptureMetrics implements CaptureObserver {
   private readonly captures: Counter<'kind' | 'outcome' | 'error_code'>;
   private readonly duration: Histogram<'outcome'>;
   private readonly egress: Counter<'route'>;
+  /** When captures were refused for capacity, oldest first (within REJECTED_WINDOW_MS). */
+  private readonly rejections: number[] = [];
 
   constructor(
     private readonly pool: { readonly stats: { sessions: number; busy: number; queued: number } },
@@ -121,6 +125,15 @@ export class CaptureMetrics implements CaptureObserver {
   captured(kind: JobKind | 'snap', outcome: CaptureOutcome, errorCode: string | null, seconds: number): void {
     this.captures.inc(errorCode ? { kind, outcome, error_code: errorCode } : { kind, outcome });
     this.duration.observe({ outcome }, seconds);
+    if (errorCode === 'capacity_exhausted') {
+      this.rejections.push(Date.now());
+      this.forgetOldRejections();
+    }
+  }
+
+  private forgetOldRejections(): void {
+    const since = Date.now() - REJECTED_WINDOW_MS;
+    while (this.rejections.length && (this.rejections[0] as number) < since) this.rejections.shift();
   }
 
   egressBytes(route: EgressRoute, bytes: number): void {
@@ -133,6 +146,7 @@ export class CaptureMetrics implements CaptureObserver {
 
   pressure(): NodePressure {
     const { sessions, busy, queued } = this.pool.stats;
-    return { running: busy, queued, slots: sessions, slots_configured: this.limits.sessions, queue_max: this.limits.queueMax };
+    this.forgetOldRejections();
+    return { running: busy, queued, slots: sessions, slots_configured: this.limits.sessions, queue_max: this.limits.queueMax, recently_rejected: this.rejections.length };
   }
 }

@@ -286,6 +286,8 @@ export interface NodePressure {
   slots_configured: number;
   /** CAPTURE_QUEUE_MAX. */
   queue_max: number;
+  /** Captures refused with capacity_exhausted in the last minute. */
+  recently_rejected: number;
 }
 
 /** An own proxy as the spec shows it (never its password). */

@@ -13,13 +13,13 @@ import { request } from '../support/http';
 import { scrape } from '../support/prometheus';
 import { type RunningSystem, runSystem } from '../support/system';
 
-const node = (p: Partial<NodePressure>): NodePressure => ({ running: 0, queued: 0, slots: 2, slots_configured: 2, queue_max: 4, ...p });
+const node = (p: Partial<NodePressure>): NodePressure => ({ running: 0, queued: 0, slots: 2, slots_configured: 2, queue_max: 4, recently_rejected: 0, ...p });
 const answers = (nodes: NodePressure[], failed: string[] = []): NodeAnswers<NodePressure> => ({ answers: nodes.map((value, i) => ({ nodeID: `n${i}`, value })), failed });
 
 describe('cluster pressure and readiness from the capture nodes', () => {
   it('sums the nodes, and stays available while one node has a free browser or queue room', () => {
     const full = node({ running: 2, queued: 4 });
-    const p = clusterPressure(answers([full, node({ running: 2, queued: 3 })], ['n9']), 123);
+    const p = clusterPressure(answers([full, node({ running: 2, queued: 3, recently_rejected: 5 })], ['n9']), 123);
     expect(p).to.deep.equal({
       date: 123,
       is_available: true,
@@ -30,6 +30,7 @@ describe('cluster pressure and readiness from the capture nodes', () => {
       max_concurrent: 4,
       max_queued: 8,
       slots_configured: 4,
+      recently_rejected: 5,
       nodes: 2,
       nodes_unreachable: 1,
     });
@@ -76,7 +77,7 @@ describe('operations endpoints of an api with no capture node (METRICS_TOKEN set
     expect(r.headers.get('content-type')).to.contain('application/json');
     expect(r.body).to.have.all.keys('pressure');
     expect(r.body.pressure).to.include({ is_available: false, reason: 'no_capture_nodes', running: 0, queued: 0, max_concurrent: 0, nodes: 0, nodes_unreachable: 0 });
-    expect(r.body.pressure).to.have.all.keys('date', 'is_available', 'reason', 'message', 'running', 'queued', 'max_concurrent', 'max_queued', 'slots_configured', 'nodes', 'nodes_unreachable');
+    expect(r.body.pressure).to.have.all.keys('date', 'is_available', 'reason', 'message', 'running', 'queued', 'max_concurrent', 'max_queued', 'slots_configured', 'recently_rejected', 'nodes', 'nodes_unreachable');
   });
 
   it('refuses /metrics without METRICS_TOKEN (401 envelope), with a wrong one, and never echoes it', async () => {

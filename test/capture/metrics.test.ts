@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { snapSuite } from '../support/capture-helpers';
 import { expectEnvelope } from '../support/errors';
-import { jobFinished, request } from '../support/http';
+import { type HttpAnswer, jobFinished, request } from '../support/http';
 import { type Exposition, scrape } from '../support/prometheus';
 
 describe('operations endpoints of one process with browsers', function () {
@@ -84,5 +84,31 @@ describe('operations endpoints of one process with browsers', function () {
     const during = await request(t.sys.base, 'GET', '/pressure');
     expect(during.body.pressure).to.include({ is_available: true, running: 1, max_concurrent: 2 });
     expect((await pending).status).to.equal(200);
+  });
+});
+
+describe('operations endpoints of a saturated capture instance', function () {
+  this.timeout(120_000);
+  const t = snapSuite({ ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '1', CAPTURE_QUEUE_MAX: '0', CAPTURE_TIMEOUT_MS: '15000' });
+
+  it('answers /pressure 503 full while its one browser is busy and it may queue nothing, counting the capture it refused', async () => {
+    const labels = { kind: 'snap', outcome: 'failure', error_code: 'capacity_exhausted' };
+    const before = (await scrape(t.sys.base)).value('snap_captures_total', labels) ?? 0;
+    const pending = t.snap({ url: `${t.fx.origin}/plain`, wait: 3000 });
+    let full: HttpAnswer | null = null;
+    for (let i = 0; i < 40 && !full; i++) {
+      const r = await request(t.sys.base, 'GET', '/pressure');
+      if (r.status === 503) full = r;
+      else await new Promise((res) => setTimeout(res, 50));
+    }
+    expect(full, '/pressure answered 503 while the browser was busy').to.not.equal(null);
+    expect(full?.body.pressure).to.include({ is_available: false, reason: 'full', running: 1, queued: 0, max_concurrent: 1, max_queued: 0, recently_rejected: 0 });
+    expectEnvelope(await t.snap({ url: `${t.fx.origin}/plain` }), 503, 'capacity_exhausted');
+    expect((await request(t.sys.base, 'GET', '/pressure')).body.pressure).to.include({ recently_rejected: 1 });
+    expect((await scrape(t.sys.base)).value('snap_captures_total', labels)! - before).to.equal(1);
+    expect((await pending).status).to.equal(200);
+    const after = await request(t.sys.base, 'GET', '/pressure');
+    expect(after.status).to.equal(200);
+    expect(after.body.pressure).to.include({ is_available: true, running: 0, recently_rejected: 1 });
   });
 });
