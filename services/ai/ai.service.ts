@@ -12,6 +12,7 @@ import { SecretBox } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
 import { type FileStore, createFileStore } from '../shared/storage';
 import { CaptureAnalysis } from './analysis';
+import { AiMetrics } from './metrics';
 import { ModelCache } from './model-cache';
 import { OwnProviders } from './own-providers';
 import { ProviderKeyRepository } from './provider-keys';
@@ -29,6 +30,7 @@ export function aiService(deps: AiDeps): ServiceUnit {
   let own: OwnProviders;
   let analysis: CaptureAnalysis;
   let store: FileStore;
+  const metrics = new AiMetrics();
   const clientFor = (provider: OwnAiProvider, apiKey?: string): AiClient =>
     createAiClient(provider, { apiKey, baseUrl: config.ai.baseUrls[provider] ?? undefined, timeoutMs: config.ai.timeoutMs });
 
@@ -46,6 +48,7 @@ export function aiService(deps: AiDeps): ServiceUnit {
       removeKey: { handler: ((ctx) => own.removeKey(ctx.params)) as Handler<'ai.removeKey'> },
       check: { timeout: providerCallMs, handler: ((ctx) => analysis.check(ctx.params.accountId, ctx.params.options)) as Handler<'ai.check'> },
       analyze: { timeout: providerCallMs, handler: ((ctx) => analysis.analyze(ctx.params.accountId, ctx.params.options, ctx.params.image)) as Handler<'ai.analyze'> },
+      metrics: { handler: (() => metrics.snapshot()) as Handler<'ai.metrics'> },
     },
     created() {
       const secrets = new SecretBox(config);
@@ -65,6 +68,7 @@ export function aiService(deps: AiDeps): ServiceUnit {
           : null,
         store,
         logError: (message, err) => this.logger.error(message, err),
+        observer: metrics,
       });
       if (!secrets.configured) this.logger.warn('SECRETS_KEY is not set: own AI provider keys cannot be stored until it is (PUT /ai/providers answers 503 secrets_not_configured).');
     },

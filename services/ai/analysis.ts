@@ -17,6 +17,7 @@ import type { FileStore } from '../shared/storage';
 import { checkStructuredFields } from '../shared/structured-fields';
 import type { OwnProviders } from './own-providers';
 import { analysisRequestOf } from './policy';
+import type { AnalysisObserver } from './metrics';
 import { type AiClient, AiFailure, type ImageContentType, type Upstream } from './providers';
 
 export interface CaptureAnalysisDeps {
@@ -26,6 +27,8 @@ export interface CaptureAnalysisDeps {
   store: Pick<FileStore, 'get'>;
   /** Told of failures that are ours (not the provider's), which the record words generically. */
   logError?: (message: string, err: unknown) => void;
+  /** Told of every analysis' outcome (metrics.ts). */
+  observer?: AnalysisObserver;
 }
 
 /** What one analysis runs on. `model` is null for the service's own AI (the spec hides it). */
@@ -86,9 +89,11 @@ export class CaptureAnalysis {
         ...(target.upstream ? { upstream: target.upstream } : {}),
         ...analysisRequestOf(options),
       });
+      this.deps.observer?.analysed(providerOf(options), null);
       return analysedRecord(options, target.model, result);
     } catch (err) {
       const error = errorOf(err, providerOf(options));
+      this.deps.observer?.analysed(providerOf(options), error.error_code);
       if (error.error_code === 'internal_error') this.deps.logError?.('an analysis failed', err);
       return failedRecord(options, target?.model ?? options.ai_model ?? null, error);
     }

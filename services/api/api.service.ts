@@ -10,6 +10,7 @@ import type { LoggerInstance, ServiceSchema } from 'moleculer';
 import type { ServiceUnit } from '../shared/service-unit';
 import type { Config } from '../shared/config';
 import { buildHttpServer, openApiDocument, type RouteDef } from './http';
+import { operationRoutes } from './operations';
 import { ACCOUNT_ROUTES } from './routes';
 import { AI_ROUTES } from './ai-routes';
 import { PROXY_ROUTES } from './proxy-routes';
@@ -19,8 +20,8 @@ import { egressPolicyFor } from '../shared/egress';
 import { snapRoutes } from './snap-routes';
 import { CHANGE_NOTIFICATION_ROUTES, WEBHOOK_ROUTES } from './webhook-routes';
 
-export function apiRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks' | 'capture'>): RouteDef[] {
-  return [...ACCOUNT_ROUTES, ...snapRoutes(store), ...configRoutes(store, egressPolicyFor(config)), ...AI_ROUTES, ...PROXY_ROUTES, ...WEBHOOK_ROUTES, ...CHANGE_NOTIFICATION_ROUTES];
+export function apiRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks' | 'capture' | 'metricsToken'>): RouteDef[] {
+  return [...operationRoutes(config), ...ACCOUNT_ROUTES, ...snapRoutes(store), ...configRoutes(store, egressPolicyFor(config)), ...AI_ROUTES, ...PROXY_ROUTES, ...WEBHOOK_ROUTES, ...CHANGE_NOTIFICATION_ROUTES];
 }
 
 export interface ApiHandle {

@@ -53,16 +53,6 @@ async function accountLimits({ broker, account }: RouteContext): Promise<Account
 }
 
 export const ACCOUNT_ROUTES: RouteDef[] = [
-  {
-    method: 'GET',
-    url: '/health',
-    summary: 'Liveness: 200 once the process can serve.',
-    tag: 'operations',
-    auth: false,
-    response: { type: 'object', properties: { success: { type: 'boolean' } } },
-    errors: [],
-    handler: async () => ({ success: true }),
-  },
   route({
     method: 'GET',
     url: '/real_locations',

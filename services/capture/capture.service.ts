@@ -23,6 +23,7 @@ import { EgressGateway } from './gateway';
 import { CaptureEngine } from './engine';
 import { CaptureFiles } from './files';
 import { JobQueue, jobStatusOf } from './jobs';
+import { CaptureMetrics } from './metrics';
 import { type Analyst, CapturePipeline, type Router } from './pipeline';
 import { ScreenshotRepository } from './screenshots';
 import { JobWorker } from './worker';
@@ -52,6 +53,7 @@ interface CaptureState {
   screenshots: ScreenshotRepository;
   queue: JobQueue;
   pool: BrowserPool;
+  metrics: CaptureMetrics;
   pipeline: CapturePipeline;
   worker: JobWorker;
 }
@@ -111,6 +113,8 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       latestImage: { handler: ((ctx) => s.screenshots.latestImage(ctx.params.configId)) as Handler<'capture.latestImage'> },
       // Removes every file of a configuration: may take a while on a large archive.
       deleteForConfig: { handler: deleteForConfig, timeout: 120_000 },
+      metrics: { handler: (() => s.metrics.snapshot()) as Handler<'capture.metrics'> },
+      pressure: { handler: (async () => s.metrics.pressure()) as Handler<'capture.pressure'> },
     },
     events: { 'capture.jobQueued': queued },
     created() {
@@ -133,6 +137,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
         { sessions: config.capture.sessions, queueMax: config.capture.queueMax, queueTimeoutMs: config.capture.queueTimeoutMs, keepAliveMs: 20_000 },
         this.logger,
       );
+      const metrics = new CaptureMetrics(pool, config.capture, db, this.logger);
       const engine = new CaptureEngine(pool, policy, () => blockers.get(), config.capture.timeoutMs);
       const analyst: Analyst = {
         check: (accountId, options) => call(this.broker, 'ai.check', { accountId, options }),
@@ -158,9 +163,9 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
           await call(broker, 'billing.charge', { accountId, amounts: { bandwidth_bytes: bytes } });
         },
       };
-      const pipeline = new CapturePipeline(engine, files, screenshots, queue, analyst, router);
+      const pipeline = new CapturePipeline(engine, files, screenshots, queue, analyst, router, metrics);
       const worker = new JobWorker(this.broker, queue, pipeline, this.logger, { sessions: config.capture.sessions, leaseMs: config.capture.jobLeaseMs });
-      s = { db, store, files, screenshots, queue, pool, pipeline, worker };
+      s = { db, store, files, screenshots, queue, pool, metrics, pipeline, worker };
     },
     async started() {
       // Filter lists are compiled once per process; doing it now keeps the first no_ads

@@ -7,13 +7,14 @@
  */
 import { failedRecord } from '../shared/ai-record';
 import { failureOf, toEnvelope } from '../shared/errors';
-import type { AiRecord, CaptureRoute, ScreenshotRef, StoredImage } from '../shared/contracts';
+import type { AiRecord, CaptureRoute, JobKind, ScreenshotRef, StoredImage } from '../shared/contracts';
 import { recordChangeReadings } from '../shared/change-alerts';
 import { appendDelivery, captureDeliveryBody } from '../shared/outbox';
 import type { ConfigOptions, SnapOptions } from '../shared/screenshot-options';
 import type { CaptureEngine } from './engine';
 import { type CaptureFiles, render } from './files';
 import type { JobQueue, LeasedJob } from './jobs';
+import type { CaptureObserver, EgressRoute } from './metrics';
 import { ScreenshotRepository, type StoredFiles } from './screenshots';
 
 /** Routes and bandwidth as a capture sees them (the proxy and billing services). */
@@ -41,6 +42,11 @@ function analysedImage(files: StoredFiles): StoredImage | null {
   return null;
 }
 
+function egressRoute(route: CaptureRoute | null): EgressRoute {
+  if (route?.location) return 'real_location';
+  return route ? 'custom_proxy' : 'direct';
+}
+
 export class CapturePipeline {
   constructor(
     private readonly engine: Pick<CaptureEngine, 'capture'>,
@@ -49,14 +55,30 @@ export class CapturePipeline {
     private readonly queue: JobQueue,
     private readonly analyst: Analyst,
     private readonly router: Router,
+    /** Told of every capture's outcome, duration and egress bytes (metrics.ts). */
+    private readonly observer: CaptureObserver | null = null,
   ) {}
 
   /**
    * Captures and records the job's screenshot. Null when the lease was lost while the
    * capture ran (another instance took the job over and its result counts): the files
-   * written here are removed again.
+   * written here are removed again. A job without a kind is a snap's.
    */
-  async run(job: LeasedJob, options: SnapOptions): Promise<ScreenshotRef | null> {
+  async run(job: LeasedJob & { kind?: JobKind }, options: SnapOptions): Promise<ScreenshotRef | null> {
+    const kind = job.kind ?? 'snap';
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    try {
+      const ref = await this.capture(job, options);
+      this.observer?.captured(kind, ref ? 'success' : 'superseded', null, seconds());
+      return ref;
+    } catch (err) {
+      this.observer?.captured(kind, 'failure', failureOf(err).code, seconds());
+      throw err;
+    }
+  }
+
+  private async capture(job: LeasedJob, options: SnapOptions): Promise<ScreenshotRef | null> {
     const analysing = options.analyze_image_with_ai === true;
     // Again before the capture: a key removed or a backend gone since the job was queued fails it here.
     if (analysing) await this.analyst.check(job.accountId, options);
@@ -74,6 +96,7 @@ export class CapturePipeline {
       },
       route?.upstream ?? null,
     );
+    this.observer?.egressBytes(egressRoute(route), bytes);
     if (route?.location && bytes > 0) await this.router.chargeBandwidth(job.accountId, bytes);
     const files = await this.files.write(rendered);
     const readings = rendered.out.changes ?? [];

@@ -9,6 +9,7 @@ import type { ClaimedDelivery, DeliveryRepository } from './deliveries';
 import { toEnvelope } from '../shared/errors';
 import { type PostOptions, type PostResult, postJson } from './http-post';
 import { afterAttempt } from './retry-policy';
+import type { AttemptObserver } from './metrics';
 import { signedHeaders } from './signing';
 import type { SigningSecrets } from './signing-secrets';
 
@@ -31,6 +32,8 @@ export class Dispatcher {
     private readonly logger: Pick<LoggerInstance, 'warn' | 'error'>,
     private readonly options: DispatcherOptions,
     private readonly now: () => number,
+    /** Told of every recorded attempt's outcome (metrics.ts). */
+    private readonly observer: AttemptObserver | null = null,
   ) {}
 
   /** Polls for due work; `autoPoll` false leaves it to pump() (tests with a controllable clock). */
@@ -105,7 +108,8 @@ export class Dispatcher {
       const next = afterAttempt(d.sendTo, answer, d.attempts + 1, this.now());
       const error = next.status === 'delivered' ? null : (answer.error ?? (d.sendTo === 'slack' ? `Slack answered "${answer.body.slice(0, 100)}"` : null));
       const recorded = await this.deliveries.finish(d, { at_ms: started, status_code: answer.status, duration_ms: duration, error }, next);
-      if (!recorded) this.logger.warn(`webhook delivery ${d.id}: the lease ran out during the attempt; its outcome is not recorded and it will be tried again`);
+      if (recorded) this.observer?.attempted(d.sendTo, next.status === 'pending' ? 'retrying' : next.status);
+      else this.logger.warn(`webhook delivery ${d.id}: the lease ran out during the attempt; its outcome is not recorded and it will be tried again`);
     } catch (err) {
       // The database failed: the lease runs out and the delivery is claimed again later.
       this.logger.error(`webhook delivery ${d.id}: the attempt could not be recorded: ${(err as Error).message}`);

@@ -19,6 +19,7 @@ import type { ServiceUnit } from '../shared/service-unit';
 import { ChangeNotifications } from './change-notifications';
 import { DeliveryRepository } from './deliveries';
 import { Dispatcher } from './dispatcher';
+import { NotifierMetrics } from './metrics';
 import { SigningSecrets } from './signing-secrets';
 
 export interface NotifierDeps {
@@ -42,6 +43,7 @@ interface NotifierState {
   alerts: ChangeNotifications;
   secrets: SigningSecrets;
   dispatcher: Dispatcher;
+  metrics: NotifierMetrics;
 }
 
 export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle> {
@@ -83,6 +85,7 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
           return { ok: true as const };
         }) as Handler<'notifier.deleteForConfig'>,
       },
+      metrics: { handler: (() => s.metrics.snapshot()) as Handler<'notifier.metrics'> },
     },
     events: { 'capture.completed': completed },
     created() {
@@ -92,6 +95,7 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
       const secrets = new SigningSecrets(db, new SecretBox(config), now);
       // The policy captures obey (EGRESS_DNS_SERVERS, EGRESS_ALLOW_ADDRESSES, ALLOW_PRIVATE_NETWORKS).
       const policy = egressPolicyFor(config);
+      const metrics = new NotifierMetrics(db, this.logger);
       const dispatcher = new Dispatcher(
         deliveries,
         secrets,
@@ -102,8 +106,9 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
           post: { timeoutMs: config.webhooks.timeoutMs, admit: (host) => policy.admit(host) },
         },
         now,
+        metrics,
       );
-      s = { db, deliveries, alerts: new ChangeNotifications(db), secrets, dispatcher };
+      s = { db, deliveries, alerts: new ChangeNotifications(db), secrets, dispatcher, metrics };
     },
     started() {
       if (deps.send !== false) s.dispatcher.start(deps.autoPoll ?? true);

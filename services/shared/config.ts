@@ -69,6 +69,8 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   /** Largest accepted request body, bytes. */
   bodyLimit: number;
+  /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <it>`; null: /metrics is open like /health. */
+  metricsToken: string | null;
   /** Seconds between scheduler rounds (a due capture starts at most this late). */
   schedulerTickSeconds: number;
   webhooks: {
@@ -259,6 +261,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     throw new ConfigError('SECRETS_KEY must be 64 hex characters (32 bytes); generate one with: openssl rand -hex 32');
   }
 
+  const metricsToken = str(env, 'METRICS_TOKEN');
+  if (metricsToken !== null && !/^[\x21-\x7e]{16,256}$/.test(metricsToken)) {
+    throw new ConfigError('METRICS_TOKEN must be 16 to 256 printable characters without spaces (e.g. openssl rand -hex 24)');
+  }
+
   const seleniumUrl = url(env, 'SELENIUM_URL', ['http:', 'https:']);
   const aiBaseUrls = {
     anthropic: url(env, 'ANTHROPIC_BASE_URL', ['http:', 'https:']),
@@ -301,6 +308,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     },
     logLevel,
     bodyLimit: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 50 * 1_048_576),
+    metricsToken,
     schedulerTickSeconds: int(env, 'SCHEDULER_TICK_SECONDS', 5, 1, 59),
     webhooks: {
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),

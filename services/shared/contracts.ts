@@ -6,6 +6,7 @@
  */
 import { type Static, Type } from '@sinclair/typebox';
 import type { ServiceBroker, Context } from 'moleculer';
+import type { MetricsSnapshot } from './metrics';
 import type { Paging } from './paging';
 import { type ConfigOptions, type ScreenshotOptions, type SnapOptions, textEnum } from './screenshot-options';
 
@@ -203,6 +204,10 @@ export interface Actions {
   'capture.listForAccount': [{ accountId: string; paging: Paging }, { screenshots: ScreenshotRef[]; has_more: boolean }];
   'capture.latestImage': [{ configId: string }, { image_name: string; content_type: string } | null];
   'capture.deleteForConfig': [{ accountId: string; configId: string }, { screenshots: number }];
+  /** This capture node's metrics (services/capture/metrics.ts), for the api's GET /metrics. */
+  'capture.metrics': [Record<string, never>, MetricsSnapshot];
+  /** This capture node's browsers and wait queue, for GET /pressure and GET /health. */
+  'capture.pressure': [Record<string, never>, NodePressure];
   'scheduler.create': [{ accountId: string; input: ConfigInput; jobId: string }, ConfigView];
   'scheduler.get': [{ accountId: string; id: string }, ConfigView & { options: ConfigOptions }];
   'scheduler.update': [{ accountId: string; id: string; input: ConfigInput }, ConfigView];
@@ -232,6 +237,8 @@ export interface Actions {
   'ai.check': [{ accountId: string; options: ScreenshotOptions }, { provider: AiProvider; model: string | null }];
   /** Analyses a stored capture. Never fails for the provider's sake: a failure is ai_analyzed false with ai_error. */
   'ai.analyze': [{ accountId: string; options: ScreenshotOptions; image: StoredImage }, AiRecord];
+  /** This ai node's metrics (services/ai/metrics.ts). */
+  'ai.metrics': [Record<string, never>, MetricsSnapshot];
   /** The account's signing secret (whsec_…), made on first use. */
   'notifier.webhookSecret': [{ accountId: string }, { secret: string }];
   /** A new signing secret; the old one keeps signing (a second signature) until previous_valid_until. */
@@ -247,6 +254,8 @@ export interface Actions {
   ];
   /** Deletes a configuration's deliveries (with their attempts), change readings and alerts. */
   'notifier.deleteForConfig': [{ accountId: string; configId: string }, { ok: true }];
+  /** This notifier node's metrics (services/notifier/metrics.ts). */
+  'notifier.metrics': [Record<string, never>, MetricsSnapshot];
   'proxy.summaries': [{ accountId: string }, Array<{ id: number; label: string; verified: boolean }>];
   /** The real-location names, sorted (GET /real_locations). */
   'proxy.realLocations': [Record<string, never>, string[]];
@@ -263,6 +272,22 @@ export interface Actions {
   'proxy.remove': [{ accountId: string; id: number }, { removed: boolean }];
   /** Refuses (400 invalid_parameter) a real_location that is not in the catalogue, before any credit. */
   'proxy.checkRoute': [{ accountId: string; realLocation?: string; customProxyId?: number }, { ok: true }];
+}
+
+/** One capture node's load, as its browser pool sees it now. */
+export interface NodePressure {
+  /** Captures holding a browser. */
+  running: number;
+  /** Captures waiting for a browser. */
+  queued: number;
+  /** Browser sessions alive now (CAPTURE_SESSIONS once all have started). */
+  slots: number;
+  /** CAPTURE_SESSIONS. */
+  slots_configured: number;
+  /** CAPTURE_QUEUE_MAX. */
+  queue_max: number;
+  /** Captures refused with capacity_exhausted in the last minute. */
+  recently_rejected: number;
 }
 
 /** An own proxy as the spec shows it (never its password). */
@@ -329,7 +354,7 @@ export function call<A extends ActionName>(
   caller: ServiceBroker | Context,
   action: A,
   params: ParamsOf<A>,
-  opts?: { timeout?: number; meta?: Record<string, unknown>; nodeID?: string },
+  opts?: { timeout?: number; meta?: Record<string, unknown>; nodeID?: string; tracking?: boolean },
 ): Promise<ResultOf<A>> {
   return (caller as ServiceBroker).call(action, params, opts) as Promise<ResultOf<A>>;
 }

@@ -58,6 +58,8 @@ export const ERROR_STATUS = {
   action_failed: 422,
   capture_timeout: 504,
   capacity_exhausted: 503,
+  /** GET /health before any capture node has a live browser (the note says what is missing). */
+  not_ready: 503,
   /** The full stack was started without SECRETS_KEY, so no secret can be stored (shared/secrets.ts). */
   secrets_not_configured: 503,
   // an option of the spec this server does not carry out yet (refused, never ignored)

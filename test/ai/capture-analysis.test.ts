@@ -14,6 +14,7 @@ import { backendConfig } from '../support/backends';
 import { snapSuite } from '../support/capture-helpers';
 import { expectEnvelope } from '../support/errors';
 import { type HttpAnswer, jobFinished, request } from '../support/http';
+import { scrape } from '../support/prometheus';
 import { type RunningSystem, runSystem } from '../support/system';
 
 type Body = Record<string, unknown>;
@@ -128,6 +129,20 @@ describe('AI analysis of captures (real Grid, providers on local stand-ins)', fu
         expect(await usage(key), what).to.deep.equal({ screenshots: Number(before.screenshots) + 1, ai: before.ai });
         expect((await stored(String(r.body.direct_link))).length, what).to.be.above(1000);
       }
+    });
+
+    it('counts analyses by provider and outcome (failures by error code) in /metrics', async () => {
+      const key = (await t.sys.account('big')).access_token;
+      const success = { provider: 'service', outcome: 'success' };
+      const rejected = { provider: 'service', outcome: 'failure', error_code: 'ai_provider_key_rejected' };
+      const before = await scrape(t.sys.base);
+      expect((await snapJson(key, {})).body.ai).to.include({ ai_analyzed: true });
+      fakes.service.queue('analyze', { status: 401 });
+      expect((await snapJson(key, {})).body.ai).to.include({ ai_analyzed: false });
+      const after = await scrape(t.sys.base);
+      expect(after.types.get('snap_ai_analyses_total')).to.equal('counter');
+      expect((after.value('snap_ai_analyses_total', success) ?? 0) - (before.value('snap_ai_analyses_total', success) ?? 0)).to.equal(1);
+      expect((after.value('snap_ai_analyses_total', rejected) ?? 0) - (before.value('snap_ai_analyses_total', rejected) ?? 0)).to.equal(1);
     });
 
     it('answers 402 ai_credits_exhausted before any capture when the AI credits are used up', async () => {

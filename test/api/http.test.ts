@@ -39,10 +39,8 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
     await cleanup();
   });
 
-  it('answers GET /health with 200 {success:true}', async () => {
-    const r = await request(sys.base, 'GET', '/health');
-    expect(r.status).to.equal(200);
-    expect(r.body).to.deep.equal({ success: true });
+  it('answers GET /health with 503 not_ready while no capture service runs (no capture can be taken)', async () => {
+    expectEnvelope(await request(sys.base, 'GET', '/health'), 503, 'not_ready', 'no capture service is running');
   });
 
   describe('authentication', () => {

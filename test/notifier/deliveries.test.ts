@@ -12,6 +12,7 @@ import { appendDelivery } from '../../services/shared/outbox';
 import { backendConfig } from '../support/backends';
 import { type DnsServer, startDnsServer } from '../support/dns-server';
 import { request } from '../support/http';
+import { scrape } from '../support/prometheus';
 import { type RunningSystem, runSystem } from '../support/system';
 import { type Receiver, startReceiver } from './receivers';
 
@@ -376,5 +377,45 @@ describe('notifier: the connection goes to the address the policy checked', func
       await h.stop();
       await dnsServer.stop();
     }
+  });
+});
+
+describe('notifier metrics', function () {
+  this.timeout(30_000);
+  let h: Harness;
+  const receivers: Receiver[] = [];
+  before(async () => {
+    h = await harness({ ALLOW_PRIVATE_NETWORKS: 'true' });
+  });
+  after(async () => {
+    await Promise.all(receivers.map((r) => r.stop()));
+    await h?.stop();
+  });
+
+  it('counts attempts by outcome and shows the pending deliveries in /metrics', async () => {
+    const flaky = await startReceiver((n) => (n === 0 ? { status: 500 } : { status: 200 }));
+    const gone = await startReceiver(() => ({ status: 410 }));
+    receivers.push(flaky, gone);
+    const deliver = (url: string) => appendDelivery(h.db, { accountId: h.accountId, configId: 'cfg_m', kind: 'capture', sendTo: 'webhook', url, body: '{}', jobId: null, now: h.clock.now });
+    const attempts = async (outcome: string) => (await scrape(h.sys.base)).value('snap_webhook_delivery_attempts_total', { send_to: 'webhook', outcome }) ?? 0;
+
+    await deliver(`${flaky.origin}/flaky`);
+    await deliver(`${gone.origin}/gone`);
+    expect((await scrape(h.sys.base)).value('snap_webhook_deliveries_pending')).to.equal(2);
+    await h.sys.notifier!.pump();
+    let m = await scrape(h.sys.base);
+    expect(m.types.get('snap_webhook_delivery_attempts_total')).to.equal('counter');
+    expect(m.value('snap_webhook_delivery_attempts_total', { send_to: 'webhook', outcome: 'retrying' })).to.equal(1);
+    expect(m.value('snap_webhook_delivery_attempts_total', { send_to: 'webhook', outcome: 'failed' })).to.equal(1);
+    expect(await attempts('delivered')).to.equal(0);
+    expect(m.value('snap_webhook_deliveries_pending')).to.equal(1);
+
+    h.clock.now += 7_000;
+    await h.sys.notifier!.pump();
+    m = await scrape(h.sys.base);
+    expect(m.value('snap_webhook_delivery_attempts_total', { send_to: 'webhook', outcome: 'delivered' })).to.equal(1);
+    expect(m.value('snap_webhook_delivery_attempts_total', { send_to: 'webhook', outcome: 'retrying' })).to.equal(1);
+    expect(m.value('snap_webhook_deliveries_pending')).to.equal(0);
+    expect(m.value('snap_metrics_scrape_nodes', { service: 'notifier' })).to.equal(1);
   });
 });

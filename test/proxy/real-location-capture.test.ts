@@ -15,6 +15,7 @@ import { tempDir } from '../support/backends';
 import { screenshotsUsed, startCaptureSystem } from '../support/capture-helpers';
 import { expectEnvelope } from '../support/errors';
 import { qs, request } from '../support/http';
+import { scrape } from '../support/prometheus';
 
 describe('capture through a real location (egress gateway chaining to a local upstream)', function () {
   this.timeout(120_000);
@@ -100,6 +101,15 @@ describe('capture through a real location (egress gateway chaining to a local up
     const list = await request<{ screenshots: Array<Record<string, unknown>> }>(sys.sys.base, 'GET', `/screenshots?access_token=${key}`);
     expect(list.body.screenshots[0]).to.include({ is_proxy_screenshot: true, proxy_server: 'Berlin' });
     expect(JSON.stringify(list.body)).to.not.include('provider-secret');
+  });
+
+  it("counts the location's bytes in /metrics under route=real_location: the bytes billed", async () => {
+    const bytes = async () => (await scrape(sys.sys.base)).value('snap_egress_gateway_bytes_total', { route: 'real_location' }) ?? 0;
+    const [metricBefore, billedBefore] = [await bytes(), await bandwidthUsed()];
+    expect((await snap({ real_location: 'Munich' })).status).to.equal(200);
+    const billed = (await bandwidthUsed()) - billedBefore;
+    expect(billed).to.be.greaterThan(16_000);
+    expect((await bytes()) - metricBefore).to.equal(billed);
   });
 
   it('a country picks one of its cities', async () => {

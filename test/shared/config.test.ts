@@ -71,6 +71,11 @@ describe('config', () => {
     });
   }
 
+  it('leaves /metrics open unless METRICS_TOKEN is set', () => {
+    expect(loadConfig({}).metricsToken).to.equal(null);
+    expect(loadConfig({ METRICS_TOKEN: 'a-long-enough-token' }).metricsToken).to.equal('a-long-enough-token');
+  });
+
   it('never quotes SERVICE_AI_API_KEY in a configuration error', () => {
     expect(() => loadConfig({ SERVICE_AI_PROVIDER: 'openrouter', SERVICE_AI_API_KEY: 'sk-or-secret-value' })).to.throw().that.satisfies((e: Error) => !e.message.includes('sk-or-secret-value'));
   });
@@ -83,6 +88,8 @@ describe('config', () => {
     ['DATABASE_URL', 'postgres://x', 'DATABASE_URL must start with'],
     ['SECRETS_KEY', 'short', 'SECRETS_KEY must be 64 hex'],
     ['ALLOW_PRIVATE_NETWORKS', 'maybe', 'ALLOW_PRIVATE_NETWORKS must be true or false'],
+    ['METRICS_TOKEN', 'short', 'METRICS_TOKEN must be 16 to 256 printable characters'],
+    ['METRICS_TOKEN', 'has a space in the middle', 'METRICS_TOKEN must be 16 to 256 printable characters'],
   ] as const) {
     it(`stops with a message naming ${name} when it is invalid`, () => {
       expect(() => loadConfig({ [name]: value })).to.throw(fragment);
