@@ -26,6 +26,8 @@ export interface ServiceAiConfig {
 export interface Config {
   /** HTTP port of the api service. */
   port: number;
+  /** OPS_PORT: a process's own /health and /metrics (for processes without the api); null: none. */
+  opsPort: number | null;
   host: string;
   baseUrl: string;
   cdnUrl: string;
@@ -272,8 +274,10 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     openai: url(env, 'OPENAI_BASE_URL', ['http:', 'https:']),
     openrouter: url(env, 'OPENROUTER_BASE_URL', ['http:', 'https:']),
   };
+  const opsPort = str(env, 'OPS_PORT') === null ? null : int(env, 'OPS_PORT', 0, 0, 65535);
   const config: Config = {
     port,
+    opsPort,
     host: str(env, 'HOST') ?? '0.0.0.0',
     baseUrl,
     cdnUrl: url(env, 'CDN_URL', ['http:', 'https:']) ?? `${baseUrl}/cdn`,

@@ -8,7 +8,10 @@ const ROOT = path.resolve(__dirname, '..', '..', '..');
 
 describe('docker-compose.yml (production layout)', () => {
   const doc = YAML.parse(fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
-    services: Record<string, { image?: string; command?: string[]; restart?: string; environment?: Record<string, string>; depends_on?: Record<string, unknown> }>;
+    services: Record<
+      string,
+      { image?: string; command?: string[]; restart?: string; environment?: Record<string, string>; depends_on?: Record<string, unknown>; healthcheck?: { test?: string[] } }
+    >;
   };
 
   it('is valid YAML with the backing services, a Selenium hub and Chrome nodes', () => {
@@ -38,5 +41,20 @@ describe('docker-compose.yml (production layout)', () => {
     expect(doc.services.migrate?.command).to.deep.equal(['node', 'dist/db/migrate.js']);
     expect(doc.services.migrate?.restart).to.equal('no');
     expect(doc.services.api?.depends_on?.migrate).to.deep.equal({ condition: 'service_completed_successfully' });
+  });
+
+  it('checks every service container on /health: the api on its port, the others on their OPS_PORT', () => {
+    for (const name of ALL_SERVICES) {
+      const svc = doc.services[name];
+      const probe = (svc?.healthcheck?.test ?? []).join(' ');
+      const port = name === 'api' ? svc?.environment?.PORT : svc?.environment?.OPS_PORT;
+      expect(port, name).to.match(/^\d+$/);
+      expect(probe, name).to.include(`http://127.0.0.1:${port}/health`);
+      if (name === 'api') expect(svc?.environment?.OPS_PORT, 'the api serves /health and /metrics on PORT').to.equal('');
+    }
+  });
+
+  it('has the hub drop a dead Chrome node within seconds', () => {
+    expect(doc.services['selenium-hub']?.environment?.SE_OPTS).to.match(/--healthcheck-interval 5\b/);
   });
 });

@@ -14,7 +14,7 @@ import { expectEnvelope } from '../support/errors';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { sharedGrid } from '../support/grid';
 import { qs, request } from '../support/http';
-import { type ServiceProcess, startServeProcess } from '../support/processes';
+import { type ServiceProcess, freePort, startServeProcess } from '../support/processes';
 import { type Exposition, scrape } from '../support/prometheus';
 import { type RunningSystem, runSystem } from '../support/system';
 
@@ -37,6 +37,7 @@ describe('operations endpoints across a cluster (MariaDB + Redis + NATS)', funct
   let env: Record<string, string>;
   let cleanup: () => Promise<void>;
   let token: string;
+  let opsPort: number;
 
   before(async () => {
     fx = await startFixtures();
@@ -69,7 +70,8 @@ describe('operations endpoints across a cluster (MariaDB + Redis + NATS)', funct
   });
 
   it('sums the browsers and queues of two capture instances (two processes) in /pressure and /metrics', async () => {
-    captureB = await startServeProcess({ ...env, SERVICES: 'capture', CAPTURE_SESSIONS: '2', MIGRATE_ON_START: 'false' }, /ServiceBroker .* started/, { timeoutMs: 40_000 });
+    opsPort = await freePort();
+    captureB = await startServeProcess({ ...env, SERVICES: 'capture', CAPTURE_SESSIONS: '2', MIGRATE_ON_START: 'false', OPS_PORT: String(opsPort) }, /Ops endpoints on port/, { timeoutMs: 40_000 });
     await until('the api to see both capture nodes', async () => (await request<{ pressure: { nodes: number } }>(api.base, 'GET', '/pressure')).body.pressure.nodes === 2);
 
     const p = await request(api.base, 'GET', '/pressure');
@@ -83,6 +85,19 @@ describe('operations endpoints across a cluster (MariaDB + Redis + NATS)', funct
     expect(m.value('snap_metrics_scrape_nodes', { service: 'capture' })).to.equal(2);
     expect(m.value('snap_metrics_scrape_nodes', { service: 'notifier' })).to.equal(1);
     expect(m.value('snap_metrics_scrape_errors', { service: 'capture' })).to.equal(0);
+  });
+
+  it('serves a capture process its own /health and /metrics on OPS_PORT (this process only)', async () => {
+    const ops = `http://127.0.0.1:${opsPort}`;
+    await until('capture B to have its browsers', async () => (await request(ops, 'GET', '/health')).status === 200);
+    expect((await request(ops, 'GET', '/health')).body).to.deep.equal({ success: true });
+    const m = await scrape(ops);
+    expect(m.value('snap_browser_slots')).to.equal(2);
+    expect(m.value('snap_browser_slots_configured')).to.equal(2);
+    expect(m.value('snap_metrics_scrape_nodes', { service: 'capture' })).to.equal(1);
+    expect(m.value('snap_metrics_scrape_nodes', { service: 'notifier' })).to.equal(undefined);
+    expectEnvelope(await request(ops, 'GET', '/snap'), 404, 'not_found', 'GET /health and GET /metrics');
+    expectEnvelope(await request(ops, 'POST', '/health', { json: {} }), 405, 'method_not_allowed', 'GET /health and GET /metrics only');
   });
 
   it("sums both instances' capture counters", async () => {
