@@ -53,8 +53,10 @@ export class JobQueue {
     return this.db.client.config.client === 'mysql2';
   }
 
+  /** Records a queued job; an id it already has is left as it is (a scheduler handing a job over again). */
   async enqueue(job: { id: string; accountId: string; configId: string; kind: JobKind; options: SnapOptions }): Promise<void> {
-    await this.db('jobs').insert({
+    await this.db('jobs')
+      .insert({
       id: job.id,
       account_id: job.accountId,
       config_id: job.configId,
@@ -62,7 +64,9 @@ export class JobQueue {
       status: 'queued',
       options: JSON.stringify(job.options),
       created_at_ms: this.now(),
-    });
+      })
+      .onConflict('id')
+      .ignore();
   }
 
   /** Records a snap's job as running under a lease held by the request that captures it. */

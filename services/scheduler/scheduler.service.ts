@@ -28,8 +28,15 @@ export interface SchedulerDeps {
   autoTick?: boolean;
 }
 
-/** How many due configurations one tick claims at most (the rest wait for the next tick). */
+/** How many due configurations one transaction claims (a tick claims batches until none is due). */
 const TICK_BATCH = 50;
+/** A tick stops after this many batches, so it ends well before the next (the rest wait one tick). */
+const MAX_BATCHES_PER_TICK = 40;
+/**
+ * A slot marked pending longer than this was claimed by a scheduler that died before the
+ * hand-over (which takes one call to capture, bounded by the broker's 15 s timeout).
+ */
+const PENDING_STALE_MS = 60_000;
 
 interface ConfigRow {
   id: string;
@@ -188,42 +195,83 @@ export function schedulerService(deps: SchedulerDeps): ServiceUnit<SchedulerHand
     return { id: String(row.id), embed_url: embedUrl(config, String(row.id)) };
   };
 
+  /** Hands a claimed slot's job to capture (idempotent by job id), then clears the slot's mark. */
+  async function handOver(row: Pick<ConfigRow, 'id' | 'account_id' | 'capture_options'>, jobId: string): Promise<void> {
+    await call(broker, 'capture.enqueue', {
+      accountId: row.account_id,
+      configId: row.id,
+      jobId,
+      kind: 'scheduled',
+      options: JSON.parse(row.capture_options ?? '{}'),
+    });
+    await db('screenshot_configs').where({ id: row.id, pending_job_id: jobId }).update({ pending_job_id: null, job_pending_since_ms: null });
+  }
+
   /**
-   * One scheduling round: claims due configurations (locked rows, skipped by other
-   * instances), moves each to its first slot after now, and starts one capture job each.
-   * Returns the jobs started.
+   * Slots claimed by a scheduler that died before handing their job to capture (their mark
+   * is older than any hand-over takes): their job is handed over now, under the id the claim
+   * recorded, so it runs once (capture.enqueue ignores an id it already has).
+   */
+  async function recoverPending(at: number): Promise<Array<{ configId: string; jobId: string }>> {
+    const stale = await db.transaction(async (trx) => {
+      let q = trx('screenshot_configs').whereNotNull('pending_job_id').where('job_pending_since_ms', '<', at - PENDING_STALE_MS).limit(TICK_BATCH);
+      if (isMysql()) q = q.forUpdate().skipLocked();
+      const rows = (await q.select('id', 'account_id', 'capture_options', 'pending_job_id')) as Array<ConfigRow & { pending_job_id: string }>;
+      // Marked again now: other schedulers leave them alone while this one hands them over.
+      for (const r of rows) await trx('screenshot_configs').where({ id: r.id }).update({ job_pending_since_ms: at });
+      return rows;
+    });
+    const recovered: Array<{ configId: string; jobId: string }> = [];
+    for (const row of stale) {
+      try {
+        await handOver(row, row.pending_job_id);
+        recovered.push({ configId: row.id, jobId: row.pending_job_id });
+        logger.warn(`handed over the scheduled capture ${row.pending_job_id} of ${row.id}, left behind by a scheduler that stopped`);
+      } catch (err) {
+        logger.warn(`could not hand over the scheduled capture ${row.pending_job_id} of ${row.id}: ${(err as Error).message}`);
+      }
+    }
+    return recovered;
+  }
+
+  /**
+   * One scheduling round: first the jobs of slots a dead scheduler claimed but never handed
+   * over; then claims due configurations in batches (locked rows, skipped by other
+   * instances), moves each to its first slot after now, marks its job pending in the same
+   * transaction, and hands the jobs to capture. Returns the jobs started.
    */
   async function tick(): Promise<Array<{ configId: string; jobId: string }>> {
     const at = now();
-    const claimed = await db.transaction(async (trx) => {
-      let q = trx('screenshot_configs').where('scheduled', true).where('next_run_at_ms', '<=', at).orderBy('next_run_at_ms').limit(TICK_BATCH);
-      if (isMysql()) q = q.forUpdate().skipLocked();
-      const due = (await q.select('id', 'account_id', 'capture_options', 'scheduled_every', 'scheduled_interval', 'schedule_anchor_ms', 'next_run_at_ms')) as ConfigRow[];
-      const started: Array<{ row: ConfigRow; jobId: string }> = [];
-      for (const row of due) {
-        const jobId = randomId(12);
-        const next = nextRunAfter(Number(row.schedule_anchor_ms), Number(row.scheduled_every), row.scheduled_interval as Interval, at);
-        await trx('screenshot_configs').where({ id: row.id }).update({ next_run_at_ms: next, last_job_id: jobId });
-        started.push({ row, jobId });
-      }
-      return started;
-    });
-    const started: Array<{ configId: string; jobId: string }> = [];
-    for (const { row, jobId } of claimed) {
-      try {
-        await call(broker, 'capture.enqueue', {
-          accountId: row.account_id,
-          configId: row.id,
-          jobId,
-          kind: 'scheduled',
-          options: JSON.parse(row.capture_options ?? '{}'),
-        });
-        started.push({ configId: row.id, jobId });
-      } catch (err) {
-        // The job could not be recorded: make the slot due again so the next tick retries it.
-        await db('screenshot_configs').where({ id: row.id }).update({ next_run_at_ms: Number(row.next_run_at_ms) });
-        logger.warn(`could not start the scheduled capture of ${row.id}: ${(err as Error).message}`);
-      }
+    const started = await recoverPending(at);
+    for (let round = 0; round < MAX_BATCHES_PER_TICK; round++) {
+      const claimed = await db.transaction(async (trx) => {
+        let q = trx('screenshot_configs').where('scheduled', true).where('next_run_at_ms', '<=', at).orderBy('next_run_at_ms').limit(TICK_BATCH);
+        if (isMysql()) q = q.forUpdate().skipLocked();
+        const due = (await q.select('id', 'account_id', 'capture_options', 'scheduled_every', 'scheduled_interval', 'schedule_anchor_ms', 'next_run_at_ms')) as ConfigRow[];
+        const out: Array<{ row: ConfigRow; jobId: string }> = [];
+        for (const row of due) {
+          const jobId = randomId(12);
+          const next = nextRunAfter(Number(row.schedule_anchor_ms), Number(row.scheduled_every), row.scheduled_interval as Interval, at);
+          await trx('screenshot_configs').where({ id: row.id }).update({ next_run_at_ms: next, last_job_id: jobId, pending_job_id: jobId, job_pending_since_ms: at });
+          out.push({ row, jobId });
+        }
+        return out;
+      });
+      await Promise.all(
+        claimed.map(async ({ row, jobId }) => {
+          try {
+            await handOver(row, jobId);
+            started.push({ configId: row.id, jobId });
+          } catch (err) {
+            // The job could not be recorded: make the slot due again so the next tick retries it.
+            await db('screenshot_configs')
+              .where({ id: row.id, pending_job_id: jobId })
+              .update({ next_run_at_ms: Number(row.next_run_at_ms), pending_job_id: null, job_pending_since_ms: null });
+            logger.warn(`could not start the scheduled capture of ${row.id}: ${(err as Error).message}`);
+          }
+        }),
+      );
+      if (claimed.length < TICK_BATCH) break;
     }
     return started;
   }

@@ -157,6 +157,31 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect((list.body.screenshots as unknown[]).length).to.equal(3);
   });
 
+  it("hands over, once, the job of a slot whose scheduler died between claiming it and handing it to capture", async () => {
+    clock = Date.now();
+    const schedule = { url: `${fx.origin}/plain`, scheduled_screenshot: 'true', scheduled_every: '2', scheduled_interval: 'minutes' };
+    const lost = await create(schedule);
+    const handed = await create(schedule);
+    await finished(lost.job_id);
+    await finished(handed.job_id);
+    // What a scheduler leaves when it dies after its claim committed: the slot moved on and its
+    // job marked pending; for `lost` before the hand-over, for `handed` just after it.
+    await db('screenshot_configs').where({ id: lost.screenshot_configuration_id }).update({ next_run_at_ms: clock + 120_000, pending_job_id: 'lostjob00001', job_pending_since_ms: clock });
+    await db('screenshot_configs').where({ id: handed.screenshot_configuration_id }).update({ next_run_at_ms: clock + 120_000, pending_job_id: handed.job_id, job_pending_since_ms: clock });
+    const mine = (started: Array<{ configId: string; jobId: string }>) =>
+      started.filter((s) => [lost.screenshot_configuration_id, handed.screenshot_configuration_id].includes(s.configId)).map((s) => s.jobId).sort();
+    clock += 30_000; // a hand-over may still be under way
+    expect(mine(await tick())).to.deep.equal([]);
+    clock += 31_000;
+    expect(mine(await tick())).to.deep.equal([handed.job_id, 'lostjob00001'].sort());
+    expect(mine(await tick())).to.deep.equal([]);
+    expect((await finished('lostjob00001')).body.status).to.equal('completed');
+    const jobs = await db('jobs').whereIn('config_id', [lost.screenshot_configuration_id, handed.screenshot_configuration_id]).select('id');
+    expect(jobs.map((j) => j.id).sort()).to.deep.equal([lost.job_id, handed.job_id, 'lostjob00001'].sort());
+    const marks = await db('screenshot_configs').whereIn('id', [lost.screenshot_configuration_id, handed.screenshot_configuration_id]).select('pending_job_id');
+    expect(marks.map((m) => m.pending_job_id)).to.deep.equal([null, null]);
+  });
+
   it('pages lists: limit 1 to 1000, after/before in seconds or milliseconds, ASC/DESC, has_more', async () => {
     const { access_token } = await sys.account('paid');
     const c = await create({ url: `${fx.origin}/plain?paging` }, access_token);
