@@ -1,8 +1,10 @@
 /**
  * `npm start`: runs the services named by SERVICES (default: all) in this process.
- * Stops cleanly on SIGINT/SIGTERM.
+ * Stops cleanly on SIGINT/SIGTERM. Everything it prints is a log line (JSON by default,
+ * see services/shared/logging.ts), the readiness line included.
  */
 import { type Config, ConfigError, loadConfig } from '../services/shared/config';
+import { startupLine } from '../services/shared/logging';
 import { startSystem } from '../services/system';
 
 async function main(): Promise<void> {
@@ -11,12 +13,20 @@ async function main(): Promise<void> {
     config = loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
-      console.error(`Configuration error: ${err.message}`);
+      // No configuration, so no LOG_FORMAT: the default format.
+      process.stderr.write(`${startupLine('fatal', `Configuration error: ${err.message}`)}\n`);
       process.exit(2);
     }
     throw err;
   }
-  const { broker } = await startSystem(config);
+  let system: Awaited<ReturnType<typeof startSystem>>;
+  try {
+    system = await startSystem(config);
+  } catch (err) {
+    process.stderr.write(`${startupLine('fatal', `Failed to start: ${err instanceof Error ? err.message : String(err)}`, config.logFormat)}\n`);
+    process.exit(1);
+  }
+  const { broker } = system;
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
@@ -27,11 +37,13 @@ async function main(): Promise<void> {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   if (config.services.includes('api')) {
-    console.log(`Screenshot service ready on ${config.baseUrl} (health: ${config.baseUrl}/health, docs: ${config.baseUrl}/docs)`);
+    // Written whatever LOG_LEVEL says: scripts and tests wait for this line.
+    const ready = `Screenshot service ready on ${config.baseUrl} (health: ${config.baseUrl}/health, docs: ${config.baseUrl}/docs)`;
+    process.stdout.write(`${startupLine('info', ready, config.logFormat, broker.nodeID)}\n`);
   }
 }
 
 main().catch((err) => {
-  console.error('Failed to start:', err instanceof Error ? err.message : err);
+  process.stderr.write(`${startupLine('fatal', `Failed to start: ${err instanceof Error ? err.message : String(err)}`)}\n`);
   process.exit(1);
 });

@@ -67,6 +67,8 @@ export interface Config {
   proxyTest: { url: string; timeoutMs: number };
   rateLimit: { max: number; windowSeconds: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+  /** json: one JSON object per line (default); text: one readable line, for a person at a terminal. */
+  logFormat: 'json' | 'text';
   /** Largest accepted request body, bytes. */
   bodyLimit: number;
   /** Seconds between scheduler rounds (a due capture starts at most this late). */
@@ -254,6 +256,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace; got "${logLevel}"`);
   }
+  const logFormat = (str(env, 'LOG_FORMAT') ?? 'json') as Config['logFormat'];
+  if (!['json', 'text'].includes(logFormat)) throw new ConfigError(`LOG_FORMAT must be json or text; got "${logFormat}"`);
   const secretsKey = str(env, 'SECRETS_KEY');
   if (secretsKey !== null && !/^[0-9a-fA-F]{64}$/.test(secretsKey)) {
     throw new ConfigError('SECRETS_KEY must be 64 hex characters (32 bytes); generate one with: openssl rand -hex 32');
@@ -300,6 +304,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       windowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
     },
     logLevel,
+    logFormat,
     bodyLimit: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 50 * 1_048_576),
     schedulerTickSeconds: int(env, 'SCHEDULER_TICK_SECONDS', 5, 1, 59),
     webhooks: {
