@@ -60,11 +60,8 @@ export class CapturePipeline {
    * written here are removed again.
    */
   async run(job: LeasedJob, options: SnapOptions): Promise<ScreenshotRef | null> {
-    // Every line logged beneath (engine, pool, gateway, the services it calls here) names the job.
-    return withLogContext({ job_id: job.id }, () => this.capture(job, options));
-  }
-
-  private async capture(job: LeasedJob, options: SnapOptions): Promise<ScreenshotRef | null> {
+    // Its callers (snap below, the worker) run it in the job's log context: its lines and
+    // those of everything beneath (engine, pool, gateway, the services it calls) name the job.
     const t0 = performance.now();
     const analysing = options.analyze_image_with_ai === true;
     // Again before the capture: a key removed or a backend gone since the job was queued fails it here.
@@ -128,6 +125,7 @@ export class CapturePipeline {
 
   /** A snap: its job cannot be taken over, so it completes, or fails with the error rethrown. */
   async snap(job: LeasedJob, options: SnapOptions): Promise<ScreenshotRef> {
+    // Added to the ids of the request that waits for it.
     return withLogContext({ job_id: job.id }, async () => {
       try {
         const ref = await this.run(job, options);
