@@ -27,6 +27,11 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const { broker } = system;
+  // A crash is a log line too (JSON, redacted), not Node's plain stack trace.
+  process.on('uncaughtException', (err) => {
+    process.stderr.write(`${startupLine('fatal', 'uncaught exception; exiting', config.logFormat, broker.nodeID, err)}\n`);
+    process.exit(1);
+  });
   let stopping = false;
   const stop = async () => {
     if (stopping) return;

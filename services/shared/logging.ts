@@ -257,6 +257,6 @@ export class LineLogger extends Loggers.Base {
 }
 
 /** A line bin/serve.ts writes itself: before any broker exists (a configuration error), or whatever LOG_LEVEL says (readiness). */
-export function startupLine(level: LogLevels, msg: string, format: LogFormat = 'json', nodeID?: string): string {
-  return formatLine(logRecord(level, [msg], { ...(nodeID ? { nodeID } : {}), mod: 'serve' }, {}), format);
+export function startupLine(level: LogLevels, msg: string, format: LogFormat = 'json', nodeID?: string, err?: unknown): string {
+  return formatLine(logRecord(level, [msg, ...(err === undefined ? [] : [err])], { ...(nodeID ? { nodeID } : {}), mod: 'serve' }, {}), format);
 }
