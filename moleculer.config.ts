@@ -4,14 +4,18 @@
  */
 import type { BrokerOptions } from 'moleculer';
 import type { Config } from './services/shared/config';
+import { LineLogger, type LineLoggerOptions, logContextMiddleware } from './services/shared/logging';
 
-export function brokerOptions(config: Readonly<Config>): BrokerOptions {
+/** `logStream`: where log lines go (stdout; the admin CLI passes stderr, its stdout is its answer). */
+export function brokerOptions(config: Readonly<Config>, logStream?: LineLoggerOptions['stream']): BrokerOptions {
   return {
     namespace: config.namespace,
     ...(config.nodeId ? { nodeID: config.nodeId } : {}),
     transporter: config.transporter ?? undefined,
     logLevel: config.logLevel,
-    logger: { type: 'Console', options: { formatter: 'short', colors: process.stdout.isTTY } },
+    // One JSON line per entry (LOG_FORMAT=text for a person), redacted (services/shared/logging.ts).
+    logger: new LineLogger({ level: config.logLevel, format: config.logFormat, ...(logStream ? { stream: logStream } : {}) }),
+    middlewares: [logContextMiddleware],
     // Internal calls are short (a database row, a counter). A request lost with its node or
     // with the transporter (a NATS restart) fails after this long with 503 capacity_exhausted
     // instead of holding the caller. Actions that may legitimately take longer (a capture,

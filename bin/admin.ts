@@ -68,7 +68,11 @@ async function main(): Promise<number> {
   const base = loadConfig();
   // The notifier runs without sending (no poll, nothing pumped): the CLI only reads and rotates secrets.
   const services: Array<'billing' | 'notifier'> = group === 'webhook-secret' ? ['billing', 'notifier'] : ['billing'];
-  const { broker } = await startSystem({ ...base, services, transporter: null, logLevel: 'warn' }, { notifier: { autoPoll: false, send: false } });
+  const { broker } = await startSystem({ ...base, services, transporter: null, logLevel: 'warn' }, {
+    notifier: { autoPoll: false, send: false },
+    // Its stdout is its answer (scripts read --json from it); log lines go to stderr.
+    logStream: process.stderr,
+  });
   const print = (value: unknown, human: () => string) => console.log(json ? JSON.stringify(value, null, 2) : human());
   try {
     const key = `${group} ${command ?? ''}`.trim();

@@ -1,8 +1,10 @@
 /**
  * `npm start`: runs the services named by SERVICES (default: all) in this process.
- * Stops cleanly on SIGINT/SIGTERM.
+ * Stops cleanly on SIGINT/SIGTERM. Everything it prints is a log line (JSON by default,
+ * see services/shared/logging.ts), the readiness line included.
  */
 import { type Config, ConfigError, loadConfig } from '../services/shared/config';
+import { startupLine } from '../services/shared/logging';
 import { startOpsServer } from '../services/shared/ops-server';
 import { startSystem, stopSystem } from '../services/system';
 
@@ -12,12 +14,25 @@ async function main(): Promise<void> {
     config = loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
-      console.error(`Configuration error: ${err.message}`);
+      // No configuration, so no LOG_FORMAT: the default format.
+      process.stderr.write(`${startupLine('fatal', `Configuration error: ${err.message}`)}\n`);
       process.exit(2);
     }
     throw err;
   }
-  const system = await startSystem(config);
+  let system: Awaited<ReturnType<typeof startSystem>>;
+  try {
+    system = await startSystem(config);
+  } catch (err) {
+    process.stderr.write(`${startupLine('fatal', `Failed to start: ${err instanceof Error ? err.message : String(err)}`, config.logFormat)}\n`);
+    process.exit(1);
+  }
+  const { broker } = system;
+  // A crash is a log line too (JSON, redacted), not Node's plain stack trace.
+  process.on('uncaughtException', (err) => {
+    process.stderr.write(`${startupLine('fatal', 'uncaught exception; exiting', config.logFormat, broker.nodeID, err)}\n`);
+    process.exit(1);
+  });
   const ops =
     config.opsPort === null
       ? null
@@ -35,13 +50,17 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  if (ops) console.log(`Ops endpoints on port ${ops.port}: /health and /metrics of this process`);
+  // Written whatever LOG_LEVEL says, like the ready line below: supervisors (npm run stack) wait for it.
+  process.stdout.write(`${startupLine('info', `Services started: ${config.services.join(',')}`, config.logFormat, broker.nodeID)}\n`);
+  if (ops) process.stdout.write(`${startupLine('info', `Ops endpoints on port ${ops.port}: /health and /metrics of this process`, config.logFormat, broker.nodeID)}\n`);
   if (config.services.includes('api')) {
-    console.log(`Screenshot service ready on ${config.baseUrl} (health: ${config.baseUrl}/health, docs: ${config.baseUrl}/docs)`);
+    // Written whatever LOG_LEVEL says: scripts and tests wait for this line.
+    const ready = `Screenshot service ready on ${config.baseUrl} (health: ${config.baseUrl}/health, docs: ${config.baseUrl}/docs)`;
+    process.stdout.write(`${startupLine('info', ready, config.logFormat, broker.nodeID)}\n`);
   }
 }
 
 main().catch((err) => {
-  console.error('Failed to start:', err instanceof Error ? err.message : err);
+  process.stderr.write(`${startupLine('fatal', `Failed to start: ${err instanceof Error ? err.message : String(err)}`)}\n`);
   process.exit(1);
 });

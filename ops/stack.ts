@@ -175,7 +175,7 @@ export class Stack {
     if (code !== 0) throw new Error(`migrations failed: ${out}`);
   }
 
-  /** Starts one service process (output appended to its log file) and resolves once its broker has started. */
+  /** Starts one service process (output appended to its log file) and resolves once its services have started. */
   private async launch(name: string, services: string, generation = 1): Promise<void> {
     const logFile = path.join(this.options.dir, 'logs', `${name}.log`);
     const fd = fs.openSync(logFile, 'a');
@@ -202,7 +202,7 @@ export class Stack {
     const end = Date.now() + 120_000;
     while (Date.now() < end) {
       if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited (${child.signalCode ?? child.exitCode}) while starting; see ${logFile}`);
-      if (/ServiceBroker with \d+ service\(s\) started/.test(readFrom(logFile, from))) return;
+      if (/Services started: /.test(readFrom(logFile, from))) return;
       await new Promise((r) => setTimeout(r, 200));
     }
     throw new Error(`${name} did not start within 120 s; see ${logFile}`);

@@ -20,6 +20,8 @@ export interface SystemOverrides {
   billing?: Omit<BillingDeps, 'config'>;
   scheduler?: Omit<SchedulerDeps, 'config'>;
   notifier?: Omit<NotifierDeps, 'config'>;
+  /** Where log lines go instead of stdout (the admin CLI: stderr). */
+  logStream?: { write(line: string): unknown };
 }
 
 /** A started system: its broker, and the handles of the services that have one (null when not run here). */
@@ -43,7 +45,7 @@ export async function stopSystem(system: System): Promise<void> {
 
 export async function startSystem(config: Readonly<Config>, overrides: SystemOverrides = {}): Promise<System> {
   if (config.migrateOnStart) await migrateLatest(config.database);
-  const broker = new ServiceBroker(brokerOptions(config));
+  const broker = new ServiceBroker(brokerOptions(config, overrides.logStream));
   const runs = (name: Config['services'][number]) => config.services.includes(name);
   const system: System = { broker, api: null, capture: null, scheduler: null, notifier: null };
   if (runs('api')) {

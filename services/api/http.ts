@@ -13,6 +13,7 @@ import { type AccountContext, call } from '../shared/contracts';
 import { type ErrorCode, ERROR_STATUS, serviceError, toEnvelope } from '../shared/errors';
 import { MAX_HEAD_BYTES, MAX_PARAM_LENGTH, RouteMethods, clientErrorHandler, closingError, frameworkError, methodNotAllowed } from './protocol-errors';
 import type { ParamShape, RawParams } from './request-schemas';
+import { inRequestContext, installRequestLog, requestIdOf } from './request-log';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -94,8 +95,10 @@ function tokenOf(params: RawParams, request: FastifyRequest): string {
 
 export function sendError(reply: FastifyReply, err: unknown, log: { error(...a: unknown[]): void }): FastifyReply {
   const { status, body, retryAfter } = toEnvelope(err);
-  if (status >= 500 && body.error_code === 'internal_error') log.error('request failed', err);
+  if (status >= 500 && body.error_code === 'internal_error') log.error({ request_id: reply.request.id }, 'request failed', err);
   if (retryAfter !== undefined) reply.header('Retry-After', String(retryAfter));
+  // Errors answered before the onRequest hooks ran (framework errors) carry the id too.
+  if (!reply.hasHeader('X-Request-Id')) reply.header('X-Request-Id', reply.request.id);
   return reply.code(status).header('content-type', 'application/json; charset=utf-8').send(body);
 }
 
@@ -113,7 +116,10 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
     frameworkErrors: (err, request, reply) => void sendError(reply, frameworkError(err, request), log),
     // Fastify's own 503 while closing has its own body; the onRequest hook below answers instead.
     return503OnClosing: false,
+    genReqId: requestIdOf,
+    requestIdHeader: false,
   });
+  installRequestLog(app, log);
   app.addHook('onRoute', (opts) => methods.add(opts.url, opts.method));
   app.addHook('preClose', (done) => {
     closing = true;
@@ -143,7 +149,7 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
     app.route({
       method: def.method,
       url: def.url,
-      handler: async (request, reply) => {
+      handler: inRequestContext(async (request, reply) => {
         try {
           const raw = mergeParams(request);
           const account =
@@ -162,7 +168,7 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
         } catch (err) {
           return sendError(reply, err, log);
         }
-      },
+      }),
     });
   }
 

@@ -163,7 +163,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
           await call(broker, 'billing.charge', { accountId, amounts: { bandwidth_bytes: bytes } });
         },
       };
-      const pipeline = new CapturePipeline(engine, files, screenshots, queue, analyst, router, metrics);
+      const pipeline = new CapturePipeline(engine, files, screenshots, queue, analyst, router, metrics, this.logger);
       const worker = new JobWorker(this.broker, queue, pipeline, this.logger, { sessions: config.capture.sessions, leaseMs: config.capture.jobLeaseMs });
       s = { db, store, files, screenshots, queue, pool, metrics, pipeline, worker };
     },

@@ -5,10 +5,12 @@
  * as its job completes, under the job's lease. Snaps and queued jobs both come through
  * here; they differ only in who holds the lease and who pays.
  */
+import type { LoggerInstance } from 'moleculer';
 import { failedRecord } from '../shared/ai-record';
 import { failureOf, toEnvelope } from '../shared/errors';
 import type { AiRecord, CaptureRoute, JobKind, ScreenshotRef, StoredImage } from '../shared/contracts';
 import { recordChangeReadings } from '../shared/change-alerts';
+import { withLogContext } from '../shared/logging';
 import { appendDelivery, captureDeliveryBody } from '../shared/outbox';
 import type { ConfigOptions, SnapOptions } from '../shared/screenshot-options';
 import type { CaptureEngine } from './engine';
@@ -57,6 +59,7 @@ export class CapturePipeline {
     private readonly router: Router,
     /** Told of every capture's outcome, duration and egress bytes (metrics.ts). */
     private readonly observer: CaptureObserver | null = null,
+    private readonly log: Pick<LoggerInstance, 'debug' | 'info'> = { debug: () => undefined, info: () => undefined },
   ) {}
 
   /**
@@ -79,6 +82,9 @@ export class CapturePipeline {
   }
 
   private async capture(job: LeasedJob, options: SnapOptions): Promise<ScreenshotRef | null> {
+    // Its callers (snap below, the worker) run it in the job's log context: its lines and
+    // those of everything beneath (engine, pool, gateway, the services it calls) name the job.
+    const t0 = performance.now();
     const analysing = options.analyze_image_with_ai === true;
     // Again before the capture: a key removed or a backend gone since the job was queued fails it here.
     if (analysing) await this.analyst.check(job.accountId, options);
@@ -86,6 +92,8 @@ export class CapturePipeline {
     // before any browser work. Bytes through a real location are charged once they are known,
     // even if recording fails afterwards: they went through the provider.
     const route = await this.router.route(job.accountId, options);
+    // The upstream is a URL with the proxy's credentials: the log writer redacts them.
+    this.log.debug({ url: options.url, via: route?.upstream ?? null }, 'capture started');
     if (route?.location) await this.router.checkBandwidth(job.accountId);
     let bytes = 0;
     const rendered = await this.engine.capture(
@@ -118,9 +126,11 @@ export class CapturePipeline {
       return inserted;
     });
     if (id === null) {
+      this.log.info('capture finished after its lease was lost; another instance holds the job, its files are removed');
       await this.files.remove(files);
       return null;
     }
+    this.log.info({ screenshot_id: id, ms: Math.round(performance.now() - t0) }, 'capture recorded');
     return this.screenshots.toRef({ ...row, id });
   }
 
@@ -138,14 +148,19 @@ export class CapturePipeline {
 
   /** A snap: its job cannot be taken over, so it completes, or fails with the error rethrown. */
   async snap(job: LeasedJob, options: SnapOptions): Promise<ScreenshotRef> {
-    try {
-      const ref = await this.run(job, options);
-      if (ref) return ref;
-      throw new Error(`the lease of snap job ${job.id} was lost`);
-    } catch (err) {
-      const failure = failureOf(err);
-      await this.queue.fail(job, failure.code, failure.note);
-      throw err;
-    }
+    // Added to the ids of the request that waits for it.
+    return withLogContext({ job_id: job.id }, async () => {
+      try {
+        const ref = await this.run(job, options);
+        if (ref) return ref;
+        throw new Error(`the lease of snap job ${job.id} was lost`);
+      } catch (err) {
+        const failure = failureOf(err);
+        // Unknown failures are logged with their detail where they are answered (the api's 500).
+        this.log.info({ error_code: failure.code }, `capture failed: ${failure.note}`);
+        await this.queue.fail(job, failure.code, failure.note);
+        throw err;
+      }
+    });
   }
 }

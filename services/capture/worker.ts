@@ -11,6 +11,7 @@ import { type ScreenshotRef, emit } from '../shared/contracts';
 import { billsAiCredits } from '../shared/ai-record';
 import { withCaptureCredits } from '../shared/credits';
 import { failureOf, isUnavailable } from '../shared/errors';
+import { withOnlyLogContext } from '../shared/logging';
 import type { ClaimedJob, JobQueue } from './jobs';
 import type { CapturePipeline } from './pipeline';
 
@@ -37,7 +38,7 @@ export class JobWorker {
     private readonly broker: ServiceBroker,
     private readonly queue: JobQueue,
     private readonly pipeline: Pick<CapturePipeline, 'run'>,
-    private readonly logger: Pick<LoggerInstance, 'warn' | 'error'>,
+    private readonly logger: Pick<LoggerInstance, 'info' | 'warn' | 'error'>,
     private readonly options: WorkerOptions,
   ) {
     this.pollMs = options.pollMs ?? 2_000;
@@ -98,11 +99,17 @@ export class JobWorker {
    * failure, and left to the new holder when the lease was lost.
    */
   async run(job: ClaimedJob): Promise<void> {
+    // Only the job's id: a pump started beneath a request (capture.jobQueued) may claim another request's job.
+    return withOnlyLogContext({ job_id: job.id }, () => this.runJob(job));
+  }
+
+  private async runJob(job: ClaimedJob): Promise<void> {
     const renew = setInterval(() => void this.queue.renew(job).catch(() => undefined), Math.max(500, Math.floor(this.options.leaseMs / 3)));
     const credit = { accountId: job.accountId, amounts: { screenshots: 1 }, reservationId: `job:${job.id}` };
     const billAi = billsAiCredits(job.options);
     try {
       if (job.attempts > this.maxAttempts) {
+        this.logger.warn(`job ${job.id} was interrupted ${this.maxAttempts} times; it is given up`);
         await this.queue.fail(job, 'internal_error', `The capture was interrupted ${this.maxAttempts} times and was given up.`);
         await withCaptureCredits(this.broker, credit, billAi, async () => undefined, { settle: () => 'refund', analysed: () => false }).catch(() => undefined);
         return;
@@ -134,6 +141,7 @@ export class JobWorker {
     }
     const failure = failureOf(err);
     if (!failure.known) this.logger.error(`job ${job.id} failed`, err);
+    else this.logger.info({ error_code: failure.code }, `job ${job.id} failed: ${failure.note}`);
     return this.queue.fail(job, failure.code, failure.note).catch(() => false);
   }
 }

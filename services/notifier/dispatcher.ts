@@ -7,6 +7,7 @@
 import type { LoggerInstance } from 'moleculer';
 import type { ClaimedDelivery, DeliveryRepository } from './deliveries';
 import { toEnvelope } from '../shared/errors';
+import { withOnlyLogContext } from '../shared/logging';
 import { type PostOptions, type PostResult, postJson } from './http-post';
 import { afterAttempt } from './retry-policy';
 import type { AttemptObserver } from './metrics';
@@ -29,7 +30,7 @@ export class Dispatcher {
   constructor(
     private readonly deliveries: DeliveryRepository,
     private readonly secrets: SigningSecrets,
-    private readonly logger: Pick<LoggerInstance, 'warn' | 'error'>,
+    private readonly logger: Pick<LoggerInstance, 'info' | 'warn' | 'error'>,
     private readonly options: DispatcherOptions,
     private readonly now: () => number,
     /** Told of every recorded attempt's outcome (metrics.ts). */
@@ -89,7 +90,12 @@ export class Dispatcher {
     }
   }
 
-  private async attempt(d: ClaimedDelivery): Promise<void> {
+  /** One attempt, its lines tagged with the delivery's id (the webhook-id header receivers see), and nothing else. */
+  private attempt(d: ClaimedDelivery): Promise<void> {
+    return withOnlyLogContext({ delivery_id: d.id }, () => this.attemptDelivery(d));
+  }
+
+  private async attemptDelivery(d: ClaimedDelivery): Promise<void> {
     try {
       const started = this.now();
       const t0 = performance.now();
@@ -108,6 +114,11 @@ export class Dispatcher {
       const next = afterAttempt(d.sendTo, answer, d.attempts + 1, this.now());
       const error = next.status === 'delivered' ? null : (answer.error ?? (d.sendTo === 'slack' ? `Slack answered "${answer.body.slice(0, 100)}"` : null));
       const recorded = await this.deliveries.finish(d, { at_ms: started, status_code: answer.status, duration_ms: duration, error }, next);
+      // Not the URL: a Slack incoming-webhook URL is itself a secret.
+      this.logger.info(
+        { kind: d.sendTo, attempt: d.attempts + 1, status_code: answer.status, ms: duration, outcome: next.status, ...(error ? { error } : {}) },
+        `webhook delivery ${d.id}: attempt ${d.attempts + 1} ${next.status}`,
+      );
       if (recorded) this.observer?.attempted(d.sendTo, next.status === 'pending' ? 'retrying' : next.status);
       else this.logger.warn(`webhook delivery ${d.id}: the lease ran out during the attempt; its outcome is not recorded and it will be tried again`);
     } catch (err) {

@@ -69,6 +69,8 @@ export interface Config {
   proxyTest: { url: string; timeoutMs: number };
   rateLimit: { max: number; windowSeconds: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+  /** json: one JSON object per line (default); text: one readable line, for a person at a terminal. */
+  logFormat: 'json' | 'text';
   /** Largest accepted request body, bytes. */
   bodyLimit: number;
   /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <it>`; null: /metrics is open like /health. */
@@ -258,6 +260,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace; got "${logLevel}"`);
   }
+  const logFormat = (str(env, 'LOG_FORMAT') ?? 'json') as Config['logFormat'];
+  if (!['json', 'text'].includes(logFormat)) throw new ConfigError(`LOG_FORMAT must be json or text; got "${logFormat}"`);
   const secretsKey = str(env, 'SECRETS_KEY');
   if (secretsKey !== null && !/^[0-9a-fA-F]{64}$/.test(secretsKey)) {
     throw new ConfigError('SECRETS_KEY must be 64 hex characters (32 bytes); generate one with: openssl rand -hex 32');
@@ -311,6 +315,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       windowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
     },
     logLevel,
+    logFormat,
     bodyLimit: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 50 * 1_048_576),
     metricsToken,
     schedulerTickSeconds: int(env, 'SCHEDULER_TICK_SECONDS', 5, 1, 59),

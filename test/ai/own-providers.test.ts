@@ -35,8 +35,8 @@ function recordOutput(): { text(): string; restore(): void } {
     stream.write = ((chunk: unknown, ...rest: unknown[]) => {
       const text = String(chunk);
       chunks.push(text);
-      // Moleculer's lines ("[12:00:00.000Z] DEBUG ...") are kept but not echoed; mocha's are.
-      if (/^\[\d\d:\d\d:\d\d\.\d{3}Z\] /.test(text)) return true;
+      // The service's log lines (JSON, or "[2026-...Z] DEBUG ..." as text) are kept but not echoed; mocha's are.
+      if (/^(\{"time":"|\[\d{4}-\d\d-\d\dT)/.test(text)) return true;
       return (originals[i] as (...a: unknown[]) => boolean).call(stream, chunk, ...rest);
     }) as typeof stream.write;
   });

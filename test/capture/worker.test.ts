@@ -11,6 +11,7 @@ import { type ClaimedJob, JobQueue } from '../../services/capture/jobs';
 import { JobWorker } from '../../services/capture/worker';
 import type { Reservation, ScreenshotRef } from '../../services/shared/contracts';
 import { serviceError } from '../../services/shared/errors';
+import { type LogContext, currentLogContext, withLogContext } from '../../services/shared/logging';
 
 const job = (id: string, attempts = 1): ClaimedJob => ({ id, accountId: 'acc', configId: 'cfg', kind: 'config', options: { url: 'https://example.test/' }, leaseToken: 't', attempts });
 const ref = (id: string): ScreenshotRef => ({
@@ -40,7 +41,7 @@ function setup(sessions = 2) {
   queue.renew.resolves(true);
   queue.release.resolves();
   const pipeline = { run: sinon.stub() };
-  const logger = { warn: sinon.stub(), error: sinon.stub() };
+  const logger = { info: sinon.stub(), warn: sinon.stub(), error: sinon.stub() };
   const worker = new JobWorker(broker, queue, pipeline, logger, { sessions, leaseMs: 30_000, pollMs: 60_000 });
   const billingCalls = () => call.getCalls().map((c) => c.args[0] as string);
   return { worker, queue, pipeline, logger, call, emit, billingCalls };
@@ -55,6 +56,17 @@ describe('JobWorker (collaborators stubbed)', () => {
     expect(t.call.firstCall.args[1]).to.deep.equal({ accountId: 'acc', amounts: { screenshots: 1 }, reservationId: 'job:j1' });
     expect(t.emit.calledOnceWithExactly('capture.completed', { accountId: 'acc', configId: 'cfg', jobId: 'j1', screenshotId: '42' })).to.equal(true);
     expect(t.queue.fail.called).to.equal(false);
+  });
+
+  it("runs a job under its own job id only, not the ids of the request whose event woke the worker", async () => {
+    const t = setup();
+    let seen: LogContext = {};
+    t.pipeline.run.callsFake(async () => {
+      seen = currentLogContext();
+      return ref('42');
+    });
+    await withLogContext({ request_id: 'req_other', job_id: 'other' }, () => t.worker.run(job('j1')));
+    expect(seen).to.deep.equal({ job_id: 'j1' });
   });
 
   it('leaves the credit to the instance that took the job over when the lease was lost', async () => {
