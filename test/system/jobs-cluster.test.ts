@@ -55,8 +55,9 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
       const tickOf = (s: RunningSystem) => s.scheduler!.tick();
       const rounds = await Promise.all([tickOf(a), tickOf(c), tickOf(a), tickOf(c), tickOf(a), tickOf(c)]);
       const started = rounds.flat();
+      // Which instance claims them is a race (a tick claims every due row it can lock);
+      // what must hold is that none is claimed twice.
       expect(started.map((s) => s.configId).sort()).to.deep.equal([...ids].sort());
-      expect(rounds[0]!.length + rounds[2]!.length + rounds[4]!.length).to.be.greaterThan(0);
       const jobs = await db('jobs').where({ kind: 'scheduled' }).select('config_id');
       expect(jobs.map((j) => j.config_id).sort()).to.deep.equal([...ids].sort());
       // And the captures run: every job completes.
