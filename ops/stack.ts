@@ -304,7 +304,8 @@ function readFrom(file: string, offset: number): string {
   }
 }
 
-async function freePort(): Promise<number> {
+/** A TCP port free right now on 127.0.0.1. */
+export async function freePort(): Promise<number> {
   const net = await import('node:net');
   return new Promise((resolve, reject) => {
     const srv = net.createServer();

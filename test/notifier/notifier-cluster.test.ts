@@ -12,15 +12,7 @@ import { NATS_URL, backendConfig, uniqueName } from '../support/backends';
 import { startServeProcess } from '../support/processes';
 import { type RunningSystem, runSystem } from '../support/system';
 import { startReceiver } from './receivers';
-
-const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 60_000) => {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
+import { until } from '../support/wait';
 
 function countBy(ids: string[]): Record<string, number> {
   const counts: Record<string, number> = {};

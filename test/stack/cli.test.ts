@@ -16,10 +16,10 @@ import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { request } from '../support/http';
 import { processesMarked } from '../support/processes';
 import { parsePrometheus } from '../support/prometheus';
+import { sleep } from '../support/wait';
 
 const run = promisify(execFile);
 const STACK_JS = path.resolve(__dirname, '..', '..', 'bin', 'stack.js');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('npm run stack (the operator command)', function () {
   this.timeout(240_000);

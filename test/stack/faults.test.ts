@@ -18,6 +18,7 @@ import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { request } from '../support/http';
 import { processesMarked, runScript } from '../support/processes';
 import { startTestStack, stopTestStack } from '../support/stack';
+import { sleep, until } from '../support/wait';
 
 /** A server binary this suite runs on a port of its own, so it can stop and start it. */
 class OwnServer {
@@ -62,17 +63,6 @@ class OwnServer {
     await sleep(downMs);
     await this.start();
   }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 90_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await sleep(250);
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 describe('the full stack survives faults (separate processes)', function () {
@@ -165,7 +155,7 @@ describe('the full stack survives faults (separate processes)', function () {
     await until('every job to finish', async () => {
       const open = await db('jobs').where({ account_id: accountId }).whereNotIn('status', ['completed', 'failed']).count({ n: '*' });
       return Number(open[0]?.n) === 0;
-    });
+    }, 90_000);
     const jobs = await db('jobs').where({ account_id: accountId }).select('id', 'status', 'error_code', 'note');
     expect(jobs.filter((j) => j.status !== 'completed'), 'jobs not completed').to.deep.equal([]);
     const perJob = await db('screenshots').where({ account_id: accountId }).groupBy('job_id').select('job_id').count({ n: '*' });
@@ -176,7 +166,7 @@ describe('the full stack survives faults (separate processes)', function () {
     await until('every delivery to be delivered', async () => {
       const open = await db('webhook_deliveries').where({ account_id: accountId }).whereNot({ status: 'delivered' }).count({ n: '*' });
       return Number(open[0]?.n) === 0;
-    });
+    }, 90_000);
     const deliveries = await db('webhook_deliveries').where({ account_id: accountId }).select('id', 'job_id');
     expect(deliveries.map((d) => d.job_id).sort(), 'one capture delivery per job').to.deep.equal(jobs.map((j) => j.id).sort());
     const seen = new Set(receiver.received.map((r) => String(r.headers['webhook-id'])));
@@ -232,7 +222,7 @@ describe('the full stack survives faults (separate processes)', function () {
     await until('every configuration to have its second job', async () => {
       const rows = await db('jobs').whereIn('config_id', configs).groupBy('config_id').select('config_id').count({ n: '*' });
       return rows.length === configs.length && rows.every((r) => Number(r.n) >= 2);
-    });
+    }, 90_000);
     await sleep(3_000); // a double firing would show within a few ticks
     const rows = await db('jobs').whereIn('config_id', configs).groupBy('config_id').select('config_id').count({ n: '*' });
     expect(rows.filter((r) => Number(r.n) !== 2), 'configurations not fired exactly once').to.deep.equal([]);

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import knex from 'knex';
+import { freePort } from '../../ops/stack';
 import { type Config, loadConfig } from '../../services/shared/config';
 
 export const MYSQL_ADMIN_URL = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
@@ -67,17 +68,7 @@ export function configFrom(env: Record<string, string | undefined>): Readonly<Co
 }
 
 /** A TCP port free right now on 127.0.0.1 (links such as direct_link need the real port). */
-export async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as import('node:net').AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 export type Backend = 'sqlite' | 'mysql';
 

@@ -12,15 +12,7 @@ import { sharedGrid } from '../support/grid';
 import { request } from '../support/http';
 import { startServeProcess } from '../support/processes';
 import { type RunningSystem, runSystem } from '../support/system';
-
-const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 60_000) => {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
+import { until } from '../support/wait';
 
 describe('jobs and schedules across instances (MariaDB + Redis + NATS)', function () {
   this.timeout(180_000);

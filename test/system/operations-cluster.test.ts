@@ -17,15 +17,7 @@ import { qs, request } from '../support/http';
 import { type ServiceProcess, freePort, startServeProcess } from '../support/processes';
 import { type Exposition, scrape } from '../support/prometheus';
 import { type RunningSystem, runSystem } from '../support/system';
-
-const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 30_000) => {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-};
+import { until } from '../support/wait';
 
 describe('operations endpoints across a cluster (MariaDB + Redis + NATS)', function () {
   this.timeout(120_000);
