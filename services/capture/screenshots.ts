@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
 import type { Config } from '../shared/config';
 import type { AiRecord, ScreenshotRef } from '../shared/contracts';
 import { cdnLink, embedUrl } from '../shared/links';
-import { type Paging, fetchPage } from '../shared/paging';
+import { type ListOrder, type Paging, fetchPage } from '../shared/paging';
 import { type SnapOptions, captureKey } from '../shared/screenshot-options';
 
 /** The storage objects of one capture (null where the capture made none). */
@@ -34,6 +34,9 @@ export interface NewScreenshot extends StoredFiles {
 export interface ScreenshotRow extends NewScreenshot {
   id: number;
 }
+
+/** The archive lists' order: by capture time, equal times by id (insertion order). */
+const LIST_ORDER: ListOrder = { table: 'screenshots', columns: ['created_at_ms', 'id'], key: 'id' };
 
 export interface ScreenshotPage {
   screenshots: ScreenshotRef[];
@@ -116,7 +119,7 @@ export class ScreenshotRepository {
   }
 
   private async page(query: Knex.QueryBuilder, paging: Paging): Promise<ScreenshotPage> {
-    const { items, has_more } = await fetchPage(query, paging, (row: ScreenshotRow) => this.toRef(row));
+    const { items, has_more } = await fetchPage(query, paging, LIST_ORDER, (row: ScreenshotRow) => this.toRef(row));
     return { screenshots: items, has_more };
   }
 

@@ -37,7 +37,7 @@ export class ChangeNotifications {
     const query = this.db('change_notifications').where({ account_id: accountId });
     if (configId) query.where({ config_id: configId });
     // Alerts of one capture share their time: they list in step order, then by id.
-    const rows = (await pageQuery(query, paging, 'created_at_ms', 'step_index').orderBy('id', paging.order === 'ASC' ? 'asc' : 'desc')) as AlertRow[];
+    const rows = (await pageQuery(query, paging, { table: 'change_notifications', columns: ['created_at_ms', 'step_index', 'id'], key: 'id' })) as AlertRow[];
     const page = pageOf(rows, paging);
     return { change_notifications: page.rows.map(alertRecord), has_more: page.has_more };
   }

@@ -120,7 +120,7 @@ export class DeliveryRepository {
     const query = this.db('webhook_deliveries').where({ account_id: accountId });
     if (filter.configId) query.where({ config_id: filter.configId });
     if (filter.status) query.where({ status: filter.status });
-    const page = pageOf((await pageQuery(query, paging, 'created_at_ms', 'id')) as DeliveryRow[], paging);
+    const page = pageOf((await pageQuery(query, paging, { table: 'webhook_deliveries', columns: ['created_at_ms', 'id'], key: 'id' })) as DeliveryRow[], paging);
     const ids = page.rows.map((r) => r.id);
     const attempts = ids.length ? await this.db('webhook_attempts').whereIn('delivery_id', ids).orderBy('number') : [];
     return { deliveries: page.rows.map((r) => this.view(r, attempts.filter((a) => a.delivery_id === r.id))), has_more: page.has_more };

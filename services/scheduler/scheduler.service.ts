@@ -146,7 +146,7 @@ export function schedulerService(deps: SchedulerDeps): ServiceUnit<SchedulerHand
 
   const list: Handler<'scheduler.list'> = async (ctx) => {
     const { accountId, paging } = ctx.params;
-    const { items, has_more } = await fetchPage(db('screenshot_configs').where({ account_id: accountId }), paging, view);
+    const { items, has_more } = await fetchPage(db('screenshot_configs').where({ account_id: accountId }), paging, { table: 'screenshot_configs', columns: ['created_at_ms', 'id'], key: 'id' }, view);
     return { configs: items, has_more };
   };
 
