@@ -5,7 +5,8 @@
  *      2x2, with the same browser sessions in all (TOTAL_SESSIONS: CAPTURE_SESSIONS = 4 /
  *      capture instances), a stack of its own (one scheduler), warm-up captures, then
  *      BENCH_STACK_CAPTURES GET /snap of the bench's simple page (wait=0, ttl=0: each a fresh
- *      capture) at concurrency 4. Reported: captures per second, p50/p95, CPU per capture
+ *      capture) at concurrency 4, in 4 blocks per layout alternated between the layouts' stacks
+ *      (all up at once, so drift in the machine's speed falls on each alike). Reported: captures per second, p50/p95, CPU per capture
  *      (the stack's own processes, counted from /proc/<pid>/stat, and the whole machine, from
  *      /proc/stat), and the ratios to 1x1. On two cores this is the cost of spreading out
  *      (more processes, more NATS hops, more JVMs), not a speed-up.
@@ -75,6 +76,8 @@ function subset<T extends string>(name: string, all: readonly T[]): T[] {
 }
 
 const CAPTURES = positiveInt('BENCH_STACK_CAPTURES', 80);
+/** Blocks each layout's captures are split into, alternated between layouts. */
+const BLOCKS = 4;
 const WARMUP_PER_WORKER = positiveInt('BENCH_STACK_WARMUP', 3);
 const LAYOUTS = subset('BENCH_STACK_LAYOUTS', ALL_LAYOUTS);
 const CONFIGS = positiveInt('BENCH_STACK_CONFIGS', 10_000);
@@ -314,67 +317,140 @@ interface LayoutResult {
   gridCpuMs: number;
   backingCpuMs: number;
   machineCpuMs: number;
-  load: number;
+  /** Load average (1 min) at the start of each block. */
+  loads: number[];
 }
 
-async function runLayout(layout: string, pages: PageServer): Promise<LayoutResult> {
+/** A layout's stack, up for the whole of part 1, and what its blocks measured so far. */
+interface OpenLayout {
+  layout: string;
+  captureInstances: number;
+  gridNodes: number;
+  sessionsPerCapture: number;
+  stack: Stack;
+  agent: http.Agent;
+  url: string;
+  startSeconds: number;
+  perNode: number[];
+  samples: number[];
+  wallMs: number;
+  servicesMs: number;
+  gridMs: number;
+  backingMs: number;
+  machineMs: number;
+  loads: number[];
+}
+
+/** Starts a layout's stack, waits for all its browser sessions, makes an account and warms it up. */
+async function openLayout(layout: string, pages: PageServer, open: OpenLayout[]): Promise<void> {
   const [captureInstances, gridNodes] = layout.split('x').map(Number) as [number, number];
   const sessionsPerCapture = TOTAL_SESSIONS / captureInstances;
   const t = performance.now();
   const stack = await startStack(layout, { captureInstances, gridNodes, schedulerInstances: 1, sessionsPerCapture, env: {} });
-  let failed = true;
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  const l: OpenLayout = {
+    layout,
+    captureInstances,
+    gridNodes,
+    sessionsPerCapture,
+    stack,
+    agent,
+    url: '',
+    startSeconds: 0,
+    perNode: [],
+    samples: [],
+    wallMs: 0,
+    servicesMs: 0,
+    gridMs: 0,
+    backingMs: 0,
+    machineMs: 0,
+    loads: [],
+  };
+  open.push(l);
+  await waitForBrowsers(stack, TOTAL_SESSIONS);
+  l.startSeconds = (performance.now() - t) / 1000;
+  const { access_token } = createAccount(stack);
+  l.url = `${stack.url}/snap?${new URLSearchParams({
+    access_token,
+    url: pages.origin + pages.pages.simple,
+    wait: '0',
+    ttl: '0',
+    page_width: String(VIEWPORT.width),
+    page_height: String(VIEWPORT.height),
+    image_format: FORMAT,
+    quality: String(QUALITY),
+  })}`;
+  await runWorkers(CONCURRENCY, WARMUP_PER_WORKER * CONCURRENCY, () => snapOnce(agent, l.url));
+  l.perNode = await sessionsPerNode(stack);
+}
+
+/** One measured block of `count` captures on a layout (after one warm-up capture per worker, not counted). */
+async function measureBlock(l: OpenLayout, count: number): Promise<void> {
+  await runWorkers(CONCURRENCY, CONCURRENCY, () => snapOnce(l.agent, l.url));
+  const servicePids = [...l.stack.instances.values()].map((i) => i.child.pid as number);
+  const roots = [...servicePids, ...l.stack.gridPids];
+  l.loads.push(os.loadavg()[0]!);
+  const a = cpuSample(roots);
+  const samples = await runWorkers(CONCURRENCY, count, () => snapOnce(l.agent, l.url));
+  const b = cpuSample(roots);
+  checkAlive(l.stack);
+  l.samples.push(...samples);
+  l.wallMs += b.at - a.at;
+  l.servicesMs += treeDelta(a, b, servicePids);
+  l.gridMs += treeDelta(a, b, l.stack.gridPids);
+  l.backingMs += b.backingMs - a.backingMs;
+  l.machineMs += b.machineMs - a.machineMs;
+}
+
+function layoutResult(l: OpenLayout): LayoutResult {
+  const n = l.samples.length;
+  const sorted = [...l.samples].sort((p, q) => p - q);
+  return {
+    layout: l.layout,
+    captureInstances: l.captureInstances,
+    gridNodes: l.gridNodes,
+    sessionsPerCapture: l.sessionsPerCapture,
+    processes: l.stack.instances.size + l.stack.gridPids.length,
+    perNode: l.perNode,
+    startSeconds: l.startSeconds,
+    p50: percentile(sorted, 0.5),
+    p95: percentile(sorted, 0.95),
+    perSecond: (n / l.wallMs) * 1000,
+    servicesCpuMs: l.servicesMs / n,
+    gridCpuMs: l.gridMs / n,
+    backingCpuMs: l.backingMs / n,
+    machineCpuMs: l.machineMs / n,
+    loads: l.loads,
+  };
+}
+
+/**
+ * Part 1: every layout's stack up at once (idle but for the one measured), measured in
+ * BLOCKS blocks each, alternating (1x1, 2x1, 1x2, 2x2, 1x1, ...), so that drift in the
+ * machine's speed (large on a shared virtual machine) falls on every layout alike.
+ */
+async function runSpread(pages: PageServer): Promise<LayoutResult[]> {
+  const open: OpenLayout[] = [];
+  let failed = true;
   try {
-    await waitForBrowsers(stack, TOTAL_SESSIONS);
-    const startSeconds = (performance.now() - t) / 1000;
-    const { access_token } = createAccount(stack);
-    const url = `${stack.url}/snap?${new URLSearchParams({
-      access_token,
-      url: pages.origin + pages.pages.simple,
-      wait: '0',
-      ttl: '0',
-      page_width: String(VIEWPORT.width),
-      page_height: String(VIEWPORT.height),
-      image_format: FORMAT,
-      quality: String(QUALITY),
-    })}`;
-    await runWorkers(CONCURRENCY, WARMUP_PER_WORKER * CONCURRENCY, () => snapOnce(agent, url));
-    const perNode = await sessionsPerNode(stack);
-    const servicePids = [...stack.instances.values()].map((i) => i.child.pid as number);
-    const roots = [...servicePids, ...stack.gridPids];
-    const load = os.loadavg()[0]!;
-    const a = cpuSample(roots);
-    const samples = await runWorkers(CONCURRENCY, CAPTURES, () => snapOnce(agent, url));
-    const b = cpuSample(roots);
-    checkAlive(stack);
-    const n = samples.length;
-    const sorted = samples.sort((x, y) => x - y);
-    const r: LayoutResult = {
-      layout,
-      captureInstances,
-      gridNodes,
-      sessionsPerCapture,
-      processes: servicePids.length + stack.gridPids.length,
-      perNode,
-      startSeconds,
-      p50: percentile(sorted, 0.5),
-      p95: percentile(sorted, 0.95),
-      perSecond: (n / (b.at - a.at)) * 1000,
-      servicesCpuMs: treeDelta(a, b, servicePids) / n,
-      gridCpuMs: treeDelta(a, b, stack.gridPids) / n,
-      backingCpuMs: (b.backingMs - a.backingMs) / n,
-      machineCpuMs: (b.machineMs - a.machineMs) / n,
-      load,
-    };
-    progress(
-      `${layout}: ${r.perSecond.toFixed(2)} captures/s, p50 ${r.p50.toFixed(0)} ms, p95 ${r.p95.toFixed(0)} ms; CPU per capture: stack ${(r.servicesCpuMs + r.gridCpuMs).toFixed(0)} ms ` +
-        `(services ${r.servicesCpuMs.toFixed(0)}, Grid and browsers ${r.gridCpuMs.toFixed(0)}), MariaDB+NATS+Redis ${r.backingCpuMs.toFixed(0)} ms, machine ${r.machineCpuMs.toFixed(0)} ms; sessions per node ${perNode.join('+')}`,
-    );
+    for (const layout of LAYOUTS) await openLayout(layout, pages, open);
+    const perBlock = Math.max(CONCURRENCY, Math.round(CAPTURES / BLOCKS));
+    for (let b = 0; b < BLOCKS; b++) {
+      for (const l of open) await measureBlock(l, perBlock);
+      progress(`block ${b + 1} of ${BLOCKS} measured on ${open.map((l) => l.layout).join(', ')}`);
+    }
+    const results = open.map(layoutResult);
+    for (const r of results) {
+      progress(
+        `${r.layout}: ${r.perSecond.toFixed(2)} captures/s, p50 ${r.p50.toFixed(0)} ms, p95 ${r.p95.toFixed(0)} ms; CPU per capture: stack ${(r.servicesCpuMs + r.gridCpuMs).toFixed(0)} ms ` +
+          `(services ${r.servicesCpuMs.toFixed(0)}, Grid and browsers ${r.gridCpuMs.toFixed(0)}), MariaDB+NATS+Redis ${r.backingCpuMs.toFixed(0)} ms, machine ${r.machineCpuMs.toFixed(0)} ms; sessions per node ${r.perNode.join('+')}`,
+      );
+    }
     failed = false;
-    return r;
+    return results;
   } finally {
-    agent.destroy();
-    await stopStack(stack, failed);
+    for (const l of open) l.agent.destroy();
+    await Promise.all(open.map((l) => stopStack(l.stack, failed)));
   }
 }
 
@@ -577,8 +653,11 @@ function spreadReport(results: LayoutResult[]): string[] {
     '',
     `Each layout is a stack of its own (ops/stack.ts: separate processes over NATS, MariaDB, Redis; one scheduler), with ${TOTAL_SESSIONS} browser sessions in all ` +
       `(CAPTURE_SESSIONS = ${TOTAL_SESSIONS} / capture instances; each Grid node offers every session, and the hub spreads them over its nodes). ` +
-      `After ${WARMUP_PER_WORKER * CONCURRENCY} warm-up captures, ${CAPTURES} GET /snap of the bench's simple page (wait=0, ttl=0: each a fresh capture; ` +
-      `${VIEWPORT.width}x${VIEWPORT.height} ${FORMAT} quality ${QUALITY}) at concurrency ${CONCURRENCY}, timed until the body is read. ` +
+      `All the layouts' stacks are up at once, idle but for the one measured. After ${WARMUP_PER_WORKER * CONCURRENCY} warm-up captures each, ` +
+      `${CAPTURES} GET /snap of the bench's simple page (wait=0, ttl=0: each a fresh capture; ` +
+      `${VIEWPORT.width}x${VIEWPORT.height} ${FORMAT} quality ${QUALITY}) at concurrency ${CONCURRENCY}, timed until the body is read, in ${BLOCKS} blocks per layout ` +
+      `alternated between layouts (each block after ${CONCURRENCY} more warm-up captures), so drift in the machine's speed falls on every layout alike; ` +
+      'captures/s = captures / the blocks\' summed wall time. ' +
       "CPU per capture: the stack's own processes over the measured window (service processes; the Grid's JVMs, ChromeDrivers and browsers, " +
       "each process tree from /proc/<pid>/stat, renderers counted once their browser reaps them), the shared MariaDB, NATS and Redis servers (other work on the machine uses them too), " +
       'and the whole machine (/proc/stat: everything running, other people\'s work included).',
@@ -587,8 +666,8 @@ function spreadReport(results: LayoutResult[]): string[] {
       'instances and Grid nodes can only add processes (a JVM per node, a Node.js process per capture instance), NATS hops and Grid routing on the same two cores. ' +
       'More instances and nodes pay off on more machines; these numbers show what each one adds per capture.',
     '',
-    '| layout (capture x nodes) | CAPTURE_SESSIONS | sessions per node | processes (services + Grid) | captures/s | ratio to 1x1 | p50 ms | p95 ms | stack CPU ms per capture (services + Grid and browsers) | ratio to 1x1 | MariaDB+NATS+Redis CPU ms per capture | machine CPU ms per capture | load (1 min) at start |',
-    '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| layout (capture x nodes) | CAPTURE_SESSIONS | sessions per node | processes (services + Grid) | captures/s | ratio to 1x1 | p50 ms | p95 ms | stack CPU ms per capture (services + Grid and browsers) | ratio to 1x1 | MariaDB+NATS+Redis CPU ms per capture | machine CPU ms per capture | load (1 min) at the start of each block |',
+    '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const r of results) {
     const stackCpu = r.servicesCpuMs + r.gridCpuMs;
@@ -596,7 +675,7 @@ function spreadReport(results: LayoutResult[]): string[] {
     lines.push(
       `| ${r.layout} | ${r.sessionsPerCapture} | ${r.perNode.join(' + ')} | ${r.processes} | ${r.perSecond.toFixed(2)} | ${base ? x(r.perSecond / base.perSecond) : '–'} | ` +
         `${r.p50.toFixed(0)} | ${r.p95.toFixed(0)} | ${stackCpu.toFixed(0)} (${r.servicesCpuMs.toFixed(0)} + ${r.gridCpuMs.toFixed(0)}) | ${base ? x(stackCpu / baseCpu) : '–'} | ` +
-        `${r.backingCpuMs.toFixed(0)} | ${r.machineCpuMs.toFixed(0)} | ${r.load.toFixed(2)} |`,
+        `${r.backingCpuMs.toFixed(0)} | ${r.machineCpuMs.toFixed(0)} | ${r.loads.map((v) => v.toFixed(1)).join(', ')} |`,
     );
   }
   lines.push('', `Stack start-up until every browser session was live: ${results.map((r) => `${r.layout} ${r.startSeconds.toFixed(0)} s`).join(', ')}.`, '');
@@ -626,8 +705,10 @@ function roundReport(r: RoundResult | null): string[] {
     `Exactly once: **MET** (${r.configs} configurations, one scheduled job each).`,
     '',
     `**Where the time goes.** A tick claims at most ${TICK_BATCH} due configurations (TICK_BATCH in services/scheduler/scheduler.service.ts) and each instance ticks once ` +
-      `a second, so ${SCHEDULERS} schedulers fire at most ${SCHEDULERS * TICK_BATCH} configurations a second: ${r.configs} take at least ` +
+      `a second, so ${SCHEDULERS} schedulers fire ${SCHEDULERS * TICK_BATCH} configurations a second while every tick ends within its second: ${r.configs} take ` +
       `${(r.configs / (SCHEDULERS * TICK_BATCH)).toFixed(1)} s however fast the rest is (measured: ${(r.lastJobMs / 1000).toFixed(1)} s, ${r.jobsPerSecond.toFixed(0)} jobs/s). ` +
+      '(A tick that takes longer than its second does not hold the next one back: node-schedule starts it anyway, it claims another batch beside the first ' +
+      `(SKIP LOCKED keeps them apart), and the instance catches up${Math.max(...r.perSecond) > SCHEDULERS * TICK_BATCH * 1.1 ? `: the seconds above ${SCHEDULERS * TICK_BATCH} in the list above, after the machine stalled` : ''}.) ` +
       `${r.batchSpanP50 < 700 ? 'The work itself is well under that' : 'The work itself nearly fills the tick'}: a batch's ${TICK_BATCH} jobs were recorded within ${r.batchSpanP50} ms of each other (p50; p95 ${r.batchSpanP95} ms), ` +
       `its capture.enqueue calls made one after the other (about ${(r.batchSpanP50 / (TICK_BATCH - 1)).toFixed(1)} ms each: a NATS request and an INSERT, ` +
       `after the claim's locking SELECT and one UPDATE per row), so each scheduler is busy about ${((r.batchSpanP50 / 1000) * 100).toFixed(0)}% of each second and idle the rest. ` +
@@ -679,7 +760,7 @@ async function main(): Promise<void> {
     const layouts: LayoutResult[] = [];
     if (PARTS.includes('spread')) {
       pages = await startPageServer();
-      for (const layout of LAYOUTS) layouts.push(await runLayout(layout, pages));
+      layouts.push(...(await runSpread(pages)));
       await pages.stop();
       pages = null;
     }
