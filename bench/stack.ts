@@ -209,12 +209,27 @@ async function startStack(label: string, o: { captureInstances: number; gridNode
   return stack;
 }
 
-async function stopStack(stack: Stack, failed: boolean): Promise<void> {
-  await stack.stop();
-  running.delete(stack);
-  if (failed) progress(`logs kept in ${stack.options.dir}/logs`);
-  else fs.rmSync(stack.options.dir, { recursive: true, force: true });
+const stopping = new Map<Stack, Promise<void>>();
+
+/** Stops a stack (once, however often called) and removes its directory, or keeps its logs after a failure. */
+function stopStack(stack: Stack, failed: boolean): Promise<void> {
+  let done = stopping.get(stack);
+  if (!done) {
+    done = (async () => {
+      await stack.stop();
+      running.delete(stack);
+      if (failed) progress(`logs kept in ${stack.options.dir}/logs`);
+      else fs.rmSync(stack.options.dir, { recursive: true, force: true });
+    })();
+    stopping.set(stack, done);
+  }
+  return done;
 }
+
+/** Set on SIGINT/SIGTERM: no new request is sent, so the stacks' api processes can stop at once. */
+const aborted = new AbortController();
+/** HTTP agents in use, destroyed on a signal. */
+const agents = new Set<http.Agent>();
 
 /** Fails if a service process of the stack has exited (the stack does not restart them here). */
 function checkAlive(stack: Stack): void {
@@ -263,7 +278,7 @@ async function sessionsPerNode(stack: Stack): Promise<number[]> {
 
 function snapOnce(agent: http.Agent, url: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const req = http.get(url, { agent, timeout: 120_000 }, (res) => {
+    const req = http.get(url, { agent, timeout: 120_000, signal: aborted.signal }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (d: Buffer) => chunks.push(d));
       res.on('error', reject);
@@ -287,6 +302,7 @@ async function runWorkers(workers: number, count: number, op: () => Promise<void
   await Promise.all(
     Array.from({ length: workers }, async () => {
       while (started < count) {
+        if (aborted.signal.aborted) throw new Error('stopped by a signal');
         started++;
         const s = performance.now();
         await op();
@@ -348,6 +364,7 @@ async function openLayout(layout: string, pages: PageServer, open: OpenLayout[])
   const t = performance.now();
   const stack = await startStack(layout, { captureInstances, gridNodes, schedulerInstances: 1, sessionsPerCapture, env: {} });
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  agents.add(agent);
   const l: OpenLayout = {
     layout,
     captureInstances,
@@ -449,7 +466,10 @@ async function runSpread(pages: PageServer): Promise<LayoutResult[]> {
     failed = false;
     return results;
   } finally {
-    for (const l of open) l.agent.destroy();
+    for (const l of open) {
+      l.agent.destroy();
+      agents.delete(l.agent);
+    }
     await Promise.all(open.map((l) => stopStack(l.stack, failed)));
   }
 }
@@ -555,6 +575,7 @@ async function runSchedulerRound(): Promise<RoundResult> {
     const deadline = Date.now() + Math.max(180_000, (CONFIGS / 20) * 1000);
     let lastReport = Date.now();
     for (;;) {
+      if (aborted.signal.aborted) throw new Error('stopped by a signal');
       const seen = await scheduledJobs();
       if (seen >= CONFIGS) break;
       if (Date.now() > deadline) throw new Error(`only ${seen} of ${CONFIGS} scheduled jobs after ${((Date.now() - instant) / 1000).toFixed(0)} s`);
@@ -678,6 +699,17 @@ function spreadReport(results: LayoutResult[]): string[] {
         `${r.backingCpuMs.toFixed(0)} | ${r.machineCpuMs.toFixed(0)} | ${r.loads.map((v) => v.toFixed(1)).join(', ')} |`,
     );
   }
+  if (base && results.length > 1) {
+    const others = results.filter((r) => r !== base);
+    const dev = (f: (r: LayoutResult) => number) => Math.max(...others.map((r) => Math.abs(f(r) / f(base) - 1))) * 100;
+    const rateDev = dev((r) => r.perSecond);
+    const cpuDev = dev((r) => r.servicesCpuMs + r.gridCpuMs);
+    lines.push(
+      '',
+      `The other layouts differ from 1x1 by at most ${rateDev.toFixed(0)}% in captures/s and ${cpuDev.toFixed(0)}% in the stack's CPU per capture` +
+        `${Math.max(rateDev, cpuDev) <= 10 ? ": on this machine the cost of spreading out is within the run's noise" : ''}.`,
+    );
+  }
   lines.push('', `Stack start-up until every browser session was live: ${results.map((r) => `${r.layout} ${r.startSeconds.toFixed(0)} s`).join(', ')}.`, '');
   return lines;
 }
@@ -710,10 +742,12 @@ function roundReport(r: RoundResult | null): string[] {
       '(A tick that takes longer than its second does not hold the next one back: node-schedule starts it anyway, it claims another batch beside the first ' +
       `(SKIP LOCKED keeps them apart), and the instance catches up${Math.max(...r.perSecond) > SCHEDULERS * TICK_BATCH * 1.1 ? `: the seconds above ${SCHEDULERS * TICK_BATCH} in the list above, after the machine stalled` : ''}.) ` +
       `${r.batchSpanP50 < 700 ? 'The work itself is well under that' : 'The work itself nearly fills the tick'}: a batch's ${TICK_BATCH} jobs were recorded within ${r.batchSpanP50} ms of each other (p50; p95 ${r.batchSpanP95} ms), ` +
-      `its capture.enqueue calls made one after the other (about ${(r.batchSpanP50 / (TICK_BATCH - 1)).toFixed(1)} ms each: a NATS request and an INSERT, ` +
-      `after the claim's locking SELECT and one UPDATE per row), so each scheduler is busy about ${((r.batchSpanP50 / 1000) * 100).toFixed(0)}% of each second and idle the rest. ` +
-      `Without the cap, at that pace, one scheduler would fire about ${((1000 * (TICK_BATCH - 1)) / Math.max(1, r.batchSpanP50)).toFixed(0)} configurations a second. ` +
-      '(A batch here is 50 consecutive configuration ids: due at the same instant, they are claimed in index order, by id; the span excludes the claim itself.)',
+      `its capture.enqueue calls made one after the other (about ${(r.batchSpanP50 / (TICK_BATCH - 1)).toFixed(1)} ms each: a NATS request and an INSERT), ` +
+      `so the enqueues take about ${((r.batchSpanP50 / 1000) * 100).toFixed(0)}% of each scheduler's second (the claim before them, a locking SELECT and one UPDATE per row, ` +
+      `is not in that span); enqueueing alone, at that pace, one scheduler could fire about ${((1000 * (TICK_BATCH - 1)) / Math.max(1, r.batchSpanP50)).toFixed(0)} configurations a second. ` +
+      `At the default SCHEDULER_TICK_SECONDS=5 the same cap is ${(SCHEDULERS * TICK_BATCH) / 5} a second for ${SCHEDULERS} schedulers: ${r.configs} configurations would take ` +
+      `${(r.configs / ((SCHEDULERS * TICK_BATCH) / 5)).toFixed(0)} s. ` +
+      `(A batch here is ${TICK_BATCH} consecutive configuration ids: due at the same instant, they are claimed in index order, by id.)`,
     '',
   ];
   return lines;
@@ -743,6 +777,7 @@ async function main(): Promise<void> {
   let cleaning: Promise<void> | null = null;
   const cleanup = () => {
     cleaning ??= (async () => {
+      for (const agent of agents) agent.destroy();
       await Promise.all([...running].map((s) => stopStack(s, true).catch((err: Error) => progress(`cleanup: ${err.message}`))));
       await pages?.stop().catch(() => undefined);
     })();
@@ -750,6 +785,7 @@ async function main(): Promise<void> {
   };
   const onSignal = (signal: NodeJS.Signals) => {
     progress(`${signal}: stopping everything`);
+    aborted.abort();
     void cleanup().then(() => process.exit(130));
   };
   process.once('SIGINT', onSignal);
