@@ -707,7 +707,7 @@ function spreadReport(results: LayoutResult[]): string[] {
     lines.push(
       '',
       `The other layouts differ from 1x1 by at most ${rateDev.toFixed(0)}% in captures/s and ${cpuDev.toFixed(0)}% in the stack's CPU per capture` +
-        `${Math.max(rateDev, cpuDev) <= 10 ? ": on this machine the cost of spreading out is within the run's noise" : ''}.`,
+        `${Math.max(rateDev, cpuDev) <= 5 ? ": on this machine the cost of spreading out is within the run's noise" : ''}.`,
     );
   }
   lines.push('', `Stack start-up until every browser session was live: ${results.map((r) => `${r.layout} ${r.startSeconds.toFixed(0)} s`).join(', ')}.`, '');
