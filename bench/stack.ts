@@ -11,8 +11,8 @@
  *      /proc/stat), and the ratios to 1x1. On two cores this is the cost of spreading out
  *      (more processes, more NATS hops, more JVMs), not a speed-up.
  *   2. The scheduler round. A stack with three scheduler instances (SCHEDULER_TICK_SECONDS=1)
- *      and one capture instance with one browser session, kept busy by a page that does not
- *      answer (so captures do not flood the machine: what is measured is the firing).
+ *      and one capture instance with one browser session, kept busy by a page that answers only
+ *      after 90 s (so captures do not flood the machine: what is measured is the firing).
  *      BENCH_STACK_CONFIGS scheduled configurations are written straight into the database
  *      (copies of one made through the API) and made due at one instant by a single UPDATE.
  *      Measured: the time from that instant until every configuration has its job, jobs per
@@ -720,7 +720,7 @@ function roundReport(r: RoundResult | null): string[] {
   const lines = [
     '## The scheduler round: configurations due at once',
     '',
-    `A stack with ${SCHEDULERS} scheduler instances (SCHEDULER_TICK_SECONDS=1) and one capture instance with one browser session, kept busy by a page that does not answer ` +
+    `A stack with ${SCHEDULERS} scheduler instances (SCHEDULER_TICK_SECONDS=1) and one capture instance with one browser session, kept busy by a page that answers only after 90 s ` +
       `(so the captures do not take the machine: what is measured is the firing). ${r.configs} scheduled configurations (daily), copies of one created through the API, ` +
       `were written straight into screenshot_configs (${r.insertSeconds.toFixed(1)} s) a month ahead, then made due at one instant by one UPDATE (${r.updateMs} ms). ` +
       "Measured from that instant: each job's created_at_ms (written by capture.enqueue), and the count of scheduled jobs polled every 100 ms. " +
