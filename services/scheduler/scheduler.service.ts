@@ -296,8 +296,17 @@ export function schedulerService(deps: SchedulerDeps): ServiceUnit<SchedulerHand
     started() {
       if (deps.autoTick === false) return;
       // Every few seconds: a slot is at most one tick late.
+      // One tick at a time per instance: a tick that overruns its interval (a large round,
+      // a stalled machine) is not joined by the next; that one is skipped.
+      let ticking = false;
       job = schedule.scheduleJob(`*/${config.schedulerTickSeconds} * * * * *`, () => {
-        tick().catch((err: Error) => logger.warn(`scheduler tick failed: ${err.message}`));
+        if (ticking) return;
+        ticking = true;
+        tick()
+          .catch((err: Error) => logger.warn(`scheduler tick failed: ${err.message}`))
+          .finally(() => {
+            ticking = false;
+          });
       });
     },
     async stopped() {
