@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   const ops =
     config.opsPort === null
       ? null
-      : await startOpsServer(system.broker, config.services, config.opsPort, config.host).catch(async (err) => {
+      : await startOpsServer(system.broker, config.services, config.opsPort, config.host, config.metricsToken).catch(async (err) => {
           await stopSystem(system); // the port is taken: nothing started may outlive this
           throw err;
         });

@@ -6,12 +6,11 @@
  * instances (shared/metrics.ts). A node that does not answer in time is left out and
  * counted, never fails the answer.
  */
-import crypto from 'node:crypto';
 import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../shared/config';
 import type { NodePressure } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
-import { METERED_SERVICES, type MetricsSnapshot, type NodeAnswers, PROMETHEUS_CONTENT_TYPE, type ScrapeReport, callEveryNode, mergeSnapshots } from '../shared/metrics';
+import { METERED_SERVICES, type MetricsSnapshot, type NodeAnswers, PROMETHEUS_CONTENT_TYPE, type ScrapeReport, callEveryNode, checkMetricsToken, mergeSnapshots } from '../shared/metrics';
 import type { RouteDef } from './http';
 
 /** GET /pressure's answer (browserless' /pressure, in this API's snake_case). */
@@ -92,22 +91,6 @@ export async function clusterMetrics(broker: ServiceBroker): Promise<string> {
     }),
   );
   return mergeSnapshots(snapshots, reports);
-}
-
-/** Compares in constant time, so the token cannot be guessed a character at a time. */
-function sameToken(given: string, expected: string): boolean {
-  const a = crypto.createHash('sha256').update(given).digest();
-  const b = crypto.createHash('sha256').update(expected).digest();
-  return crypto.timingSafeEqual(a, b);
-}
-
-/** METRICS_TOKEN, when set: as `Authorization: Bearer` (Prometheus' `authorization` setting) or the access_token parameter. */
-function checkMetricsToken(token: string | null, given: unknown, header: string | undefined): void {
-  if (token === null) return;
-  const bearer = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
-  const sent = typeof given === 'string' && given !== '' ? given : bearer;
-  if (!sent) throw serviceError('access_token_required', 'This server protects /metrics with METRICS_TOKEN: send "Authorization: Bearer <METRICS_TOKEN>" (or the access_token parameter).');
-  if (!sameToken(sent, token)) throw serviceError('access_token_invalid', 'The token does not match METRICS_TOKEN.');
 }
 
 const PRESSURE_SCHEMA = {

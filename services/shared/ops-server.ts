@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { ServiceBroker } from 'moleculer';
 import { call } from './contracts';
 import { type ErrorCode, toEnvelope } from './errors';
-import { METERED_SERVICES, type MetricsSnapshot, PROMETHEUS_CONTENT_TYPE, type ScrapeReport, mergeSnapshots } from './metrics';
+import { METERED_SERVICES, type MetricsSnapshot, PROMETHEUS_CONTENT_TYPE, type ScrapeReport, checkMetricsToken, mergeSnapshots } from './metrics';
 
 export interface OpsServer {
   port: number;
@@ -41,7 +41,8 @@ async function ownMetrics(broker: ServiceBroker, runs: (service: string) => bool
   return mergeSnapshots(snapshots, reports);
 }
 
-export async function startOpsServer(broker: ServiceBroker, services: readonly string[], port: number, host: string): Promise<OpsServer> {
+/** `metricsToken`: METRICS_TOKEN, which /metrics then needs here too (as on the api). */
+export async function startOpsServer(broker: ServiceBroker, services: readonly string[], port: number, host: string, metricsToken: string | null): Promise<OpsServer> {
   const runs = (service: string) => services.includes(service);
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -54,6 +55,8 @@ export async function startOpsServer(broker: ServiceBroker, services: readonly s
         return res.end(JSON.stringify({ success: true }));
       }
       if (path === '/metrics') {
+        const query = new URL(req.url ?? '/', 'http://ops').searchParams;
+        checkMetricsToken(metricsToken, query.get('access_token') ?? undefined, req.headers.authorization);
         const text = await ownMetrics(broker, runs);
         res.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE });
         return res.end(text);

@@ -19,6 +19,9 @@ import { type Exposition, scrape } from '../support/prometheus';
 import { type RunningSystem, runSystem } from '../support/system';
 import { until } from '../support/wait';
 
+/** The METRICS_TOKEN capture B runs with (the api here runs without one). */
+const OPS_TOKEN = 'ops-token-0123456789abcdef';
+
 describe('operations endpoints across a cluster (MariaDB + Redis + NATS)', function () {
   this.timeout(120_000);
   let fx: FixtureServer;
@@ -63,7 +66,7 @@ describe('operations endpoints across a cluster (MariaDB + Redis + NATS)', funct
 
   it('sums the browsers and queues of two capture instances (two processes) in /pressure and /metrics', async () => {
     opsPort = await freePort();
-    captureB = await startServeProcess({ ...env, SERVICES: 'capture', CAPTURE_SESSIONS: '2', MIGRATE_ON_START: 'false', OPS_PORT: String(opsPort) }, /Ops endpoints on port/, { timeoutMs: 40_000 });
+    captureB = await startServeProcess({ ...env, SERVICES: 'capture', CAPTURE_SESSIONS: '2', MIGRATE_ON_START: 'false', OPS_PORT: String(opsPort), METRICS_TOKEN: OPS_TOKEN }, /Ops endpoints on port/, { timeoutMs: 40_000 });
     await until('the api to see both capture nodes', async () => (await request<{ pressure: { nodes: number } }>(api.base, 'GET', '/pressure')).body.pressure.nodes === 2);
 
     const p = await request(api.base, 'GET', '/pressure');
@@ -83,7 +86,10 @@ describe('operations endpoints across a cluster (MariaDB + Redis + NATS)', funct
     const ops = `http://127.0.0.1:${opsPort}`;
     await until('capture B to have its browsers', async () => (await request(ops, 'GET', '/health')).status === 200);
     expect((await request(ops, 'GET', '/health')).body).to.deep.equal({ success: true });
-    const m = await scrape(ops);
+    // METRICS_TOKEN guards a process's own /metrics as it does the api's.
+    expectEnvelope(await request(ops, 'GET', '/metrics'), 401, 'access_token_required', 'METRICS_TOKEN');
+    expectEnvelope(await request(ops, 'GET', '/metrics', { headers: { authorization: 'Bearer wrong-token-0123456789' } }), 401, 'access_token_invalid');
+    const m = await scrape(ops, { authorization: `Bearer ${OPS_TOKEN}` });
     expect(m.value('snap_browser_slots')).to.equal(2);
     expect(m.value('snap_browser_slots_configured')).to.equal(2);
     expect(m.value('snap_metrics_scrape_nodes', { service: 'capture' })).to.equal(1);
