@@ -5,6 +5,7 @@
 import type { BrokerOptions } from 'moleculer';
 import type { Config } from './services/shared/config';
 import { LineLogger, type LineLoggerOptions, logContextMiddleware } from './services/shared/logging';
+import { forgetTimedOutCalls } from './services/shared/timed-out-calls';
 
 /** `logStream`: where log lines go (stdout; the admin CLI passes stderr, its stdout is its answer). */
 export function brokerOptions(config: Readonly<Config>, logStream?: LineLoggerOptions['stream']): BrokerOptions {
@@ -15,7 +16,7 @@ export function brokerOptions(config: Readonly<Config>, logStream?: LineLoggerOp
     logLevel: config.logLevel,
     // One JSON line per entry (LOG_FORMAT=text for a person), redacted (services/shared/logging.ts).
     logger: new LineLogger({ level: config.logLevel, format: config.logFormat, ...(logStream ? { stream: logStream } : {}) }),
-    middlewares: [logContextMiddleware],
+    middlewares: [logContextMiddleware, forgetTimedOutCalls],
     // Internal calls are short (a database row, a counter). A request lost with its node or
     // with the transporter (a NATS restart) fails after this long with 503 capacity_exhausted
     // instead of holding the caller. Actions that may legitimately take longer (a capture,
