@@ -23,7 +23,7 @@ export function requestIdOf(req: IncomingMessage): string {
   return `req_${randomId(12)}`;
 }
 
-/** Paths probed every few seconds by health checks and scrapers: their successful answers are logged at debug. */
+/** Paths probed every few seconds by health checks and scrapers: their successful answers are logged at debug, the others at warn. */
 const PROBES = new Set(['/health', '/metrics', '/pressure']);
 
 function pathOf(request: FastifyRequest): string {
@@ -40,7 +40,8 @@ export function installRequestLog(app: FastifyInstance, log: Pick<LoggerInstance
     const path = pathOf(request);
     const status = reply.statusCode;
     const fields = { request_id: request.id, method: request.method, path, status, ms: Math.round(reply.elapsedTime * 10) / 10 };
-    const level = status >= 500 ? 'error' : PROBES.has(path) && status < 400 ? 'debug' : 'info';
+    // A probe's 503 (not ready yet, saturated) is an answer, not a failure of ours: warn.
+    const level = PROBES.has(path) ? (status < 400 ? 'debug' : 'warn') : status >= 500 ? 'error' : 'info';
     log[level](fields, `${request.method} ${path} ${status}`);
     done();
   });
