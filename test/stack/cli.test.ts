@@ -14,9 +14,8 @@ import knex from 'knex';
 import { MYSQL_ADMIN_URL, NATS_URL, REDIS_URL, TEST_DEFAULTS, freePort, tempDir, uniqueName } from '../support/backends';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { request } from '../support/http';
-import { processesMarked } from '../support/processes';
+import { processesLeft, processesMarked } from '../support/processes';
 import { parsePrometheus } from '../support/prometheus';
-import { sleep } from '../support/wait';
 
 const run = promisify(execFile);
 const STACK_JS = path.resolve(__dirname, '..', '..', 'bin', 'stack.js');
@@ -53,16 +52,6 @@ describe('npm run stack (the operator command)', function () {
     return { env, mark, dir, url: url as string, supervisor: state.pid, stdout };
   }
 
-  /** Waits for every marked process to be gone; returns what is left. */
-  async function leftBehind(mark: string): Promise<number[]> {
-    let left = processesMarked('SNAP_TEST_MARK', mark);
-    for (let i = 0; i < 300 && left.length; i++) {
-      await sleep(200);
-      left = processesMarked('SNAP_TEST_MARK', mark);
-    }
-    return left;
-  }
-
   async function databases(): Promise<string[]> {
     const db = knex({ client: 'mysql2', connection: MYSQL_ADMIN_URL });
     try {
@@ -90,7 +79,7 @@ describe('npm run stack (the operator command)', function () {
       const { stdout } = await run(process.execPath, [STACK_JS, 'stop'], { env: s.env });
       expect(stdout).to.include('Stack stopped.');
     }
-    expect(await leftBehind(s.mark)).to.deep.equal([]);
+    expect(await processesLeft(s.mark, [], 60_000)).to.deep.equal([]);
     expect(fs.existsSync(path.join(s.dir, 'stack.json'))).to.equal(false);
     const dbName = /database (snapstack_\w+)/.exec(fs.readFileSync(path.join(s.dir, 'supervisor.log'), 'utf8'))?.[1];
     expect(dbName).to.be.a('string');
@@ -102,7 +91,7 @@ describe('npm run stack (the operator command)', function () {
     const s = await startStack();
     expect(processesMarked('SNAP_TEST_MARK', s.mark).length, 'service processes, Grid, drivers and browsers').to.be.greaterThan(12);
     process.kill(-s.supervisor, 'SIGTERM');
-    expect(await leftBehind(s.mark)).to.deep.equal([]);
+    expect(await processesLeft(s.mark, [], 60_000)).to.deep.equal([]);
     fs.rmSync(s.dir, { recursive: true, force: true });
   });
 });

@@ -16,7 +16,7 @@ import { type Receiver, startReceiver } from '../notifier/receivers';
 import { freePort, tempDir, uniqueName } from '../support/backends';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { request } from '../support/http';
-import { processesMarked, runScript } from '../support/processes';
+import { processesLeft, processesMarked, runScript } from '../support/processes';
 import { startTestStack, stopTestStack } from '../support/stack';
 import { sleep, until } from '../support/wait';
 
@@ -268,19 +268,7 @@ describe('the full stack survives faults (separate processes)', function () {
     const pids = stack!.pids();
     expect(processesMarked('SNAP_TEST_MARK', mark).length, 'browsers and drivers running before the stop').to.be.greaterThan(4);
     await stack!.stop();
-    const alive = (pid: number) => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    let left = [...pids.filter(alive), ...processesMarked('SNAP_TEST_MARK', mark)];
-    for (let i = 0; i < 50 && left.length; i++) {
-      await sleep(200);
-      left = [...pids.filter(alive), ...processesMarked('SNAP_TEST_MARK', mark)];
-    }
+    const left = await processesLeft(mark, pids, 10_000);
     expect(left).to.deep.equal([]);
     const logs = path.join(stack!.options.dir, 'logs');
     expect(fs.readdirSync(logs).length).to.be.greaterThan(5);

@@ -21,7 +21,7 @@ import { type FakeProvider, startFakeProvider } from '../support/ai-providers';
 import { tempDir, uniqueName } from '../support/backends';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { qs, request } from '../support/http';
-import { processesMarked, runScript } from '../support/processes';
+import { processesLeft, runScript } from '../support/processes';
 import { startTestStack, stopTestStack } from '../support/stack';
 import { sleep, until } from '../support/wait';
 
@@ -108,16 +108,7 @@ describe('the spec’s main flows through the full stack (separate processes)', 
     await stopTestStack(stack, failed);
     // Nothing of the stack is left: its processes by id, and every browser and ChromeDriver
     // (they inherit the marker).
-    const alive = (pid: number) => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    await until('the stack to be gone', async () => pids.every((p) => !alive(p)) && processesMarked('SNAP_TEST_MARK', mark).length === 0, 30_000).catch(() => undefined);
-    const left = [...pids.filter(alive), ...processesMarked('SNAP_TEST_MARK', mark)];
+    const left = await processesLeft(mark, pids);
     await Promise.all([fx?.stop(), receiver?.stop(), ai?.stop(), location?.close(true), own?.close(true)]);
     await new Promise<void>((r) => {
       shop?.closeAllConnections();

@@ -95,3 +95,26 @@ export function processesMarked(name: string, value: string): number[] {
   }
   return found;
 }
+
+/**
+ * What is still running, after waiting up to `timeoutMs` for it to go: those of `pids`, and
+ * every process carrying SNAP_TEST_MARK=`mark` (browsers and ChromeDrivers inherit it).
+ */
+export async function processesLeft(mark: string, pids: number[] = [], timeoutMs = 30_000): Promise<number[]> {
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const left = () => [...new Set([...pids.filter(alive), ...processesMarked('SNAP_TEST_MARK', mark)])];
+  const end = Date.now() + timeoutMs;
+  let now = left();
+  while (now.length && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 200));
+    now = left();
+  }
+  return now;
+}

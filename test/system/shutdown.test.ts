@@ -1,16 +1,6 @@
 import { expect } from 'chai';
 import { backendConfig, uniqueName } from '../support/backends';
-import { processesMarked, startServeProcess } from '../support/processes';
-
-/** Waits (a bounded time) for every process carrying the marker to be gone; returns those left. */
-async function leftAfterStop(mark: string): Promise<number[]> {
-  let alive = processesMarked('SNAP_TEST_MARK', mark);
-  for (let i = 0; i < 50 && alive.length; i++) {
-    await new Promise((r) => setTimeout(r, 200));
-    alive = processesMarked('SNAP_TEST_MARK', mark);
-  }
-  return alive;
-}
+import { processesLeft, processesMarked, startServeProcess } from '../support/processes';
 
 describe('npm start process lifecycle', function () {
   this.timeout(60_000);
@@ -30,7 +20,7 @@ describe('npm start process lifecycle', function () {
         expect(started.length, 'chromedriver and chromium processes').to.be.greaterThan(2);
         await proc.stop();
         expect(proc.child.exitCode, proc.output()).to.equal(0);
-        expect(await leftAfterStop(mark)).to.deep.equal([]);
+        expect(await processesLeft(mark, [], 10_000)).to.deep.equal([]);
       } finally {
         await b.cleanup();
       }
