@@ -7,21 +7,33 @@ import fs from 'node:fs';
 import { STACK_DEFAULTS, Stack, type StackOptions } from '../../ops/stack';
 import { MYSQL_ADMIN_URL, NATS_URL, REDIS_URL, TEST_DEFAULTS, tempDir } from './backends';
 
+/**
+ * `options.env.SNAP_TEST_MARK`, when given, marks the Grid too: the Grid's Java processes are
+ * started from this process's environment (grid/grid.js), and its ChromeDrivers and browsers
+ * from theirs, so the marker is in this process's environment while the stack starts. Then
+ * every process of the stack carries it, and a leftover browser is found by it.
+ */
 export async function startTestStack(options: Partial<StackOptions> = {}): Promise<Stack> {
   const dir = tempDir('snapstack-');
   const admin = new URL(MYSQL_ADMIN_URL);
   admin.pathname = '/';
-  return Stack.start({
-    ...STACK_DEFAULTS,
-    dir,
-    port: 0,
-    mysqlUrl: admin.toString(),
-    redisUrl: REDIS_URL,
-    natsUrl: NATS_URL,
-    log: () => undefined,
-    ...options,
-    env: { ...TEST_DEFAULTS, LOG_LEVEL: 'info', ...(options.env ?? {}) },
-  });
+  const mark = options.env?.SNAP_TEST_MARK;
+  if (mark) process.env.SNAP_TEST_MARK = mark;
+  try {
+    return await Stack.start({
+      ...STACK_DEFAULTS,
+      dir,
+      port: 0,
+      mysqlUrl: admin.toString(),
+      redisUrl: REDIS_URL,
+      natsUrl: NATS_URL,
+      log: () => undefined,
+      ...options,
+      env: { ...TEST_DEFAULTS, LOG_LEVEL: 'info', ...(options.env ?? {}) },
+    });
+  } finally {
+    if (mark) delete process.env.SNAP_TEST_MARK;
+  }
 }
 
 /** Stops the stack and removes its directory (kept, and named, when `keep`). */
