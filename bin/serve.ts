@@ -8,6 +8,9 @@ import { startupLine } from '../services/shared/logging';
 import { startOpsServer } from '../services/shared/ops-server';
 import { startSystem, stopSystem } from '../services/system';
 
+/** How long a process that crashed may take to stop what it started before it exits anyway. */
+const CRASH_STOP_MS = 10_000;
+
 async function main(): Promise<void> {
   let config: Readonly<Config>;
   try {
@@ -28,28 +31,42 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const { broker } = system;
-  // A crash is a log line too (JSON, redacted), not Node's plain stack trace.
-  process.on('uncaughtException', (err) => {
-    process.stderr.write(`${startupLine('fatal', 'uncaught exception; exiting', config.logFormat, broker.nodeID, err)}\n`);
-    process.exit(1);
-  });
-  const ops =
-    config.opsPort === null
-      ? null
-      : await startOpsServer(system.broker, config.services, config.opsPort, config.host, config.metricsToken).catch(async (err) => {
-          await stopSystem(system); // the port is taken: nothing started may outlive this
-          throw err;
-        });
+  let ops: Awaited<ReturnType<typeof startOpsServer>> | null = null;
   let stopping = false;
-  const stop = async () => {
+  /** Stops what this process started (browsers, drivers, servers), then exits; after a crash, within CRASH_STOP_MS whatever happens. */
+  const shutdown = async (code: number, deadlineMs: number | null) => {
     if (stopping) return;
     stopping = true;
-    await ops?.close();
-    await stopSystem(system);
-    process.exit(0);
+    const stopped = (async () => {
+      await ops?.close();
+      await stopSystem(system);
+    })();
+    if (deadlineMs === null) await stopped;
+    else await Promise.race([stopped.catch(() => undefined), new Promise((r) => setTimeout(r, deadlineMs).unref())]);
+    process.exit(code);
   };
+  // A crash is a log line too (JSON, redacted), not Node's plain stack trace; the browsers
+  // this process started are quit before it exits, as on a signal.
+  process.on('uncaughtException', (err) => {
+    process.stderr.write(`${startupLine('fatal', 'uncaught exception; stopping and exiting', config.logFormat, broker.nodeID, err)}\n`);
+    void shutdown(1, CRASH_STOP_MS);
+  });
+  if (config.opsPort !== null) {
+    ops = await startOpsServer(system.broker, config.services, config.opsPort, config.host, config.metricsToken).catch(async (err) => {
+      await stopSystem(system); // the port is taken: nothing started may outlive this
+      throw err;
+    });
+  }
+  const stop = () => void shutdown(0, null);
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  if (config.stopOnStdinEnd) {
+    // The supervisor holds the other end of this pipe: when it dies, whatever killed it
+    // (SIGKILL included), the pipe closes and this process stops as on SIGTERM.
+    process.stdin.on('end', stop);
+    process.stdin.on('error', stop);
+    process.stdin.resume();
+  }
   // Written whatever LOG_LEVEL says, like the ready line below: supervisors (npm run stack) wait for it.
   process.stdout.write(`${startupLine('info', `Services started: ${config.services.join(',')}`, config.logFormat, broker.nodeID)}\n`);
   if (ops) process.stdout.write(`${startupLine('info', `Ops endpoints on port ${ops.port}: /health and /metrics of this process`, config.logFormat, broker.nodeID)}\n`);

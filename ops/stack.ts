@@ -15,6 +15,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import type { Socket } from 'node:net';
 import path from 'node:path';
 import knex from 'knex';
 
@@ -182,11 +183,16 @@ export class Stack {
     const from = fs.fstatSync(fd).size;
     // Output straight to the file (no pipe through this process), so a service never blocks
     // or fails on a full or broken pipe whatever happens to the supervisor.
+    // Its stdin is a pipe from this process (STOP_ON_STDIN_END): if the supervisor (or a test
+    // running the stack) dies, even by SIGKILL, the service stops itself and its browsers.
     const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'bin', 'serve.js')], {
-      env: { ...this.serviceEnv(), SERVICES: services, NODE_ID: `${name}-${this.runId}-${generation}` },
-      stdio: ['ignore', fd, fd],
+      env: { ...this.serviceEnv(), SERVICES: services, NODE_ID: `${name}-${this.runId}-${generation}`, STOP_ON_STDIN_END: 'true' },
+      stdio: ['pipe', fd, fd],
     });
     fs.closeSync(fd);
+    // The pipe must not keep this process alive, nor fail it when the child is gone.
+    child.stdin?.on('error', () => undefined);
+    (child.stdin as Socket | null)?.unref();
     const instance: ServiceInstance = { name, services, child, generation, logFile };
     this.instances.set(name, instance);
     child.on('exit', (code, signal) => {

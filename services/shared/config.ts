@@ -28,6 +28,8 @@ export interface Config {
   port: number;
   /** OPS_PORT: a process's own /health and /metrics (for processes without the api); null: none. */
   opsPort: number | null;
+  /** STOP_ON_STDIN_END: the process stops (cleanly) when its standard input closes, i.e. when the supervisor holding it dies. */
+  stopOnStdinEnd: boolean;
   host: string;
   baseUrl: string;
   cdnUrl: string;
@@ -282,6 +284,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   const config: Config = {
     port,
     opsPort,
+    stopOnStdinEnd: bool(env, 'STOP_ON_STDIN_END', false),
     host: str(env, 'HOST') ?? '0.0.0.0',
     baseUrl,
     cdnUrl: url(env, 'CDN_URL', ['http:', 'https:']) ?? `${baseUrl}/cdn`,

@@ -25,12 +25,14 @@ export interface ServeOptions {
   timeoutMs?: number;
   /** Its own process group, which stop() signals as a whole, as a process supervisor does. */
   group?: boolean;
+  /** Options for node before the script (`-r` a preload). */
+  nodeArgs?: string[];
 }
 
 /** Starts `node dist/bin/serve.js` with the given environment and waits for `ready` in its output. */
 export async function startServeProcess(env: Record<string, string>, ready: RegExp, options: ServeOptions = {}): Promise<ServiceProcess> {
-  const { timeoutMs = 20_000, group = false } = options;
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'bin', 'serve.js')], {
+  const { timeoutMs = 20_000, group = false, nodeArgs = [] } = options;
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist', 'bin', 'serve.js')], {
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: group,

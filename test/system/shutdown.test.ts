@@ -1,6 +1,9 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { expect } from 'chai';
 import { backendConfig, uniqueName } from '../support/backends';
 import { processesLeft, processesMarked, startServeProcess } from '../support/processes';
+import { until } from '../support/wait';
 
 describe('npm start process lifecycle', function () {
   this.timeout(60_000);
@@ -26,4 +29,54 @@ describe('npm start process lifecycle', function () {
       }
     });
   }
+
+  it('quits every browser and ChromeDriver it started before it exits after an uncaught exception', async () => {
+    const mark = uniqueName('m');
+    const b = await backendConfig('sqlite', { CAPTURE_SESSIONS: '2', SNAP_TEST_MARK: mark });
+    try {
+      const proc = await startServeProcess(b.env, /Screenshot service ready/, { nodeArgs: ['-r', path.join(__dirname, '..', 'support', 'crash-on-signal.js')] });
+      expect(processesMarked('SNAP_TEST_MARK', mark).filter((p) => p !== proc.child.pid).length, 'chromedriver and chromium processes').to.be.greaterThan(2);
+      const exited = new Promise((r) => proc.child.once('exit', r));
+      proc.child.kill('SIGUSR2');
+      await exited;
+      expect(proc.child.exitCode, proc.output()).to.equal(1);
+      expect(proc.output()).to.match(/"level":"fatal".*uncaught exception; stopping and exiting/);
+      expect(proc.output()).to.contain('thrown on purpose by the test');
+      expect(await processesLeft(mark, [], 10_000)).to.deep.equal([]);
+    } finally {
+      await b.cleanup();
+    }
+  });
+
+  it('with STOP_ON_STDIN_END, stops itself and its browsers when the supervisor holding its stdin is SIGKILLed', async () => {
+    const mark = uniqueName('m');
+    const b = await backendConfig('sqlite', { CAPTURE_SESSIONS: '2', SNAP_TEST_MARK: mark, STOP_ON_STDIN_END: 'true', LOG_LEVEL: 'info' });
+    // A supervisor as ops/stack.ts is one: the service's stdin is a pipe from it.
+    const supervisor = spawn(
+      process.execPath,
+      ['-e', `const c = require('child_process').spawn(process.execPath, [${JSON.stringify(path.join(__dirname, '..', '..', 'bin', 'serve.js'))}], { stdio: ['pipe', 'inherit', 'inherit'] }); setInterval(() => {}, 1000);`],
+      { env: { ...process.env, ...b.env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    supervisor.stdout?.on('data', (d) => (out += d));
+    supervisor.stderr?.on('data', (d) => (out += d));
+    try {
+      await until('the service to be ready', async () => /Screenshot service ready/.test(out), 30_000);
+      const service = processesMarked('SNAP_TEST_MARK', mark).filter((pid) => pid !== supervisor.pid);
+      expect(service.length, 'the service, its ChromeDriver and browsers').to.be.greaterThan(2);
+      supervisor.kill('SIGKILL');
+      expect(await processesLeft(mark, [], 20_000), out).to.deep.equal([]);
+    } finally {
+      supervisor.kill('SIGKILL');
+      // Whatever a failure left behind.
+      for (const pid of processesMarked('SNAP_TEST_MARK', mark)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // Gone meanwhile.
+        }
+      }
+      await b.cleanup();
+    }
+  });
 });
