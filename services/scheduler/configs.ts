@@ -1,0 +1,176 @@
+/**
+ * The screenshot_configs table: configurations (CRUD, each account's own), the
+ * unscheduled configuration a snap belongs to, and a configuration's last job. A
+ * configuration's schedule is stored as columns (the anchor and the next run) that the
+ * schedule runner (schedule-runner.ts) moves on.
+ */
+import type { Knex } from 'knex';
+import type { Config } from '../shared/config';
+import type { ConfigView, ParamsOf, ResultOf } from '../shared/contracts';
+import { isUniqueViolation } from '../shared/database';
+import { serviceError } from '../shared/errors';
+import { embedUrl } from '../shared/links';
+import { fetchPage } from '../shared/paging';
+import { type ConfigOptions, scheduleOf } from '../shared/screenshot-options';
+import { randomId } from '../shared/secrets';
+import { nextRunAfter } from './schedule';
+
+export interface ConfigRow {
+  id: string;
+  account_id: string;
+  url: string;
+  options: string;
+  capture_options: string | null;
+  scheduled: number | boolean;
+  scheduled_every: number | null;
+  scheduled_interval: string | null;
+  next_run_at_ms: number | string | null;
+  schedule_anchor_ms: number | string | null;
+  last_job_id: string | null;
+  created_at_ms: number | string;
+}
+
+/** Columns describing the schedule (or its absence), anchored at `at`. */
+function scheduleColumns(o: ConfigOptions, at: number) {
+  const s = scheduleOf(o);
+  if (!s) return { scheduled: false, scheduled_every: null, scheduled_interval: null, next_run_at_ms: null, schedule_anchor_ms: null };
+  return {
+    scheduled: true,
+    scheduled_every: s.every,
+    scheduled_interval: s.interval,
+    schedule_anchor_ms: at,
+    next_run_at_ms: nextRunAfter(at, s.every, s.interval, at),
+  };
+}
+
+export class ConfigRepository {
+  constructor(
+    private readonly db: Knex,
+    private readonly links: Pick<Config, 'appUrl'>,
+    private readonly now: () => number,
+  ) {}
+
+  private get isMysql(): boolean {
+    return this.db.client.config.client === 'mysql2';
+  }
+
+  private view(row: ConfigRow): ConfigView {
+    return {
+      config: JSON.parse(row.options) as Record<string, unknown>,
+      ids: { last_job_id: row.last_job_id, screenshot_config_id: row.id, embed_url: embedUrl(this.links, row.id) },
+      created_at: String(Number(row.created_at_ms)),
+    };
+  }
+
+  /** The account's configuration; 404 for another account's, as for none. */
+  private async own(accountId: string, id: string): Promise<ConfigRow> {
+    const row = (await this.db('screenshot_configs').where({ id, account_id: accountId }).first()) as ConfigRow | undefined;
+    if (!row) throw serviceError('not_found', `No screenshot configuration "${id}" in this account.`);
+    return row;
+  }
+
+  async create({ accountId, input, jobId }: ParamsOf<'scheduler.create'>): Promise<ConfigView> {
+    const at = this.now();
+    const row = {
+      id: randomId(12),
+      account_id: accountId,
+      url: input.options.url,
+      options: JSON.stringify(input.given),
+      capture_options: JSON.stringify(input.options),
+      last_job_id: jobId,
+      created_at_ms: at,
+      ...scheduleColumns(input.options, at),
+    };
+    await this.db('screenshot_configs').insert(row);
+    return this.view(row as unknown as ConfigRow);
+  }
+
+  async get(accountId: string, id: string): Promise<ResultOf<'scheduler.get'>> {
+    const row = await this.own(accountId, id);
+    return { ...this.view(row), options: JSON.parse(row.capture_options ?? row.options) as ConfigOptions };
+  }
+
+  /**
+   * PATCH: the given options are merged over the stored ones. Leaving out
+   * scheduled_screenshot=true makes the configuration one-time; including it keeps (or
+   * makes) it scheduled. A changed schedule is anchored anew; an unchanged one keeps its
+   * slots. New options apply to the next capture.
+   */
+  async update({ accountId, id, input }: ParamsOf<'scheduler.update'>): Promise<ConfigView> {
+    return this.db.transaction(async (trx) => {
+      let q = trx('screenshot_configs').where({ id, account_id: accountId }).first();
+      if (this.isMysql) q = q.forUpdate();
+      const row = (await q) as ConfigRow | undefined;
+      if (!row) throw serviceError('not_found', `No screenshot configuration "${id}" in this account.`);
+      const given = { ...(JSON.parse(row.options) as Record<string, unknown>), ...input.given };
+      const options = { ...(JSON.parse(row.capture_options ?? '{}') as ConfigOptions), ...input.options };
+      if (input.options.scheduled_screenshot !== true) {
+        delete given.scheduled_screenshot;
+        options.scheduled_screenshot = undefined;
+      }
+      const at = this.now();
+      const next = scheduleColumns(options, at);
+      const unchanged =
+        next.scheduled && Boolean(row.scheduled) && next.scheduled_every === row.scheduled_every && next.scheduled_interval === row.scheduled_interval;
+      const columns = unchanged ? {} : next;
+      const changes = { url: options.url, options: JSON.stringify(given), capture_options: JSON.stringify(options), ...columns };
+      await trx('screenshot_configs').where({ id }).update(changes);
+      return this.view({ ...row, ...changes } as ConfigRow);
+    });
+  }
+
+  async list({ accountId, paging }: ParamsOf<'scheduler.list'>): Promise<ResultOf<'scheduler.list'>> {
+    const { items, has_more } = await fetchPage(
+      this.db('screenshot_configs').where({ account_id: accountId }),
+      paging,
+      { table: 'screenshot_configs', columns: ['created_at_ms', 'id'], key: 'id' },
+      (row: ConfigRow) => this.view(row),
+    );
+    return { configs: items, has_more };
+  }
+
+  async remove(accountId: string, id: string): Promise<ConfigView> {
+    const row = await this.own(accountId, id);
+    await this.db('screenshot_configs').where({ id: row.id }).delete();
+    return this.view(row);
+  }
+
+  async noteJob(configId: string, jobId: string): Promise<void> {
+    await this.db('screenshot_configs').where({ id: configId }).update({ last_job_id: jobId });
+  }
+
+  /** What a public embed needs of a configuration (any account's: its id is the secret). */
+  async embedInfo(id: string): Promise<ResultOf<'scheduler.embedInfo'>> {
+    const row = (await this.db('screenshot_configs').where({ id }).first('options')) as Pick<ConfigRow, 'options'> | undefined;
+    if (!row) throw serviceError('not_found', `No screenshot configuration "${id}".`);
+    const placeholder = (JSON.parse(row.options) as { placeholder_url?: unknown }).placeholder_url;
+    return { placeholder_url: typeof placeholder === 'string' && placeholder !== '' ? placeholder : null };
+  }
+
+  /** The unscheduled configuration of a snap's page and options, created on its first snap. */
+  async snapConfig({ accountId, options, snapKey }: ParamsOf<'scheduler.snapConfig'>): Promise<ResultOf<'scheduler.snapConfig'>> {
+    const find = () => this.db('screenshot_configs').where({ account_id: accountId, snap_key: snapKey }).first('id');
+    let row = await find();
+    if (!row) {
+      const id = randomId(12);
+      try {
+        await this.db('screenshot_configs').insert({
+          id,
+          account_id: accountId,
+          url: options.url,
+          options: JSON.stringify(options),
+          capture_options: JSON.stringify(options),
+          snap_key: snapKey,
+          scheduled: false,
+          created_at_ms: this.now(),
+        });
+        row = { id };
+      } catch (err) {
+        // Two snaps of the same page at once: the other one created it.
+        if (!isUniqueViolation(err)) throw err;
+        row = await find();
+      }
+    }
+    return { id: String(row.id), embed_url: embedUrl(this.links, String(row.id)) };
+  }
+}

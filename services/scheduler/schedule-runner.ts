@@ -1,0 +1,155 @@
+/**
+ * Schedules: every tick claims the due configurations with row locks (FOR UPDATE SKIP
+ * LOCKED on MySQL), moves each to its next slot and starts one capture job. Any number of
+ * scheduler instances may run: a due slot is claimed by exactly one. The next run is
+ * stored, so schedules survive restarts; after downtime a configuration captures once (the
+ * next slot is the first one after now). A slot's job is marked pending in the claim's
+ * transaction and handed to capture after it, so a scheduler that dies in between loses no
+ * slot: another hands the job over later, under the same id.
+ */
+import type { Knex } from 'knex';
+import schedule from 'node-schedule';
+import type { ParamsOf } from '../shared/contracts';
+import type { ConfigOptions } from '../shared/screenshot-options';
+import { randomId } from '../shared/secrets';
+import type { ConfigRow } from './configs';
+import { type Interval, nextRunAfter } from './schedule';
+
+/** How many due configurations one transaction claims (a tick claims batches until none is due). */
+export const TICK_BATCH = 50;
+/** A tick stops after this many batches, so it ends well before the next (the rest wait one tick). */
+const MAX_BATCHES_PER_TICK = 40;
+/**
+ * A slot marked pending longer than this was claimed by a scheduler that died before the
+ * hand-over (which takes one call to capture, bounded by the broker's 15 s timeout).
+ */
+export const PENDING_STALE_MS = 60_000;
+
+export interface ScheduleRunnerDeps {
+  db: Knex;
+  /** Hands a job to capture (capture.enqueue, idempotent by job id). */
+  enqueue(job: ParamsOf<'capture.enqueue'>): Promise<unknown>;
+  now: () => number;
+  log: { warn(msg: string): void };
+}
+
+export type Started = Array<{ configId: string; jobId: string }>;
+
+type ClaimedRow = Pick<ConfigRow, 'id' | 'account_id' | 'capture_options'>;
+
+export class ScheduleRunner {
+  private job: schedule.Job | null = null;
+
+  constructor(private readonly deps: ScheduleRunnerDeps) {}
+
+  private get db(): Knex {
+    return this.deps.db;
+  }
+
+  private get isMysql(): boolean {
+    return this.db.client.config.client === 'mysql2';
+  }
+
+  /**
+   * Ticks every `seconds` (node-schedule): a slot is at most one tick late. One tick at a
+   * time per instance: a tick that overruns its interval (a large round, a stalled machine)
+   * is not joined by the next; that one is skipped.
+   */
+  start(seconds: number): void {
+    let ticking = false;
+    this.job = schedule.scheduleJob(`*/${seconds} * * * * *`, () => {
+      if (ticking) return;
+      ticking = true;
+      this.tick()
+        .catch((err: Error) => this.deps.log.warn(`scheduler tick failed: ${err.message}`))
+        .finally(() => {
+          ticking = false;
+        });
+    });
+  }
+
+  stop(): void {
+    this.job?.cancel();
+    this.job = null;
+  }
+
+  /**
+   * One scheduling round: first the jobs of slots a dead scheduler claimed but never handed
+   * over; then claims due configurations in batches (locked rows, skipped by other
+   * instances), moves each to its first slot after now, marks its job pending in the same
+   * transaction, and hands the jobs to capture. Returns the jobs started.
+   */
+  async tick(): Promise<Started> {
+    const at = this.deps.now();
+    const started = await this.recoverPending(at);
+    for (let round = 0; round < MAX_BATCHES_PER_TICK; round++) {
+      const claimed = await this.claimDue(at);
+      await Promise.all(
+        claimed.map(async ({ row, jobId }) => {
+          try {
+            await this.handOver(row, jobId);
+            started.push({ configId: row.id, jobId });
+          } catch (err) {
+            // The job could not be recorded: make the slot due again so the next tick retries it.
+            await this.db('screenshot_configs')
+              .where({ id: row.id, pending_job_id: jobId })
+              .update({ next_run_at_ms: Number(row.next_run_at_ms), pending_job_id: null, job_pending_since_ms: null });
+            this.deps.log.warn(`could not start the scheduled capture of ${row.id}: ${(err as Error).message}`);
+          }
+        }),
+      );
+      if (claimed.length < TICK_BATCH) break;
+    }
+    return started;
+  }
+
+  /** One batch of due configurations, moved to their next slot with their job marked pending, in one transaction. */
+  private claimDue(at: number): Promise<Array<{ row: ConfigRow; jobId: string }>> {
+    return this.db.transaction(async (trx) => {
+      let q = trx('screenshot_configs').where('scheduled', true).where('next_run_at_ms', '<=', at).orderBy('next_run_at_ms').limit(TICK_BATCH);
+      if (this.isMysql) q = q.forUpdate().skipLocked();
+      const due = (await q.select('id', 'account_id', 'capture_options', 'scheduled_every', 'scheduled_interval', 'schedule_anchor_ms', 'next_run_at_ms')) as ConfigRow[];
+      const out: Array<{ row: ConfigRow; jobId: string }> = [];
+      for (const row of due) {
+        const jobId = randomId(12);
+        const next = nextRunAfter(Number(row.schedule_anchor_ms), Number(row.scheduled_every), row.scheduled_interval as Interval, at);
+        await trx('screenshot_configs').where({ id: row.id }).update({ next_run_at_ms: next, last_job_id: jobId, pending_job_id: jobId, job_pending_since_ms: at });
+        out.push({ row, jobId });
+      }
+      return out;
+    });
+  }
+
+  /** Hands a claimed slot's job to capture (idempotent by job id), then clears the slot's mark. */
+  private async handOver(row: ClaimedRow, jobId: string): Promise<void> {
+    await this.deps.enqueue({ accountId: row.account_id, configId: row.id, jobId, kind: 'scheduled', options: JSON.parse(row.capture_options ?? '{}') as ConfigOptions });
+    await this.db('screenshot_configs').where({ id: row.id, pending_job_id: jobId }).update({ pending_job_id: null, job_pending_since_ms: null });
+  }
+
+  /**
+   * Slots claimed by a scheduler that died before handing their job to capture (their mark
+   * is older than any hand-over takes): their job is handed over now, under the id the claim
+   * recorded, so it runs once (capture.enqueue ignores an id it already has).
+   */
+  private async recoverPending(at: number): Promise<Started> {
+    const stale = await this.db.transaction(async (trx) => {
+      let q = trx('screenshot_configs').whereNotNull('pending_job_id').where('job_pending_since_ms', '<', at - PENDING_STALE_MS).limit(TICK_BATCH);
+      if (this.isMysql) q = q.forUpdate().skipLocked();
+      const rows = (await q.select('id', 'account_id', 'capture_options', 'pending_job_id')) as Array<ClaimedRow & { pending_job_id: string }>;
+      // Marked again now: other schedulers leave them alone while this one hands them over.
+      for (const r of rows) await trx('screenshot_configs').where({ id: r.id }).update({ job_pending_since_ms: at });
+      return rows;
+    });
+    const recovered: Started = [];
+    for (const row of stale) {
+      try {
+        await this.handOver(row, row.pending_job_id);
+        recovered.push({ configId: row.id, jobId: row.pending_job_id });
+        this.deps.log.warn(`handed over the scheduled capture ${row.pending_job_id} of ${row.id}, left behind by a scheduler that stopped`);
+      } catch (err) {
+        this.deps.log.warn(`could not hand over the scheduled capture ${row.pending_job_id} of ${row.id}: ${(err as Error).message}`);
+      }
+    }
+    return recovered;
+  }
+}

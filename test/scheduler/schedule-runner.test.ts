@@ -1,0 +1,121 @@
+/**
+ * ScheduleRunner on a real database (SQLite and MariaDB), with capture.enqueue stubbed
+ * (sinon): what a tick claims, what a failed hand-over leaves, and two runners ticking at
+ * once on MariaDB (row locks, SKIP LOCKED).
+ */
+import { expect } from 'chai';
+import type { Knex } from 'knex';
+import sinon from 'sinon';
+import { ScheduleRunner, TICK_BATCH } from '../../services/scheduler/schedule-runner';
+import type { ParamsOf } from '../../services/shared/contracts';
+import { acquireDatabase, migrateLatest, releaseDatabase } from '../../services/shared/database';
+import { type Backend, backendConfig } from '../support/backends';
+
+const MINUTE = 60_000;
+const T0 = Date.UTC(2026, 10, 23, 12, 0, 0);
+
+type Enqueue = sinon.SinonStub<[ParamsOf<'capture.enqueue'>], Promise<unknown>>;
+
+for (const backend of ['sqlite', 'mysql'] as Backend[]) {
+  describe(`ScheduleRunner (${backend}, capture.enqueue stubbed)`, function () {
+    this.timeout(60_000);
+    let db: Knex;
+    let cleanup: () => Promise<void>;
+    let database: Parameters<typeof acquireDatabase>[0];
+    let clock: number;
+    const log = { warn: () => undefined };
+    const runner = (enqueue: Enqueue) => new ScheduleRunner({ db, enqueue, now: () => clock, log });
+
+    /** `n` configurations scheduled every minute, anchored at T0 - 1 min, so due at T0. */
+    async function dueConfigs(n: number): Promise<string[]> {
+      const ids = Array.from({ length: n }, (_, i) => `cfg${String(i).padStart(5, '0')}`);
+      const options = JSON.stringify({ url: 'https://example.com/', scheduled_screenshot: true, scheduled_every: 1, scheduled_interval: 'minutes' });
+      for (let i = 0; i < ids.length; i += 200) {
+        await db('screenshot_configs').insert(
+          ids.slice(i, i + 200).map((id) => ({
+            id,
+            account_id: 'acct1',
+            url: 'https://example.com/',
+            options,
+            capture_options: options,
+            scheduled: true,
+            scheduled_every: 1,
+            scheduled_interval: 'minutes',
+            schedule_anchor_ms: T0 - MINUTE,
+            next_run_at_ms: T0,
+            created_at_ms: T0 - MINUTE,
+          })),
+        );
+      }
+      return ids;
+    }
+
+    beforeEach(async () => {
+      const b = await backendConfig(backend);
+      cleanup = b.cleanup;
+      database = b.config.database;
+      await migrateLatest(database);
+      db = acquireDatabase(database);
+      clock = T0;
+    });
+    afterEach(async () => {
+      sinon.restore();
+      await releaseDatabase(database);
+      await cleanup();
+    });
+
+    it('starts one job per due configuration, in batches until none is due, and moves each to its next slot', async () => {
+      const ids = await dueConfigs(2 * TICK_BATCH + 7);
+      const enqueue: Enqueue = sinon.stub<[ParamsOf<'capture.enqueue'>], Promise<unknown>>().resolves({ job_id: 'x' });
+      const started = await runner(enqueue).tick();
+      expect(started.map((s) => s.configId).sort()).to.deep.equal(ids);
+      expect(enqueue.callCount).to.equal(ids.length);
+      expect(enqueue.firstCall.args[0]).to.include({ accountId: 'acct1', kind: 'scheduled' });
+      const rows = await db('screenshot_configs').select('next_run_at_ms', 'pending_job_id', 'last_job_id');
+      expect(new Set(rows.map((r) => Number(r.next_run_at_ms)))).to.deep.equal(new Set([T0 + MINUTE]));
+      expect(rows.every((r) => r.pending_job_id === null)).to.equal(true);
+      expect(new Set(rows.map((r) => r.last_job_id))).to.deep.equal(new Set(started.map((s) => s.jobId)));
+      // Nothing is due until the next slot.
+      expect(await runner(enqueue).tick()).to.deep.equal([]);
+    });
+
+    it('leaves a slot whose job could not be handed over due again, and the next tick starts it', async () => {
+      const [id] = await dueConfigs(1);
+      const failing: Enqueue = sinon.stub<[ParamsOf<'capture.enqueue'>], Promise<unknown>>().rejects(new Error('capture is not there'));
+      expect(await runner(failing).tick()).to.deep.equal([]);
+      const row = await db('screenshot_configs').where({ id }).first();
+      expect(Number(row.next_run_at_ms)).to.equal(T0);
+      expect(row.pending_job_id).to.equal(null);
+      clock = T0 + 5_000;
+      const enqueue: Enqueue = sinon.stub<[ParamsOf<'capture.enqueue'>], Promise<unknown>>().resolves({ job_id: 'x' });
+      expect((await runner(enqueue).tick()).map((s) => s.configId)).to.deep.equal([id]);
+    });
+
+    it('hands over, under the same id, a job a runner marked pending and never handed over, once it is stale', async () => {
+      const [id] = await dueConfigs(1);
+      // Its next slot is well after the test's clock: only the lost job is due.
+      await db('screenshot_configs').where({ id }).update({ next_run_at_ms: T0 + 10 * MINUTE, pending_job_id: 'lostjob00001', job_pending_since_ms: T0 });
+      const enqueue: Enqueue = sinon.stub<[ParamsOf<'capture.enqueue'>], Promise<unknown>>().resolves({ job_id: 'x' });
+      clock = T0 + 30_000;
+      expect(await runner(enqueue).tick(), 'not stale yet').to.deep.equal([]);
+      clock = T0 + 61_000;
+      expect(await runner(enqueue).tick()).to.deep.equal([{ configId: id, jobId: 'lostjob00001' }]);
+      sinon.assert.calledOnceWithMatch(enqueue, { configId: id, jobId: 'lostjob00001' });
+      expect((await db('screenshot_configs').where({ id }).first()).pending_job_id).to.equal(null);
+    });
+
+    if (backend === 'mysql') {
+      it('two runners ticking at once start each due slot exactly once', async () => {
+        const ids = await dueConfigs(3 * TICK_BATCH);
+        const seen: string[] = [];
+        const enqueue: Enqueue = sinon.stub<[ParamsOf<'capture.enqueue'>], Promise<unknown>>().callsFake(async (job) => {
+          seen.push(job.configId);
+          return { job_id: job.jobId };
+        });
+        const [a, b] = await Promise.all([runner(enqueue).tick(), runner(enqueue).tick()]);
+        expect([...a, ...b].map((s) => s.configId).sort()).to.deep.equal(ids);
+        expect(seen.sort()).to.deep.equal(ids);
+      });
+    }
+  });
+}
