@@ -61,15 +61,13 @@ import { type BrowserSlot, launchSession, withTimeout } from '../services/captur
 import { loadConfig, type Config } from '../services/shared/config';
 import { call } from '../services/shared/contracts';
 import { type System, startSystem, stopSystem } from '../services/system';
+import { FORMAT, QUALITY, VIEWPORT, publishResults, snapQuery, stopOnSignals } from './run';
 import { type PageServer, SCRIPT_SELECTOR, startPageServer } from './pages';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const RESULTS_FILE = path.join(ROOT, 'bench', 'results.md');
 
 const ALL_CONCURRENCY = [1, 2, 4] as const;
-const VIEWPORT = { width: 1280, height: 800 };
-const FORMAT = 'jpeg';
-const QUALITY = 80;
 const PAGE_NAMES = ['simple', 'heavy', 'script', 'long'] as const;
 type PageName = (typeof PAGE_NAMES)[number];
 const STEP_TIMEOUT_MS = 60_000;
@@ -565,18 +563,7 @@ async function snapTarget({ broker, api }: System, pages: PageServer): Promise<(
   const { access_token } = await call(broker, 'billing.createAccount', { plan: 'bench' });
   const base = `http://127.0.0.1:${api?.port()}`;
   return (row) => {
-    const query = new URLSearchParams({
-      access_token,
-      url: pages.origin + pages.pages[row.page],
-      wait: '0',
-      ttl: '0',
-      page_width: String(VIEWPORT.width),
-      page_height: String(VIEWPORT.height),
-      image_format: FORMAT,
-      quality: String(QUALITY),
-      ...row.snap,
-    });
-    return `${base}/snap?${query}`;
+    return `${base}/snap?${snapQuery(access_token, pages.origin + pages.pages[row.page], row.snap)}`;
   };
 }
 
@@ -866,12 +853,7 @@ async function main(): Promise<void> {
     })();
     return cleaning;
   };
-  const onSignal = (signal: NodeJS.Signals) => {
-    progress(`${signal}: stopping everything`);
-    void cleanup().then(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const removeSignalHandlers = stopOnSignals(cleanup, progress);
 
   const load = [os.loadavg()[0]!];
   try {
@@ -929,17 +911,10 @@ async function main(): Promise<void> {
 
     load.push(os.loadavg()[0]!);
     const text = report(floor, isolated, snap, info, pages, (performance.now() - t0) / 1000, load) + gatewayReport(snap, none);
-    process.stdout.write(`${text}\n`);
-    if (FULL_RUN) {
-      fs.writeFileSync(RESULTS_FILE, `${text}\n`);
-      progress(`written to ${path.relative(process.cwd(), RESULTS_FILE) || RESULTS_FILE}`);
-    } else {
-      progress(`a reduced run: ${path.relative(process.cwd(), RESULTS_FILE) || RESULTS_FILE} left as it was`);
-    }
+    publishResults(RESULTS_FILE, text, FULL_RUN, progress);
   } finally {
     await cleanup();
-    process.removeListener('SIGINT', onSignal);
-    process.removeListener('SIGTERM', onSignal);
+    removeSignalHandlers();
   }
 }
 

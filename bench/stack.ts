@@ -40,6 +40,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import knex from 'knex';
 import { STACK_DEFAULTS, Stack } from '../ops/stack';
+import { TICK_BATCH } from '../services/scheduler/schedule-runner';
+import { FORMAT, QUALITY, VIEWPORT, publishResults, snapQuery, stopOnSignals } from './run';
 import { type PageServer, startPageServer } from './pages';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -47,12 +49,7 @@ const RESULTS_FILE = path.join(ROOT, 'bench', 'stack-results.md');
 
 const CONCURRENCY = 4;
 const TOTAL_SESSIONS = 4;
-const VIEWPORT = { width: 1280, height: 800 };
-const FORMAT = 'jpeg';
-const QUALITY = 80;
 const SCHEDULERS = 3;
-/** services/scheduler/scheduler.service.ts: how many due configurations one tick claims at most. */
-const TICK_BATCH = 50;
 const ALL_LAYOUTS = ['1x1', '2x1', '1x2', '2x2'] as const;
 const ALL_PARTS = ['spread', 'scheduler'] as const;
 const CLOCK_TICKS_PER_SECOND = 100;
@@ -387,16 +384,7 @@ async function openLayout(layout: string, pages: PageServer, open: OpenLayout[])
   await waitForBrowsers(stack, TOTAL_SESSIONS);
   l.startSeconds = (performance.now() - t) / 1000;
   const { access_token } = createAccount(stack);
-  l.url = `${stack.url}/snap?${new URLSearchParams({
-    access_token,
-    url: pages.origin + pages.pages.simple,
-    wait: '0',
-    ttl: '0',
-    page_width: String(VIEWPORT.width),
-    page_height: String(VIEWPORT.height),
-    image_format: FORMAT,
-    quality: String(QUALITY),
-  })}`;
+  l.url = `${stack.url}/snap?${snapQuery(access_token, pages.origin + pages.pages.simple)}`;
   await runWorkers(CONCURRENCY, WARMUP_PER_WORKER * CONCURRENCY, () => snapOnce(agent, l.url));
   l.perNode = await sessionsPerNode(stack);
 }
@@ -722,7 +710,7 @@ function roundReport(r: RoundResult | null): string[] {
     '',
     `**Where the time goes.** Each scheduler instance runs one tick at a time, once a second here; a tick claims due configurations in batches of ${TICK_BATCH} ` +
       '(a transaction: a locking SELECT ... SKIP LOCKED and one UPDATE per row, which also marks its job pending) and hands each batch to capture at once ' +
-      '(capture.enqueue: a NATS request and an INSERT per job), then claims the next batch, until none is due (services/scheduler/scheduler.service.ts). ' +
+      '(capture.enqueue: a NATS request and an INSERT per job), then claims the next batch, until none is due (services/scheduler/schedule-runner.ts). ' +
       `So the round is bounded by that work, shared by ${SCHEDULERS} schedulers, and by MariaDB: over the round the schedulers used ${r.schedulerCpuMs.map((c) => `${(c / 1000).toFixed(1)} s`).join(' / ')} of CPU, ` +
       `the capture instance ${(r.captureCpuMs / 1000).toFixed(1)} s and MariaDB, NATS and Redis ${(r.backingCpuMs / 1000).toFixed(1)} s (the machine ${(r.machineCpuMs / 1000).toFixed(1)} s in ${(r.lastJobMs / 1000).toFixed(1)} s on 2 cores). ` +
       'Before the batches were claimed in a loop, a tick took one batch of 50, which capped three schedulers at 150 a second (66 s for 10 000).',
@@ -761,13 +749,7 @@ async function main(): Promise<void> {
     })();
     return cleaning;
   };
-  const onSignal = (signal: NodeJS.Signals) => {
-    progress(`${signal}: stopping everything`);
-    aborted.abort();
-    void cleanup().then(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const removeSignalHandlers = stopOnSignals(cleanup, progress, () => aborted.abort());
   const loads = [os.loadavg()[0]!];
   if (loads[0]! > os.cpus().length / 2) progress(`warning: load average ${loads[0]!.toFixed(2)} on ${os.cpus().length} cores; other work will skew the numbers`);
   try {
@@ -781,17 +763,10 @@ async function main(): Promise<void> {
     const round = PARTS.includes('scheduler') ? await runSchedulerRound() : null;
     loads.push(os.loadavg()[0]!);
     const text = report(layouts, round, (performance.now() - t0) / 1000, loads);
-    process.stdout.write(`${text}\n`);
-    if (FULL_RUN) {
-      fs.writeFileSync(RESULTS_FILE, `${text}\n`);
-      progress(`written to ${path.relative(process.cwd(), RESULTS_FILE) || RESULTS_FILE}`);
-    } else {
-      progress(`a reduced run: ${path.relative(process.cwd(), RESULTS_FILE) || RESULTS_FILE} left as it was`);
-    }
+    publishResults(RESULTS_FILE, text, FULL_RUN, progress);
   } finally {
     await cleanup();
-    process.removeListener('SIGINT', onSignal);
-    process.removeListener('SIGTERM', onSignal);
+    removeSignalHandlers();
   }
 }
 
