@@ -11,7 +11,7 @@ import chrome from 'selenium-webdriver/chrome';
 import MANDATORY_CHROME_ARGS from '../../grid/config/chrome-args.json';
 import { CdpConnection } from './cdp';
 import type { EgressGateway } from './gateway';
-import { presetPage } from './page-session';
+import { type Viewport, presetPage, viewportOf } from './page-session';
 
 /**
  * The flags without which headless Chromium hangs or phones home on a closed network (the
@@ -63,6 +63,8 @@ export interface PreparedPage {
   sessionId: string;
   /** The page's main frame; its id stays the same across navigations. */
   mainFrameId: string;
+  /** The device metrics it was prepared with. */
+  viewport: Viewport;
 }
 
 /** A CDP command unanswered this long makes a busy slot ask ChromeDriver whether its browser is still there. */
@@ -83,6 +85,8 @@ export class BrowserSlot {
   userAgent = '';
   /** This slot's egress gateway: every context it creates uses it as its proxy. */
   gateway: EgressGateway | null = null;
+  /** The viewport the next prepared page is set up for: the one the last capture asked for. */
+  nextViewport: Viewport = viewportOf({});
 
   constructor(
     readonly driver: WebDriver,
@@ -187,12 +191,13 @@ export class BrowserSlot {
     // Its own window: a background tab in headless Chromium can stall on screenshots.
     const { targetId } = await this.cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId: contextId, newWindow: true });
     const { sessionId } = await this.cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
+    const viewport = this.nextViewport;
     const [, , { frameTree }] = await Promise.all([
       this.cdp.send('Page.enable', {}, sessionId),
-      presetPage(this.cdp, sessionId, this.userAgent),
+      presetPage(this.cdp, sessionId, this.userAgent, viewport),
       this.cdp.send<{ frameTree: { frame: { id: string } } }>('Page.getFrameTree', {}, sessionId),
     ]);
-    return { contextId, targetId, sessionId, mainFrameId: frameTree.frame.id };
+    return { contextId, targetId, sessionId, mainFrameId: frameTree.frame.id, viewport };
   }
 
   /** Throws the page away with its context (cookies, storage, cache, renderer). */

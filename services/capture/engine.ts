@@ -13,7 +13,7 @@ import type { BlockerSource } from './blocking';
 import type { EgressPolicy } from '../shared/egress';
 import type { GatewayCapture } from './gateway';
 import { type CaptureOutput, capturePage } from './page-capture';
-import { PageSession } from './page-session';
+import { PageSession, viewportOf } from './page-session';
 
 const DISPOSE_TIMEOUT_MS = 5_000;
 /** A capture whose browser died is taken again only if at least this much of its budget is left. */
@@ -86,6 +86,8 @@ export class CaptureEngine {
       let out: CaptureOutput;
       try {
         page = await withTimeout(slot.takePage(), 15_000, 'preparing a browser context');
+        // The slot's next page is prepared for this viewport: a client's captures mostly share one.
+        slot.nextViewport = viewportOf(options);
         if (upstream && !slot.gateway) {
           throw serviceError('internal_error', 'This capture goes through a proxy, which needs the egress gateway; the operator has turned it off (EGRESS_GATEWAY=off).');
         }
@@ -124,7 +126,7 @@ export class CaptureEngine {
       );
     });
     const work = this.runPage(
-      { page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId), userAgent: slot.userAgent, policy: this.policy, blocker: this.blocker, deadline, gateway },
+      { page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId, page.viewport), userAgent: slot.userAgent, policy: this.policy, blocker: this.blocker, deadline, gateway },
       options,
     );
     work.catch(() => undefined);

@@ -14,7 +14,7 @@
  * go back to the top, so that sticky and fixed headers are where they are at the top.
  */
 import type { SnapOptions } from '../shared/screenshot-options';
-import { DEFAULTS, type PageSession, inPageCall, sleep } from './page-session';
+import { DEFAULTS, type PageSession, deviceMetrics, inPageCall, sleep, viewportOf } from './page-session';
 
 /**
  * The tallest full-page image, in CSS pixels; a longer page is cut there. Below every
@@ -57,12 +57,11 @@ const FRAME_CAP_MS = 100;
  */
 export function maxCaptureHeight(o: SnapOptions): number {
   const format = o.image_format ?? DEFAULTS.image_format;
-  const width = o.page_width ?? DEFAULTS.page_width;
-  const scale = o.scale_factor ?? DEFAULTS.scale_factor;
+  const { width, height, scale } = viewportOf(o);
   let max = MAX_FULLPAGE_HEIGHT;
   if (format !== 'pdf') max = Math.min(max, MAX_IMAGE_PIXELS / (width * scale * scale));
   if (format === 'webp') max = Math.min(max, WEBP_MAX_SIDE / scale);
-  return Math.max(o.page_height ?? DEFAULTS.page_height, Math.floor(max));
+  return Math.max(height, Math.floor(max));
 }
 
 /** The work a capture's options ask for before the image (fullpage, fullpage_advanced, incremental_scroll). */
@@ -76,7 +75,7 @@ export function wantsWholePage(o: SnapOptions): boolean {
  * fullpage_advanced). Leaves the page at its top, at its own viewport.
  */
 export async function loadWholePage(page: PageSession, o: SnapOptions, deadline: number): Promise<void> {
-  const net = await NetworkWatch.start(page);
+  const net = NetworkWatch.start(page);
   try {
     // With page scripts off there is nothing to wait a frame for (no loader runs, and
     // Chromium loads lazy images at once), and the page's timers would never fire.
@@ -166,9 +165,15 @@ class NetworkWatch {
   private waiters: Array<() => void> = [];
   private readonly off: Array<() => void>;
 
-  static async start(page: PageSession): Promise<NetworkWatch> {
+  /**
+   * Not waited for: the page's session takes commands in order, so whatever the next
+   * command starts is reported (the answer itself took 20-30 ms on a long page). A failure
+   * shows in the commands after it.
+   */
+  static start(page: PageSession): NetworkWatch {
     const watch = new NetworkWatch(page);
-    await page.send('Network.enable');
+    // Without buffers: nothing here reads a response body, which Chromium would otherwise keep a copy of.
+    page.send('Network.enable', { maxTotalBufferSize: 0, maxResourceBufferSize: 0 }).catch(() => undefined);
     return watch;
   }
 
@@ -246,11 +251,10 @@ async function settle(page: PageSession, net: NetworkWatch, scripts: boolean, un
  * would seem to grow for ever, and captured there, the header would be as tall as the page.
  */
 async function growUntilLoaded(page: PageSession, net: NetworkWatch, o: SnapOptions, scripts: boolean, deadline: number): Promise<void> {
-  const width = o.page_width ?? DEFAULTS.page_width;
-  const viewport = o.page_height ?? DEFAULTS.page_height;
-  const scale = o.scale_factor ?? DEFAULTS.scale_factor;
+  const own = viewportOf(o);
+  const viewport = own.height;
   const max = maxCaptureHeight(o);
-  const resize = (height: number) => page.send('Emulation.setDeviceMetricsOverride', { width, height, deviceScaleFactor: scale, mobile: false });
+  const resize = (height: number) => page.send('Emulation.setDeviceMetricsOverride', deviceMetrics({ ...own, height }));
   let height = await page.run(startLazyLoads);
   for (let round = 1; ; round++) {
     const grown = Math.min(height, max);

@@ -17,7 +17,7 @@ import { ConsentHandler } from './consent';
 // END page blocking and consent
 import { type ChangeReading, runActions } from './actions';
 import { documentHeight, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
-import { DEFAULTS, type PageSession, browserGone, insertStyle, quote, sleep, waitForSelector } from './page-session';
+import { DEFAULTS, type PageSession, browserGone, deviceMetrics, insertStyle, quote, sameViewport, sleep, viewportOf, waitForSelector } from './page-session';
 import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './request-guard';
 
 export interface CaptureOutput {
@@ -37,13 +37,9 @@ type Params = Record<string, unknown>;
 
 /** Applies everything that must be in place before the first request (beyond presetPage). */
 async function prepare(page: PageSession, o: SnapOptions, userAgent: string): Promise<void> {
-  const width = o.page_width ?? DEFAULTS.page_width;
-  const height = o.page_height ?? DEFAULTS.page_height;
-  const scale = o.scale_factor ?? DEFAULTS.scale_factor;
   const steps: Array<Promise<unknown>> = [];
-  if (width !== DEFAULTS.page_width || height !== DEFAULTS.page_height || scale !== DEFAULTS.scale_factor) {
-    steps.push(page.send('Emulation.setDeviceMetricsOverride', { width, height, deviceScaleFactor: scale, mobile: false }));
-  }
+  const viewport = viewportOf(o);
+  if (!sameViewport(viewport, page.viewport)) steps.push(page.send('Emulation.setDeviceMetricsOverride', deviceMetrics(viewport)));
   if (o.user_agent || o.accept_language) {
     steps.push(page.send('Emulation.setUserAgentOverride', { userAgent: o.user_agent ?? userAgent, ...(o.accept_language ? { acceptLanguage: o.accept_language } : {}) }));
   }
@@ -100,11 +96,18 @@ async function navigate(page: PageSession, url: string, deadline: number, guard:
  * would be captured in its :hover state; a person's browser has no pointer over a page it has
  * just opened. Below and right, not above: leaving through the top edge is what "exit intent"
  * pop-ups wait for.
+ *
+ * Sent once the page has loaded (sent earlier, the new document does not get it) and awaited
+ * only with the output: its answer waits for the renderer's next frame (about 10 ms), and
+ * the moves and clicks of later steps come after it on the same session anyway. The image
+ * is the frame it asks for, which the move, queued before, is part of.
  */
-async function parkPointer(page: PageSession, o: SnapOptions): Promise<void> {
-  const width = o.page_width ?? DEFAULTS.page_width;
-  const height = o.page_height ?? DEFAULTS.page_height;
-  await page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: width + 10, y: height + 10 });
+function parkPointer(page: PageSession, o: SnapOptions): Promise<unknown> {
+  const { width, height } = viewportOf(o);
+  const parked = page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: width + 10, y: height + 10 });
+  // Awaited later, or not at all when a step fails first.
+  parked.catch(() => undefined);
+  return parked;
 }
 
 /** wait_for: the element must show up within the time budget. */
@@ -159,8 +162,7 @@ async function hover(page: PageSession, box: Box): Promise<void> {
 async function screenshot(page: PageSession, o: SnapOptions, clip: Box | null): Promise<{ image: Buffer; contentType: string; thumbnailSource?: Buffer }> {
   const format = o.image_format ?? DEFAULTS.image_format;
   if (format === 'pdf') {
-    const width = o.page_width ?? DEFAULTS.page_width;
-    const height = o.page_height ?? DEFAULTS.page_height;
+    const { width, height } = viewportOf(o);
     const [pdf, raster] = await Promise.all([
       page.send<{ data: string }>('Page.printToPDF', {
         printBackground: true,
@@ -206,7 +208,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
   // END page blocking and consent
   try {
     await navigate(page, o.url, deadline, guard);
-    await parkPointer(page, o);
+    const parked = parkPointer(page, o);
     if (consent) await consent.settle(deadline); // page blocking and consent
     if (o.wait_for) await waitFor(page, o.wait_for, deadline);
     if (blocker) await injectCosmetics(page, blocker, o); // page blocking and consent
@@ -229,6 +231,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
     if (wait > 0) await sleep(Math.min(wait, Math.max(0, deadline - Date.now())));
 
     if (o.html_only) {
+      await parked;
       const html = o.selectors
         ? await page.evaluate<string | null>(`(() => { const el = document.querySelector(${quote(o.selectors)}); return el ? el.outerHTML : null; })()`, false)
         : await page.evaluate<string>(
@@ -250,10 +253,11 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
       }
       clip.height = Math.min(clip.height, maxCaptureHeight(o));
     } else if (fullpage) {
-      const width = o.page_width ?? DEFAULTS.page_width;
-      clip = { x: 0, y: 0, width, height: Math.min(Math.max(o.page_height ?? DEFAULTS.page_height, await page.run(documentHeight)), maxCaptureHeight(o)) };
+      const { width, height } = viewportOf(o);
+      clip = { x: 0, y: 0, width, height: Math.min(Math.max(height, await page.run(documentHeight)), maxCaptureHeight(o)) };
     }
-    return { ...(await screenshot(page, o, clip)), ...(changes ? { changes } : {}) };
+    const [, shot] = await Promise.all([parked, screenshot(page, o, clip)]);
+    return { ...shot, ...(changes ? { changes } : {}) };
   } catch (err) {
     if (browserGone(err)) {
       throw serviceError('page_load_failed', 'The page crashed the browser tab while loading; try again, or capture a simpler page.');

@@ -4,13 +4,30 @@
  * option defaults a prepared page is set up for, commands on the page's flat CDP session,
  * running code in the page, and the few waits and checks each of them needs.
  */
-import { OPTION_DEFAULTS } from '../shared/screenshot-options';
+import { OPTION_DEFAULTS, type SnapOptions } from '../shared/screenshot-options';
 import { type CdpConnection, CdpError } from './cdp';
 
 /** The capture options' defaults (the option table's); a prepared page is set up for them. */
 export const DEFAULTS = OPTION_DEFAULTS;
 
 type Params = Record<string, unknown>;
+
+/** A page's device metrics: its viewport in CSS pixels and its device scale factor. */
+export interface Viewport {
+  width: number;
+  height: number;
+  scale: number;
+}
+
+/** The viewport the options ask for. */
+export function viewportOf(o: Pick<SnapOptions, 'page_width' | 'page_height' | 'scale_factor'>): Viewport {
+  return { width: o.page_width ?? DEFAULTS.page_width, height: o.page_height ?? DEFAULTS.page_height, scale: o.scale_factor ?? DEFAULTS.scale_factor };
+}
+
+export const sameViewport = (a: Viewport, b: Viewport): boolean => a.width === b.width && a.height === b.height && a.scale === b.scale;
+
+/** Emulation.setDeviceMetricsOverride's parameters for a viewport (never a mobile one). */
+export const deviceMetrics = (v: Viewport): Params => ({ width: v.width, height: v.height, deviceScaleFactor: v.scale, mobile: false });
 
 interface EvalResult<T> {
   result: { value?: T; type: string; subtype?: string };
@@ -36,6 +53,8 @@ export class PageSession {
     readonly contextId: string,
     /** The page's main frame (the same across its navigations). */
     readonly mainFrameId: string,
+    /** The device metrics the page was prepared with (presetPage). */
+    readonly viewport: Viewport = viewportOf({}),
   ) {}
 
   send<T = Params>(method: string, params: Params = {}): Promise<T> {
@@ -56,19 +75,14 @@ export class PageSession {
 }
 
 /**
- * What a capture with default options needs, set on every prepared page while the browser is
- * idle (BrowserSlot), so such a capture sends two commands fewer on its own path. Both stay
- * in force across navigations.
+ * What a capture needs before its first request, set on every prepared page while the
+ * browser is idle (BrowserSlot), so that a capture asking for the same sends two commands
+ * fewer on its own path: the user agent, and the device metrics (the viewport the slot's
+ * last capture asked for, which is what the next one most often asks for too). Both stay
+ * in force across navigations; a capture that asks for another viewport sets its own.
  */
-export async function presetPage(cdp: CdpConnection, sessionId: string, userAgent: string): Promise<void> {
-  await Promise.all([
-    cdp.send(
-      'Emulation.setDeviceMetricsOverride',
-      { width: DEFAULTS.page_width, height: DEFAULTS.page_height, deviceScaleFactor: DEFAULTS.scale_factor, mobile: false },
-      sessionId,
-    ),
-    cdp.send('Emulation.setUserAgentOverride', { userAgent }, sessionId),
-  ]);
+export async function presetPage(cdp: CdpConnection, sessionId: string, userAgent: string, viewport: Viewport): Promise<void> {
+  await Promise.all([cdp.send('Emulation.setDeviceMetricsOverride', deviceMetrics(viewport), sessionId), cdp.send('Emulation.setUserAgentOverride', { userAgent }, sessionId)]);
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));

@@ -14,7 +14,7 @@ import { withLogContext } from '../shared/logging';
 import { appendDelivery, captureDeliveryBody } from '../shared/outbox';
 import type { ConfigOptions, SnapOptions } from '../shared/screenshot-options';
 import type { CaptureEngine } from './engine';
-import { type CaptureFiles, render } from './files';
+import type { CaptureFiles } from './files';
 import type { JobQueue, LeasedJob } from './jobs';
 import type { CaptureObserver, EgressRoute } from './metrics';
 import { ScreenshotRepository, type StoredFiles } from './screenshots';
@@ -100,12 +100,18 @@ export class CapturePipeline {
       options,
       async (out) => {
         bytes = out.egressBytes ?? 0;
-        return render(options)(out);
+        return this.files.render(options)(out);
       },
       route?.upstream ?? null,
     );
     this.observer?.egressBytes(egressRoute(route), bytes);
-    if (route?.location && bytes > 0) await this.router.chargeBandwidth(job.accountId, bytes);
+    try {
+      if (route?.location && bytes > 0) await this.router.chargeBandwidth(job.accountId, bytes);
+    } catch (err) {
+      // Its files are already on their way to storage.
+      await this.files.discard(rendered);
+      throw err;
+    }
     const files = await this.files.write(rendered);
     const readings = rendered.out.changes ?? [];
     const ai = analysing ? await this.analyse(job.accountId, options, files) : null;

@@ -86,21 +86,15 @@ export class LocalFileStore implements FileStore {
 
   async get(name: string): Promise<StoredFile | null> {
     assertFileName(name);
-    let data: Buffer;
-    try {
-      data = await fs.readFile(path.join(this.dir, name));
-    } catch (err) {
-      if (isNotFound(err)) return null;
-      throw err;
+    // Both at once: the type is only looked at when the bytes are there.
+    const [data, type] = await Promise.allSettled([fs.readFile(path.join(this.dir, name)), fs.readFile(path.join(this.typesDir, name), 'utf8')]);
+    if (data.status === 'rejected') {
+      if (isNotFound(data.reason)) return null;
+      throw data.reason;
     }
-    let contentType = 'application/octet-stream';
-    try {
-      contentType = await fs.readFile(path.join(this.typesDir, name), 'utf8');
-    } catch (err) {
-      // Only when a delete runs between the two reads, or a file was copied in by hand.
-      if (!isNotFound(err)) throw err;
-    }
-    return { data, contentType };
+    // A missing type only when a delete ran between the two reads, or a file was copied in by hand.
+    if (type.status === 'rejected' && !isNotFound(type.reason)) throw type.reason;
+    return { data: data.value, contentType: type.status === 'fulfilled' ? type.value : 'application/octet-stream' };
   }
 
   async delete(name: string): Promise<void> {

@@ -64,7 +64,7 @@ describe('BrowserSlot (unit: browser stubbed)', () => {
   });
   afterEach(() => sinon.restore());
 
-  it('prepares the next page while idle, in a fresh context and window, set up for default options', async () => {
+  it('prepares the next page while idle, in a fresh context and window, set up for default options at first', async () => {
     slot.prepareNext();
     await clock.tickAsync(0);
     expect(slot.hasReadyPage).to.equal(true);
@@ -72,8 +72,17 @@ describe('BrowserSlot (unit: browser stubbed)', () => {
     expect(cdp.send.secondCall.args).to.deep.equal(['Target.createTarget', { url: 'about:blank', browserContextId: 'context-1', newWindow: true }]);
     sinon.assert.calledWith(cdp.send, 'Emulation.setUserAgentOverride', { userAgent: 'Mozilla/5.0 Chrome/156' }, 'session-1');
     sinon.assert.calledWith(cdp.send, 'Emulation.setDeviceMetricsOverride', sinon.match({ width: DEFAULTS.page_width, height: DEFAULTS.page_height }), 'session-1');
-    expect(await slot.takePage()).to.deep.equal({ contextId: 'context-1', targetId: 'target-1', sessionId: 'session-1', mainFrameId: 'frame-1' });
+    const viewport = { width: DEFAULTS.page_width, height: DEFAULTS.page_height, scale: DEFAULTS.scale_factor };
+    expect(await slot.takePage()).to.deep.equal({ contextId: 'context-1', targetId: 'target-1', sessionId: 'session-1', mainFrameId: 'frame-1', viewport });
     expect(slot.hasReadyPage).to.equal(false);
+  });
+
+  it('prepares the next page for the viewport it is told to expect (the last capture’s)', async () => {
+    slot.nextViewport = { width: 1280, height: 800, scale: 2 };
+    slot.prepareNext();
+    await clock.tickAsync(0);
+    sinon.assert.calledWith(cdp.send, 'Emulation.setDeviceMetricsOverride', { width: 1280, height: 800, deviceScaleFactor: 2, mobile: false }, 'session-1');
+    expect((await slot.takePage()).viewport).to.deep.equal({ width: 1280, height: 800, scale: 2 });
   });
 
   it('creates the next context only once the last capture’s context is gone', async () => {

@@ -20,7 +20,7 @@ const OPTIONS: SnapOptions = { url: 'https://example.com/' };
 const OUTPUT: CaptureOutput = { image: Buffer.from('jpeg'), contentType: 'image/jpeg' };
 const TIMEOUT_MS = 30_000;
 
-const pageOf = (id: number): PreparedPage => ({ contextId: `context-${id}`, targetId: `target-${id}`, sessionId: `session-${id}`, mainFrameId: `frame-${id}` });
+const pageOf = (id: number): PreparedPage => ({ contextId: `context-${id}`, targetId: `target-${id}`, sessionId: `session-${id}`, mainFrameId: `frame-${id}`, viewport: { width: 1920, height: 1000, scale: 1 } });
 
 /** What a command on a browser that died fails with. */
 const gone = () => new CdpError('Page.navigate', 'CDP connection closed: the browser stopped answering');
@@ -89,6 +89,15 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     sinon.assert.calledOnce(unwatch);
     sinon.assert.calledOnceWithExactly(pool.release, slot);
     expect(slot.broken).to.equal(false);
+  });
+
+  it("passes the page's prepared viewport on, and has the browser prepare its next page for this capture's", async () => {
+    const { slot } = stubSlot(1);
+    pool.acquire.resolves(slot);
+    runPage.resolves(OUTPUT);
+    await engine.capture({ ...OPTIONS, page_width: 1280, page_height: 800, scale_factor: 2 });
+    expect(runPage.firstCall.args[0].page.viewport).to.deep.equal({ width: 1920, height: 1000, scale: 1 });
+    expect(slot.nextViewport).to.deep.equal({ width: 1280, height: 800, scale: 2 });
   });
 
   it('hands the output to finish while it holds the browser, then disposes the used context and gives the browser back', async () => {

@@ -47,6 +47,20 @@ describe('snap on a real Selenium Grid', function () {
       expect(await size(r.raw)).to.deep.equal([1920, 1000]);
     });
 
+    it("has each capture's own viewport while each browser prepares its next page for the last one's", async () => {
+      // Two browsers, three viewports in turn: every capture lands on a page prepared for another one.
+      for (let round = 0; round < 2; round++) {
+        for (const [w, h, scale, size2] of [
+          [640, 480, 1, [640, 480]],
+          [1920, 1000, 1, [1920, 1000]],
+          [640, 480, 2, [1280, 960]],
+        ] as const) {
+          const r = await snap({ url: `${t.fx.origin}/plain`, ...(w === 1920 ? {} : { page_width: w, page_height: h, scale_factor: scale }), image_format: 'png' });
+          expect(await size(r.raw), `${w}x${h} at ${scale}x, round ${round + 1}`).to.deep.equal(size2);
+        }
+      }
+    });
+
     it("captures the page's whole scroll height with fullpage", async () => {
       const r = await snap({ url: `${t.fx.origin}/tall`, page_width: 800, page_height: 600, fullpage: true, image_format: 'png' });
       expect(await size(r.raw)).to.deep.equal([800, 2600]);
