@@ -310,13 +310,43 @@ function readFrom(file: string, offset: number): string {
   }
 }
 
-/** A TCP port free right now on 127.0.0.1. */
+/** Where the kernel's ephemeral ports begin (its outgoing connections' local ports, and `listen(0)`'s). */
+function ephemeralPortsStart(): number {
+  try {
+    const low = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (Number.isInteger(low) && low > 0) return low;
+  } catch {
+    // Not Linux: the IANA dynamic range.
+  }
+  return 49152;
+}
+
+const FIRST_CHOSEN_PORT = 10_000;
+
+/**
+ * A TCP port free right now, on every address (as the api binds it), for a server started
+ * later. Taken below the ephemeral range: a port from `listen(0)` can meanwhile become the
+ * local port of any outgoing connection (to MariaDB, NATS, the Grid) or of another
+ * `listen(0)`, and the server that wanted it then fails with EADDRINUSE.
+ */
 export async function freePort(): Promise<number> {
   const net = await import('node:net');
+  const end = ephemeralPortsStart();
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const srv = net.createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, () => srv.close(() => resolve(true)));
+    });
+  for (let attempt = 0; end > FIRST_CHOSEN_PORT && attempt < 100; attempt++) {
+    const port = FIRST_CHOSEN_PORT + crypto.randomInt(end - FIRST_CHOSEN_PORT);
+    if (await free(port)) return port;
+  }
+  // No room below the ephemeral range: any port the kernel gives.
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
+    srv.listen(0, () => {
       const { port } = srv.address() as import('node:net').AddressInfo;
       srv.close(() => resolve(port));
     });

@@ -180,6 +180,20 @@ describe('the full stack survives faults (separate processes)', function () {
     expect(deliveries.filter((d) => !seen.has(d.id)).map((d) => d.id), 'deliveries never received').to.deep.equal([]);
   }
 
+  /**
+   * Waits until every job was taken by a capture instance and at least one is still running
+   * (the fault then meets a capture in flight). Whether both /slow captures are running at
+   * the same moment depends on which browsers are free, and is not what these tests are about.
+   */
+  async function capturesInFlight(ids: string[]): Promise<void> {
+    await until('the captures to be running', async () => {
+      const jobs = await jobsOf(ids);
+      return jobs.every((j) => j.status !== 'queued') && jobs.some((j) => j.status === 'running');
+    }).catch(async (err) => {
+      throw new Error(`${(err as Error).message}: ${JSON.stringify(await jobsOf(ids))}`);
+    });
+  }
+
   it('a capture instance killed mid-capture: its jobs are finished once by the other, charged once', async () => {
     // Two instances with two browsers each: four slow captures keep every browser busy.
     const ids = await Promise.all([1, 2, 3, 4].map(() => queueCapture('/very-slow')));
@@ -257,7 +271,7 @@ describe('the full stack survives faults (separate processes)', function () {
 
   it('NATS restarted under load: captures in flight finish once, new ones work', async () => {
     const ids = await Promise.all([1, 2].map(() => queueCapture('/slow')));
-    await until('the captures to be running', async () => (await jobsOf(ids)).every((j) => j.status === 'running'));
+    await capturesInFlight(ids);
     await nats.restart(2_000);
     await queueCapture('/plain');
     await expectLedgerExact();
@@ -265,7 +279,7 @@ describe('the full stack survives faults (separate processes)', function () {
 
   it('Redis restarted under load: usage stays exact, captures in flight finish once', async () => {
     const ids = await Promise.all([1, 2].map(() => queueCapture('/slow')));
-    await until('the captures to be running', async () => (await jobsOf(ids)).every((j) => j.status === 'running'));
+    await capturesInFlight(ids);
     await redis.restart(2_000);
     await queueCapture('/plain');
     await expectLedgerExact();
