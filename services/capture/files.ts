@@ -39,7 +39,10 @@ export async function thumbnail(out: CaptureOutput, o: SnapOptions): Promise<Thu
   const resized = sharp(source, { ignoreIcc: true, sequentialRead: true }).resize({ width: o.thumb_width ?? OPTION_DEFAULTS.thumb_width, ...(o.thumb_height ? { height: o.thumb_height, fit: 'cover', position: 'top' } : {}) });
   if (out.contentType === 'image/png') return { data: await resized.png().toBuffer(), contentType: 'image/png' };
   if (out.contentType === 'image/webp') return { data: await resized.webp().toBuffer(), contentType: 'image/webp' };
-  return { data: await resized.jpeg({ quality: 80 }).toBuffer(), contentType: 'image/jpeg' };
+  // Standard Huffman tables, not ones optimised for this image: the file is about 3% larger,
+  // made with 10-25% less CPU (measured: 10.1 ms against 8.3 for a 1280x800 capture, 78-98
+  // ms against 69-70 for 1280x10000).
+  return { data: await resized.jpeg({ quality: 80, optimiseCoding: false }).toBuffer(), contentType: 'image/jpeg' };
 }
 
 const nameFor = (contentType: string) => `${randomId(18)}.${EXTENSION[contentType] ?? 'bin'}`;
