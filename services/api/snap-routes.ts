@@ -14,6 +14,7 @@ import { checkAnalysis } from './analysis-checks';
 import { checkRouteOptions } from './route-options';
 import { OPTION_DEFAULTS, type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
+import { parseThumbnailName } from '../shared/thumbnail-names';
 import { type RouteContext, type RouteDef, route } from './http';
 import { SNAP_PARAMS } from './request-schemas';
 
@@ -123,9 +124,11 @@ export function snapRoutes(store: FileStore): RouteDef[] {
     auth: false,
     response: { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf', 'text/html'] },
     errors: ['not_found'],
-    handler: async ({ path, reply }) => {
+    handler: async ({ path, reply, broker }) => {
       const name = path.name ?? '';
-      const file = /^[A-Za-z0-9_-]+\.[a-z]+$/.test(name) ? await store.get(name) : null;
+      let file = /^[A-Za-z0-9_-]+\.[a-z]+$/.test(name) ? await store.get(name) : null;
+      // An image's thumbnail is made when first asked for, by the capture service.
+      if (!file && parseThumbnailName(name) && (await call(broker, 'capture.thumbnail', { name })).made) file = await store.get(name);
       if (!file) throw serviceError('not_found', `No stored file named "${name}".`);
       return reply
         .header('content-type', file.contentType)

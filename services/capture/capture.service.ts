@@ -85,6 +85,12 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
     return jobStatusOf(row, row.status === 'completed' && row.screenshot_id !== null ? await s.screenshots.byId(row.screenshot_id) : null);
   };
 
+  /** A thumbnail is made when first asked for, and only one a screenshot recorded. */
+  const thumbnail: Handler<'capture.thumbnail'> = async (ctx) => {
+    const image = await s.screenshots.imageOfThumbnail(ctx.params.name);
+    return { made: image !== null && (await s.files.thumbnailOf(ctx.params.name, image)) };
+  };
+
   /** Deletes a configuration's screenshots (rows and files) and jobs. */
   const deleteForConfig: Handler<'capture.deleteForConfig'> = async (ctx) => {
     const { accountId, configId } = ctx.params;
@@ -111,6 +117,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       listForConfig: { handler: ((ctx) => s.screenshots.listForConfig(ctx.params.accountId, ctx.params.configId, ctx.params.paging)) as Handler<'capture.listForConfig'> },
       listForAccount: { handler: ((ctx) => s.screenshots.listForAccount(ctx.params.accountId, ctx.params.paging)) as Handler<'capture.listForAccount'> },
       latestImage: { handler: ((ctx) => s.screenshots.latestImage(ctx.params.configId)) as Handler<'capture.latestImage'> },
+      thumbnail: { handler: thumbnail },
       // Removes every file of a configuration: may take a while on a large archive.
       deleteForConfig: { handler: deleteForConfig, timeout: 120_000 },
       metrics: { handler: (() => s.metrics.snapshot()) as Handler<'capture.metrics'> },

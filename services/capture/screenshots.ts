@@ -134,6 +134,12 @@ export class ScreenshotRepository {
     return row ? { image_name: String(row.image_name), content_type: String(row.content_type) } : null;
   }
 
+  /** The image a recorded thumbnail name belongs to (any account's: CDN links are public); null when none does. */
+  async imageOfThumbnail(thumbName: string): Promise<string | null> {
+    const row = await this.db('screenshots').where({ thumb_name: thumbName }).whereNotNull('image_name').first('image_name');
+    return row ? String(row.image_name) : null;
+  }
+
   /** The newest capture of the account with this capture key taken at or after `since` (ttl reuse). */
   async findRecent(accountId: string, cacheKey: string, since: number): Promise<ScreenshotRef | null> {
     const row = (await this.db('screenshots')

@@ -203,6 +203,8 @@ export interface Actions {
   'capture.listForConfig': [{ accountId: string; configId: string; paging: Paging }, { screenshots: ScreenshotRef[]; has_more: boolean }];
   'capture.listForAccount': [{ accountId: string; paging: Paging }, { screenshots: ScreenshotRef[]; has_more: boolean }];
   'capture.latestImage': [{ configId: string }, { image_name: string; content_type: string } | null];
+  /** Makes and stores a recorded thumbnail that is not stored yet (thumbnails are made when first asked for). */
+  'capture.thumbnail': [{ name: string }, { made: boolean }];
   'capture.deleteForConfig': [{ accountId: string; configId: string }, { screenshots: number }];
   /** This capture node's metrics (services/capture/metrics.ts), for the api's GET /metrics. */
   'capture.metrics': [Record<string, never>, MetricsSnapshot];

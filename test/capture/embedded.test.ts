@@ -44,9 +44,14 @@ describe('snap in embedded mode with a local ChromeDriver, storing in GCS', func
     expect(r.status, r.raw.toString()).to.equal(200);
     const link = String(r.body.direct_link);
     const name = link.split('/').pop() as string;
-    // The image and its thumbnail were uploaded to the bucket under the prefix.
-    expect([...gcs.objects.keys()]).to.include(`snap-bucket/captures/${name}`);
-    expect(gcs.objects.size).to.equal(2);
+    // The image was uploaded to the bucket under the prefix; its thumbnail is made (and
+    // uploaded) when first asked for.
+    expect([...gcs.objects.keys()]).to.deep.equal([`snap-bucket/captures/${name}`]);
+    const thumbLink = String(r.body.direct_thumbnail_link);
+    const thumb = await fetch(thumbLink);
+    expect(thumb.status).to.equal(200);
+    expect(await sharp(Buffer.from(await thumb.arrayBuffer())).metadata()).to.include({ width: 400, height: 286, format: 'png' });
+    expect([...gcs.objects.keys()].sort()).to.deep.equal([`snap-bucket/captures/${name}`, `snap-bucket/captures/${thumbLink.split('/').pop()}`].sort());
     const image = await fetch(link);
     expect(image.headers.get('content-type')).to.equal('image/png');
     const meta = await sharp(Buffer.from(await image.arrayBuffer())).metadata();

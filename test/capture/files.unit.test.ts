@@ -1,7 +1,7 @@
 /**
- * CaptureFiles: a capture's image is on its way to storage while its thumbnail is made, and
- * a capture's files are stored all or nothing (a real LocalFileStore in a temporary folder;
- * a failing store where a failure is the point).
+ * CaptureFiles: a capture's files are stored all or nothing; an image's thumbnail is named
+ * with it and made when first asked for, a PDF's with the capture (a real LocalFileStore in
+ * a temporary folder; a failing store where a failure is the point).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -39,7 +39,7 @@ describe('CaptureFiles (unit: a local store in a temporary folder)', () => {
 
   const stored = () => fs.readdirSync(dir).filter((f) => !f.startsWith('.'));
 
-  it('starts writing the image before its thumbnail is made, and stores both', async () => {
+  it('stores the image and names its thumbnail, which it does not make yet', async () => {
     const put = sinon.spy(store, 'put');
     const out = await jpegOutput();
     const rendering = files.render(OPTIONS)(out);
@@ -47,10 +47,18 @@ describe('CaptureFiles (unit: a local store in a temporary folder)', () => {
     sinon.assert.calledOnceWithExactly(put, sinon.match(/\.jpeg$/), out.image as Buffer, 'image/jpeg');
     const written = await files.write(await rendering);
     expect(written.content_type).to.equal('image/jpeg');
-    expect(stored().sort()).to.deep.equal([written.image_name, written.thumb_name].sort());
-    const thumb = await store.get(written.thumb_name ?? '');
-    expect(await sharp(thumb?.data).metadata()).to.include({ width: 400, height: 250, format: 'jpeg' });
+    expect(written.thumb_name).to.match(/^[A-Za-z0-9]{24}-t400\.jpeg$/);
+    expect(stored()).to.deep.equal([written.image_name]);
     expect((await store.get(written.image_name ?? ''))?.data.equals(out.image as Buffer)).to.equal(true);
+  });
+
+  it('makes and stores a named thumbnail from the stored image when asked for', async () => {
+    const written = await files.write(await files.render(OPTIONS)(await jpegOutput()));
+    expect(await files.thumbnailOf(written.thumb_name!, written.image_name!)).to.equal(true);
+    expect(stored().sort()).to.deep.equal([written.image_name, written.thumb_name].sort());
+    const thumb = await store.get(written.thumb_name!);
+    expect(thumb?.contentType).to.equal('image/jpeg');
+    expect(await sharp(thumb?.data).metadata()).to.include({ width: 400, height: 250, format: 'jpeg' });
   });
 
   it('makes the thumbnail thumb_width wide, and with thumb_height cut from the top of the image', async () => {
@@ -61,9 +69,11 @@ describe('CaptureFiles (unit: a local store in a temporary folder)', () => {
       .toBuffer();
     const out = { image, contentType: 'image/png' };
     const wide = await files.write(await files.render({ ...OPTIONS, thumb_width: 200 })(out));
+    expect(await files.thumbnailOf(wide.thumb_name!, wide.image_name!)).to.equal(true);
     const whole = (await store.get(wide.thumb_name ?? ''))?.data;
     expect(await sharp(whole).metadata()).to.include({ width: 200, height: 250, format: 'png' });
     const cut = await files.write(await files.render({ ...OPTIONS, thumb_width: 200, thumb_height: 50 })(out));
+    expect(await files.thumbnailOf(cut.thumb_name!, cut.image_name!)).to.equal(true);
     const top = (await store.get(cut.thumb_name ?? ''))?.data;
     expect(await sharp(top).metadata()).to.include({ width: 200, height: 50 });
     const { data } = await sharp(top).removeAlpha().raw().toBuffer({ resolveWithObject: true });
@@ -71,8 +81,32 @@ describe('CaptureFiles (unit: a local store in a temporary folder)', () => {
     expect([...data.subarray(data.length - 3)]).to.deep.equal([255, 0, 0]);
   });
 
-  it('removes the image when the thumbnail cannot be made', async () => {
-    const rendering = files.render(OPTIONS)({ image: Buffer.from('not an image'), contentType: 'image/jpeg' });
+  it('makes a thumbnail asked for several times at once once', async () => {
+    const written = await files.write(await files.render(OPTIONS)(await jpegOutput()));
+    const put = sinon.spy(store, 'put');
+    const made = await Promise.all([1, 2, 3].map(() => files.thumbnailOf(written.thumb_name!, written.image_name!)));
+    expect(made).to.deep.equal([true, true, true]);
+    sinon.assert.calledOnceWithExactly(put, written.thumb_name!, sinon.match.instanceOf(Buffer), 'image/jpeg');
+  });
+
+  it('makes no thumbnail when the image is gone, or from a name that is not a thumbnail\'s', async () => {
+    const written = await files.write(await files.render(OPTIONS)(await jpegOutput()));
+    expect(await files.thumbnailOf(written.image_name!, written.image_name!)).to.equal(false);
+    await files.remove({ ...written, thumb_name: null });
+    expect(await files.thumbnailOf(written.thumb_name!, written.image_name!)).to.equal(false);
+    expect(stored()).to.deep.equal([]);
+  });
+
+  it('makes a PDF\'s thumbnail with the capture, from the raster beside it', async () => {
+    const raster = (await jpegOutput()).image as Buffer;
+    const written = await files.write(await files.render(OPTIONS)({ image: Buffer.from('%PDF-1.4 ...'), contentType: 'application/pdf', thumbnailSource: raster }));
+    expect(written.content_type).to.equal('application/pdf');
+    expect(stored().sort()).to.deep.equal([written.image_name, written.thumb_name].sort());
+    expect(await sharp((await store.get(written.thumb_name!))?.data).metadata()).to.include({ width: 400, height: 250, format: 'jpeg' });
+  });
+
+  it('removes the PDF when its thumbnail cannot be made', async () => {
+    const rendering = files.render(OPTIONS)({ image: Buffer.from('%PDF-1.4 ...'), contentType: 'application/pdf', thumbnailSource: Buffer.from('not an image') });
     let failed: unknown = null;
     await rendering.catch((err: unknown) => {
       failed = err;
@@ -81,8 +115,8 @@ describe('CaptureFiles (unit: a local store in a temporary folder)', () => {
     expect(stored()).to.deep.equal([]);
   });
 
-  it('removes the image when the thumbnail cannot be stored', async () => {
-    // The first write (the image) goes through; the next (the thumbnail) fails.
+  it('removes the PDF when its thumbnail cannot be stored', async () => {
+    // The first write (the PDF) goes through; the next (the thumbnail) fails.
     let puts = 0;
     const failing: FileStore = {
       put: (name, data, type) => (puts++ === 0 ? store.put(name, data, type) : Promise.reject(new Error('disk full'))),
@@ -91,7 +125,8 @@ describe('CaptureFiles (unit: a local store in a temporary folder)', () => {
       close: () => store.close(),
     };
     const writer = new CaptureFiles(failing);
-    const rendered = await writer.render(OPTIONS)(await jpegOutput());
+    const raster = (await jpegOutput()).image as Buffer;
+    const rendered = await writer.render(OPTIONS)({ image: Buffer.from('%PDF-1.4 ...'), contentType: 'application/pdf', thumbnailSource: raster });
     let failed: Error | null = null;
     await writer.write(rendered).catch((err: Error) => {
       failed = err;

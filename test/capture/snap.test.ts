@@ -3,8 +3,10 @@
  * with fixture pages served locally.
  */
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { expect } from 'chai';
 import type { FixtureServer } from '../support/fixtures';
 import { type HttpAnswer, request } from '../support/http';
@@ -214,6 +216,25 @@ describe('snap on a real Selenium Grid', function () {
       expect(await size(Buffer.from(await thumb.arrayBuffer()))).to.deep.equal([400, 300]);
       // Public names are random, not sequential ids.
       expect(b.direct_link).to.match(/\/cdn\/[A-Za-z0-9]{24}\.png$/);
+    });
+
+    it("makes a capture's thumbnail when it is first asked for, and only a thumbnail a capture recorded", async () => {
+      const files = path.join(t.sys.config.dataDir, 'files');
+      const r = await snap({ url: `${t.fx.origin}/plain`, json: true, page_width: 800, page_height: 600, thumb_width: 200, thumb_height: 100 });
+      const link = String(r.body.direct_thumbnail_link);
+      const name = link.split('/').pop()!;
+      expect(name).to.match(/^[A-Za-z0-9]{24}-t200x100\.jpeg$/);
+      expect(fs.existsSync(path.join(files, name)), 'stored before it was asked for').to.equal(false);
+      const thumb = await fetch(link);
+      expect(thumb.status).to.equal(200);
+      expect(thumb.headers.get('content-type')).to.equal('image/jpeg');
+      expect(await size(Buffer.from(await thumb.arrayBuffer()))).to.deep.equal([200, 100]);
+      expect(fs.existsSync(path.join(files, name)), 'stored once made').to.equal(true);
+      // A name of the same shape that no capture recorded (another size of the same thumbnail, a made-up one): 404, nothing made.
+      for (const other of [name.replace('-t200x100', '-t300'), `${'a'.repeat(24)}-t400.jpeg`]) {
+        expectEnvelope(await request(t.sys.base, 'GET', `/cdn/${other}`), 404, 'not_found');
+        expect(fs.existsSync(path.join(files, other))).to.equal(false);
+      }
     });
 
     it('html_only answers {success, html}: the rendered DOM, or the outerHTML of selectors', async () => {

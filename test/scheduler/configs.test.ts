@@ -226,6 +226,8 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     const c = await create({ url: `${fx.origin}/plain?delete` });
     const shot = (await finished(c.job_id)).body.screenshot as { direct_link: string; direct_thumbnail_link: string };
     const files = [shot.direct_link, shot.direct_thumbnail_link].map((l) => l.split('/').pop() as string);
+    // The thumbnail is made when first asked for.
+    expect((await fetch(shot.direct_thumbnail_link)).status).to.equal(200);
     for (const f of files) expect(fs.existsSync(path.join(dataDir, 'files', f))).to.equal(true);
     const r = await api('DELETE', `/screenshot_configs/${c.screenshot_configuration_id}`);
     expect(r.body).to.have.all.keys('success', 'deleted', 'screenshot_configuration');
@@ -233,6 +235,9 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect((r.body.screenshot_configuration as Body).config).to.deep.include({ url: `${fx.origin}/plain?delete` });
     for (const f of files) expect(fs.existsSync(path.join(dataDir, 'files', f))).to.equal(false);
     expect((await fetch(shot.direct_link)).status).to.equal(404);
+    // Nor is it made again: its screenshot is gone.
+    expect((await fetch(shot.direct_thumbnail_link)).status).to.equal(404);
+    for (const f of files) expect(fs.existsSync(path.join(dataDir, 'files', f))).to.equal(false);
     expect(await db('screenshots').where({ config_id: c.screenshot_configuration_id }).count({ n: '*' })).to.deep.equal([{ n: 0 }]);
     expect((await api('GET', `/screenshot_configs/${c.screenshot_configuration_id}`)).status).to.equal(404);
     expect((await api('GET', `/jobs/${c.job_id}`)).status).to.equal(404);
