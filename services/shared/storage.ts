@@ -36,6 +36,72 @@ export interface FileStore {
   close(): Promise<void>;
 }
 
+/**
+ * What this process wrote to one storage location in the last few seconds, kept in memory
+ * for whoever in the process reads it next: a snap's answer reads the image its capture has
+ * just written, and in one process (embedded mode, or api and capture together) that read
+ * then costs nothing, where it took about 4 ms from local disk while the capture's browser
+ * is being recycled, and a download from Cloud Storage. Every store of the same location in
+ * the process shares one (the api's and capture's are separate stores). Bounded: files up
+ * to MAX_FILE_BYTES, MAX_BYTES in all, each for KEEP_MS; a delete forgets at once. A file
+ * deleted by another process may still be read here for at most KEEP_MS. Buffers are
+ * shared, never copied: neither writers nor readers change them.
+ */
+export class RecentWrites {
+  static readonly KEEP_MS = 5_000;
+  static readonly MAX_FILE_BYTES = 8 * 1024 * 1024;
+  static readonly MAX_BYTES = 32 * 1024 * 1024;
+  private static readonly byLocation = new Map<string, RecentWrites>();
+
+  /** Insertion order is age order: the oldest first. */
+  private readonly files = new Map<string, { file: StoredFile; until: number }>();
+  private bytes = 0;
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** The process's memory of `location` (a folder or a bucket and prefix). */
+  static of(location: string): RecentWrites {
+    let recent = RecentWrites.byLocation.get(location);
+    if (!recent) {
+      recent = new RecentWrites();
+      RecentWrites.byLocation.set(location, recent);
+    }
+    return recent;
+  }
+
+  remember(name: string, file: StoredFile): void {
+    this.forget(name);
+    if (file.data.length > RecentWrites.MAX_FILE_BYTES) return;
+    this.files.set(name, { file, until: this.now() + RecentWrites.KEEP_MS });
+    this.bytes += file.data.length;
+    this.prune();
+  }
+
+  recall(name: string): StoredFile | null {
+    const entry = this.files.get(name);
+    if (!entry) return null;
+    if (entry.until > this.now()) return entry.file;
+    this.forget(name);
+    return null;
+  }
+
+  forget(name: string): void {
+    const entry = this.files.get(name);
+    if (!entry) return;
+    this.files.delete(name);
+    this.bytes -= entry.file.data.length;
+  }
+
+  /** Drops what has expired, and the oldest while over MAX_BYTES. */
+  private prune(): void {
+    const now = this.now();
+    for (const [name, entry] of this.files) {
+      if (entry.until > now && this.bytes <= RecentWrites.MAX_BYTES) break;
+      this.forget(name);
+    }
+  }
+}
+
 // A leading dot is refused too: it keeps names clear of LocalFileStore's own ".types"
 // folder and ".tmp-" files, and of "." / "..".
 const NAME_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}$/;
@@ -61,10 +127,13 @@ function isNotFound(err: unknown): boolean {
 export class LocalFileStore implements FileStore {
   readonly dir: string;
   private readonly typesDir: string;
+  private readonly recent: RecentWrites | null;
 
-  constructor(dir: string) {
+  /** `remember`: keep this process's recent writes in memory (RecentWrites); tests of the disk itself turn it off. */
+  constructor(dir: string, { remember = true }: { remember?: boolean } = {}) {
     this.dir = path.resolve(dir);
     this.typesDir = path.join(this.dir, '.types');
+    this.recent = remember ? RecentWrites.of(`file://${this.dir}`) : null;
     // Synchronous so a folder that cannot be created stops start-up instead of the first capture.
     mkdirSync(this.typesDir, { recursive: true });
   }
@@ -82,10 +151,13 @@ export class LocalFileStore implements FileStore {
       await Promise.all([type, bytes].map((t) => (t.status === 'fulfilled' ? fs.rm(t.value, { force: true }) : undefined)));
       throw err;
     }
+    this.recent?.remember(name, { data, contentType });
   }
 
   async get(name: string): Promise<StoredFile | null> {
     assertFileName(name);
+    const recent = this.recent?.recall(name);
+    if (recent) return recent;
     // Both at once: the type is only looked at when the bytes are there.
     const [data, type] = await Promise.allSettled([fs.readFile(path.join(this.dir, name)), fs.readFile(path.join(this.typesDir, name), 'utf8')]);
     if (data.status === 'rejected') {
@@ -99,6 +171,7 @@ export class LocalFileStore implements FileStore {
 
   async delete(name: string): Promise<void> {
     assertFileName(name);
+    this.recent?.forget(name);
     await fs.rm(path.join(this.dir, name), { force: true });
     await fs.rm(path.join(this.typesDir, name), { force: true });
   }
@@ -125,16 +198,20 @@ export interface GcsFileStoreOptions {
   /** An emulator or test server, e.g. "http://127.0.0.1:4443". Requests to it are not authenticated. */
   apiEndpoint?: string;
   projectId?: string;
+  /** Keep this process's recent writes in memory (RecentWrites; default true); tests of the bucket itself turn it off. */
+  remember?: boolean;
 }
 
 export class GcsFileStore implements FileStore {
   readonly bucketName: string;
   readonly prefix: string;
   private readonly bucket: Bucket;
+  private readonly recent: RecentWrites | null;
 
   constructor(opts: GcsFileStoreOptions) {
     this.bucketName = opts.bucket;
     this.prefix = opts.prefix;
+    this.recent = opts.remember === false ? null : RecentWrites.of(`gs://${opts.bucket}/${opts.prefix}@${opts.apiEndpoint ?? ''}`);
     const storage = new Storage({
       ...(opts.projectId ? { projectId: opts.projectId } : {}),
       // A custom endpoint makes the client skip google-auth-library entirely, so it needs
@@ -156,10 +233,13 @@ export class GcsFileStore implements FileStore {
     assertFileName(name);
     // resumable:false = one multipart request; resumable sessions only pay off for large files.
     await this.bucket.file(this.prefix + name).save(data, { resumable: false, contentType, metadata: { contentType } });
+    this.recent?.remember(name, { data, contentType });
   }
 
   async get(name: string): Promise<StoredFile | null> {
     assertFileName(name);
+    const recent = this.recent?.recall(name);
+    if (recent) return recent;
     // createReadStream rather than download(): its response carries the object's
     // Content-Type, which saves a second (metadata) request.
     const stream = this.bucket.file(this.prefix + name).createReadStream();
@@ -180,6 +260,7 @@ export class GcsFileStore implements FileStore {
 
   async delete(name: string): Promise<void> {
     assertFileName(name);
+    this.recent?.forget(name);
     await this.bucket.file(this.prefix + name).delete({ ignoreNotFound: true });
   }
 

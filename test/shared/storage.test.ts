@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { loadConfig } from '../../services/shared/config';
-import { createFileStore, type FileStore, GcsFileStore, LocalFileStore } from '../../services/shared/storage';
+import { createFileStore, type FileStore, GcsFileStore, LocalFileStore, RecentWrites } from '../../services/shared/storage';
 import { type FakeGcs, startFakeGcs } from '../support/fake-gcs-server';
 
 async function rejection(p: Promise<unknown>): Promise<Error> {
@@ -115,9 +115,14 @@ describe('FileStore', () => {
 
   describe('LocalFileStore', () => {
     let dir: string;
+    // The disk itself: this process's recent writes are not kept in memory.
     behavesAsFileStore(() => {
       dir = path.join(tmpRoot, fresh(), 'files');
-      return new LocalFileStore(dir);
+      return new LocalFileStore(dir, { remember: false });
+    });
+
+    describe('with its recent writes in memory (as services use it)', () => {
+      behavesAsFileStore(() => new LocalFileStore(path.join(tmpRoot, fresh(), 'files')));
     });
 
     it('creates its folder and keeps the bytes as a plain file there', async () => {
@@ -134,7 +139,7 @@ describe('FileStore', () => {
       expect(await fs.readdir(path.dirname(dir))).to.deep.equal(['files']);
     });
 
-    it('never shows a reader a partly written file', async () => {
+    it('never shows a reader of the folder a partly written file', async () => {
       const store = new LocalFileStore(dir);
       const a = Buffer.alloc(2 * 1024 * 1024, 'a');
       const b = Buffer.alloc(3 * 1024 * 1024, 'b');
@@ -145,9 +150,10 @@ describe('FileStore', () => {
         writing = false;
       })();
       let reads = 0;
+      // Read from the folder, as another process does (this one's recent writes are in memory).
       while (writing) {
-        const got = await store.get('big.bin');
-        expect(got!.data.equals(a) || got!.data.equals(b)).to.equal(true);
+        const got = await fs.readFile(path.join(dir, 'big.bin'));
+        expect(got.equals(a) || got.equals(b)).to.equal(true);
         reads++;
       }
       await writer;
@@ -156,7 +162,8 @@ describe('FileStore', () => {
   });
 
   describe('GcsFileStore (against the fake GCS server)', () => {
-    behavesAsFileStore(() => new GcsFileStore({ bucket: 'snap-test', prefix: `${fresh()}/`, apiEndpoint: gcs.endpoint, projectId: 'test-project' }));
+    // The bucket itself: this process's recent writes are not kept in memory.
+    behavesAsFileStore(() => new GcsFileStore({ bucket: 'snap-test', prefix: `${fresh()}/`, apiEndpoint: gcs.endpoint, projectId: 'test-project', remember: false }));
 
     it('uploads with one multipart request for prefix+name in the right bucket', async () => {
       const prefix = `${fresh()}/shots/`;
@@ -199,7 +206,7 @@ describe('FileStore', () => {
     });
 
     it('retries an upload and a read that hit a passing server error', async () => {
-      const store = new GcsFileStore({ bucket: 'snap-test', prefix: `${fresh()}/`, apiEndpoint: gcs.endpoint });
+      const store = new GcsFileStore({ bucket: 'snap-test', prefix: `${fresh()}/`, apiEndpoint: gcs.endpoint, remember: false });
       gcs.failNext(1, 503);
       await store.put('retry.jpeg', Buffer.from('after retry'), 'image/jpeg');
       gcs.failNext(1, 503);
@@ -211,6 +218,53 @@ describe('FileStore', () => {
       gcs.failNext(1, 403);
       const err = await rejection(store.get('x.jpeg'));
       expect((err as Error & { code?: number }).code).to.equal(403);
+    });
+  });
+
+  describe('RecentWrites (what this process wrote in the last seconds, in memory)', () => {
+    it('answers a file this process has just written from memory, to every store of that folder in the process', async () => {
+      const dir = path.join(tmpRoot, fresh(), 'files');
+      const writer = new LocalFileStore(dir);
+      await writer.put('r.jpeg', Buffer.from('recent'), 'image/jpeg');
+      // Gone from the disk behind the stores' backs: only memory can still answer it.
+      await fs.rm(path.join(dir, 'r.jpeg'));
+      expect(await writer.get('r.jpeg')).to.deep.equal({ data: Buffer.from('recent'), contentType: 'image/jpeg' });
+      expect(await new LocalFileStore(dir).get('r.jpeg')).to.deep.equal({ data: Buffer.from('recent'), contentType: 'image/jpeg' });
+      expect(await new LocalFileStore(dir, { remember: false }).get('r.jpeg')).to.equal(null);
+      expect(await new LocalFileStore(path.join(tmpRoot, fresh(), 'files')).get('r.jpeg')).to.equal(null);
+    });
+
+    it('forgets a file the moment a store of the process deletes it', async () => {
+      const dir = path.join(tmpRoot, fresh(), 'files');
+      await new LocalFileStore(dir).put('d.jpeg', Buffer.from('doomed'), 'image/jpeg');
+      await new LocalFileStore(dir).delete('d.jpeg');
+      expect(await new LocalFileStore(dir).get('d.jpeg')).to.equal(null);
+    });
+
+    it('reads a Cloud Storage object it has just uploaded without a request', async () => {
+      const prefix = `${fresh()}/`;
+      const store = new GcsFileStore({ bucket: 'snap-test', prefix, apiEndpoint: gcs.endpoint });
+      await store.put('u.jpeg', Buffer.from('uploaded'), 'image/jpeg');
+      const before = gcs.requests.length;
+      expect((await store.get('u.jpeg'))!.data.toString()).to.equal('uploaded');
+      expect(gcs.requests.length).to.equal(before);
+    });
+
+    it('keeps each file for KEEP_MS, only files up to MAX_FILE_BYTES, at most MAX_BYTES in all (the oldest go first)', () => {
+      let now = 0;
+      const recent = new RecentWrites(() => now);
+      const file = (bytes: number) => ({ data: Buffer.alloc(bytes), contentType: 'image/jpeg' });
+      recent.remember('a', file(10));
+      now = RecentWrites.KEEP_MS - 1;
+      expect(recent.recall('a')).to.not.equal(null);
+      now = RecentWrites.KEEP_MS;
+      expect(recent.recall('a')).to.equal(null);
+      recent.remember('big', file(RecentWrites.MAX_FILE_BYTES + 1));
+      expect(recent.recall('big')).to.equal(null);
+      // Five files a little over a fifth of the total each: the oldest goes.
+      const names = ['p', 'q', 'r', 's', 't'];
+      for (const name of names) recent.remember(name, file(RecentWrites.MAX_BYTES / 5 + 1));
+      expect(names.map((n) => recent.recall(n) !== null)).to.deep.equal([false, true, true, true, true]);
     });
   });
 
