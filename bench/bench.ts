@@ -26,8 +26,9 @@
  *       concurrency 1 and 4: what the egress gateway costs (BENCH_GATEWAY_COMPARE=0 skips it).
  *
  * (b), (c) and (d) are up at once and each cell runs in alternating blocks (isolated, snap,
- * no gateway, isolated, …: runAlternated), so that drift in the machine's speed, large on a
- * shared virtual machine, falls on every side alike and their ratios compare like with like.
+ * no gateway, then no gateway, snap, isolated, …: runAlternated), so that drift in the
+ * machine's speed, large on a shared virtual machine, falls on every side alike and their
+ * ratios compare like with like.
  *
  * The rows (ROWS): simple and heavy (a viewport capture); script (content that arrives by script
  * after load: /snap with wait_for, the floors wait until the selector matches); long (10 000 px,
@@ -567,8 +568,8 @@ async function snapTarget({ broker, api }: System, pages: PageServer): Promise<(
   };
 }
 
-/** Blocks each side of an alternated cell is split into. */
-const BLOCKS = 3;
+/** Blocks each side of an alternated cell is split into (an even number: the order reverses every round). */
+const BLOCKS = 6;
 
 /** One cell's blocks put together: every sample, the wall time and CPU summed over the blocks. */
 function mergeBlocks(blocks: CellResult[]): CellResult {
@@ -594,9 +595,10 @@ interface Alternated {
 /**
  * (b) and (c), and (d) when `off` is given: the isolated floor, GET /snap on the system, and
  * GET /snap on a second system without the egress gateway, all up at once on the same Grid.
- * Each cell runs in BLOCKS blocks per side, alternating (isolated, snap, none, isolated, …),
- * so drift in the machine's speed (it is large on a shared virtual machine) falls on every
- * side alike and the ratios compare like with like.
+ * Each cell runs in BLOCKS blocks per side, alternating, every other round in the reverse
+ * order (isolated, snap, none, none, snap, isolated, …), so drift in the machine's speed (it
+ * is large on a shared virtual machine) falls on every side alike and the ratios compare like
+ * with like.
  */
 async function runAlternated(isolatedPool: IsolatedPool, system: System, off: System | null, pages: PageServer): Promise<Alternated> {
   const out: Alternated = { isolated: emptyResults(RUN_ROWS.filter((r) => r.floorRow === r.name)), snap: emptyResults(RUN_ROWS), none: off ? emptyResults(RUN_ROWS) : null };
@@ -621,8 +623,10 @@ async function runAlternated(isolatedPool: IsolatedPool, system: System, off: Sy
         }
         const perBlock = Math.max(c, Math.round(ITERATIONS[c]! / BLOCKS));
         for (const side of sides) await runCell(c, WARMUP_PER_WORKER * c, side.op);
+        // Every other round in the reverse order (A B C, C B A, …): a drift that is linear over
+        // the cell then falls on every side alike, and no side always runs first after another's turn.
         for (let b = 0; b < BLOCKS; b++) {
-          for (const side of sides) side.blocks.push(await runCell(c, perBlock, side.op));
+          for (const side of b % 2 ? [...sides].reverse() : sides) side.blocks.push(await runCell(c, perBlock, side.op));
         }
         for (const side of sides) {
           const merged = mergeBlocks(side.blocks);
