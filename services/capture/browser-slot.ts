@@ -71,6 +71,8 @@ export interface PreparedPage {
 const STALL_MS = 3_000;
 /** How long ChromeDriver may take to answer that question before the browser counts as gone. */
 const PROBE_TIMEOUT_MS = 10_000;
+/** The longest a used context waits for its capture's answer before it is disposed anyway. */
+export const MAX_DISPOSAL_WAIT_MS = 2_000;
 
 export class BrowserSlot {
   private prepared: Promise<PreparedPage> | null = null;
@@ -79,6 +81,8 @@ export class BrowserSlot {
   private spareReady = false;
   /** Disposal of the last capture's context, then preparation of the next page. */
   private recycling: Promise<void> = Promise.resolve();
+  /** Lets a disposal held back for its capture's answer start now (recycle). */
+  private startDisposal: (() => void) | null = null;
   busy = false;
   broken = false;
   lastUsed = Date.now();
@@ -162,6 +166,7 @@ export class BrowserSlot {
    * measurably slows the capture down. The pool lets idle slots with a ready page go first.
    */
   async takePage(): Promise<PreparedPage> {
+    this.startDisposal?.();
     const p = this.prepared ?? this.pageAfterRecycling();
     this.prepared = null;
     this.spareReady = false;
@@ -171,11 +176,33 @@ export class BrowserSlot {
   /**
    * After a capture: throws its page away with its context (cookies, storage, cache,
    * renderer), then prepares the next page. Resolves when the context is gone.
+   *
+   * Both wait for `answered` (the capture's files written, its record and answer on their
+   * way): disposing a context and starting a renderer take both cores of a small machine for
+   * a moment, and would slow the answer down (measured: about 5 ms on a simple page, 10 ms on
+   * a heavy one). They wait no longer than MAX_DISPOSAL_WAIT_MS, and not at all once the
+   * browser is needed again (takePage, quit).
    */
-  recycle(used: PreparedPage | null, disposeTimeoutMs: number): Promise<void> {
-    const disposal = used ? withTimeout(this.disposePage(used), disposeTimeoutMs, 'disposing a browser context') : Promise.resolve();
+  recycle(used: PreparedPage | null, disposeTimeoutMs: number, answered?: Promise<unknown>): Promise<void> {
+    const start = answered ? this.heldUntil(answered) : Promise.resolve();
+    const disposal = start.then(() => (used ? withTimeout(this.disposePage(used), disposeTimeoutMs, 'disposing a browser context') : undefined));
     this.recycling = disposal.catch(() => undefined);
     return disposal;
+  }
+
+  /** Resolves when `answered` settles, after MAX_DISPOSAL_WAIT_MS, or when startDisposal is called, whichever comes first. */
+  private heldUntil(answered: Promise<unknown>): Promise<void> {
+    this.startDisposal?.();
+    return new Promise<void>((resolve) => {
+      const start = () => {
+        clearTimeout(timer);
+        if (this.startDisposal === start) this.startDisposal = null;
+        resolve();
+      };
+      const timer = setTimeout(start, MAX_DISPOSAL_WAIT_MS);
+      this.startDisposal = start;
+      answered.then(start, start);
+    });
   }
 
   /** A new page once the last capture's context is gone (never two contexts coming and going at once). */
@@ -207,6 +234,7 @@ export class BrowserSlot {
 
   async quit(): Promise<void> {
     this.broken = true;
+    this.startDisposal?.();
     const pending = this.prepared;
     this.prepared = null;
     if (pending) await pending.then((p) => this.disposePage(p)).catch(() => undefined);

@@ -51,14 +51,16 @@ export class CaptureEngine {
    * Captures, then hands the output to `finish` (the thumbnail) before the used context is
    * disposed: disposing it alongside would compete with `finish` for the CPU and slow the
    * answer down. The browser is held until `finish` is done, so it should be short work
-   * (no uploads).
+   * (no uploads). The disposal then waits for `answered` too, when given (the caller's
+   * writes and answer), unless the browser is needed sooner (BrowserSlot.recycle).
    */
   capture(options: SnapOptions): Promise<CaptureOutput>;
-  capture<T>(options: SnapOptions, finish: (out: CaptureOutput) => Promise<T>, upstream?: string | null): Promise<T>;
-  async capture<T>(options: SnapOptions, finish?: (out: CaptureOutput) => Promise<T>, upstream: string | null = null): Promise<T | CaptureOutput> {
+  capture<T>(options: SnapOptions, finish: (out: CaptureOutput) => Promise<T>, upstream?: string | null, answered?: Promise<unknown>): Promise<T>;
+  async capture<T>(options: SnapOptions, finish?: (out: CaptureOutput) => Promise<T>, upstream: string | null = null, answered?: Promise<unknown>): Promise<T | CaptureOutput> {
     const deadline = Date.now() + this.timeoutMs;
+    const attempt = () => this.attempt(options, deadline, finish, upstream, answered);
     try {
-      return await this.attempt(options, deadline, finish, upstream);
+      return await attempt();
     } catch (err) {
       if (!(err instanceof BrowserLost)) throw err;
       // The browser died under the capture (a crash, the OOM killer, its node gone): once
@@ -69,7 +71,7 @@ export class CaptureEngine {
       if (options.multi_step_actions?.length) throw err.answer('actions');
       if (deadline - Date.now() < MIN_RETRY_MS) throw err.answer('late');
       try {
-        return await this.attempt(options, deadline, finish, upstream);
+        return await attempt();
       } catch (again) {
         throw again instanceof BrowserLost ? again.answer('twice') : again;
       }
@@ -77,7 +79,13 @@ export class CaptureEngine {
   }
 
   /** `upstream`: the proxy the capture goes out through (its slot's gateway chains to it). */
-  private async attempt<T>(options: SnapOptions, deadline: number, finish: ((out: CaptureOutput) => Promise<T>) | undefined, upstream: string | null): Promise<T | CaptureOutput> {
+  private async attempt<T>(
+    options: SnapOptions,
+    deadline: number,
+    finish: ((out: CaptureOutput) => Promise<T>) | undefined,
+    upstream: string | null,
+    answered: Promise<unknown> | undefined,
+  ): Promise<T | CaptureOutput> {
     const slot = await this.pool.acquire();
     const unwatch = slot.watch();
     let page: PreparedPage | null = null;
@@ -109,10 +117,11 @@ export class CaptureEngine {
     } finally {
       unwatch();
       if (egress && slot.gateway) slot.gateway.unbind(egress);
-      // The used context is disposed off the answer's path, then the next page is prepared;
-      // the slot is free at once (a capture that takes it waits for that page). A browser
-      // that cannot dispose a context within the limit is retired.
-      slot.recycle(page, DISPOSE_TIMEOUT_MS).catch(() => this.pool.retire(slot));
+      // The used context is disposed off the answer's path (once it is answered, when the
+      // caller says when), then the next page is prepared; the slot is free at once (a capture
+      // that takes it waits for that page). A browser that cannot dispose a context within
+      // the limit is retired.
+      slot.recycle(page, DISPOSE_TIMEOUT_MS, answered).catch(() => this.pool.retire(slot));
       this.pool.release(slot);
     }
   }

@@ -82,6 +82,21 @@ export class CapturePipeline {
   }
 
   private async capture(job: LeasedJob, options: SnapOptions): Promise<ScreenshotRef | null> {
+    // The browser disposes the used context once this capture is recorded, not while its
+    // files and record are written (the engine; BrowserSlot.recycle). One turn of the event
+    // loop later, so that a snap's answer, written in the microtasks after, goes first.
+    let recorded!: () => void;
+    const answered = new Promise<void>((resolve) => {
+      recorded = () => setImmediate(resolve);
+    });
+    try {
+      return await this.captureAndRecord(job, options, answered);
+    } finally {
+      recorded();
+    }
+  }
+
+  private async captureAndRecord(job: LeasedJob, options: SnapOptions, answered: Promise<void>): Promise<ScreenshotRef | null> {
     // Its callers (snap below, the worker) run it in the job's log context: its lines and
     // those of everything beneath (engine, pool, gateway, the services it calls) name the job.
     const t0 = performance.now();
@@ -103,6 +118,7 @@ export class CapturePipeline {
         return this.files.render(options)(out);
       },
       route?.upstream ?? null,
+      answered,
     );
     this.observer?.egressBytes(egressRoute(route), bytes);
     try {

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { WebDriver } from 'selenium-webdriver';
 import sinon from 'sinon';
-import { BrowserSlot } from '../../services/capture/browser-slot';
+import { BrowserSlot, MAX_DISPOSAL_WAIT_MS } from '../../services/capture/browser-slot';
 import { CdpConnection } from '../../services/capture/cdp';
 import { DEFAULTS } from '../../services/capture/page-session';
 
@@ -100,6 +100,52 @@ describe('BrowserSlot (unit: browser stubbed)', () => {
     expect((await slot.takePage()).contextId).to.equal('context-2');
   });
 
+  it('holds the used context until its capture is answered, then disposes it and prepares the next page', async () => {
+    const used = await slot.takePage();
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    const recycled = slot.recycle(used, 5_000, answered);
+    slot.prepareNext();
+    await clock.tickAsync(100);
+    expect(sent().filter((m) => m === 'Target.disposeBrowserContext')).to.have.length(0);
+    expect(sent().filter((m) => m === 'Target.createBrowserContext')).to.have.length(1);
+    answer();
+    await clock.tickAsync(0);
+    expect(cdp.send.calledWith('Target.disposeBrowserContext', { browserContextId: 'context-1' })).to.equal(true);
+    disposals.shift()!();
+    await recycled;
+    await clock.tickAsync(0);
+    expect(slot.hasReadyPage).to.equal(true);
+    expect((await slot.takePage()).contextId).to.equal('context-2');
+  });
+
+  it('disposes a held context at once when the browser is needed again, or after MAX_DISPOSAL_WAIT_MS at the latest', async () => {
+    const never = new Promise<void>(() => undefined);
+    const first = await slot.takePage();
+    void slot.recycle(first, 5_000, never);
+    slot.prepareNext();
+    await clock.tickAsync(0);
+    expect(sent().filter((m) => m === 'Target.disposeBrowserContext')).to.have.length(0);
+    const taking = slot.takePage();
+    await clock.tickAsync(0);
+    expect(cdp.send.calledWith('Target.disposeBrowserContext', { browserContextId: 'context-1' })).to.equal(true);
+    disposals.shift()!();
+    const second = await taking;
+    expect(second.contextId).to.equal('context-2');
+
+    void slot.recycle(second, 5_000, never);
+    await clock.tickAsync(MAX_DISPOSAL_WAIT_MS - 1);
+    expect(cdp.send.calledWith('Target.disposeBrowserContext', { browserContextId: 'context-2' })).to.equal(false);
+    await clock.tickAsync(1);
+    expect(cdp.send.calledWith('Target.disposeBrowserContext', { browserContextId: 'context-2' })).to.equal(true);
+    // Nothing is left waiting: no timer outlives the disposal.
+    disposals.shift()!();
+    await clock.tickAsync(0);
+    expect(clock.countTimers()).to.equal(0);
+  });
+
   it('gives up on a context that is not disposed in time (the engine then retires the slot), and still prepares the next page', async () => {
     const used = await slot.takePage();
     const recycled = slot.recycle(used, 5_000).then(
@@ -151,6 +197,18 @@ describe('BrowserSlot (unit: browser stubbed)', () => {
     pendingMs = 60_000;
     await clock.tickAsync(5_000);
     sinon.assert.notCalled(driver.getWindowHandle);
+  });
+
+  it('on quit, no longer holds a used context back for its answer', async () => {
+    const used = await slot.takePage();
+    void slot.recycle(used, 5_000, new Promise<void>(() => undefined));
+    const quitting = slot.quit();
+    await clock.tickAsync(0);
+    expect(cdp.send.calledWith('Target.disposeBrowserContext', { browserContextId: 'context-1' })).to.equal(true);
+    disposals.shift()!();
+    await quitting;
+    await clock.tickAsync(0);
+    expect(clock.countTimers()).to.equal(0);
   });
 
   it('on quit, disposes the prepared page and closes the browser over CDP before ending the WebDriver session', async () => {

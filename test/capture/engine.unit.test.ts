@@ -107,8 +107,17 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     const finish = sinon.stub<[CaptureOutput], Promise<string>>().resolves('thumbnail made');
     expect(await engine.capture(OPTIONS, finish)).to.equal('thumbnail made');
     sinon.assert.calledOnceWithExactly(finish, OUTPUT);
-    sinon.assert.calledOnceWithExactly(slot.recycle, pageOf(1), sinon.match.number);
+    sinon.assert.calledOnceWithExactly(slot.recycle, pageOf(1), sinon.match.number, undefined);
     sinon.assert.callOrder(slot.takePage, runPage, finish, slot.recycle, pool.release);
+  });
+
+  it("has the browser hold the used context back until the caller's answer, when it is told when", async () => {
+    const { slot } = stubSlot(1);
+    pool.acquire.resolves(slot);
+    runPage.resolves(OUTPUT);
+    const answered = new Promise<void>(() => undefined);
+    await engine.capture(OPTIONS, async (out) => out, null, answered);
+    sinon.assert.calledOnceWithExactly(slot.recycle, pageOf(1), sinon.match.number, answered);
   });
 
   it('takes a capture again, once, on another browser when its browser dies under it', async () => {
@@ -190,7 +199,7 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     const err = await settled;
     expect(err?.type).to.equal('capture_timeout');
     expect(err?.message).to.contain('longer than 30 seconds');
-    sinon.assert.calledOnceWithExactly(slot.recycle, pageOf(1), sinon.match.number);
+    sinon.assert.calledOnceWithExactly(slot.recycle, pageOf(1), sinon.match.number, undefined);
     sinon.assert.calledOnceWithExactly(pool.release, slot);
     // An overrun is the page's doing: the browser stays in service.
     expect(slot.broken).to.equal(false);
