@@ -194,7 +194,16 @@ describe('the full stack survives faults (separate processes)', function () {
     });
   }
 
-  it('a capture instance killed mid-capture: its jobs are finished once by the other, charged once', async () => {
+  /** WebDriver sessions the Grid holds, on every node (its /status: slots with a session). */
+  async function gridSessions(): Promise<number> {
+    const res = await fetch(`${stack!.gridUrl}/status`);
+    const status = (await res.json()) as { value: { nodes: Array<{ slots: Array<{ session: unknown }> }> } };
+    return status.value.nodes.reduce((n, node) => n + node.slots.filter((slot) => slot.session).length, 0);
+  }
+
+  it('a capture instance killed mid-capture: its jobs are finished once by the other, charged once', async function () {
+    // Up to the Grid's session timeout (120 s in the stack) at the end, below.
+    this.timeout(420_000);
     // Two instances with two browsers each: four slow captures keep every browser busy.
     const ids = await Promise.all([1, 2, 3, 4].map(() => queueCapture('/very-slow')));
     await until('all four captures to be running', async () => (await jobsOf(ids)).every((j) => j.status === 'running'));
@@ -208,6 +217,11 @@ describe('the full stack survives faults (separate processes)', function () {
     // answer 503; let that pass so the next test starts on a settled cluster.
     const deadNode = `capture-1-${stack!.runId}-${generation}`;
     await until('the api to drop the dead node', async () => fs.readFileSync(stack!.instance('api').logFile, 'utf8').includes(`'${deadNode}' disconnected`), 30_000);
+    // A process killed with SIGKILL cannot end its Grid sessions: they keep their slots until
+    // the Grid's session timeout. Let that pass too, or the next test (a node killed) can find
+    // the other node full of them and no room to replace the browsers it loses.
+    const live = stack!.options.captureInstances * stack!.options.sessionsPerCapture;
+    await until(`the Grid to end the killed instance's sessions (${live} left)`, async () => (await gridSessions()) <= live, 240_000, 1_000);
   });
 
   it('a Grid node killed mid-capture: the captures on it are taken again on the other node', async () => {
