@@ -46,11 +46,11 @@ async function serve(host: string, handle: (req: http.IncomingMessage, res: http
   };
 }
 
-/** The public page (it reports what happened to /mark): a WebSocket to the internal address (by name and as [::ffff:127.0.0.1]) and a service worker fetching it. */
+/** The public page (it reports what happened to /mark; #done once the server has all four reports): a WebSocket to the internal address (by name and as [::ffff:127.0.0.1]) and a service worker fetching it. */
 function attackPage(privatePort: number): string {
   return `<!doctype html><title>attack</title><body><p id="out"></p><script>
-const marks = [];
-const mark = (m) => { marks.push(m); fetch('/mark?' + encodeURIComponent(m)); if (marks.length === 4) { const d = document.createElement('div'); d.id = 'done'; document.body.appendChild(d); } };
+let reported = 0;
+const mark = (m) => { fetch('/mark?' + encodeURIComponent(m)).finally(() => { if (++reported === 4) { const d = document.createElement('div'); d.id = 'done'; document.body.appendChild(d); } }); };
 for (const url of ['ws://private.test:${privatePort}/ws-by-name', 'ws://[::ffff:127.0.0.1]:${privatePort}/ws-mapped']) {
   try { const ws = new WebSocket(url); ws.onopen = () => mark('open'); ws.onerror = () => mark('ws-error'); } catch (e) { mark('ws-throw'); }
 }
