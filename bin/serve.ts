@@ -58,8 +58,11 @@ async function main(): Promise<void> {
     });
   }
   const stop = () => void shutdown(0, null);
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  // Listened to for good, not once: a signal that comes again while stopping is ignored. Ctrl-C
+  // under `npm start` delivers SIGINT twice (from the terminal, and from npm, which hands it
+  // on), and Node's default for the second would end the process before its browsers are quit.
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
   if (config.stopOnStdinEnd) {
     // The supervisor holds the other end of this pipe: when it dies, whatever killed it
     // (SIGKILL included), the pipe closes and this process stops as on SIGTERM.

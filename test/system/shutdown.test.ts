@@ -1,9 +1,20 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { expect } from 'chai';
 import { backendConfig, uniqueName } from '../support/backends';
 import { processesLeft, processesMarked, startServeProcess } from '../support/processes';
 import { until } from '../support/wait';
+
+/** Whatever a failed test left behind: every process carrying its mark, SIGKILLed. */
+function killMarked(mark: string): void {
+  for (const pid of processesMarked('SNAP_TEST_MARK', mark)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+}
 
 describe('npm start process lifecycle', function () {
   this.timeout(60_000);
@@ -29,6 +40,24 @@ describe('npm start process lifecycle', function () {
       }
     });
   }
+
+  it('ignores a signal that comes again while it stops (Ctrl-C under npm start delivers SIGINT twice)', async () => {
+    const mark = uniqueName('m');
+    const b = await backendConfig('sqlite', { CAPTURE_SESSIONS: '2', SNAP_TEST_MARK: mark });
+    try {
+      const proc = await startServeProcess(b.env, /Screenshot service ready/);
+      const exited = new Promise((r) => proc.child.once('exit', r));
+      proc.child.kill('SIGINT');
+      await new Promise((r) => setTimeout(r, 100));
+      proc.child.kill('SIGINT');
+      await exited;
+      expect(proc.child.exitCode, proc.output()).to.equal(0);
+      expect(await processesLeft(mark, [], 10_000)).to.deep.equal([]);
+    } finally {
+      killMarked(mark);
+      await b.cleanup();
+    }
+  });
 
   it('quits every browser and ChromeDriver it started before it exits after an uncaught exception', async () => {
     const mark = uniqueName('m');
@@ -68,15 +97,37 @@ describe('npm start process lifecycle', function () {
       expect(await processesLeft(mark, [], 20_000), out).to.deep.equal([]);
     } finally {
       supervisor.kill('SIGKILL');
-      // Whatever a failure left behind.
-      for (const pid of processesMarked('SNAP_TEST_MARK', mark)) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // Gone meanwhile.
-        }
-      }
+      killMarked(mark);
       await b.cleanup();
     }
   });
+
+  /** `npm start` as a person or a supervisor runs it (its own process group), and how to stop it. */
+  for (const [how, stop] of [
+    ['SIGTERM to the `npm start` process itself (npm hands it on)', (npm: ChildProcess) => npm.kill('SIGTERM')],
+    ['Ctrl-C (SIGINT to the whole group: the service gets it from the terminal and again from npm)', (npm: ChildProcess) => process.kill(-(npm.pid as number), 'SIGINT')],
+  ] as const) {
+    it(`stops cleanly under \`npm start\` on ${how}`, async function () {
+      // npm runs the script in a shell; the script execs node, so what npm hands on reaches the service.
+      this.timeout(90_000);
+      const mark = uniqueName('m');
+      const b = await backendConfig('sqlite', { CAPTURE_SESSIONS: '2', SNAP_TEST_MARK: mark, LOG_LEVEL: 'info' });
+      const npm = spawn('npm', ['start', '--silent'], { cwd: path.join(__dirname, '..', '..', '..'), env: { ...process.env, ...b.env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+      let out = '';
+      npm.stdout?.on('data', (d) => (out += d));
+      npm.stderr?.on('data', (d) => (out += d));
+      try {
+        await until('the service to be ready', async () => /Screenshot service ready/.test(out), 60_000);
+        expect(processesMarked('SNAP_TEST_MARK', mark).filter((pid) => pid !== npm.pid).length, 'the service, its ChromeDriver and browsers').to.be.greaterThan(2);
+        stop(npm);
+        // Stopped by its own shutdown (the browsers quit, the broker stopped), not cut short by a signal.
+        await until('the service to stop cleanly', async () => out.includes('ServiceBroker is stopped'), 20_000).catch(() => undefined);
+        expect(await processesLeft(mark, [], 15_000), out).to.deep.equal([]);
+        expect(out).to.contain('ServiceBroker is stopped');
+      } finally {
+        killMarked(mark);
+        await b.cleanup();
+      }
+    });
+  }
 });
