@@ -26,9 +26,9 @@
  *       concurrency 1 and 4: what the egress gateway costs (BENCH_GATEWAY_COMPARE=0 skips it).
  *
  * (b), (c) and (d) are up at once and each cell runs in alternating blocks (isolated, snap,
- * no gateway, then no gateway, snap, isolated, …: runAlternated), so that drift in the
- * machine's speed, large on a shared virtual machine, falls on every side alike and their
- * ratios compare like with like.
+ * no gateway, then no gateway, snap, isolated, …: runAlternated; at concurrency 1 a block is
+ * one capture), so that drift in the machine's speed, large on a shared virtual machine,
+ * falls on every side alike and their ratios compare like with like.
  *
  * The rows (ROWS): simple and heavy (a viewport capture); script (content that arrives by script
  * after load: /snap with wait_for, the floors wait until the selector matches); long (10 000 px,
@@ -37,17 +37,18 @@
  * and long with fullpage_advanced (/snap only, against the long page's floors, at concurrency 1).
  *
  * For each row and concurrency (1, 2, 4): warm-up iterations (not counted), then a fixed number
- * of iterations spread over `concurrency` workers (for (b)-(d), in BLOCKS blocks per side). Reported: p50 and p95 latency, captures per
+ * of iterations spread over `concurrency` workers (for (b)-(d), in blocks per side). Reported: p50 and p95 latency, captures per
  * second (completed captures / wall time of the cell) and CPU time per capture (the whole
  * machine's, from /proc/stat, and this process's share), side by side, with the ratios and a
- * verdict per target (TARGETS: against the isolated floor, DESIGN.md section 4 and issue 11).
- * The table goes to stdout and, for a full run, to bench/results.md; progress goes to stderr.
+ * verdict per target (TARGETS: against the isolated floor, DESIGN.md section 4 and issue 11),
+ * each p50 ratio with its 95% bootstrap interval (stats.ts), and any cell in which a capture
+ * stalled. The table goes to stdout and, for a full run, to bench/results.md; progress goes to stderr.
  *
  * Environment (a run with fewer pages or concurrencies prints its table but leaves
  * bench/results.md alone):
  *   BENCH_ITERATIONS  measured iterations per cell: one number for every concurrency, or one
- *                     per concurrency as "60,40,60" (the default: the p50 at concurrency 1,
- *                     which the tightest target is set on, from 60 samples a side).
+ *                     per concurrency as "100,40,60" (the default: the p50 at concurrency 1,
+ *                     which the tightest target is set on, from 100 samples a side).
  *   BENCH_WARMUP      warm-up iterations per worker before each cell (default 2).
  *   BENCH_PAGES       the pages to run, e.g. "long,script" (default all: simple,heavy,script,long;
  *                     long brings its fullpage_advanced row).
@@ -65,6 +66,7 @@ import { call } from '../services/shared/contracts';
 import { type System, startSystem, stopSystem } from '../services/system';
 import { FORMAT, QUALITY, VIEWPORT, publishResults, snapQuery, stopOnSignals } from './run';
 import { type PageServer, SCRIPT_SELECTOR, startPageServer } from './pages';
+import { STALL_FACTOR, medianRatioInterval, percentile, stalledCapture } from './stats';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const RESULTS_FILE = path.join(ROOT, 'bench', 'results.md');
@@ -136,7 +138,7 @@ function positiveInt(name: string, raw: string): number {
 
 function iterationCounts(): Record<number, number> {
   const raw = process.env.BENCH_ITERATIONS?.trim();
-  const defaults = [60, 40, 60];
+  const defaults = [100, 40, 60];
   let counts = defaults;
   if (raw) {
     const parts = raw.split(',').map((p) => positiveInt('BENCH_ITERATIONS', p));
@@ -184,6 +186,10 @@ interface CellResult {
 interface Stats {
   p50: number;
   p95: number;
+  /** Every sample, ms (for the interval of a p50 ratio). */
+  samples: number[];
+  /** The slowest capture when it took more than STALL_FACTOR times the p50, else null. */
+  stalledMs: number | null;
   perSecond: number;
   meanBytes: number;
   machineCpuMs: number;
@@ -208,17 +214,14 @@ function selfCpuMs(): number {
   return (u.user + u.system) / 1000;
 }
 
-/** Nearest-rank percentile. */
-function percentile(sorted: number[], q: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
-}
 
 function stats(r: CellResult): Stats {
   const sorted = [...r.samples].sort((a, b) => a - b);
   return {
     p50: percentile(sorted, 0.5),
     p95: percentile(sorted, 0.95),
+    samples: r.samples,
+    stalledMs: stalledCapture(r.samples),
     perSecond: (r.samples.length / r.wallMs) * 1000,
     meanBytes: r.meanBytes,
     machineCpuMs: r.machineCpuMs,
@@ -569,8 +572,14 @@ async function snapTarget({ broker, api }: System, pages: PageServer): Promise<(
   };
 }
 
-/** Blocks each side of an alternated cell is split into (an even number: the order reverses every round). */
+/**
+ * Blocks each side of an alternated cell is split into (the order reverses every round). At
+ * concurrency 1 every capture is a block of its own: the sides take turns capture by capture,
+ * so drift at any pace falls on them alike. At higher concurrency a block must hold at least
+ * one capture per worker, and its wall time is what the throughput is made of.
+ */
 const BLOCKS = 6;
+const blocksAt = (c: number) => (c === 1 ? ITERATIONS[1]! : BLOCKS);
 
 /** One cell's blocks put together: every sample, the wall time and CPU summed over the blocks. */
 function mergeBlocks(blocks: CellResult[]): CellResult {
@@ -596,10 +605,10 @@ interface Alternated {
 /**
  * (b) and (c), and (d) when `off` is given: the isolated floor, GET /snap on the system, and
  * GET /snap on a second system without the egress gateway, all up at once on the same Grid.
- * Each cell runs in BLOCKS blocks per side, alternating, every other round in the reverse
- * order (isolated, snap, none, none, snap, isolated, …), so drift in the machine's speed (it
- * is large on a shared virtual machine) falls on every side alike and the ratios compare like
- * with like.
+ * Each cell runs in blocks per side (blocksAt: one capture each at concurrency 1, BLOCKS above),
+ * alternating, every other round in the reverse order (isolated, snap, none, none, snap,
+ * isolated, …), so drift in the machine's speed (it is large on a shared virtual machine) falls
+ * on every side alike and the ratios compare like with like.
  */
 async function runAlternated(isolatedPool: IsolatedPool, system: System, off: System | null, pages: PageServer): Promise<Alternated> {
   const out: Alternated = { isolated: emptyResults(RUN_ROWS.filter((r) => r.floorRow === r.name)), snap: emptyResults(RUN_ROWS), none: off ? emptyResults(RUN_ROWS) : null };
@@ -622,11 +631,12 @@ async function runAlternated(isolatedPool: IsolatedPool, system: System, off: Sy
           const noneAt = noneUrl(row);
           sides.push({ name: 'no gateway', results: out.none, key: row.name, op: () => snapOnce(agent, noneAt), blocks: [] });
         }
-        const perBlock = Math.max(c, Math.round(ITERATIONS[c]! / BLOCKS));
+        const blocks = blocksAt(c);
+        const perBlock = Math.max(c, Math.round(ITERATIONS[c]! / blocks));
         for (const side of sides) await runCell(c, WARMUP_PER_WORKER * c, side.op);
         // Every other round in the reverse order (A B C, C B A, …): a drift that is linear over
         // the cell then falls on every side alike, and no side always runs first after another's turn.
-        for (let b = 0; b < BLOCKS; b++) {
+        for (let b = 0; b < blocks; b++) {
           for (const side of b % 2 ? [...sides].reverse() : sides) side.blocks.push(await runCell(c, perBlock, side.op));
         }
         for (const side of sides) {
@@ -654,13 +664,27 @@ const ms = (v: number) => v.toFixed(0);
 const rate = (v: number) => v.toFixed(2);
 const ratio = (v: number) => `${v.toFixed(2)}x`;
 
-/** A target and its honest verdict: met, missed (where), or not measured in this run. */
-function verdict(label: string, rows: readonly Row[], value: (row: Row) => number | undefined, met: (r: number) => boolean): string {
+/**
+ * A target and its honest verdict: met, missed (where), or not measured in this run. The verdict
+ * is the measured ratio's; `interval`, where given, adds how firm that ratio is (its 95%
+ * bootstrap interval), so a verdict decided by the noise reads as such.
+ */
+function verdict(
+  label: string,
+  rows: readonly Row[],
+  value: (row: Row) => number | undefined,
+  met: (r: number) => boolean,
+  interval?: (row: Row) => { low: number; high: number } | undefined,
+): string {
   const found = rows.map((row) => ({ row, r: value(row) }));
   const measured = found.filter((x): x is { row: Row; r: number } => x.r !== undefined);
   const missed = measured.filter((x) => !met(x.r));
   const word = measured.length === 0 ? 'NOT MEASURED in this run' : missed.length ? 'NOT MET' : measured.length < found.length ? 'MET where measured' : 'MET';
-  return `- ${label}: **${word}** (${found.map((x) => `${x.row.label} ${x.r === undefined ? 'not measured' : ratio(x.r)}`).join(', ')}).`;
+  const shown = (row: Row, r: number) => {
+    const i = interval?.(row);
+    return i ? `${ratio(r)} [${ratio(i.low)}–${ratio(i.high)}]` : ratio(r);
+  };
+  return `- ${label}: **${word}** (${found.map((x) => `${x.row.label} ${x.r === undefined ? 'not measured' : shown(x.row, x.r)}`).join(', ')}).`;
 }
 
 function targetLines(isolated: Results, snap: Results): string[] {
@@ -669,6 +693,10 @@ function targetLines(isolated: Results, snap: Results): string[] {
     const { i, s } = at(row, 1);
     return i && s ? s.p50 / i.p50 : undefined;
   };
+  const p50Interval = (row: Row) => {
+    const { i, s } = at(row, 1);
+    return i && s ? medianRatioInterval(i.samples, s.samples) : undefined;
+  };
   const throughputAtC4 = (row: Row) => {
     const { i, s } = at(row, 4);
     return i && s ? s.perSecond / i.perSecond : undefined;
@@ -676,19 +704,20 @@ function targetLines(isolated: Results, snap: Results): string[] {
   const pageRows = ROWS.filter((r) => r.floorRow === r.name);
   const named = (name: string) => ROWS.filter((r) => r.name === name);
   return [
-    verdict(`/snap p50 at concurrency 1 at most ${TARGETS.p50AtC1}x the isolated floor, every page (DESIGN.md section 4)`, pageRows, p50AtC1, (r) => r <= TARGETS.p50AtC1),
+    verdict(`/snap p50 at concurrency 1 at most ${TARGETS.p50AtC1}x the isolated floor, every page (DESIGN.md section 4)`, pageRows, p50AtC1, (r) => r <= TARGETS.p50AtC1, p50Interval),
     verdict(
       `/snap throughput at concurrency 4 at least ${TARGETS.throughputAtC4}x the isolated floor, every page (DESIGN.md section 4)`,
       pageRows,
       throughputAtC4,
       (r) => r >= TARGETS.throughputAtC4,
     ),
-    verdict(`fullpage on the long page: p50 at most ${TARGETS.fullpageP50}x the isolated floor (issue 11)`, named('long'), p50AtC1, (r) => r <= TARGETS.fullpageP50),
+    verdict(`fullpage on the long page: p50 at most ${TARGETS.fullpageP50}x the isolated floor (issue 11)`, named('long'), p50AtC1, (r) => r <= TARGETS.fullpageP50, p50Interval),
     verdict(
       `fullpage_advanced on the long page: p50 at most ${TARGETS.fullpageAdvancedP50}x the isolated floor's complete full-page capture (issue 11)`,
       named('long_advanced'),
       p50AtC1,
       (r) => r <= TARGETS.fullpageAdvancedP50,
+      p50Interval,
     ),
   ];
 }
@@ -720,7 +749,8 @@ function report(floor: Results, isolated: Results, snap: Results, info: FloorInf
       `Viewport ${VIEWPORT.width}x${VIEWPORT.height}, ${FORMAT} quality ${QUALITY}. ` +
       `Iterations per cell: ${CONCURRENCY.map((c) => `c=${c}: ${ITERATIONS[c]}`).join(', ')}, after ${WARMUP_PER_WORKER} warm-up iterations per worker. ` +
       'Floor = raw CDP in N Grid sessions (navigate + load event + the complete work + captureScreenshot, tab reused); ' +
-      `snap = GET /snap over HTTP (wait=0, ttl=0, CAPTURE_SESSIONS=${SNAP_SESSIONS}, SQLite), timed until the body is read, measured in ${BLOCKS} blocks alternated with the isolated floor's (and the no-gateway system's). ` +
+      `snap = GET /snap over HTTP (wait=0, ttl=0, CAPTURE_SESSIONS=${SNAP_SESSIONS}, SQLite), timed until the body is read, alternated with the isolated floor (and the no-gateway system): ` +
+      `capture by capture at concurrency 1, in ${BLOCKS} blocks per side above it. ` +
       `Complete work: script (wait_for=${SCRIPT_SELECTOR}): the floors wait until the selector matches; long (fullpage): the viewport grown to ` +
       "the document's height by device metrics, every image loaded, the height measured again, then one screenshot of it all; " +
       "long (fullpage_advanced): /snap only, compared with the long page's floors. " +
@@ -744,7 +774,13 @@ function report(floor: Results, isolated: Results, snap: Results, info: FloorInf
     }
   }
   lines.push('');
-  lines.push('Targets, against the isolated floor (below; p50 at concurrency 1, throughput at concurrency 4):', '', ...targetLines(isolated, snap), '');
+  lines.push(
+    'Targets, against the isolated floor (below; p50 at concurrency 1, throughput at concurrency 4). In brackets beside a p50 ratio, its 95% bootstrap interval: ' +
+      'where the ratio could have landed with other samples of the same captures.',
+    '',
+    ...targetLines(isolated, snap),
+    '',
+  );
   const firstC = (row: Row) => measuredAt(row)[0];
   const kb = (st: Stats | undefined) => (st ? `${(st.meanBytes / 1024).toFixed(1)} KB` : '–');
   lines.push(
@@ -799,6 +835,23 @@ function report(floor: Results, isolated: Results, snap: Results, info: FloorInf
 }
 
 /** What the egress gateway costs /snap: the same cells with and without it (issue 13: at most 10%). */
+/**
+ * The cells in which one capture took more than STALL_FACTOR times the cell's p50: their
+ * throughput (and a p95 near the stall) describe that one capture, not the rest. Empty when none did.
+ */
+function stallReport(sides: Record<string, Results>): string {
+  const stalls: string[] = [];
+  for (const [side, results] of Object.entries(sides)) {
+    for (const row of RUN_ROWS) {
+      for (const [c, st] of Object.entries(results[row.name] ?? {})) {
+        if (st.stalledMs !== null) stalls.push(`${side}, ${row.label} at concurrency ${c}: one capture took ${(st.stalledMs / 1000).toFixed(1)} s (p50 ${ms(st.p50)} ms)`);
+      }
+    }
+  }
+  if (!stalls.length) return '';
+  return ['', `**Stalled captures** (over ${STALL_FACTOR}x the cell's p50; that cell's captures per second mean little): ${stalls.join('; ')}.`, ''].join('\n');
+}
+
 function gatewayReport(withGateway: Results, direct: Results | null): string {
   if (!direct) return '';
   const lines = [
@@ -915,7 +968,10 @@ async function main(): Promise<void> {
     await isolatedFloor.close();
 
     load.push(os.loadavg()[0]!);
-    const text = report(floor, isolated, snap, info, pages, (performance.now() - t0) / 1000, load) + gatewayReport(snap, none);
+    const text =
+      report(floor, isolated, snap, info, pages, (performance.now() - t0) / 1000, load) +
+      gatewayReport(snap, none) +
+      stallReport({ floor, 'isolated floor': isolated, snap, ...(none ? { 'snap without the gateway': none } : {}) });
     publishResults(RESULTS_FILE, text, FULL_RUN, progress);
   } finally {
     await cleanup();

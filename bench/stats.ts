@@ -1,0 +1,57 @@
+/**
+ * The bench's statistics, kept apart from the measuring so they can be tested: percentiles,
+ * how firm a ratio of two medians is, and whether a cell had a capture that stalled.
+ */
+
+/** Nearest-rank percentile of ascending samples (NaN when there are none). */
+export function percentile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
+/** A small deterministic generator (mulberry32), so a report's intervals are the same for the same samples. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The median of `n` draws with replacement from `samples`. */
+function resampledMedian(samples: readonly number[], draw: () => number, scratch: number[]): number {
+  for (let i = 0; i < samples.length; i++) scratch[i] = samples[Math.floor(draw() * samples.length)]!;
+  scratch.sort((x, y) => x - y);
+  return percentile(scratch, 0.5);
+}
+
+/**
+ * A 95% interval for p50(over) / p50(base), by bootstrap: both sides resampled with replacement
+ * `rounds` times, the 2.5th and 97.5th percentiles of the resampled ratios. It says how far the
+ * ratio the run shows could move with other samples of the same two distributions; it does not
+ * cover drift that fell on one side only.
+ */
+export function medianRatioInterval(base: readonly number[], over: readonly number[], rounds = 2000, seed = 1): { low: number; high: number } {
+  if (base.length === 0 || over.length === 0) return { low: Number.NaN, high: Number.NaN };
+  const draw = seeded(seed);
+  const a: number[] = new Array(base.length);
+  const b: number[] = new Array(over.length);
+  const ratios: number[] = [];
+  for (let r = 0; r < rounds; r++) ratios.push(resampledMedian(over, draw, b) / resampledMedian(base, draw, a));
+  ratios.sort((x, y) => x - y);
+  return { low: percentile(ratios, 0.025), high: percentile(ratios, 0.975) };
+}
+
+/** How many times its cell's p50 a capture may take before the cell is reported as having stalled. */
+export const STALL_FACTOR = 10;
+
+/** The slowest capture of a cell when it took more than STALL_FACTOR times the cell's p50 (its figures then mislead), else null. */
+export function stalledCapture(samples: readonly number[]): number | null {
+  if (samples.length < 2) return null;
+  const sorted = [...samples].sort((x, y) => x - y);
+  const slowest = sorted[sorted.length - 1]!;
+  return slowest > STALL_FACTOR * percentile(sorted, 0.5) ? slowest : null;
+}

@@ -1,0 +1,68 @@
+import { expect } from 'chai';
+import { STALL_FACTOR, medianRatioInterval, percentile, stalledCapture } from '../../bench/stats';
+
+/** Capture-like times: a deterministic spread around `median` (log-normal-ish, p95 about 1.3x the p50). */
+function times(n: number, median: number, seed: number): number[] {
+  let a = seed;
+  const rand = () => {
+    a = (a * 1103515245 + 12345) % 2147483648;
+    return a / 2147483648;
+  };
+  return Array.from({ length: n }, () => {
+    // Sum of uniforms: roughly normal, mean 0, sd 1.
+    const z = Array.from({ length: 12 }, rand).reduce((x, y) => x + y, 0) - 6;
+    return median * Math.exp(0.16 * z);
+  });
+}
+
+const p50 = (xs: number[]) => percentile([...xs].sort((x, y) => x - y), 0.5);
+
+describe('bench statistics', () => {
+  it('percentile is the nearest rank', () => {
+    const sorted = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100];
+    expect(percentile(sorted, 0.5)).to.equal(50);
+    expect(percentile(sorted, 0.95)).to.equal(100);
+    expect(percentile(sorted, 0.1)).to.equal(10);
+    expect(percentile([], 0.5)).to.be.NaN;
+  });
+
+  it('the interval of a p50 ratio holds the measured ratio and, for the same distribution, 1', () => {
+    const base = times(100, 400, 1);
+    const over = times(100, 400, 2);
+    const { low, high } = medianRatioInterval(base, over);
+    const measured = p50(over) / p50(base);
+    expect(low).to.be.at.most(measured);
+    expect(high).to.be.at.least(measured);
+    expect(low).to.be.below(1);
+    expect(high).to.be.above(1);
+    // About ±5% with 100 samples of this spread: neither a point nor everything.
+    expect(high - low).to.be.within(0.03, 0.2);
+  });
+
+  it('narrows with more samples, and keeps a real 30% gap clear of 1.1', () => {
+    const small = medianRatioInterval(times(25, 400, 3), times(25, 400, 4));
+    const large = medianRatioInterval(times(400, 400, 3), times(400, 400, 4));
+    expect(large.high - large.low).to.be.below((small.high - small.low) * 0.7);
+    const slower = medianRatioInterval(times(200, 400, 5), times(200, 520, 6));
+    expect(slower.low).to.be.above(1.1);
+    expect(slower.high).to.be.below(1.5);
+  });
+
+  it('gives the same interval for the same samples (a report can be checked again)', () => {
+    const base = times(60, 300, 7);
+    const over = times(60, 320, 8);
+    expect(medianRatioInterval(base, over)).to.deep.equal(medianRatioInterval(base, over));
+    expect(medianRatioInterval([], over).low).to.be.NaN;
+  });
+
+  it('flags a cell whose slowest capture took more than STALL_FACTOR times its p50', () => {
+    const cell = times(60, 400, 9);
+    expect(stalledCapture(cell)).to.equal(null);
+    const stalled = [...cell.slice(1), 40_000];
+    expect(stalledCapture(stalled)).to.equal(40_000);
+    // Just under the factor is a slow capture, not a stall.
+    const slow = [...cell.slice(1), (STALL_FACTOR - 0.5) * p50(cell)];
+    expect(stalledCapture(slow)).to.equal(null);
+    expect(stalledCapture([5])).to.equal(null);
+  });
+});
