@@ -97,10 +97,12 @@ async function navigate(page: PageSession, url: string, deadline: number, guard:
  * just opened. Below and right, not above: leaving through the top edge is what "exit intent"
  * pop-ups wait for.
  *
- * Sent once the page has loaded (sent earlier, the new document does not get it) and awaited
- * only with the output: its answer waits for the renderer's next frame (about 10 ms), and
- * the moves and clicks of later steps come after it on the same session anyway. The image
- * is the frame it asks for, which the move, queued before, is part of.
+ * Sent once the new document is parsed (DOMContentLoaded; at the load event if that never came):
+ * sent earlier, even right after Page.navigate answers or the frame commits, the new document
+ * does not always get it. Awaited only with the output: its answer waits for the renderer's
+ * next frame (about 10 ms), and the moves and clicks of later steps come after it on the same
+ * session anyway. Sent at the load event, that frame fell in the image's turn: on the bench's
+ * heavy page, whose images load after DOMContentLoaded, the park now costs nothing there.
  */
 function parkPointer(page: PageSession, o: SnapOptions): Promise<unknown> {
   const { width, height } = viewportOf(o);
@@ -207,8 +209,18 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
   const consent = o.no_cookie_banners ? await ConsentHandler.attach(page, { scriptsDisabled: o.disable_js }) : null;
   // END page blocking and consent
   try {
-    await navigate(page, o.url, deadline, guard);
-    const parked = parkPointer(page, o);
+    // The pointer is parked as soon as the page's document is parsed (DOMContentLoaded), so the
+    // frame the move asks for is drawn while the page's images still load, not in the image's turn.
+    let parked: Promise<unknown> | null = null;
+    const offParsed = page.cdp.on('Page.domContentEventFired', (_params, sessionId) => {
+      if (sessionId === page.sessionId) parked ??= parkPointer(page, o);
+    });
+    try {
+      await navigate(page, o.url, deadline, guard);
+    } finally {
+      offParsed();
+    }
+    parked ??= parkPointer(page, o);
     if (consent) await consent.settle(deadline); // page blocking and consent
     if (o.wait_for) await waitFor(page, o.wait_for, deadline);
     if (blocker) await injectCosmetics(page, blocker, o); // page blocking and consent

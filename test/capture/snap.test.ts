@@ -108,6 +108,11 @@ describe('snap on a real Selenium Grid', function () {
       expect(await pixel(hovered.raw, 100, 50)).to.deep.equal([255, 0, 0]);
     });
 
+    it('no :hover at the top-left, also where the load event comes long after the document is parsed (the pointer is parked early)', async () => {
+      const shot = await snap({ url: `${t.fx.origin}/hover-late-load`, page_width: 400, page_height: 300, image_format: 'png' });
+      expect(await pixel(shot.raw, 100, 50)).to.deep.equal([0, 128, 0]);
+    });
+
     it('wait_for waits for late content', async () => {
       const early = await snap({ url: `${t.fx.origin}/late`, html_only: true });
       // The script's own text names the element; only the rendered element counts.

@@ -52,6 +52,11 @@ const PAGES: Record<string, (req: http.IncomingMessage, port: number) => PageAns
     ),
   }),
   '/hover': () => ({ body: page('<style>#btn{width:200px;height:100px;background:rgb(0,128,0)} #btn:hover{background:rgb(255,0,0)}</style><div id="btn"></div>') }),
+  // The same, with a load event that comes 700 ms after the document is parsed (a slow image).
+  '/hover-late-load': () => ({
+    body: page('<style>#btn{width:200px;height:100px;background:rgb(0,128,0)} #btn:hover{background:rgb(255,0,0)}</style><div id="btn"></div><img src="/slow-image" width="1" height="1">'),
+  }),
+  '/slow-image': () => ({ delayMs: 700, body: '' }),
   '/lazy': () => ({
     body: page(
       '<div style="height:3000px">top</div><div id="sentinel">bottom</div><script>new IntersectionObserver((es, o) => { if (es.some(e => e.isIntersecting)) { document.body.insertAdjacentHTML("beforeend", "<p id=\\"lazy-loaded\\">lazy</p>"); o.disconnect(); } }).observe(document.getElementById("sentinel"))</script>',
