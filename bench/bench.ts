@@ -214,7 +214,6 @@ function selfCpuMs(): number {
   return (u.user + u.system) / 1000;
 }
 
-
 function stats(r: CellResult): Stats {
   const sorted = [...r.samples].sort((a, b) => a - b);
   return {
