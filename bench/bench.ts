@@ -186,10 +186,8 @@ interface CellResult {
 interface Stats {
   p50: number;
   p95: number;
-  /** Every sample, ms (for the interval of a p50 ratio). */
+  /** Every sample, ms (for the interval of a p50 ratio and the stall check). */
   samples: number[];
-  /** The slowest capture when it took more than STALL_FACTOR times the p50, else null. */
-  stalledMs: number | null;
   perSecond: number;
   meanBytes: number;
   machineCpuMs: number;
@@ -220,7 +218,6 @@ function stats(r: CellResult): Stats {
     p50: percentile(sorted, 0.5),
     p95: percentile(sorted, 0.95),
     samples: r.samples,
-    stalledMs: stalledCapture(r.samples),
     perSecond: (r.samples.length / r.wallMs) * 1000,
     meanBytes: r.meanBytes,
     machineCpuMs: r.machineCpuMs,
@@ -843,7 +840,8 @@ function stallReport(sides: Record<string, Results>): string {
   for (const [side, results] of Object.entries(sides)) {
     for (const row of RUN_ROWS) {
       for (const [c, st] of Object.entries(results[row.name] ?? {})) {
-        if (st.stalledMs !== null) stalls.push(`${side}, ${row.label} at concurrency ${c}: one capture took ${(st.stalledMs / 1000).toFixed(1)} s (p50 ${ms(st.p50)} ms)`);
+        const stalled = stalledCapture(st.samples);
+        if (stalled !== null) stalls.push(`${side}, ${row.label} at concurrency ${c}: one capture took ${(stalled / 1000).toFixed(1)} s (p50 ${ms(st.p50)} ms)`);
       }
     }
   }
