@@ -65,7 +65,7 @@ import { loadConfig, type Config } from '../services/shared/config';
 import { call } from '../services/shared/contracts';
 import { type System, startSystem, stopSystem } from '../services/system';
 import { FORMAT, QUALITY, VIEWPORT, publishResults, snapQuery, stopOnSignals } from './run';
-import { type PageServer, SCRIPT_SELECTOR, startPageServer } from './pages';
+import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './pages';
 import { STALL_FACTOR, medianRatioInterval, percentile, stalledCapture } from './stats';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -913,7 +913,7 @@ async function main(): Promise<void> {
   const load = [os.loadavg()[0]!];
   try {
     progress('starting the Selenium Grid and the page server');
-    const [grid, pages] = await Promise.all([gridModule.startGrid({ mode: 'standalone', maxSessions: 3 * SNAP_SESSIONS, port: 0, sessionTimeout: 300 }), startPageServer()]);
+    const [grid, pages] = await Promise.all([gridModule.startGrid({ mode: 'standalone', maxSessions: 3 * SNAP_SESSIONS, port: 0, sessionTimeout: 300 }), startPageServerProcess()]);
     cleanups.push(() => grid.stop());
     cleanups.push(() => pages.stop());
 

@@ -14,6 +14,7 @@
  * Every answer is `cache-control: no-store`, so a page reloaded in the same tab (the floor)
  * fetches its images again, like a capture in a fresh browser context (/snap) does.
  */
+import { fork } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
@@ -243,4 +244,36 @@ export async function startPageServer(): Promise<PageServer> {
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * The page server in a process of its own, as a target site is: serving the pages never
+ * takes turns on one event loop with the system under test (its gateway relays every byte
+ * of them) or with the floors' CDP client. The child stops with this process, whatever
+ * stops it: it exits when its IPC channel closes.
+ */
+export async function startPageServerProcess(): Promise<PageServer> {
+  const child = fork(__filename, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const info = await new Promise<Omit<PageServer, 'stop'>>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as Omit<PageServer, 'stop'>));
+    void exited.then(() => reject(new Error('the page server process exited before it listened')));
+  });
+  return {
+    ...info,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+// Run as startPageServerProcess's child: serve, say where, stop when the parent goes.
+if (require.main === module && process.send) {
+  void startPageServer().then(({ stop, ...info }) => {
+    const bye = () => void stop().then(() => process.exit(0));
+    process.once('disconnect', bye);
+    process.once('SIGTERM', bye);
+    process.send?.(info);
+  });
 }

@@ -74,12 +74,15 @@ export class GatewayCapture {
   }
 }
 
-/** An agent whose connections are given up when not established within `connectTimeoutMs`. */
-class ConnectTimeoutAgent extends http.Agent {
+/**
+ * One capture's outgoing connections for plain HTTP (and chaining to an upstream): kept
+ * alive between its requests, as the browser would keep them alive going out directly,
+ * and never beyond the capture (destroyed when it is unbound), so a connection's bytes are
+ * always its capture's. A connection not established within `connectTimeoutMs` is given up.
+ */
+class CaptureAgent extends http.Agent {
   constructor(private readonly connectTimeoutMs: number) {
-    // Never pooled (Node's global agent keeps connections alive): a pooled connection would
-    // outlive its capture, and its bytes would be counted for no one.
-    super({ keepAlive: false });
+    super({ keepAlive: true, scheduling: 'lifo' });
   }
 
   override createConnection(options: NetConnectOpts, callback?: (err: Error | null, socket: Duplex) => void): Duplex {
@@ -121,16 +124,14 @@ function pinnedLookup(address: string, family: 4 | 6): typeof dns.lookup {
 export class EgressGateway {
   private current: GatewayCapture | null = null;
   private readonly byConnection = new Map<number, GatewayCapture>();
-  /** Plain HTTP (and chaining to an upstream) goes out on connections of its own. */
-  private readonly agent: ConnectTimeoutAgent;
+  /** Each bound capture's outgoing connections for plain HTTP. */
+  private readonly agents = new Map<GatewayCapture, CaptureAgent>();
 
   private constructor(
     private readonly server: Server,
     private readonly advertisedHost: string,
     private readonly timeouts: { connectTimeoutMs: number; idleTimeoutMs: number },
-  ) {
-    this.agent = new ConnectTimeoutAgent(timeouts.connectTimeoutMs);
-  }
+  ) {}
 
   static async start(opts: GatewayOptions): Promise<EgressGateway> {
     let gateway: EgressGateway | null = null;
@@ -188,14 +189,18 @@ export class EgressGateway {
     if (source) timeTunnelConnect(source, this.timeouts.connectTimeoutMs, this.timeouts.idleTimeoutMs);
     // Through an upstream, the upstream connects to the target (and resolves it in its own
     // region); the policy above still refused what resolves here to a refused address.
-    if (capture.upstream) return { upstreamProxyUrl: capture.upstream, httpAgent: this.agent };
-    return { dnsLookup: pinnedLookup(admission.address, admission.family), httpAgent: this.agent };
+    // A kept-alive connection was made to an address the policy admitted earlier in this capture.
+    const httpAgent = this.agents.get(capture);
+    if (!httpAgent) throw new RequestError('No capture is running through this gateway.', 403);
+    if (capture.upstream) return { upstreamProxyUrl: capture.upstream, httpAgent };
+    return { dnsLookup: pinnedLookup(admission.address, admission.family), httpAgent };
   }
 
   /** Binds the next capture (one at a time), going out directly or through `upstream`; its requests are checked and counted. */
   bind(upstream: string | null = null): GatewayCapture {
     if (this.current) throw new Error('the egress gateway is already bound to a capture');
     this.current = new GatewayCapture(upstream);
+    this.agents.set(this.current, new CaptureAgent(this.timeouts.connectTimeoutMs));
     return this.current;
   }
 
@@ -209,6 +214,8 @@ export class EgressGateway {
       this.byConnection.delete(id);
       this.server.closeConnection(id);
     }
+    this.agents.get(capture)?.destroy();
+    this.agents.delete(capture);
     capture.ended = true;
     return capture.bytes;
   }
@@ -216,6 +223,7 @@ export class EgressGateway {
   async close(): Promise<void> {
     this.current = null;
     await this.server.close(true);
-    this.agent.destroy();
+    for (const agent of this.agents.values()) agent.destroy();
+    this.agents.clear();
   }
 }

@@ -21,12 +21,16 @@ interface Target {
   seen: string[];
   /** Bytes read and written by the target's sockets, once they closed. */
   bytes(): number;
+  /** Connections accepted so far, and those still open. */
+  connections(): number;
+  open(): number;
   stop(): Promise<void>;
 }
 
 async function startTarget(): Promise<Target> {
   const seen: string[] = [];
   let bytes = 0;
+  let connections = 0;
   const open = new Set<Socket>();
   const server = http.createServer((req, res) => {
     seen.push(`${req.headers.host} ${req.url}`);
@@ -34,6 +38,7 @@ async function startTarget(): Promise<Target> {
     res.end(req.url === '/big' ? 'x'.repeat(100_000) : 'hello');
   });
   server.on('connection', (s: Socket) => {
+    connections++;
     open.add(s);
     s.on('close', () => {
       open.delete(s);
@@ -45,6 +50,8 @@ async function startTarget(): Promise<Target> {
     port: (server.address() as AddressInfo).port,
     seen,
     bytes: () => bytes,
+    connections: () => connections,
+    open: () => open.size,
     stop: () =>
       new Promise((r) => {
         server.closeAllConnections();
@@ -232,6 +239,28 @@ describe('egress gateway (proxy-chain, one capture bound at a time)', () => {
     for (let i = 0; i < 50 && target.bytes() - was < counted; i++) await new Promise((r) => setTimeout(r, 20));
     expect(counted).to.be.greaterThan(200_000);
     expect(counted).to.equal(target.bytes() - was);
+  });
+
+  it("keeps a capture's connections to a target alive between its requests, closes them when it ends, and never lends them to the next", async () => {
+    const gw = await gateway(true);
+    const url = (path: string) => `http://127.0.0.1:${target.port}${path}`;
+    const accepted = target.connections();
+    const was = target.bytes();
+    const first = gw.bind();
+    // Each request on a client connection of its own, as a browser's parallel requests arrive.
+    for (const path of ['/a', '/big', '/c']) expect((await viaProxy(gw, url(path))).status).to.equal(200);
+    expect(target.connections() - accepted).to.equal(1);
+    expect(target.open()).to.equal(1);
+    const counted = gw.unbind(first);
+    for (let i = 0; i < 50 && target.open() > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(target.open()).to.equal(0);
+    // Counted exactly over the reused connection: what the target read and wrote.
+    expect(counted).to.be.greaterThan(100_000);
+    expect(counted).to.equal(target.bytes() - was);
+    const second = gw.bind();
+    expect(await viaProxy(gw, url('/d'))).to.deep.equal({ status: 200, body: 'hello' });
+    expect(target.connections() - accepted).to.equal(2);
+    gw.unbind(second);
   });
 
   describe('through an upstream proxy (a real location, or an own proxy)', () => {
