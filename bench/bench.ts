@@ -1,8 +1,8 @@
 /**
  * `npm run bench`: how far GET /snap is from what the browser itself needs.
  *
- * One run starts a standalone Selenium Grid (grid/grid.js), a local page server (bench/pages.ts)
- * and then:
+ * One run starts a standalone Selenium Grid (grid/grid.js), a local page server in a process of
+ * its own, as a target site is (bench/pages.ts), and then:
  *
  *   (a) the floor, first and alone: N WebDriver sessions on that Grid (N = concurrency, opened
  *       exactly like the capture service opens its own: launchSession), each with one target
@@ -741,7 +741,7 @@ function report(floor: Results, isolated: Results, snap: Results, info: FloorInf
     return `${name}: ${(s.htmlBytes / 1024).toFixed(1)} KB HTML${imgs}${data}, ${info.domNodes[name] ?? '?'} DOM elements`;
   };
   lines.push(
-    `Pages (local node:http server, no-store): ${PAGES.map(pageDesc).join('; ')}. ` +
+    `Pages (local node:http server in a process of its own, no-store): ${PAGES.map(pageDesc).join('; ')}. ` +
       `Viewport ${VIEWPORT.width}x${VIEWPORT.height}, ${FORMAT} quality ${QUALITY}. ` +
       `Iterations per cell: ${CONCURRENCY.map((c) => `c=${c}: ${ITERATIONS[c]}`).join(', ')}, after ${WARMUP_PER_WORKER} warm-up iterations per worker. ` +
       'Floor = raw CDP in N Grid sessions (navigate + load event + the complete work + captureScreenshot, tab reused); ' +
