@@ -51,9 +51,13 @@ export class GatewayCapture {
   /**
    * The upstream proxy this capture goes out through (a real location's or the account's own,
    * credentials included), or null: straight to the targets. Only the gateway uses it: the
-   * browser knows the gateway's address and nothing else.
+   * browser knows the gateway's address and nothing else. `agent`: the capture's own
+   * outgoing connections for plain HTTP (CaptureAgent), destroyed when it is unbound.
    */
-  constructor(readonly upstream: string | null = null) {}
+  constructor(
+    readonly upstream: string | null,
+    readonly agent: http.Agent,
+  ) {}
 
   /** Bytes sent to and received from targets by the capture's connections, counted so far. */
   bytes = 0;
@@ -126,8 +130,6 @@ function pinnedLookup(address: string, family: 4 | 6): typeof dns.lookup {
 export class EgressGateway {
   private current: GatewayCapture | null = null;
   private readonly byConnection = new Map<number, GatewayCapture>();
-  /** Each bound capture's outgoing connections for plain HTTP. */
-  private readonly agents = new Map<GatewayCapture, CaptureAgent>();
 
   private constructor(
     private readonly server: Server,
@@ -192,8 +194,7 @@ export class EgressGateway {
     // Through an upstream, the upstream connects to the target (and resolves it in its own
     // region); the policy above still refused what resolves here to a refused address.
     // A kept-alive connection was made to an address the policy admitted earlier in this capture.
-    const httpAgent = this.agents.get(capture);
-    if (!httpAgent) throw new RequestError('No capture is running through this gateway.', 403);
+    const httpAgent = capture.agent;
     if (capture.upstream) return { upstreamProxyUrl: capture.upstream, httpAgent };
     return { dnsLookup: pinnedLookup(admission.address, admission.family), httpAgent };
   }
@@ -201,8 +202,7 @@ export class EgressGateway {
   /** Binds the next capture (one at a time), going out directly or through `upstream`; its requests are checked and counted. */
   bind(upstream: string | null = null): GatewayCapture {
     if (this.current) throw new Error('the egress gateway is already bound to a capture');
-    this.current = new GatewayCapture(upstream);
-    this.agents.set(this.current, new CaptureAgent(this.timeouts.connectTimeoutMs));
+    this.current = new GatewayCapture(upstream, new CaptureAgent(this.timeouts.connectTimeoutMs));
     return this.current;
   }
 
@@ -216,16 +216,15 @@ export class EgressGateway {
       this.byConnection.delete(id);
       this.server.closeConnection(id);
     }
-    this.agents.get(capture)?.destroy();
-    this.agents.delete(capture);
+    capture.agent.destroy();
     capture.ended = true;
     return capture.bytes;
   }
 
   async close(): Promise<void> {
+    // Only the capture still bound has connections kept alive; an unbound one's were destroyed.
+    this.current?.agent.destroy();
     this.current = null;
     await this.server.close(true);
-    for (const agent of this.agents.values()) agent.destroy();
-    this.agents.clear();
   }
 }
