@@ -12,7 +12,7 @@ import sharp from 'sharp';
 import type { AiProvider, AiRecord, StoredImage } from '../shared/contracts';
 import { analysedRecord, failedRecord, providerOf } from '../shared/ai-record';
 import { failureOf, serviceError } from '../shared/errors';
-import type { ScreenshotOptions } from '../shared/screenshot-options';
+import type { AnalysisOptions } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
 import { checkStructuredFields } from '../shared/structured-fields';
 import type { OwnProviders } from './own-providers';
@@ -66,14 +66,14 @@ export class CaptureAnalysis {
   constructor(private readonly deps: CaptureAnalysisDeps) {}
 
   /** The spec's checks, in its order: provider configured, model, structured fields. */
-  async check(accountId: string, options: ScreenshotOptions): Promise<{ provider: AiProvider; model: string | null }> {
+  async check(accountId: string, options: AnalysisOptions): Promise<{ provider: AiProvider; model: string | null }> {
     const target = await this.target(accountId, options);
     checkStructuredFields(options);
     return { provider: target.provider, model: target.reportedModel };
   }
 
   /** Analyses the stored image; a failure is recorded in the answer, never thrown. */
-  async analyze(accountId: string, options: ScreenshotOptions, image: StoredImage): Promise<AiRecord> {
+  async analyze(accountId: string, options: AnalysisOptions, image: StoredImage): Promise<AiRecord> {
     let target: Target | null = null;
     try {
       target = await this.target(accountId, options);
@@ -99,7 +99,7 @@ export class CaptureAnalysis {
     }
   }
 
-  private async target(accountId: string, options: ScreenshotOptions): Promise<Target> {
+  private async target(accountId: string, options: AnalysisOptions): Promise<Target> {
     const provider = providerOf(options);
     if (provider === 'service') {
       const service = this.deps.service;

@@ -6,7 +6,7 @@
 import type { Errors } from 'moleculer';
 import { OWN_AI_PROVIDERS, type ModelRecord, type OwnAiProvider, type ProviderRecord, type Upstream } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
-import type { ScreenshotOptions } from '../shared/screenshot-options';
+import type { AnalysisOptions } from '../shared/screenshot-options';
 import type { ProviderKeyRow } from './provider-keys';
 import type { AiFailure, AnalysisRequest } from './providers';
 
@@ -102,7 +102,7 @@ export function httpErrorOf(failure: AiFailure): Errors.MoleculerError {
 }
 
 /** What a capture's options ask the provider for (the image and the model are added by the caller). */
-export function analysisRequestOf(o: ScreenshotOptions): Pick<AnalysisRequest, 'mode' | 'prompt' | 'fields' | 'instructions'> {
+export function analysisRequestOf(o: AnalysisOptions): Pick<AnalysisRequest, 'mode' | 'prompt' | 'fields' | 'instructions'> {
   if (o.ai_prompt_mode === 'structured') {
     return { mode: 'structured', fields: o.ai_structured_fields ?? [], ...(o.ai_structured_instructions ? { instructions: o.ai_structured_instructions } : {}) };
   }

@@ -8,7 +8,7 @@
 import type { Context, ServiceBroker } from 'moleculer';
 import { call } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
-import type { ScreenshotOptions } from '../shared/screenshot-options';
+import type { AnalysisOptions } from '../shared/screenshot-options';
 
 /** The options that mean something only with analyze_image_with_ai=true. */
 const ANALYSIS_ONLY = ['ai_prompt', 'ai_prompt_mode', 'ai_structured_fields', 'ai_structured_instructions', 'ai_model'] as const;
@@ -17,7 +17,7 @@ const ANALYSIS_ONLY = ['ai_prompt', 'ai_prompt_mode', 'ai_structured_fields', 'a
  * `options` are those the capture will run with (for PATCH, the stored ones with the change
  * merged in); `given` those this request names (by default the same).
  */
-export async function checkAnalysis(caller: ServiceBroker | Context, accountId: string, options: ScreenshotOptions, given: Partial<ScreenshotOptions> = options): Promise<void> {
+export async function checkAnalysis(caller: ServiceBroker | Context, accountId: string, options: AnalysisOptions, given: Partial<AnalysisOptions> = options): Promise<void> {
   if (options.analyze_image_with_ai === true) {
     await call(caller, 'ai.check', { accountId, options });
     return;

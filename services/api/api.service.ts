@@ -19,9 +19,13 @@ import { configRoutes } from './config-routes';
 import { egressPolicyFor } from '../shared/egress';
 import { snapRoutes } from './snap-routes';
 import { CHANGE_NOTIFICATION_ROUTES, WEBHOOK_ROUTES } from './webhook-routes';
+import { ApiMetrics } from './metrics';
+import { oauthRoutes } from './oauth-routes';
+import type { Handler } from '../shared/contracts';
 
-export function apiRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks' | 'capture' | 'metricsToken'>): RouteDef[] {
-  return [...operationRoutes(config), ...ACCOUNT_ROUTES, ...snapRoutes(store), ...configRoutes(store, egressPolicyFor(config)), ...AI_ROUTES, ...PROXY_ROUTES, ...WEBHOOK_ROUTES, ...CHANGE_NOTIFICATION_ROUTES];
+export function apiRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks' | 'capture' | 'metricsToken' | 'introspectionClient'>): RouteDef[] {
+  const policy = egressPolicyFor(config);
+  return [...operationRoutes(config), ...ACCOUNT_ROUTES, ...snapRoutes(store, policy), ...configRoutes(store, policy), ...AI_ROUTES, ...PROXY_ROUTES, ...WEBHOOK_ROUTES, ...CHANGE_NOTIFICATION_ROUTES, ...oauthRoutes(config)];
 }
 
 export interface ApiHandle {
@@ -40,8 +44,12 @@ export function apiService(deps: { config: Readonly<Config>; store?: FileStore }
   let store: FileStore;
   let port = config.port;
   let logger: LoggerInstance;
+  const metrics = new ApiMetrics();
   const schema: ServiceSchema = {
     name: 'api',
+    actions: {
+      metrics: { handler: (() => metrics.snapshot()) as Handler<'api.metrics'> },
+    },
     created() {
       logger = this.logger;
       store = deps.store ?? createFileStore(config);
@@ -59,7 +67,7 @@ export function apiService(deps: { config: Readonly<Config>; store?: FileStore }
           errors: [],
           handler: async () => document,
         },
-      ]);
+      ], metrics);
       app.register(swagger, { mode: 'static', specification: { document: document as never } });
       app.register(swaggerUi, { routePrefix: '/docs' });
     },

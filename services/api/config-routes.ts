@@ -6,27 +6,21 @@
  * undone before the error is answered.
  */
 import sharp from 'sharp';
-import { refuseLiteralTargets, type TargetPolicy } from '../shared/address-policy';
+import type { TargetPolicy } from '../shared/address-policy';
 import { type ConfigView, type ScreenshotRef, call } from '../shared/contracts';
 import { billsAiCredits, NOT_ANALYSED } from '../shared/ai-record';
 import { withCaptureCredits } from '../shared/credits';
-import { ERROR_STATUS, isErrorCode } from '../shared/errors';
+import { ERROR_STATUS, isErrorCode, serviceError } from '../shared/errors';
 import type { Paging } from '../shared/paging';
-import { checkFeatures } from '../shared/plan-gates';
-import { checkAnalysis } from './analysis-checks';
-import { checkRouteOptions } from './route-options';
-import { type ConfigOptions, OPTIONS_BY_NAME, requestedFeatures, scheduleOf } from '../shared/screenshot-options';
+import { admitCapture } from './admission';
+import type { ConfigOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';
 import { type RouteContext, type RouteDef, route } from './http';
 import { PAGING_PARAMS } from './paging-params';
 import { snapRecord } from './snap-routes';
-import { CONFIG_CREATE_PARAMS, CONFIG_UPDATE_PARAMS, KEY_ONLY_PARAMS, type RawParams } from './request-schemas';
+import { CONFIG_CREATE_PARAMS, CONFIG_UPDATE_PARAMS, type ConfigChanges, KEY_ONLY_PARAMS, givenOptions } from './request-schemas';
 
-/** The options as the caller gave them (echoed by get and list): known options only, no empties. */
-function givenOptions(raw: RawParams): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(raw).filter(([k, v]) => OPTIONS_BY_NAME.has(k) && v !== '' && v !== undefined && v !== null));
-}
 
 /** Per-configuration list and job status: the four (L) fields, taken_at_timestamp in unix seconds. */
 function listed(ref: ScreenshotRef) {
@@ -87,11 +81,7 @@ async function startJob(
 async function createConfig(ctx: RouteContext<ConfigOptions>, policy: TargetPolicy) {
   const { broker, account } = ctx;
   const options = ctx.params;
-  checkFeatures(account, requestedFeatures(options));
-  await checkRouteOptions(broker, account.accountId, options);
-  refuseLiteralTargets(options, policy);
-  scheduleOf(options); // refuses a schedule without an interval before a credit is reserved
-  await checkAnalysis(broker, account.accountId, options);
+  await admitCapture({ broker, account, policy, runs: options });
   // The job id is chosen first so the configuration records it as its last job.
   const jobId = randomId(12);
   let embedUrl = '';
@@ -109,12 +99,11 @@ async function createConfig(ctx: RouteContext<ConfigOptions>, policy: TargetPoli
   return { success: true, screenshot_configuration_id: configId, embed_url: embedUrl, job_id: jobId };
 }
 
-async function captureNow(ctx: RouteContext) {
+async function captureNow(ctx: RouteContext, policy: TargetPolicy) {
   const existing = await call(ctx.broker, 'scheduler.get', { accountId: ctx.account.accountId, id: ctx.path.id ?? '' });
-  // A provider key removed since the configuration was stored: 412 now, no fallback to credits.
-  await checkAnalysis(ctx.broker, ctx.account.accountId, existing.options, {});
-  // An own proxy deleted since the configuration was stored: 412 now, before any credit; no fallback.
-  await checkRouteOptions(ctx.broker, ctx.account.accountId, existing.options);
+  // The stored configuration is admitted as a new one would be: a plan downgraded, a provider
+  // key or an own proxy removed since it was stored answers now, before any credit; no fallback.
+  await admitCapture({ broker: ctx.broker, account: ctx.account, policy, runs: existing.options });
   const jobId = randomId(12);
   const configId = await startJob(ctx, jobId, existing.options, async () => existing.ids.screenshot_config_id);
   await call(ctx.broker, 'scheduler.noteJob', { configId, jobId });
@@ -126,16 +115,24 @@ async function getConfig(ctx: RouteContext) {
   return { success: true, ...configView(v) };
 }
 
-async function updateConfig(ctx: RouteContext<ConfigOptions>, policy: TargetPolicy) {
-  const options = ctx.params;
+/**
+ * PATCH: the options given are merged over the stored ones (url may be left out: the stored
+ * one is kept). A PATCH that names nothing to change is refused: a client whose update sent
+ * no body would otherwise be told its change was made.
+ */
+async function updateConfig(ctx: RouteContext<ConfigChanges>, policy: TargetPolicy) {
+  const changes = ctx.params;
   const accountId = ctx.account.accountId;
-  checkFeatures(ctx.account, requestedFeatures(options));
-  await checkRouteOptions(ctx.broker, accountId, options);
-  refuseLiteralTargets(options, policy);
-  // The analysis the configuration will run after the change (its options merged as the scheduler merges them).
+  if (Object.keys(changes).length === 0) {
+    throw serviceError(
+      'invalid_parameter',
+      'No parameter to change arrived: send the options to change (such as url, wait or scheduled_screenshot=true with scheduled_every and scheduled_interval) as a JSON body, form fields or query parameters.',
+    );
+  }
   const existing = await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' });
-  await checkAnalysis(ctx.broker, accountId, { ...existing.options, ...options }, options);
-  const v = await call(ctx.broker, 'scheduler.update', { accountId, id: ctx.path.id ?? '', input: { given: givenOptions(ctx.raw), options } });
+  // What the configuration will run with after the change (merged as the scheduler merges it).
+  await admitCapture({ broker: ctx.broker, account: ctx.account, policy, runs: { ...existing.options, ...changes }, given: changes });
+  const v = await call(ctx.broker, 'scheduler.update', { accountId, id: ctx.path.id ?? '', input: { given: givenOptions(ctx.raw), options: changes } });
   return { success: true, config: v.config };
 }
 
@@ -242,7 +239,7 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       params: KEY_ONLY_PARAMS,
       response: ok({ job_id: { type: 'string' }, embed_url: { type: 'string' } }),
       errors: [...CONFIG_ERRORS, ...AI_ERRORS, 'screenshot_limit_reached', 'ai_credits_exhausted', 'custom_proxy_not_found', 'real_location_bandwidth_exhausted'],
-      handler: captureNow,
+      handler: (ctx) => captureNow(ctx, policy),
     }),
     route({
       method: 'GET',
@@ -257,7 +254,7 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
     route({
       method: 'PATCH',
       url: '/screenshot_configs/:id',
-      summary: 'Change options (url required); leaving out scheduled_screenshot=true makes it one-time.',
+      summary: 'Change options (url may be left out: the stored one is kept); leaving out scheduled_screenshot=true makes it one-time.',
       tag: 'configurations',
       params: CONFIG_UPDATE_PARAMS,
       response: ok({ config: { type: 'object' } }),

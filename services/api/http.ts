@@ -14,6 +14,9 @@ import { type ErrorCode, ERROR_STATUS, serviceError, toEnvelope } from '../share
 import { MAX_HEAD_BYTES, MAX_PARAM_LENGTH, RouteMethods, clientErrorHandler, closingError, frameworkError, methodNotAllowed } from './protocol-errors';
 import type { ParamShape, RawParams } from './request-schemas';
 import { inRequestContext, installRequestLog, requestIdOf } from './request-log';
+import { takeClientMarkers } from './client-compat';
+import { foldIndexedKeys } from './client-shapes';
+import type { RequestObserver } from './metrics';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -61,31 +64,41 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Query string, form fields and JSON body, merged; the body wins on a clash. */
+/**
+ * Query string, form fields and JSON body, merged; the body wins on a clash. Indexed keys
+ * (`headers[0]=…`) become arrays (client-shapes.ts).
+ */
 function mergeParams(request: FastifyRequest): RawParams {
   const query = isObject(request.query) ? request.query : {};
   const body = request.body;
   if (body !== undefined && body !== null && !isObject(body)) {
     throw serviceError('invalid_parameter', 'The request body must be a JSON object (or form fields) of parameters.');
   }
-  const merged: RawParams = { ...query, ...(body ?? {}) };
-  for (const [k, v] of Object.entries(merged)) {
+  for (const [k, v] of Object.entries(query)) {
     // ?a=1&a=2 arrives as an array; a parameter has one value.
-    if (Array.isArray(v) && k in query && !(body && k in body)) {
-      throw serviceError('invalid_parameter', `${k}: given more than once; send it once.`);
-    }
+    if (Array.isArray(v) && !(body && k in body)) throw serviceError('invalid_parameter', `${k}: given more than once; send it once.`);
   }
-  return merged;
+  return { ...foldIndexedKeys(query), ...(body ? foldIndexedKeys(body) : {}) };
 }
 
+/**
+ * The key: the access_token parameter, or the Authorization header as `Bearer <key>` or as
+ * the bare key (the n8n node's credential without its "Bearer" prefix). Another scheme
+ * (Basic, say) is refused rather than read as a key.
+ */
 function tokenOf(params: RawParams, request: FastifyRequest): string {
   const fromParams = params.access_token;
   delete params.access_token;
   if (typeof fromParams === 'string' && fromParams.length > 0) return fromParams;
-  const header = request.headers.authorization;
-  if (typeof header === 'string') {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (m?.[1]) return m[1];
+  const header = request.headers.authorization?.trim();
+  if (header) {
+    const bearer = /^Bearer\s+(\S+)$/i.exec(header);
+    if (bearer?.[1]) return bearer[1];
+    if (/^\S+$/.test(header) && !/^Bearer$/i.test(header)) return header;
+    throw serviceError(
+      'access_token_invalid',
+      'The Authorization header must be "Bearer <key>" (or the bare key); other schemes are not taken. The key can also be sent as the access_token parameter.',
+    );
   }
   throw serviceError(
     'access_token_required',
@@ -102,7 +115,7 @@ export function sendError(reply: FastifyReply, err: unknown, log: { error(...a: 
   return reply.code(status).header('content-type', 'application/json; charset=utf-8').send(body);
 }
 
-export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>, routes: RouteDef[]): FastifyInstance {
+export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>, routes: RouteDef[], observer?: RequestObserver): FastifyInstance {
   const log = broker.getLogger('http');
   const methods = new RouteMethods();
   let closing = false;
@@ -146,12 +159,16 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
   });
 
   for (const def of routes) {
+    // A route without a json option always answers JSON: json=true there is a client marker.
+    const answersJson = !(def.params?.schema.properties as Record<string, unknown> | undefined)?.json;
     app.route({
       method: def.method,
       url: def.url,
       handler: inRequestContext(async (request, reply) => {
         try {
           const raw = mergeParams(request);
+          const markers = takeClientMarkers(raw, request, answersJson);
+          if (markers.length) observer?.clientMarkers(markers);
           const account =
             def.auth === false ? (undefined as unknown as AccountContext) : await call(broker, 'billing.authenticate', { token: tokenOf(raw, request) });
           const result = await def.handler({

@@ -42,6 +42,8 @@ const PROXY_RECORD = Type.Object({
   last_test_ms: Type.Union([Type.Integer(), Type.Null()]),
   last_error: Type.Union([Type.String(), Type.Null()]),
 });
+/** PUT /proxies answers the record with display_url, the proxy URL with its password masked. */
+const STORED_PROXY_RECORD = Type.Intersect([PROXY_RECORD, Type.Object({ display_url: Type.String() })]);
 const RESULT = Type.Object({ exit_ip: Type.String(), ms: Type.Integer() });
 
 function idOf(ctx: RouteContext): number {
@@ -84,7 +86,7 @@ export const PROXY_ROUTES: RouteDef[] = [
     summary: 'Store (or update, with id) a proxy; it is tested at once unless test=false.',
     tag: 'proxies',
     params: PUT_PARAMS,
-    response: ok({ proxy: PROXY_RECORD, result: Type.Union([RESULT, Type.Null()]) }),
+    response: ok({ proxy: STORED_PROXY_RECORD, result: Type.Union([RESULT, Type.Null()]) }),
     errors: ['invalid_parameter', 'invalid_proxy', 'not_found', ...GATES, ...TEST_FAILURES, 'secrets_not_configured'],
     handler: putProxy,
   }),

@@ -7,15 +7,28 @@
  * their values' types are the table's (SnapOptions, ConfigOptions).
  *
  * GET and form values arrive as text, so before ajv runs: booleans accept true/false/1/0/
- * yes/no/on/off, JSON-valued options are parsed from strings, {name: value} maps become
- * [{key, value}] lists, and empty strings count as absent. ajv then coerces numbers.
+ * yes/no/on/off, JSON-valued options are parsed from strings, and empty strings count as
+ * absent. What the official clients send besides the spec's forms is read here too
+ * (docs/clients.md): an option's aliases (proxy_server for real_location), 0 for "not set"
+ * where the option table says so, and the other forms of headers, cookies and
+ * multi_step_actions (client-shapes.ts). ajv then coerces numbers.
  */
 import type { Static, TObject } from '@sinclair/typebox';
 import type { ErrorObject } from 'ajv';
 import { checkActions } from '../shared/actions-schema';
 import { type ErrorCode, serviceError } from '../shared/errors';
 import { newAjv, noteFor } from '../shared/param-notes';
-import { OPTION_TABLE, OPTIONS_BY_NAME, type OptionSpec, type OptionValues, type Scope, optionSchema } from '../shared/screenshot-options';
+import {
+  type ConfigOptions,
+  OPTION_ALIASES,
+  OPTION_TABLE,
+  OPTIONS_BY_NAME,
+  type OptionSpec,
+  type Scope,
+  type SnapOptions,
+  optionSchema,
+} from '../shared/screenshot-options';
+import { actionList, keyValueList } from './client-shapes';
 
 type JsonSchema = Record<string, unknown>;
 export type RawParams = Record<string, unknown>;
@@ -29,30 +42,56 @@ export interface ParamShape<P> {
   parse(raw: RawParams): P;
 }
 
-/** Request shapes and the option scopes each accepts. */
+/**
+ * A request shape: the option scopes it accepts, options it leaves out, and (when not the
+ * table's) the options it requires.
+ */
+interface ShapeSpec {
+  scopes: readonly Scope[];
+  omit?: readonly string[];
+  required?: readonly string[];
+}
+
+/** Request shapes. */
 export const SHAPES = {
-  snap: ['capture', 'snap'],
-  configCreate: ['capture', 'config'],
-  configUpdate: ['capture', 'config'],
-} as const satisfies Record<string, readonly Scope[]>;
+  snap: { scopes: ['capture', 'snap'] },
+  /** /snap_html: a snap of the document given in html_content, so no url. */
+  snapHtml: { scopes: ['capture', 'snap', 'html'], omit: ['url'], required: ['html_content'] },
+  configCreate: { scopes: ['capture', 'config'] },
+  /** PATCH: url may be left out (the stored one is kept). */
+  configUpdate: { scopes: ['capture', 'config'], required: [] },
+} as const satisfies Record<string, ShapeSpec>;
 export type ShapeName = keyof typeof SHAPES;
-/** The validated values of a request shape. */
-export type ShapeValues<S extends ShapeName> = OptionValues<(typeof SHAPES)[S][number]>;
+
+/** The options a PATCH may carry: any configuration option, url included or not. */
+export type ConfigChanges = Omit<ConfigOptions, 'url'> & { url?: string };
+/** The options /snap_html takes: a snap's, with the document instead of a url. */
+export type SnapHtmlOptions = Omit<SnapOptions, 'url' | 'html_content'> & { html_content: string };
+
+/** The validated values of each request shape. */
+export interface ShapeTypes {
+  snap: SnapOptions;
+  snapHtml: SnapHtmlOptions;
+  configCreate: ConfigOptions;
+  configUpdate: ConfigChanges;
+}
+export type ShapeValues<S extends ShapeName> = ShapeTypes[S];
 
 /** Secrets that must never be accepted on capture requests: silently discarded (spec, Capture rules). */
 const DISCARDED_SECRETS = ['api_key', 'password', 'proxy_password', 'proxy_username'];
 
 export function shapeOptions(shape: ShapeName): OptionSpec[] {
-  const scopes: readonly Scope[] = SHAPES[shape];
-  return OPTION_TABLE.filter((o) => scopes.includes(o.scope));
+  const spec: ShapeSpec = SHAPES[shape];
+  return OPTION_TABLE.filter((o) => spec.scopes.includes(o.scope) && !spec.omit?.includes(o.name));
 }
 
 export function shapeSchema(shape: ShapeName): JsonSchema {
   const options = shapeOptions(shape);
+  const spec: ShapeSpec = SHAPES[shape];
   return {
     type: 'object',
     additionalProperties: false,
-    required: options.filter((o) => o.required).map((o) => o.name),
+    required: spec.required ? [...spec.required] : options.filter((o) => o.required).map((o) => o.name),
     properties: Object.fromEntries(options.map((o) => [o.name, optionSchema(o)])),
   };
 }
@@ -64,39 +103,57 @@ export { noteFor };
 const TRUE = /^(true|1|yes|on)$/i;
 const FALSE = /^(false|0|no|off)$/i;
 
-/** Text-to-value normalisation that ajv does not do (see the header). */
-function normalise(raw: RawParams): RawParams {
-  const out: RawParams = {};
-  for (const [name, value] of Object.entries(raw)) {
-    if (DISCARDED_SECRETS.includes(name)) continue;
-    if (value === '' || value === null || value === undefined) continue;
-    const spec = OPTIONS_BY_NAME.get(name);
-    if (!spec) {
-      out[name] = value;
-      continue;
-    }
-    if (spec.kind === 'boolean' && typeof value === 'string') {
-      out[name] = TRUE.test(value) ? true : FALSE.test(value) ? false : value;
-    } else if (spec.kind === 'json' && typeof value === 'string') {
-      try {
-        out[name] = JSON.parse(value);
-      } catch (err) {
-        throw serviceError(
-          spec.errorCode ?? 'invalid_parameter',
-          `${name}: must be valid JSON (a JSON array, sent as a JSON string on GET and forms); parsing failed: ${(err as Error).message}.`,
-        );
-      }
-    } else out[name] = value;
-    // {name: value} maps are accepted for headers and cookies (DESIGN section 3).
-    if ((name === 'headers' || name === 'cookies') && isPlainObject(out[name])) {
-      out[name] = Object.entries(out[name] as Record<string, unknown>).map(([key, v]) => ({ key, value: String(v) }));
-    }
+/** A value parsed from its JSON text (JSON-valued options arrive as text on GET and forms). */
+function parsedJson(spec: OptionSpec, value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  try {
+    return JSON.parse(value);
+  } catch (err) {
+    throw serviceError(
+      spec.errorCode ?? 'invalid_parameter',
+      `${spec.name}: must be valid JSON (a JSON array, sent as a JSON string on GET and forms); parsing failed: ${(err as Error).message}.`,
+    );
   }
-  return out;
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
+/** One option's value, read from the forms it may arrive in. */
+function readValue(spec: OptionSpec, value: unknown): unknown {
+  if (spec.kind === 'boolean' && typeof value === 'string') return TRUE.test(value) ? true : FALSE.test(value) ? false : value;
+  if (spec.name === 'headers' || spec.name === 'cookies') return keyValueList(spec.name, value);
+  if (spec.name === 'multi_step_actions') return actionList(parsedJson(spec, value));
+  if (spec.kind === 'json') return parsedJson(spec, value);
+  return value;
+}
+
+const isZero = (value: unknown) => value === 0 || (typeof value === 'string' && /^\s*0+\s*$/.test(value));
+
+/**
+ * Text-to-value normalisation that ajv does not do (see the header). `accepted`: the
+ * options of the request's shape (an alias is read as its option only where that is taken).
+ */
+function normalise(raw: RawParams, accepted: ReadonlySet<string> = new Set()): RawParams {
+  const out: RawParams = {};
+  /** The name each option arrived under, for a clash between an option and its alias. */
+  const sentAs = new Map<string, string>();
+  for (const [sent, value] of Object.entries(raw)) {
+    if (DISCARDED_SECRETS.includes(sent)) continue;
+    if (value === '' || value === null || value === undefined) continue;
+    const alias = OPTION_ALIASES.get(sent);
+    const spec = OPTIONS_BY_NAME.get(sent) ?? (alias && accepted.has(alias.name) ? alias : undefined);
+    if (!spec) {
+      out[sent] = value;
+      continue;
+    }
+    if (spec.zeroIsUnset && isZero(value)) continue;
+    const read = readValue(spec, value);
+    const other = sentAs.get(spec.name);
+    if (other !== undefined && JSON.stringify(out[spec.name]) !== JSON.stringify(read)) {
+      throw serviceError('invalid_parameter', `${other} and ${sent} are the same option and were given different values; send one of them.`, { param: spec.name });
+    }
+    sentAs.set(spec.name, sent);
+    out[spec.name] = read;
+  }
+  return out;
 }
 
 /** Cross-option rules that a JSON Schema cannot say clearly. */
@@ -119,10 +176,11 @@ function optionParams<S extends ShapeName>(shape: S): ParamShape<ShapeValues<S>>
   const parseSchema = { ...schema, properties: { ...properties, ...Object.fromEntries(deferred.map((o) => [o.name, {}])) } };
   const validate = ajv.compile<ShapeValues<S>>(parseSchema);
   const accepted = shapeOptions(shape).map((o) => o.name);
+  const acceptedSet = new Set(accepted);
   return {
     schema,
     parse(raw) {
-      const values = normalise(raw);
+      const values = normalise(raw, acceptedSet);
       if (!validate(values)) {
         const { param, note } = noteFor((validate.errors ?? [])[0] as ErrorObject, values, accepted);
         const code = OPTIONS_BY_NAME.get(param)?.errorCode ?? 'invalid_parameter';
@@ -135,9 +193,15 @@ function optionParams<S extends ShapeName>(shape: S): ParamShape<ShapeValues<S>>
 }
 
 export const SNAP_PARAMS = optionParams('snap');
+export const SNAP_HTML_PARAMS = optionParams('snapHtml');
 export const CONFIG_CREATE_PARAMS = optionParams('configCreate');
 export const CONFIG_UPDATE_PARAMS = optionParams('configUpdate');
-const OPTION_PARAMS: { [S in ShapeName]: ParamShape<ShapeValues<S>> } = { snap: SNAP_PARAMS, configCreate: CONFIG_CREATE_PARAMS, configUpdate: CONFIG_UPDATE_PARAMS };
+const OPTION_PARAMS: { [S in ShapeName]: ParamShape<ShapeValues<S>> } = {
+  snap: SNAP_PARAMS,
+  snapHtml: SNAP_HTML_PARAMS,
+  configCreate: CONFIG_CREATE_PARAMS,
+  configUpdate: CONFIG_UPDATE_PARAMS,
+};
 
 /**
  * Validates one request shape. Returns the typed values (as given, after coercion) or
@@ -145,6 +209,22 @@ const OPTION_PARAMS: { [S in ShapeName]: ParamShape<ShapeValues<S>> } = { snap: 
  */
 export function validateShape<T>(shape: ShapeName, raw: RawParams): T {
   return OPTION_PARAMS[shape].parse(raw) as T;
+}
+
+/**
+ * The options as the caller gave them, for a configuration to echo (get and list): known
+ * options only, under their own names (an alias under the option it stands for), values as
+ * sent, without what counts as absent (empty values, 0 where it means "not set").
+ */
+export function givenOptions(raw: RawParams): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [sent, value] of Object.entries(raw)) {
+    const spec = OPTIONS_BY_NAME.get(sent) ?? OPTION_ALIASES.get(sent);
+    if (!spec || value === '' || value === undefined || value === null) continue;
+    if (spec.zeroIsUnset && isZero(value)) continue;
+    out[spec.name] = value;
+  }
+  return out;
 }
 
 /** The values of an endpoint that takes no parameter besides the key. */

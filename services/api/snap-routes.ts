@@ -1,22 +1,26 @@
 /**
- * GET and POST /snap: validate, gate, check the analysis asked for (ai.check), reuse a
- * capture within ttl (free), else reserve the credits through billing (the screenshot, and
- * an AI credit for the service's own AI), capture and analyse, then commit or refund (a
- * failed capture spends nothing; a failed analysis gives the AI credit back). Answers the image, the JSON record or the HTML; the bytes come from storage,
- * never through the transporter. Also GET /cdn/:name, the public file links.
+ * The snap endpoints, GET and POST each: /snap, and the three the official clients call
+ * besides it (docs/clients.md): /snap_html (a document given in html_content instead of a
+ * url), /snap_ai_analysis (a snap with analyze_image_with_ai=true and ai_prompt required)
+ * and /snap_real_location (a snap with real_location, or proxy_server, required). Each runs
+ * the one admission path (admission.ts), reuses a capture within ttl (free), else reserves
+ * the credits through billing (the screenshot, and an AI credit for the service's own AI),
+ * captures and analyses, then commits or refunds (a failed capture spends nothing; a failed
+ * analysis gives the AI credit back). Answers the image, the JSON record or the HTML; the
+ * bytes come from storage, never through the transporter. Also GET /cdn/:name, the public
+ * file links.
  */
+import type { TargetPolicy } from '../shared/address-policy';
 import { type ScreenshotRef, call } from '../shared/contracts';
 import { billsAiCredits, NOT_ANALYSED } from '../shared/ai-record';
 import { withCaptureCredits } from '../shared/credits';
 import { serviceError } from '../shared/errors';
-import { checkFeatures } from '../shared/plan-gates';
-import { checkAnalysis } from './analysis-checks';
-import { checkRouteOptions } from './route-options';
-import { OPTION_DEFAULTS, type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
+import { INLINE_DOCUMENT_URL, OPTION_DEFAULTS, type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
 import { parseThumbnailName } from '../shared/thumbnail-names';
+import { admitCapture } from './admission';
 import { type RouteContext, type RouteDef, route } from './http';
-import { SNAP_PARAMS } from './request-schemas';
+import { type ParamShape, type RawParams, SNAP_HTML_PARAMS, SNAP_PARAMS } from './request-schemas';
 
 /** The snap JSON record: exactly the spec's fields (plus success), `ai` when an analysis was asked for, the proxy fields when one was used. */
 export function snapRecord(ref: ScreenshotRef, withAi: boolean): Record<string, unknown> {
@@ -59,15 +63,12 @@ async function answer(ctx: RouteContext, store: FileStore, ref: ScreenshotRef, o
   return ctx.reply.header('content-type', file.contentType).header('content-length', String(file.data.length)).send(file.data);
 }
 
-function snapHandler(store: FileStore) {
-  return async (ctx: RouteContext<SnapOptions>): Promise<unknown> => {
-    const { broker, account } = ctx;
-    const options = ctx.params;
-    const features = requestedFeatures(options);
-    checkFeatures(account, features);
-    await checkRouteOptions(broker, account.accountId, options);
-    await checkAnalysis(broker, account.accountId, options);
-    const ttl = options.ttl ?? OPTION_DEFAULTS.ttl;
+/** A snap of `options`, through the one admission path. */
+async function snap(ctx: RouteContext<unknown>, store: FileStore, policy: TargetPolicy, options: SnapOptions): Promise<unknown> {
+  const { broker, account } = ctx;
+  await admitCapture({ broker, account, policy, runs: options });
+  const features = requestedFeatures(options);
+  const ttl = options.ttl ?? OPTION_DEFAULTS.ttl;
     if (ttl > 0) {
       const cached = await call(broker, 'capture.findRecent', { accountId: account.accountId, cacheKey: captureKey(options), since: Date.now() - ttl * 1000 });
       if (cached) return answer(ctx, store, cached, options, 'HIT');
@@ -76,6 +77,31 @@ function snapHandler(store: FileStore) {
       analysed: (taken) => taken.ai?.ai_analyzed === true,
     });
     return answer(ctx, store, ref, options, 'MISS');
+}
+
+/**
+ * The snap shape of an endpoint that fixes some options (`fixed`: a value the caller may
+ * repeat but not contradict) and requires others (`required`, any of their names).
+ */
+function snapVariant(fixed: Partial<SnapOptions>, required: Array<keyof SnapOptions>, why: string): ParamShape<SnapOptions> {
+  const base = SNAP_PARAMS.schema as { properties: Record<string, Record<string, unknown>>; required: string[] };
+  const properties = { ...base.properties };
+  for (const [name, value] of Object.entries(fixed)) properties[name] = { ...properties[name], default: value, description: `${String(properties[name]?.description ?? '')} Always ${JSON.stringify(value)} here.` };
+  return {
+    schema: { ...base, properties, required: [...base.required, ...required] },
+    parse(raw: RawParams) {
+      const values = SNAP_PARAMS.parse(raw) as Record<string, unknown>;
+      for (const [name, value] of Object.entries(fixed)) {
+        if (values[name] !== undefined && values[name] !== value) {
+          throw serviceError('invalid_parameter', `${name}: ${why}, so it is always ${JSON.stringify(value)} here; leave it out.`, { param: name });
+        }
+        values[name] = value;
+      }
+      for (const name of required) {
+        if (values[name] === undefined) throw serviceError('invalid_parameter', `${name} is required: ${why}.`, { param: name });
+      }
+      return values as SnapOptions;
+    },
   };
 }
 
@@ -102,20 +128,36 @@ const SNAP_ERRORS = [
   'capture_timeout',
 ] as const;
 
-export function snapRoutes(store: FileStore): RouteDef[] {
-  const handler = snapHandler(store);
-  const snap = (['GET', 'POST'] as const).map((method) =>
-    route({
-      method,
-      url: '/snap',
-      summary: 'Capture a page: the image (default), the JSON record (json=true) or the rendered HTML (html_only=true).',
-      tag: 'capture',
-      params: SNAP_PARAMS,
-      response: { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf', 'application/json'] },
-      errors: [...SNAP_ERRORS],
-      handler,
-    }),
-  );
+const SNAP_ANSWERS = { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf', 'application/json'] };
+
+/** A snap endpoint, GET and POST. */
+function snapEndpoint<P>(url: string, summary: string, params: ParamShape<P>, handler: (ctx: RouteContext<P>) => Promise<unknown>): RouteDef[] {
+  return (['GET', 'POST'] as const).map((method) => route({ method, url, summary, tag: 'capture', params, response: SNAP_ANSWERS, errors: [...SNAP_ERRORS], handler }));
+}
+
+export function snapRoutes(store: FileStore, policy: TargetPolicy): RouteDef[] {
+  const snapOf = (ctx: RouteContext<SnapOptions>) => snap(ctx, store, policy, ctx.params);
+  const snaps = [
+    ...snapEndpoint('/snap', 'Capture a page: the image (default), the JSON record (json=true) or the rendered HTML (html_only=true).', SNAP_PARAMS, snapOf),
+    ...snapEndpoint(
+      '/snap_html',
+      'Render the HTML document given in html_content, with the snap options: the image, the JSON record (json=true) or the rendered HTML (html_only=true). 1 screenshot credit.',
+      SNAP_HTML_PARAMS,
+      (ctx) => snap(ctx, store, policy, { ...ctx.params, url: INLINE_DOCUMENT_URL }),
+    ),
+    ...snapEndpoint(
+      '/snap_ai_analysis',
+      'A snap analysed by AI: /snap with analyze_image_with_ai=true; ai_prompt is required.',
+      snapVariant({ analyze_image_with_ai: true }, ['ai_prompt'], 'this endpoint analyses the capture with the prompt given in ai_prompt'),
+      snapOf,
+    ),
+    ...snapEndpoint(
+      '/snap_real_location',
+      'A snap from a real location: /snap with real_location (or proxy_server) required.',
+      snapVariant({}, ['real_location'], 'this endpoint captures from the real location named in real_location (or proxy_server), one of GET /real_locations'),
+      snapOf,
+    ),
+  ];
   const cdn: RouteDef = {
     method: 'GET',
     url: '/cdn/:name',
@@ -137,5 +179,5 @@ export function snapRoutes(store: FileStore): RouteDef[] {
         .send(file.data);
     },
   };
-  return [...snap, cdn];
+  return [...snaps, cdn];
 }

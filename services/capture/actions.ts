@@ -23,6 +23,7 @@ export interface ChangeReading {
   text: string;
   send_to: string;
   url: string;
+  custom_id?: string;
 }
 
 export interface ActionsResult {
@@ -572,7 +573,7 @@ const STEPS: Record<ActionType, StepHandler> = {
   async change({ page, selector, index, changes }, step) {
     const read = await page.run(pageReadText, selector, MAX_CHANGE_TEXT);
     if (typeof read === 'string') elementProblem(read, selector);
-    changes.push({ index, selector, text: read.text, send_to: step.send_to ?? '', url: step.url ?? '' });
+    changes.push({ index, selector, text: read.text, send_to: step.send_to ?? '', url: step.url ?? '', ...(step.custom_id ? { custom_id: step.custom_id } : {}) });
   },
 };
 

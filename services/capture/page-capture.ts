@@ -199,13 +199,15 @@ export interface CaptureContext {
 /** Runs the capture; throws domain errors (selector_not_found, page_load_failed, ...). */
 export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<CaptureOutput> {
   const { page, policy, deadline } = ctx;
-  await admitUrl(policy, o.url, 'url: ');
+  // A /snap_html document is answered by the guard at its own address, never fetched.
+  const inline = o.html_content !== undefined ? { url: o.url, html: o.html_content } : null;
+  if (!inline) await admitUrl(policy, o.url, 'url: ');
 
   await prepare(page, o, ctx.userAgent);
   // BEGIN page blocking and consent: requests are paused for the egress policy or for blocking;
   // autoconsent is installed before navigating.
   const blocker = wantsBlocking(o) ? await ctx.blocker() : null;
-  const guard = await guardRequests(page, policy, blocker ? { blocker, o } : null, ctx.gateway ?? null);
+  const guard = await guardRequests(page, policy, blocker ? { blocker, o } : null, ctx.gateway ?? null, inline);
   const consent = o.no_cookie_banners ? await ConsentHandler.attach(page, { scriptsDisabled: o.disable_js }) : null;
   // END page blocking and consent
   try {
@@ -241,6 +243,10 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
     if (wantsWholePage(o)) await loadWholePage(page, o, deadline);
     const wait = o.wait ?? DEFAULTS.wait;
     if (wait > 0) await sleep(Math.min(wait, Math.max(0, deadline - Date.now())));
+    // The page may have navigated itself since it loaded (a meta refresh, a script): what the
+    // egress policy refused then is answered as a refused page, never captured as an error page.
+    const refused = guard.refusedNavigation();
+    if (refused) throw urlNotAllowed(`The page may not be captured: ${refused}`);
 
     if (o.html_only) {
       await parked;

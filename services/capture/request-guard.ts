@@ -10,6 +10,9 @@
  * Without a gateway (EGRESS_GATEWAY=off) every request is checked here, as before.
  * The URLs the capture loads itself (the page's, a redirect step's) are checked too,
  * before they are loaded, and every refusal is answered in the same words.
+ * A /snap_html capture's document is answered here too: the request for its address
+ * (INLINE_DOCUMENT_URL, which never resolves) gets html_content, so the document loads as any
+ * page does, and everything it asks for goes out through the gateway and this guard.
  */
 import { serviceError } from '../shared/errors';
 import type { BlockOptions, PageBlocker } from './blocking';
@@ -25,6 +28,12 @@ export interface RequestGuard {
   refusedNavigation(url?: string): string | null;
   /** Stops deciding (the page's context, where requests were paused, is disposed by the caller). */
   stop(): void;
+}
+
+/** A document the capture gives the page itself (/snap_html), and the address it is given at. */
+export interface InlineDocument {
+  url: string;
+  html: string;
 }
 
 /** Blocking as the capture asked for it: the blocker and the options (with the page's URL). */
@@ -52,8 +61,14 @@ const UNGUARDED: RequestGuard = { refusedNavigation: () => null, stop: () => und
  * them a round trip. Remembers a refused main-document load so the caller can answer
  * url_not_allowed rather than page_load_failed.
  */
-export async function guardRequests(page: PageSession, policy: EgressPolicy, blocking: Blocking | null, gateway: GatewayCapture | null = null): Promise<RequestGuard> {
-  if (policy.allowPrivateNetworks && !blocking) return UNGUARDED;
+export async function guardRequests(
+  page: PageSession,
+  policy: EgressPolicy,
+  blocking: Blocking | null,
+  gateway: GatewayCapture | null = null,
+  inline: InlineDocument | null = null,
+): Promise<RequestGuard> {
+  if (policy.allowPrivateNetworks && !blocking && !inline) return UNGUARDED;
   let refused: string | null = null;
   // The main frame's URL tells first from third parties.
   let pageUrl = blocking?.o.url ?? '';
@@ -66,6 +81,12 @@ export async function guardRequests(page: PageSession, policy: EgressPolicy, blo
     if (sessionId !== page.sessionId) return;
     const { requestId, request, resourceType, frameId } = params as { requestId: string; request: { url: string }; resourceType: string; frameId?: string };
     const isMainFrame = resourceType === 'Document' && frameId === page.mainFrameId;
+    if (isMainFrame && inline && request.url === inline.url) {
+      const body = Buffer.from(inline.html, 'utf8').toString('base64');
+      const responseHeaders = [{ name: 'Content-Type', value: 'text/html; charset=utf-8' }];
+      void page.send('Fetch.fulfillRequest', { requestId, responseCode: 200, responseHeaders, body }).catch(() => undefined);
+      return;
+    }
     if (isMainFrame) mainUrl = request.url;
     if (blocking) {
       if (isMainFrame) pageUrl = request.url;
@@ -73,10 +94,10 @@ export async function guardRequests(page: PageSession, policy: EgressPolicy, blo
         void page.send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }).catch(() => undefined);
         return;
       }
-      if (policy.allowPrivateNetworks) {
-        void page.send('Fetch.continueRequest', { requestId }).catch(() => undefined);
-        return;
-      }
+    }
+    if (policy.allowPrivateNetworks) {
+      void page.send('Fetch.continueRequest', { requestId }).catch(() => undefined);
+      return;
     }
     void policy.check(request.url).then(
       (verdict) => {
@@ -89,8 +110,10 @@ export async function guardRequests(page: PageSession, policy: EgressPolicy, blo
       () => page.send('Fetch.failRequest', { requestId, errorReason: 'AccessDenied' }).catch(() => undefined),
     );
   });
-  // With the gateway and no blocking, only documents are paused: every other request costs a round trip here for nothing.
-  const patterns = gateway && !blocking ? [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Request' }] : [{ urlPattern: '*', requestStage: 'Request' }];
+  // Without blocking, and with the gateway (or nothing to refuse), only documents are paused:
+  // every other request costs a round trip here for nothing.
+  const documentsOnly = !blocking && (gateway !== null || policy.allowPrivateNetworks);
+  const patterns = documentsOnly ? [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Request' }] : [{ urlPattern: '*', requestStage: 'Request' }];
   await page.send('Fetch.enable', { patterns });
   return { refusedNavigation, stop: off };
 }

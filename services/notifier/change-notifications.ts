@@ -14,6 +14,7 @@ interface AlertRow {
   selector: string;
   send_to: string;
   url: string;
+  custom_id: string | null;
   previous_value: string;
   retrieved_value: string;
   created_at_ms: number | string;
@@ -25,7 +26,7 @@ export function alertRecord(r: AlertRow): ChangeNotificationRecord {
     screenshot_configuration_id: r.config_id,
     previous_value: r.previous_value,
     retrieved_value: r.retrieved_value,
-    config: { type: 'change', selector: r.selector, send_to: r.send_to, url: r.url },
+    config: { type: 'change', selector: r.selector, send_to: r.send_to, url: r.url, ...(r.custom_id ? { custom_id: r.custom_id } : {}) },
     sent_at: String(Number(r.created_at_ms)),
   };
 }

@@ -62,8 +62,13 @@ export function proxyFields(p: ProxyParams, existing: ProxyRow | null): ProxyFie
   return { protocol: protocol as ProxyProtocol, host: host.toLowerCase(), port, username, password };
 }
 
-/** The label shown for a proxy: its address with the user name, never the password. */
-export function labelOf(row: Pick<ProxyRow, 'protocol' | 'host' | 'port' | 'username' | 'password_encrypted'>): string {
+/** A proxy's label: its host and port (the spec's proxy record). */
+export function labelOf(row: Pick<ProxyRow, 'host' | 'port'>): string {
+  return `${row.host}:${row.port}`;
+}
+
+/** The proxy's URL with the password masked (`display_url`, answered by PUT /proxies): never the password. */
+export function displayUrlOf(row: Pick<ProxyRow, 'protocol' | 'host' | 'port' | 'username' | 'password_encrypted'>): string {
   const user = row.username ? `${row.username}:${row.password_encrypted ? '****' : ''}@` : '';
   return `${row.protocol}://${user}${row.host}:${row.port}`;
 }

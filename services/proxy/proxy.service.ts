@@ -17,7 +17,7 @@ import { checkFeatures } from '../shared/plan-gates';
 import { randomId, SecretBox } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
 import { type Catalogue, knownLocation, loadCatalogue, locationNames, routeOf } from './locations';
-import { type ProxyRow, proxyFields, proxyRecord, upstreamUrl } from './own-proxies';
+import { type ProxyRow, displayUrlOf, labelOf, proxyFields, proxyRecord, upstreamUrl } from './own-proxies';
 import { testThroughProxy } from './proxy-check';
 import { ProxyRepository } from './proxy-repository';
 
@@ -112,7 +112,8 @@ export function proxyService(deps: { config: Readonly<Config> }): ServiceUnit {
     } else id = await proxies.insert(account.accountId, write);
     const row = await stored(account.accountId, id, false);
     const result = test ? await runTest(row) : null;
-    return { proxy: proxyRecord(await stored(account.accountId, id, false)), result };
+    const after = await stored(account.accountId, id, false);
+    return { proxy: { ...proxyRecord(after), display_url: displayUrlOf(after) }, result };
   };
 
   const testStored: Handler<'proxy.test'> = async (ctx) => {
@@ -124,7 +125,7 @@ export function proxyService(deps: { config: Readonly<Config> }): ServiceUnit {
 
   const summaries: Handler<'proxy.summaries'> = async (ctx) => {
     const rows = await proxies.list(ctx.params.accountId);
-    return rows.map((r) => ({ id: Number(r.id), label: `${r.host}:${r.port}`, verified: Boolean(r.verified) }));
+    return rows.map((r) => ({ id: Number(r.id), label: labelOf(r), verified: Boolean(r.verified) }));
   };
 
   const schema: ServiceSchema = {

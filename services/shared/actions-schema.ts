@@ -25,7 +25,10 @@ export const MAX_ACTIONS_WAIT_MS = MAX_WAIT_MS;
 
 type Key = 'selector' | 'value' | 'send_to' | 'url';
 
-/** Keys each type needs (besides `type`); every other key is refused. */
+/** Keys a type may carry besides the ones it needs: a change step's own id, kept with it and shown in its alerts. */
+const OPTIONAL: Partial<Record<ActionType, readonly string[]>> = { change: ['custom_id'] };
+
+/** Keys each type needs (besides `type`); every other key (but OPTIONAL's) is refused. */
 const KEYS: Record<ActionType, readonly Key[]> = {
   click: ['selector'],
   hover: ['selector'],
@@ -111,9 +114,10 @@ export function checkActions(actions: unknown[], options: { disable_js?: unknown
       fail('', `"type" must be one of ${ACTION_TYPES.join(', ')}; got ${shown(step.type)}.`);
     }
     const needed = KEYS[type];
+    const accepted: readonly string[] = [...needed, ...(OPTIONAL[type] ?? [])];
     for (const key of Object.keys(step)) {
-      if (key === 'type' || (needed as readonly string[]).includes(key)) continue;
-      fail(type, needed.length ? `unknown key "${key}"; a ${type} step takes only ${needed.map((k) => `"${k}"`).join(', ')}.` : `unknown key "${key}"; a ${type} step takes no other key.`);
+      if (key === 'type' || accepted.includes(key)) continue;
+      fail(type, accepted.length ? `unknown key "${key}"; a ${type} step takes only ${accepted.map((k) => `"${k}"`).join(', ')}.` : `unknown key "${key}"; a ${type} step takes no other key.`);
     }
     for (const key of needed) {
       const v = step[key];

@@ -4,7 +4,7 @@
  * reached, and for the lists of screenshots that asked for none.
  */
 import type { AiProvider, AiRecord } from './contracts';
-import type { ScreenshotOptions } from './screenshot-options';
+import type { AnalysisOptions, ScreenshotOptions } from './screenshot-options';
 
 /** The account-wide list's AI object of a capture that asked for no analysis. */
 export const NOT_ANALYSED = Object.freeze({ ai_analyzed: false, ai_prompt: '', ai_response: '' });
@@ -19,7 +19,7 @@ export function providerOf(o: Pick<ScreenshotOptions, 'ai_provider'>): AiProvide
  * (ai_error). ai_prompt is the caller's prompt ('' when none, and in structured mode);
  * ai_model is null for the service's own AI.
  */
-export function failedRecord(o: ScreenshotOptions, model: string | null, error: { error_code: string; note: string }): AiRecord {
+export function failedRecord(o: AnalysisOptions, model: string | null, error: { error_code: string; note: string }): AiRecord {
   const structured = o.ai_prompt_mode === 'structured';
   const provider = providerOf(o);
   return {
@@ -35,7 +35,7 @@ export function failedRecord(o: ScreenshotOptions, model: string | null, error: 
 }
 
 /** The AI object of an analysis that ran; in structured mode ai_response is the object JSON-encoded. */
-export function analysedRecord(o: ScreenshotOptions, model: string, answer: { text: string; structured: Record<string, unknown> | null }): AiRecord {
+export function analysedRecord(o: AnalysisOptions, model: string, answer: { text: string; structured: Record<string, unknown> | null }): AiRecord {
   const { ai_error: _, ...asked } = failedRecord(o, model, { error_code: '', note: '' });
   const structured = asked.ai_prompt_mode === 'structured' ? answer.structured : null;
   return { ...asked, ai_analyzed: true, ai_response: structured ? JSON.stringify(structured) : answer.text, ai_structured_response: structured };

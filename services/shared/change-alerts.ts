@@ -19,6 +19,8 @@ export interface ChangeReadingInput {
   text: string;
   send_to: string;
   url: string;
+  /** The step's own id, when it has one (kept with its alerts). */
+  custom_id?: string;
 }
 
 /** Runs of whitespace (line breaks, tabs, non-breaking spaces) count as one space; ends trimmed. */
@@ -94,7 +96,7 @@ export async function recordChangeReadings(
       screenshot_configuration_id: capture.configId,
       previous_value: String(previous.value),
       retrieved_value: value,
-      config: { type: 'change', selector: r.selector, send_to: r.send_to || 'webhook', url: r.url },
+      config: { type: 'change', selector: r.selector, send_to: r.send_to || 'webhook', url: r.url, ...(r.custom_id ? { custom_id: r.custom_id } : {}) },
       sent_at: String(capture.now),
     };
     const sendTo = alert.config.send_to === 'slack' ? 'slack' : 'webhook';
@@ -118,6 +120,7 @@ export async function recordChangeReadings(
       selector: r.selector,
       send_to: sendTo,
       url: r.url,
+      custom_id: r.custom_id ?? null,
       previous_value: alert.previous_value,
       retrieved_value: alert.retrieved_value,
       delivery_id: deliveryId,

@@ -77,6 +77,12 @@ export interface Config {
   bodyLimit: number;
   /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <it>`; null: /metrics is open like /health. */
   metricsToken: string | null;
+  /**
+   * MCP_INTROSPECTION_CLIENT_ID and _SECRET: the client the official PagePixels MCP server
+   * authenticates as when it asks POST /oauth/introspect whether a key is good (the same two
+   * values are set on that server); null: /oauth/introspect is off (404).
+   */
+  introspectionClient: { id: string; secret: string } | null;
   /** Seconds between scheduler rounds (a due capture starts at most this late). */
   schedulerTickSeconds: number;
   webhooks: {
@@ -178,6 +184,17 @@ function gatewayConfig(env: Env): GatewayConfig | null {
     idleTimeoutMs: int(env, 'EGRESS_IDLE_TIMEOUT_MS', 30_000, 1000, 600_000),
     connectTimeoutMs: int(env, 'EGRESS_CONNECT_TIMEOUT_MS', 10_000, 100, 600_000),
   };
+}
+
+/** MCP_INTROSPECTION_CLIENT_ID and _SECRET: both or neither. No message here may quote the secret. */
+function introspectionClient(env: Env): Config['introspectionClient'] {
+  const id = str(env, 'MCP_INTROSPECTION_CLIENT_ID');
+  const secret = str(env, 'MCP_INTROSPECTION_CLIENT_SECRET');
+  if (id === null && secret === null) return null;
+  if (id === null) throw new ConfigError('MCP_INTROSPECTION_CLIENT_SECRET is set but MCP_INTROSPECTION_CLIENT_ID is not; set both (the same values as on the MCP server) or neither');
+  if (secret === null) throw new ConfigError('MCP_INTROSPECTION_CLIENT_ID is set but MCP_INTROSPECTION_CLIENT_SECRET is not; set both (the same values as on the MCP server) or neither');
+  if (secret.length < 16) throw new ConfigError('MCP_INTROSPECTION_CLIENT_SECRET must be at least 16 characters (e.g. openssl rand -hex 24)');
+  return { id, secret };
 }
 
 function list(env: Env, name: string): string[] {
@@ -321,6 +338,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     logFormat,
     bodyLimit: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 50 * 1_048_576),
     metricsToken,
+    introspectionClient: introspectionClient(env),
     schedulerTickSeconds: int(env, 'SCHEDULER_TICK_SECONDS', 5, 1, 59),
     webhooks: {
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),

@@ -8,7 +8,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import type { ServiceBroker, Context } from 'moleculer';
 import type { MetricsSnapshot } from './metrics';
 import type { Paging } from './paging';
-import { type ConfigOptions, type ScreenshotOptions, type SnapOptions, textEnum } from './screenshot-options';
+import { type AnalysisOptions, type ConfigOptions, type ScreenshotOptions, type SnapOptions, textEnum } from './screenshot-options';
 
 export type UsageKind = 'screenshots' | 'ai_credits' | 'bandwidth_bytes';
 export type UsageAmounts = Partial<Record<UsageKind, number>>;
@@ -177,6 +177,12 @@ export interface ConfigInput {
   options: ConfigOptions;
 }
 
+/** A PATCH: the options it changes (url may be left out: the stored one is kept). */
+export interface ConfigChangeInput {
+  given: Record<string, unknown>;
+  options: Omit<ConfigOptions, 'url'> & { url?: string };
+}
+
 /** Action name -> [params, result]. */
 export interface Actions {
   'billing.authenticate': [{ token: string }, AccountContext];
@@ -207,12 +213,14 @@ export interface Actions {
   'capture.thumbnail': [{ name: string }, { made: boolean }];
   'capture.deleteForConfig': [{ accountId: string; configId: string }, { screenshots: number }];
   /** This capture node's metrics (services/capture/metrics.ts), for the api's GET /metrics. */
+  /** This api node's metrics (services/api/metrics.ts). */
+  'api.metrics': [Record<string, never>, MetricsSnapshot];
   'capture.metrics': [Record<string, never>, MetricsSnapshot];
   /** This capture node's browsers and wait queue, for GET /pressure and GET /health. */
   'capture.pressure': [Record<string, never>, NodePressure];
   'scheduler.create': [{ accountId: string; input: ConfigInput; jobId: string }, ConfigView];
   'scheduler.get': [{ accountId: string; id: string }, ConfigView & { options: ConfigOptions }];
-  'scheduler.update': [{ accountId: string; id: string; input: ConfigInput }, ConfigView];
+  'scheduler.update': [{ accountId: string; id: string; input: ConfigChangeInput }, ConfigView];
   'scheduler.list': [{ accountId: string; paging: Paging }, { configs: ConfigView[]; has_more: boolean }];
   'scheduler.remove': [{ accountId: string; id: string }, ConfigView];
   'scheduler.noteJob': [{ configId: string; jobId: string }, { ok: true }];
@@ -236,9 +244,9 @@ export interface Actions {
    * service's backend, or a verified own key), the model is compatible, the structured fields
    * are valid. Throws the spec's error; answers what the analysis will run on.
    */
-  'ai.check': [{ accountId: string; options: ScreenshotOptions }, { provider: AiProvider; model: string | null }];
+  'ai.check': [{ accountId: string; options: AnalysisOptions }, { provider: AiProvider; model: string | null }];
   /** Analyses a stored capture. Never fails for the provider's sake: a failure is ai_analyzed false with ai_error. */
-  'ai.analyze': [{ accountId: string; options: ScreenshotOptions; image: StoredImage }, AiRecord];
+  'ai.analyze': [{ accountId: string; options: AnalysisOptions; image: StoredImage }, AiRecord];
   /** This ai node's metrics (services/ai/metrics.ts). */
   'ai.metrics': [Record<string, never>, MetricsSnapshot];
   /** The account's signing secret (whsec_…), made on first use. */
@@ -268,7 +276,7 @@ export interface Actions {
    */
   'proxy.route': [{ accountId: string; realLocation?: string; customProxyId?: number }, CaptureRoute | null];
   /** PUT /proxies: stores (or updates, with id) and tests unless test is false; a failed test throws its code after storing. */
-  'proxy.put': [{ account: AccountContext; input: { id?: number; protocol?: string; host?: string; port?: number; username?: string; password?: string }; test: boolean }, { proxy: ProxyRecord; result: { exit_ip: string | null; ms: number } | null }];
+  'proxy.put': [{ account: AccountContext; input: { id?: number; protocol?: string; host?: string; port?: number; username?: string; password?: string }; test: boolean }, { proxy: ProxyRecord & { display_url: string }; result: { exit_ip: string | null; ms: number } | null }];
   'proxy.list': [{ accountId: string }, ProxyRecord[]];
   'proxy.test': [{ account: AccountContext; id: number }, { proxy: ProxyRecord; result: { exit_ip: string | null; ms: number } }];
   'proxy.remove': [{ accountId: string; id: number }, { removed: boolean }];
@@ -322,7 +330,8 @@ export interface ChangeNotificationRecord {
   screenshot_configuration_id: string;
   previous_value: string;
   retrieved_value: string;
-  config: { type: 'change'; selector: string; send_to: string; url: string };
+  /** `custom_id`: the change step's own id, when it has one. */
+  config: { type: 'change'; selector: string; send_to: string; url: string; custom_id?: string };
   sent_at: string;
 }
 

@@ -10,11 +10,11 @@
  * No metric here lives in prom-client's global registry: several brokers share one process
  * in tests (and could in a deployment), and each service instance counts for itself.
  */
-import crypto from 'node:crypto';
 import type { ServiceBroker } from 'moleculer';
 import { AggregatorRegistry, Gauge, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
 import { type ActionName, type ParamsOf, type ResultOf, call } from './contracts';
 import { serviceError } from './errors';
+import { sameSecret } from './secrets';
 
 /** Every metric name starts with this. */
 export const METRIC_PREFIX = 'snap_';
@@ -23,7 +23,7 @@ export const METRIC_PREFIX = 'snap_';
 export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
 
 /** The services that answer a `metrics` action. */
-export const METERED_SERVICES = ['capture', 'notifier', 'ai'] as const;
+export const METERED_SERVICES = ['api', 'capture', 'notifier', 'ai'] as const;
 export type MeteredService = (typeof METERED_SERVICES)[number];
 
 /** How long one node may take to answer a metrics or pressure call before it is skipped. */
@@ -95,12 +95,6 @@ export async function mergeSnapshots(snapshots: MetricsSnapshot[], reports: Scra
 /** Prometheus' text exposition format, version 0.0.4. */
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
-/** Compares in constant time, so the token cannot be guessed a character at a time. */
-function sameToken(given: string, expected: string): boolean {
-  const a = crypto.createHash('sha256').update(given).digest();
-  const b = crypto.createHash('sha256').update(expected).digest();
-  return crypto.timingSafeEqual(a, b);
-}
 
 /** METRICS_TOKEN, when set: as `Authorization: Bearer` (Prometheus' `authorization` setting) or the access_token parameter. */
 export function checkMetricsToken(token: string | null, given: unknown, header: string | undefined): void {
@@ -108,5 +102,5 @@ export function checkMetricsToken(token: string | null, given: unknown, header: 
   const bearer = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
   const sent = typeof given === 'string' && given !== '' ? given : bearer;
   if (!sent) throw serviceError('access_token_required', 'This server protects /metrics with METRICS_TOKEN: send "Authorization: Bearer <METRICS_TOKEN>" (or the access_token parameter).');
-  if (!sameToken(sent, token)) throw serviceError('access_token_invalid', 'The token does not match METRICS_TOKEN.');
+  if (!sameSecret(sent, token)) throw serviceError('access_token_invalid', 'The token does not match METRICS_TOKEN.');
 }

@@ -15,8 +15,8 @@ type JsonSchema = Record<string, unknown>;
 /** How a value sent as text (GET, forms) is read: `json` options arrive as JSON strings. */
 export type OptionKind = 'string' | 'boolean' | 'integer' | 'number' | 'json';
 
-/** Where an option is accepted. */
-export type Scope = 'capture' | 'snap' | 'config';
+/** Where an option is accepted: capture everywhere, snap on the snap endpoints, html on /snap_html only, config on configurations. */
+export type Scope = 'capture' | 'snap' | 'html' | 'config';
 
 /** One row of the table as written. */
 interface OptionRow {
@@ -27,8 +27,18 @@ interface OptionRow {
   default?: unknown;
   /** Required wherever the option is accepted. */
   required?: true;
-  /** capture: everywhere (snap, create, update); snap: snap only; config: configurations only. */
+  /** capture: everywhere (snap, create, update); snap: the snap endpoints; html: /snap_html only; config: configurations only. */
   scope: Scope;
+  /**
+   * Other names the official clients send for this option (docs/clients.md): each is read as
+   * the option itself, and the two together with different values are refused.
+   */
+  aliases?: readonly string[];
+  /**
+   * 0 means "not set" (the default applies): the n8n node sends 0 for a number field left
+   * empty. Only for options where 0 could mean nothing else (never a 0-wide image).
+   */
+  zeroIsUnset?: true;
   /** Changes the captured result; part of the ttl cache key and of snap-configuration reuse. */
   affectsCapture: boolean;
   /** Error code for a bad value, when the spec names one (default invalid_parameter). */
@@ -61,6 +71,8 @@ export const MAX_AI_PROMPT = 2500;
 export const MAX_STRUCTURED_FIELDS = 50;
 export const MAX_FIELD_OPTIONS = 100;
 export const MAX_ACTIONS = 50;
+/** Longest html_content /snap_html renders (characters); the request body limit applies too. */
+export const MAX_HTML_CONTENT = 2_000_000;
 export const AI_PROVIDERS = ['service', 'anthropic', 'openai', 'openrouter'] as const;
 export const IMAGE_FORMATS = ['jpeg', 'png', 'webp', 'pdf'] as const;
 export const SCHEDULE_INTERVALS = ['minutes', 'hours', 'days', 'weeks', 'months', 'years'] as const;
@@ -104,6 +116,8 @@ export const ACTION_STEP_SCHEMA = Type.Object({
   value: Type.Optional(Type.Unsafe<string | number | boolean>({ type: ['string', 'number', 'boolean'] })),
   send_to: Type.Optional(enumOf(CHANGE_TARGETS)),
   url: Type.Optional(Type.String({ maxLength: 4096 })),
+  /** A change step's own id (the MCP server's schema): kept with the step and shown in its alerts' `config`. */
+  custom_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
 });
 
 export const OPTION_TABLE = [
@@ -111,18 +125,18 @@ export const OPTION_TABLE = [
   option({ name: 'time_zone', schema: Type.String({ maxLength: 64, format: 'time-zone' }), scope: 'capture', affectsCapture: true, description: 'ICU time zone id such as Europe/Paris.' }),
   option({ name: 'selectors', schema: text(1000), scope: 'capture', affectsCapture: true, description: 'One CSS selector; captures only that element (with html_only, returns its outerHTML).' }),
   option({ name: 'hover_on_selected', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Requires selectors; shows the :hover styles of that element.' }),
-  option({ name: 'real_location', schema: text(100), scope: 'capture', affectsCapture: true, description: 'A value from /real_locations; the capture goes through the proxy network.' }),
+  option({ name: 'real_location', schema: text(100), scope: 'capture', affectsCapture: true, aliases: ['proxy_server'], description: 'A value from /real_locations; the capture goes through the proxy network. Also accepted as proxy_server.' }),
   option({ name: 'custom_proxy_id', schema: Type.Integer({ minimum: 1 }), scope: 'capture', affectsCapture: true, description: 'Id of a stored proxy (Bring Your Own Proxy addon). Replaces real_location.' }),
   option({ name: 'wait', schema: Type.Integer({ minimum: 0, maximum: MAX_WAIT_MS }), scope: 'capture', affectsCapture: true, default: 1500, description: 'Milliseconds to wait before the capture.' }),
   option({ name: 'wait_for', schema: text(1000), scope: 'capture', affectsCapture: true, description: 'CSS selector that must appear before the capture.' }),
   option({ name: 'incremental_scroll', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Scrolls slowly to trigger lazy loading (up to 10 seconds).' }),
   option({ name: 'fullpage', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Captures the whole page.' }),
   option({ name: 'fullpage_advanced', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Full page for lazy-loaded pages: scrolls content into view first; slower than fullpage.' }),
-  option({ name: 'page_width', schema: Type.Integer({ minimum: 100, maximum: 7680 }), scope: 'capture', affectsCapture: true, default: 1920, description: 'Viewport width in CSS pixels.' }),
-  option({ name: 'page_height', schema: Type.Integer({ minimum: 100, maximum: 7680 }), scope: 'capture', affectsCapture: true, default: 1000, description: 'Viewport height in CSS pixels.' }),
+  option({ name: 'page_width', schema: Type.Integer({ minimum: 100, maximum: 7680 }), scope: 'capture', affectsCapture: true, zeroIsUnset: true, default: 1920, description: 'Viewport width in CSS pixels.' }),
+  option({ name: 'page_height', schema: Type.Integer({ minimum: 100, maximum: 7680 }), scope: 'capture', affectsCapture: true, zeroIsUnset: true, default: 1000, description: 'Viewport height in CSS pixels.' }),
   option({ name: 'image_format', schema: textEnum(IMAGE_FORMATS), scope: 'capture', affectsCapture: true, default: 'jpeg', description: 'Image format.' }),
   option({ name: 'placeholder_url', schema: Type.String({ maxLength: 4096, format: 'http-url' }), scope: 'capture', affectsCapture: false, description: 'Image shown at the embed URL until the first capture exists.' }),
-  option({ name: 'quality', schema: Type.Integer({ minimum: 1, maximum: 100 }), scope: 'capture', affectsCapture: true, default: 100, description: 'JPEG quality, 1 (lowest) to 100 (highest); ignored for png and webp.' }),
+  option({ name: 'quality', schema: Type.Integer({ minimum: 1, maximum: 100 }), scope: 'capture', affectsCapture: true, zeroIsUnset: true, default: 100, description: 'JPEG quality, 1 (lowest) to 100 (highest); ignored for png and webp.' }),
   option({ name: 'scale_factor', schema: Type.Number({ minimum: 0.5, maximum: 4 }), scope: 'capture', affectsCapture: true, default: 1, description: 'Device scale factor; 2 gives a retina image.' }),
   option({ name: 'css_inject', schema: text(100_000), scope: 'capture', affectsCapture: true, description: 'CSS injected into the page.' }),
   option({ name: 'js_inject', schema: text(100_000), scope: 'capture', affectsCapture: true, description: 'JavaScript injected into the page.' }),
@@ -195,9 +209,16 @@ export const OPTION_TABLE = [
     description: 'Ordered actions run before the capture (a JSON string on GET and forms).',
     schema: Type.Array(ACTION_STEP_SCHEMA, { maxItems: MAX_ACTIONS }),
   }),
-  option({ name: 'thumb_width', schema: Type.Integer({ minimum: 16, maximum: 2000 }), scope: 'capture', affectsCapture: true, default: 400, description: 'Thumbnail width in pixels.' }),
-  option({ name: 'thumb_height', schema: Type.Integer({ minimum: 16, maximum: 2000 }), scope: 'capture', affectsCapture: true, description: 'Thumbnail height in pixels (default keeps the aspect ratio).' }),
-  option({ name: 'html_only', schema: Type.Boolean(), scope: 'snap', affectsCapture: true, description: 'Returns the rendered HTML instead of an image (1 screenshot credit).' }),
+  option({ name: 'thumb_width', schema: Type.Integer({ minimum: 16, maximum: 2000 }), scope: 'capture', affectsCapture: true, zeroIsUnset: true, default: 400, description: 'Thumbnail width in pixels.' }),
+  option({ name: 'thumb_height', schema: Type.Integer({ minimum: 16, maximum: 2000 }), scope: 'capture', affectsCapture: true, zeroIsUnset: true, description: 'Thumbnail height in pixels (default keeps the aspect ratio).' }),
+  option({ name: 'html_only', schema: Type.Boolean(), scope: 'snap', affectsCapture: true, aliases: ['html'], description: 'Returns the rendered HTML instead of an image (1 screenshot credit). Also accepted as html.' }),
+  option({
+    name: 'html_content',
+    schema: Type.String({ minLength: 1, maxLength: MAX_HTML_CONTENT }),
+    scope: 'html',
+    affectsCapture: true,
+    description: 'The HTML document to render (/snap_html). Its sub-resources are fetched like any page\'s; relative URLs resolve against no site, so give absolute ones.',
+  }),
   option({ name: 'json', schema: Type.Boolean(), scope: 'snap', affectsCapture: false, description: 'Answers with the JSON screenshot record instead of the image.' }),
   option({ name: 'ttl', schema: Type.Integer({ minimum: 0, maximum: 30 * 86_400 }), scope: 'snap', affectsCapture: false, default: 86_400, description: 'Seconds a saved capture with the same URL and options is reused without spending a credit; 0 always captures fresh.' }),
   option({ name: 'scheduled_screenshot', schema: Type.Boolean(), scope: 'config', affectsCapture: false, description: 'true makes the configuration recurring.' }),
@@ -218,7 +239,10 @@ export type OptionValues<S extends Scope> = Simplify<
 >;
 
 export type ScreenshotOptions = OptionValues<'capture'>;
-export type SnapOptions = OptionValues<'capture' | 'snap'>;
+/** The options an analysis reads (any capture's, whatever its page). */
+export type AnalysisOptions = Omit<ScreenshotOptions, 'url'>;
+/** What a capture runs with: a snap's options, html_content included when /snap_html rendered a given document. */
+export type SnapOptions = OptionValues<'capture' | 'snap' | 'html'>;
 export type ConfigOptions = OptionValues<'capture' | 'config'>;
 
 /** The options that have a default, with it. */
@@ -236,15 +260,26 @@ export const OPTION_DEFAULTS = Object.freeze(
 
 /** The JSON Schema of one option's value. */
 export function optionSchema(o: OptionSpec): JsonSchema {
-  return { ...o.schema, description: o.description, ...(o.default !== undefined ? { default: o.default } : {}) };
+  const description = o.zeroIsUnset ? `${o.description} 0 means the default.` : o.description;
+  return { ...o.schema, description, ...(o.default !== undefined ? { default: o.default } : {}) };
 }
+
+/** Each alias (docs/clients.md) and the option it stands for. */
+export const OPTION_ALIASES: ReadonlyMap<string, OptionSpec> = new Map(ROWS.flatMap((o) => (o.aliases ?? []).map((alias) => [alias, o] as const)));
+
+/**
+ * The address a /snap_html document is served at inside the capture's browser (never on the
+ * network: the capture answers the request for it with html_content). `.invalid` never
+ * resolves (RFC 2606), so nothing else can answer for it.
+ */
+export const INLINE_DOCUMENT_URL = 'http://snap-html.invalid/';
 
 /**
  * Features of a request that the billing gates decide on. Naming an own AI provider asks
  * for the own-AI feature even before analysis is switched on, so a configuration cannot be
  * stored with a feature its plan would refuse later.
  */
-export function requestedFeatures(o: ScreenshotOptions): { ownAi: boolean; ownProxy: boolean } {
+export function requestedFeatures(o: Partial<ScreenshotOptions>): { ownAi: boolean; ownProxy: boolean } {
   return {
     ownAi: o.ai_provider !== undefined && o.ai_provider !== 'service',
     ownProxy: o.custom_proxy_id !== undefined,
@@ -265,7 +300,7 @@ export function captureKey(o: SnapOptions): string {
  * cannot say "interval required when scheduled", so the api (before it spends a credit)
  * and the scheduler (which stores the schedule) both ask here.
  */
-export function scheduleOf(o: ConfigOptions): { every: number; interval: (typeof SCHEDULE_INTERVALS)[number] } | null {
+export function scheduleOf(o: Partial<ConfigOptions>): { every: number; interval: (typeof SCHEDULE_INTERVALS)[number] } | null {
   if (o.scheduled_screenshot !== true) return null;
   if (!o.scheduled_interval) {
     throw serviceError('invalid_parameter', `scheduled_interval is required with scheduled_screenshot=true: one of ${SCHEDULE_INTERVALS.join(', ')}.`);

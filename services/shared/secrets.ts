@@ -20,6 +20,13 @@ export function hashApiKey(key: string): string {
 }
 
 /** Random, unguessable identifier for public links and records. */
+/** Compares two secrets in constant time, so one cannot be guessed a character at a time. */
+export function sameSecret(given: string, expected: string): boolean {
+  const a = crypto.createHash('sha256').update(given).digest();
+  const b = crypto.createHash('sha256').update(expected).digest();
+  return crypto.timingSafeEqual(a, b);
+}
+
 export function randomId(bytes = 12): string {
   return crypto.randomBytes(bytes).toString('base64url').replace(/[-_]/g, (c) => (c === '-' ? 'x' : 'y'));
 }

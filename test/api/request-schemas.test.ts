@@ -33,7 +33,7 @@ describe('request schemas (generated from the option table)', () => {
     ['wait above 20000', { wait: '99999' }, 'invalid_parameter', 'wait: must be at most 20000, got 99999'],
     ['a string where a number belongs', { page_width: 'wide' }, 'invalid_parameter', 'page_width: must be a whole number, got "wide"'],
     ['an unknown image format', { image_format: 'gif' }, 'invalid_parameter', 'image_format: must be one of jpeg, png, webp, pdf; got "gif"'],
-    ['quality 0', { quality: 0 }, 'invalid_parameter', 'quality: must be at least 1'],
+    ['quality 101', { quality: 101 }, 'invalid_parameter', 'quality: must be at most 100'],
     ['a URL without http(s)', { url: 'ftp://example.com' }, 'invalid_parameter', 'url: must be a full http:// or https:// URL'],
     ['an unknown time zone', { time_zone: 'Mars/Olympus' }, 'invalid_parameter', 'not a known time zone'],
     ['an unknown parameter', { colour: 'red' }, 'invalid_parameter', 'Unknown parameter "colour"'],

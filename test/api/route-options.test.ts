@@ -4,6 +4,7 @@
  * and on configurations: never accepted and ignored.
  */
 import { expect } from 'chai';
+import { call } from '../../services/shared/contracts';
 import { backendConfig } from '../support/backends';
 import { screenshotsUsed } from '../support/capture-helpers';
 import { expectEnvelope } from '../support/errors';
@@ -41,10 +42,16 @@ describe('route options that cannot be carried out are refused, not ignored', ()
     expect(await screenshotsUsed(sys, key)).to.equal(0);
   });
 
-  it('the same on PATCH of a configuration, before it is looked up', async () => {
-    const patch = (json: Record<string, unknown>) =>
-      request(sys.base, 'PATCH', '/screenshot_configs/nope', { headers: { authorization: `Bearer ${key}` }, json: { url: 'https://example.com', ...json } });
-    expectEnvelope(await patch({ real_location: 'Berlin' }), 400, 'invalid_parameter', 'real_location');
-    expectEnvelope(await patch({ custom_proxy_id: 3 }), 412, 'custom_proxy_not_found', 'custom_proxy_id');
+  it('the same on PATCH of a configuration (after it is found: an unknown one is 404 first)', async () => {
+    const { accountId } = await call(sys.broker, 'billing.authenticate', { token: key });
+    const url = 'https://example.com';
+    const stored = await call(sys.broker, 'scheduler.create', { accountId, input: { given: { url }, options: { url } }, jobId: 'job1' });
+    const patch = (id: string, json: Record<string, unknown>) =>
+      request(sys.base, 'PATCH', `/screenshot_configs/${id}`, { headers: { authorization: `Bearer ${key}` }, json: { url, ...json } });
+    const id = stored.ids.screenshot_config_id;
+    expectEnvelope(await patch(id, { real_location: 'Berlin' }), 400, 'invalid_parameter', 'real_location');
+    expectEnvelope(await patch(id, { custom_proxy_id: 3 }), 412, 'custom_proxy_not_found', 'custom_proxy_id');
+    expectEnvelope(await patch('nope', { real_location: 'Berlin' }), 404, 'not_found', 'nope');
+    expect((await call(sys.broker, 'scheduler.get', { accountId, id })).options).to.deep.equal({ url });
   });
 });

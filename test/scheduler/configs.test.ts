@@ -120,8 +120,15 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect(back.body.config).to.include({ scheduled_screenshot: 'true', page_width: 500 });
     expect(Boolean((await row()).scheduled)).to.equal(true);
 
-    const missingUrl = await api('PATCH', `/screenshot_configs/${c.screenshot_configuration_id}`, { wait: 10 });
-    expect([missingUrl.status, missingUrl.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
+    // Without url the stored one is kept (the MCP server and the Python client leave it out).
+    const withoutUrl = await api('PATCH', `/screenshot_configs/${c.screenshot_configuration_id}`, { wait: 10, scheduled_screenshot: true });
+    expect(withoutUrl.status).to.equal(200);
+    expect(withoutUrl.body.config).to.include({ url: `${fx.origin}/plain`, wait: 10, page_width: 500 });
+    expect((await row()).url).to.equal(`${fx.origin}/plain`);
+    // A PATCH that carries nothing to change is refused, saying so.
+    const empty = await api('PATCH', `/screenshot_configs/${c.screenshot_configuration_id}`, {});
+    expect([empty.status, empty.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
+    expect(empty.body.note).to.contain('No parameter to change arrived');
 
     await finished(c.job_id);
     const nextRun = (await row()).next_run_at_ms;

@@ -1,0 +1,46 @@
+/**
+ * One admission path for every request that starts or stores a capture: the snap endpoints
+ * (/snap, /snap_html, /snap_ai_analysis, /snap_real_location), configuration create, update
+ * and capture-now. The same checks run in the same order everywhere, so the same bad
+ * configuration gets the same error code wherever it is sent, and all of them before any
+ * credit is reserved or anything is written (the spec's Errors section):
+ * 1. the plan and addon gates (own AI, own proxy): 402;
+ * 2. the analysis: provider, model, structured fields (ai.check), or an analysis option
+ *    named without analyze_image_with_ai;
+ * 3. the route: an own proxy that is not stored (412), a real location that is not known (400);
+ * 4. targets named literally (webhook_url, a change step's url) that the egress policy refuses;
+ * 5. the schedule (an interval is named when scheduled).
+ * The credits come next, reserved by the caller around its work (withCaptureCredits).
+ */
+import type { ServiceBroker } from 'moleculer';
+import { refuseLiteralTargets, type TargetPolicy } from '../shared/address-policy';
+import type { AccountContext } from '../shared/contracts';
+import { checkFeatures } from '../shared/plan-gates';
+import { type ConfigOptions, requestedFeatures, scheduleOf } from '../shared/screenshot-options';
+import { checkAnalysis } from './analysis-checks';
+import { checkRouteOptions } from './route-options';
+
+/** What a capture will run with, as far as admission looks at it (snap options have no schedule or webhook). */
+export type AdmittedOptions = Omit<ConfigOptions, 'url'> & { url?: string };
+
+export interface Admission {
+  broker: ServiceBroker;
+  account: AccountContext;
+  policy: TargetPolicy;
+  /** The options the capture (or the stored configuration) will run with. */
+  runs: AdmittedOptions;
+  /**
+   * The options this request names (by default `runs`): a PATCH names only its changes, and
+   * only they are gated and routed anew (a configuration whose stored proxy was removed can
+   * still be changed; its next capture answers custom_proxy_not_found).
+   */
+  given?: AdmittedOptions;
+}
+
+export async function admitCapture({ broker, account, policy, runs, given = runs }: Admission): Promise<void> {
+  checkFeatures(account, requestedFeatures(given));
+  await checkAnalysis(broker, account.accountId, runs, given);
+  await checkRouteOptions(broker, account.accountId, given);
+  refuseLiteralTargets(given, policy);
+  scheduleOf(runs);
+}
