@@ -140,7 +140,8 @@ describe('deploy/kubernetes: rendered and checked without a cluster', () => {
           // A capture instance then gives its running jobs CAPTURE_TIMEOUT_MS before it quits the browsers.
           if (config.services.includes('capture')) drainMs += config.capture.timeoutMs;
           // The api answers every request in flight: a /snap may wait for capture.take's whole timeout.
-          if (config.services.includes('api')) drainMs = waitMs + (captureService({ config }).schema.actions?.take as { timeout: number }).timeout;
+          const take = captureService({ config }).schema.actions?.take as { timeout?: number } | undefined;
+          if (config.services.includes('api')) drainMs = waitMs + (take?.timeout ?? Number.NaN);
           const grace = d.spec.template.spec.terminationGracePeriodSeconds;
           expect(grace, `${d.metadata.name}: terminationGracePeriodSeconds`).to.be.at.least(preStopS + drainMs / 1000 + 10);
         }
