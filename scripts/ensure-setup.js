@@ -46,6 +46,8 @@ async function main() {
   ensureNodeModules();
   const { ensureSystemDeps } = require('./ensure-system-deps');
   await ensureSystemDeps({ log });
+  // `npm test` also needs its own tools (pretest passes --test).
+  if (process.argv.includes('--test')) await require('./ensure-system-deps').ensureTestTools({ log });
   run(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], 'TypeScript build');
 }
 

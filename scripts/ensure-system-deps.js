@@ -281,8 +281,26 @@ async function ensureSystemDeps({ log = () => {} } = {}) {
   return { chromeBin, chromedriverBin, javaBin, seleniumJar, ublockDir, installed };
 }
 
+/**
+ * What only `npm test` needs: promtool (Debian package `prometheus`), which unit-tests the
+ * Kubernetes alert rules (test/deploy). kubectl, which renders the manifests, comes with the
+ * machine image (Debian's kubectl is too old for their Kustomize); the test says so if absent.
+ */
+async function ensureTestTools({ log = () => {} } = {}) {
+  if (which('promtool')) return [];
+  if (!aptUsable()) throw new Error('promtool is missing: apt-get update && apt-get install -y --no-install-recommends prometheus (as root)');
+  log('[ensure-system-deps] promtool missing; installing Debian package prometheus for it');
+  const env = { DEBIAN_FRONTEND: 'noninteractive' };
+  const lockOpt = ['-o', 'DPkg::Lock::Timeout=300'];
+  await run('apt-get', [...lockOpt, 'update'], { env });
+  const r = await run('apt-get', [...lockOpt, 'install', '-y', '--no-install-recommends', 'prometheus'], { env });
+  if (r.code !== 0 || !which('promtool')) throw new Error(`apt-get install prometheus failed (exit ${r.code}):\n${tail(r.out)}`);
+  return ['prometheus'];
+}
+
 module.exports = {
   ensureSystemDeps,
+  ensureTestTools,
   SELENIUM_VERSION,
   DEFAULT_CHROME_BIN,
   DEFAULT_CHROMEDRIVER_BIN,
