@@ -94,10 +94,13 @@ describe('own proxies: PUT, GET, test and DELETE /proxies', function () {
     expect(r.status, JSON.stringify(r.body)).to.equal(200);
     expect(r.body.result?.exit_ip).to.equal('203.0.113.9');
     expect(r.body.proxy).to.include({ protocol: 'http', host: '127.0.0.1', username: 'alice', has_password: true, verified: true, exit_ip: '203.0.113.9' });
-    expect(r.body.proxy.label).to.equal(`http://alice:****@127.0.0.1:${authProxy.port}`);
+    // The spec's proxy record: label is host and port; the store endpoint adds display_url, the URL with the password masked.
+    expect(r.body.proxy.label).to.equal(`127.0.0.1:${authProxy.port}`);
+    expect(r.body.proxy.display_url).to.equal(`http://alice:****@127.0.0.1:${authProxy.port}`);
     expect(echoSeen).to.include('/ip');
     const l = await list();
     expect(JSON.stringify(l.body)).to.not.include('right-pw');
+    expect(l.body.proxies.at(-1)).to.include({ label: `127.0.0.1:${authProxy.port}` }).and.not.have.property('display_url');
     expect(l.body).to.include({ bring_your_own_proxy_enabled: true, has_paid_plan: true });
   });
 

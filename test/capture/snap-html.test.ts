@@ -1,0 +1,142 @@
+/**
+ * /snap_html on the real Grid: the document given in html_content is rendered with the snap
+ * options (image, json=true record, html_only), costs one screenshot credit, and everything it
+ * asks for goes through the egress gateway and its policy like any capture's: names resolved
+ * by a DNS server the test runs, `public.test` a site the operator lets through
+ * (EGRESS_ALLOW_ADDRESSES=127.0.0.2), `private.test` an internal address (127.0.0.1). A meta
+ * refresh or a script navigation to the internal address is refused as a refused page.
+ */
+import { expect } from 'chai';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { imageSize, pixel, screenshotsUsed, startCaptureSystem } from '../support/capture-helpers';
+import { type DnsServer, startDnsServer } from '../support/dns-server';
+import { expectEnvelope } from '../support/errors';
+import { qs, request } from '../support/http';
+
+interface Site {
+  port: number;
+  seen: string[];
+  stop(): Promise<void>;
+}
+
+async function serve(host: string): Promise<Site> {
+  const seen: string[] = [];
+  const server = http.createServer((req, res) => {
+    seen.push(req.url ?? '');
+    if (req.url?.startsWith('/green.svg')) {
+      res.setHeader('content-type', 'image/svg+xml');
+      res.end('<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100"><rect width="100" height="100" fill="rgb(0,255,0)"/></svg>');
+      return;
+    }
+    res.setHeader('content-type', 'text/html');
+    res.end('<p>internal</p>');
+  });
+  server.keepAliveTimeout = 500;
+  await new Promise<void>((r) => server.listen(0, host, r));
+  return {
+    port: (server.address() as AddressInfo).port,
+    seen,
+    stop: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+const doc = (body: string, head = '') => `<!doctype html><html><head><meta charset="utf-8"><style>html,body{margin:0}</style>${head}</head><body>${body}</body></html>`;
+
+describe('/snap_html: a given document rendered through the egress gateway', function () {
+  this.timeout(120_000);
+  let dns: DnsServer;
+  let pub: Site;
+  let internal: Site;
+  let sys: Awaited<ReturnType<typeof startCaptureSystem>>;
+
+  before(async () => {
+    pub = await serve('127.0.0.2');
+    internal = await serve('127.0.0.1');
+    dns = await startDnsServer((name, type) => {
+      if (type === 'AAAA') return name.endsWith('.test') ? [] : null;
+      if (name === 'public.test') return ['127.0.0.2'];
+      if (name === 'private.test') return ['127.0.0.1'];
+      return null;
+    });
+    sys = await startCaptureSystem({ EGRESS_GATEWAY: 'on', EGRESS_DNS_SERVERS: dns.address, EGRESS_ALLOW_ADDRESSES: '127.0.0.2', CAPTURE_SESSIONS: '1' });
+  });
+  after(async () => {
+    await sys?.cleanup();
+    await pub.stop();
+    await internal.stop();
+    await dns.stop();
+  });
+  beforeEach(() => {
+    pub.seen.length = 0;
+    internal.seen.length = 0;
+  });
+
+  const get = (params: Record<string, string | number | boolean>) => request(sys.sys.base, 'GET', `/snap_html?${qs({ access_token: sys.token, wait: 0, ttl: 0, ...params })}`);
+  const post = (json: Record<string, unknown>) => request(sys.sys.base, 'POST', '/snap_html', { headers: { authorization: `Bearer ${sys.token}` }, json: { wait: 0, ttl: 0, ...json } });
+  const used = () => screenshotsUsed(sys.sys, sys.token);
+
+  it('renders html_content as the image, at the size asked, with an image it loads from a public site', async () => {
+    const before = await used();
+    const html = doc(`<div style="width:100%;height:100vh;background:rgb(255,0,0)"><img src="http://public.test:${pub.port}/green.svg" width="100" height="100"></div>`);
+    const r = await post({ html_content: html, page_width: 400, page_height: 300, image_format: 'png', wait: 200 });
+    expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
+    expect(r.headers.get('content-type')).to.equal('image/png');
+    expect(await imageSize(r.raw)).to.deep.equal([400, 300]);
+    expect(await pixel(r.raw, 300, 250)).to.deep.equal([255, 0, 0]);
+    expect(await pixel(r.raw, 50, 50)).to.deep.equal([0, 255, 0]);
+    expect(pub.seen).to.deep.equal(['/green.svg']);
+    expect(await used()).to.equal(before + 1);
+  });
+
+  it('answers the JSON record with json=true and the rendered HTML with html_only (GET, as the n8n node sends it)', async () => {
+    const record = await get({ html_content: doc('<p>record</p>'), json: true });
+    expect(record.status).to.equal(200);
+    expect(record.body).to.include.keys('id', 'embed_url', 'screenshot_configuration_id', 'direct_link', 'direct_thumbnail_link', 'taken_at_timestamp', 'taken_at', 'job_id');
+    const image = await fetch(String(record.body.direct_link));
+    expect(image.headers.get('content-type')).to.equal('image/jpeg');
+    const html = await get({ html_content: doc('<p id="s">static</p><script>document.getElementById("s").textContent = "by script"</script>'), html_only: true });
+    expect(html.body.success).to.equal(true);
+    expect(html.body.html).to.contain('<p id="s">by script</p>');
+  });
+
+  it('reuses the capture of the same document within ttl for free (X-Cache: HIT)', async () => {
+    const html = doc('<p>cached</p>');
+    const first = await post({ html_content: html, ttl: 3600, json: true });
+    const before = await used();
+    const again = await post({ html_content: html, ttl: 3600, json: true });
+    expect(again.headers.get('x-cache')).to.equal('HIT');
+    expect(again.body.id).to.equal(first.body.id);
+    const other = await post({ html_content: doc('<p>other</p>'), ttl: 3600, json: true });
+    expect(other.headers.get('x-cache')).to.equal('MISS');
+    expect(await used()).to.equal(before + 1);
+  });
+
+  it('leaves an image at an internal address empty: it never reaches the internal server', async () => {
+    const r = await post({ html_content: doc(`<img id="i" src="http://private.test:${internal.port}/green.svg">`), html_only: true, wait: 300 });
+    expect(r.status).to.equal(200);
+    expect(internal.seen).to.deep.equal([]);
+  });
+
+  for (const [how, html] of [
+    ['a meta refresh', (port: number) => doc('<p>leaving</p>', `<meta http-equiv="refresh" content="0;url=http://private.test:${port}/secret">`)],
+    ['a script navigation', (port: number) => doc(`<p>leaving</p><script>setTimeout(() => { location.href = "http://private.test:${port}/secret"; }, 50)</script>`)],
+  ] as const) {
+    it(`refuses ${how} to an internal address with 400 url_not_allowed; nothing reaches it, no credit is spent`, async () => {
+      const before = await used();
+      const r = await post({ html_content: html(internal.port), wait: 1000 });
+      expectEnvelope(r, 400, 'url_not_allowed', `http://private.test:${internal.port}/secret`);
+      expect(internal.seen).to.deep.equal([]);
+      expect(await used()).to.equal(before);
+    });
+  }
+
+  it('refuses what it cannot do: no html_content, a url beside it', async () => {
+    expectEnvelope(await post({}), 400, 'invalid_parameter', 'html_content is required');
+    expectEnvelope(await post({ html_content: '<p>x</p>', url: 'https://example.com' }), 400, 'invalid_parameter', 'Unknown parameter "url"');
+  });
+});
