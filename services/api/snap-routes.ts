@@ -69,14 +69,14 @@ async function snap(ctx: RouteContext<unknown>, store: FileStore, policy: Target
   await admitCapture({ broker, account, policy, runs: options });
   const features = requestedFeatures(options);
   const ttl = options.ttl ?? OPTION_DEFAULTS.ttl;
-    if (ttl > 0) {
-      const cached = await call(broker, 'capture.findRecent', { accountId: account.accountId, cacheKey: captureKey(options), since: Date.now() - ttl * 1000 });
-      if (cached) return answer(ctx, store, cached, options, 'HIT');
-    }
-    const ref = await withCaptureCredits(broker, { account, amounts: { screenshots: 1 }, features }, billsAiCredits(options), () => call(broker, 'capture.take', { account, options }), {
-      analysed: (taken) => taken.ai?.ai_analyzed === true,
-    });
-    return answer(ctx, store, ref, options, 'MISS');
+  if (ttl > 0) {
+    const cached = await call(broker, 'capture.findRecent', { accountId: account.accountId, cacheKey: captureKey(options), since: Date.now() - ttl * 1000 });
+    if (cached) return answer(ctx, store, cached, options, 'HIT');
+  }
+  const ref = await withCaptureCredits(broker, { account, amounts: { screenshots: 1 }, features }, billsAiCredits(options), () => call(broker, 'capture.take', { account, options }), {
+    analysed: (taken) => taken.ai?.ai_analyzed === true,
+  });
+  return answer(ctx, store, ref, options, 'MISS');
 }
 
 /**
