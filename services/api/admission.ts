@@ -4,11 +4,12 @@
  * and capture-now. The same checks run in the same order everywhere, so the same bad
  * configuration gets the same error code wherever it is sent, and all of them before any
  * credit is reserved or anything is written (the spec's Errors section):
- * 1. the plan and addon gates (own AI, own proxy): 402;
- * 2. the analysis: provider, model, structured fields (ai.check), or an analysis option
+ * 1. targets named literally (webhook_url, a change step's url) that the egress policy
+ *    refuses: a bad value like any other, so refused before a stored configuration is looked up;
+ * 2. the plan and addon gates (own AI, own proxy): 402;
+ * 3. the analysis: provider, model, structured fields (ai.check), or an analysis option
  *    named without analyze_image_with_ai;
- * 3. the route: an own proxy that is not stored (412), a real location that is not known (400);
- * 4. targets named literally (webhook_url, a change step's url) that the egress policy refuses;
+ * 4. the route: an own proxy that is not stored (412), a real location that is not known (400);
  * 5. the schedule (an interval is named when scheduled).
  * The credits come next, reserved by the caller around its work (withCaptureCredits).
  */
@@ -27,20 +28,22 @@ export interface Admission {
   broker: ServiceBroker;
   account: AccountContext;
   policy: TargetPolicy;
-  /** The options the capture (or the stored configuration) will run with. */
-  runs: AdmittedOptions;
+  /** The options this request names: a snap's or a new configuration's, a stored one's for capture-now, a PATCH's changes. */
+  given: AdmittedOptions;
   /**
-   * The options this request names (by default `runs`): a PATCH names only its changes, and
-   * only they are gated and routed anew (a configuration whose stored proxy was removed can
+   * For a PATCH: the stored configuration's options (looked up once the request's own values
+   * pass), under which `given` is merged into what the capture will run with. Only the
+   * changes are gated and routed anew (a configuration whose stored proxy was removed can
    * still be changed; its next capture answers custom_proxy_not_found).
    */
-  given?: AdmittedOptions;
+  stored?: () => Promise<AdmittedOptions>;
 }
 
-export async function admitCapture({ broker, account, policy, runs, given = runs }: Admission): Promise<void> {
+export async function admitCapture({ broker, account, policy, given, stored }: Admission): Promise<void> {
+  refuseLiteralTargets(given, policy);
   checkFeatures(account, requestedFeatures(given));
+  const runs = stored ? { ...(await stored()), ...given } : given;
   await checkAnalysis(broker, account.accountId, runs, given);
   await checkRouteOptions(broker, account.accountId, given);
-  refuseLiteralTargets(given, policy);
   scheduleOf(runs);
 }

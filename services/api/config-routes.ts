@@ -81,7 +81,7 @@ async function startJob(
 async function createConfig(ctx: RouteContext<ConfigOptions>, policy: TargetPolicy) {
   const { broker, account } = ctx;
   const options = ctx.params;
-  await admitCapture({ broker, account, policy, runs: options });
+  await admitCapture({ broker, account, policy, given: options });
   // The job id is chosen first so the configuration records it as its last job.
   const jobId = randomId(12);
   let embedUrl = '';
@@ -103,7 +103,7 @@ async function captureNow(ctx: RouteContext, policy: TargetPolicy) {
   const existing = await call(ctx.broker, 'scheduler.get', { accountId: ctx.account.accountId, id: ctx.path.id ?? '' });
   // The stored configuration is admitted as a new one would be: a plan downgraded, a provider
   // key or an own proxy removed since it was stored answers now, before any credit; no fallback.
-  await admitCapture({ broker: ctx.broker, account: ctx.account, policy, runs: existing.options });
+  await admitCapture({ broker: ctx.broker, account: ctx.account, policy, given: existing.options });
   const jobId = randomId(12);
   const configId = await startJob(ctx, jobId, existing.options, async () => existing.ids.screenshot_config_id);
   await call(ctx.broker, 'scheduler.noteJob', { configId, jobId });
@@ -129,9 +129,9 @@ async function updateConfig(ctx: RouteContext<ConfigChanges>, policy: TargetPoli
       'No parameter to change arrived: send the options to change (such as url, wait or scheduled_screenshot=true with scheduled_every and scheduled_interval) as a JSON body, form fields or query parameters.',
     );
   }
-  const existing = await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' });
-  // What the configuration will run with after the change (merged as the scheduler merges it).
-  await admitCapture({ broker: ctx.broker, account: ctx.account, policy, runs: { ...existing.options, ...changes }, given: changes });
+  // The stored options, under the change, are what the configuration will run with (merged as the scheduler merges them).
+  const stored = async () => (await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' })).options;
+  await admitCapture({ broker: ctx.broker, account: ctx.account, policy, given: changes, stored });
   const v = await call(ctx.broker, 'scheduler.update', { accountId, id: ctx.path.id ?? '', input: { given: givenOptions(ctx.raw), options: changes } });
   return { success: true, config: v.config };
 }

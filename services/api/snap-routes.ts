@@ -66,7 +66,7 @@ async function answer(ctx: RouteContext, store: FileStore, ref: ScreenshotRef, o
 /** A snap of `options`, through the one admission path. */
 async function snap(ctx: RouteContext<unknown>, store: FileStore, policy: TargetPolicy, options: SnapOptions): Promise<unknown> {
   const { broker, account } = ctx;
-  await admitCapture({ broker, account, policy, runs: options });
+  await admitCapture({ broker, account, policy, given: options });
   const features = requestedFeatures(options);
   const ttl = options.ttl ?? OPTION_DEFAULTS.ttl;
   if (ttl > 0) {
