@@ -56,11 +56,11 @@ describe('real-location catalogue (pure)', () => {
     try {
       const file = path.join(dir, 'locations.json');
       fs.writeFileSync(file, JSON.stringify(FILE));
-      expect(locationNames(loadCatalogue(file))).to.have.length(5);
-      expect(locationNames(loadCatalogue(null))).to.deep.equal([]);
+      expect(locationNames(loadCatalogue({ file, preset: null }))).to.have.length(5);
+      expect(locationNames(loadCatalogue({ file: null, preset: null }))).to.deep.equal([]);
       fs.writeFileSync(file, '{');
-      expect(() => loadCatalogue(file)).to.throw(CatalogueError, /is not JSON/);
-      expect(() => loadCatalogue(path.join(dir, 'missing.json'))).to.throw(CatalogueError, /cannot read/);
+      expect(() => loadCatalogue({ file, preset: null })).to.throw(CatalogueError, /is not JSON/);
+      expect(() => loadCatalogue({ file: path.join(dir, 'missing.json'), preset: null })).to.throw(CatalogueError, /cannot read/);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
