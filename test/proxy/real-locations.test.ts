@@ -1,6 +1,7 @@
 /**
  * GET /real_locations and the real_location option's name check, with a catalogue file
- * (REAL_LOCATIONS_FILE) naming local upstreams.
+ * (REAL_LOCATIONS_FILE) naming local upstreams, and with a provider preset combined with a
+ * file (the file's names override the preset's).
  */
 import { expect } from 'chai';
 import fs from 'node:fs';
@@ -10,6 +11,7 @@ import { screenshotsUsed } from '../support/capture-helpers';
 import { expectEnvelope } from '../support/errors';
 import { qs, request } from '../support/http';
 import { type RunningSystem, runSystem } from '../support/system';
+import { HOSTED_NAMES } from './hosted-location-names';
 
 describe('real locations: GET /real_locations and the name check', () => {
   let sys: RunningSystem;
@@ -56,6 +58,55 @@ describe('real locations: GET /real_locations and the name check', () => {
     expectEnvelope(snap, 400, 'invalid_parameter', 'real_location', 'Atlantis', 'GET /real_locations');
     const create = await request(sys.base, 'POST', '/screenshot_configs', { headers: { authorization: `Bearer ${key}` }, json: { url: 'https://example.com', real_location: 'Atlantis' } });
     expectEnvelope(create, 400, 'invalid_parameter', 'GET /real_locations');
+    expect(await screenshotsUsed(sys, key)).to.equal(0);
+  });
+
+  it("a typo's note lists the close names", async () => {
+    const snap = await request<{ note: string }>(sys.base, 'GET', `/snap?${qs({ access_token: key, url: 'https://example.com', real_location: 'Berln' })}`);
+    expectEnvelope(snap, 400, 'invalid_parameter', 'Close names: Berlin.');
+  });
+});
+
+describe('real locations with a provider preset and a file', () => {
+  let sys: RunningSystem;
+  let cleanup: () => Promise<void>;
+  let key: string;
+  const dir = tempDir('locations-');
+
+  before(async () => {
+    const file = path.join(dir, 'locations.json');
+    fs.writeFileSync(file, JSON.stringify({ london: { proxy: 'http://own-{session}:pw@127.0.0.1:7000' }, 'Office VPN': { proxy: 'http://u:pw@127.0.0.1:7001' } }));
+    // No capture here: the preset's gateway is never contacted.
+    const b = await backendConfig('sqlite', {
+      SERVICES: 'api,billing,ai,proxy,scheduler',
+      REAL_LOCATIONS_FILE: file,
+      REAL_LOCATIONS_PROVIDER: 'iproyal',
+      REAL_LOCATIONS_USERNAME: 'royaluser',
+      REAL_LOCATIONS_PASSWORD: 'royalsecret',
+    });
+    cleanup = b.cleanup;
+    sys = await runSystem(b.config);
+    key = (await sys.account('paid')).access_token;
+  });
+  after(async () => {
+    await sys.stop();
+    await cleanup();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("lists every hosted name and the file's, sorted, in the file's spelling where it overrides", async () => {
+    const r = await request<{ results: string[] }>(sys.base, 'GET', `/real_locations?access_token=${key}`);
+    const expected = [...HOSTED_NAMES.filter((n) => n !== 'London'), 'london', 'Office VPN'].sort((a, b) => a.localeCompare(b, 'en', { sensitivity: 'base' }));
+    expect(r.body.results).to.deep.equal(expected);
+    expect(JSON.stringify(r.body)).to.not.include('royalsecret');
+  });
+
+  it('a typo is 400 invalid_parameter listing the close names, on snaps and configurations, before any credit', async () => {
+    const snap = await request<{ note: string }>(sys.base, 'GET', `/snap?${qs({ access_token: key, url: 'https://example.com', real_location: 'Calfornia' })}`);
+    expectEnvelope(snap, 400, 'invalid_parameter', 'real_location', '"Calfornia"', 'Close names: California');
+    const create = await request<{ note: string }>(sys.base, 'POST', '/screenshot_configs', { headers: { authorization: `Bearer ${key}` }, json: { url: 'https://example.com', real_location: 'Lodnon' } });
+    // The file's spelling of the name it overrides.
+    expectEnvelope(create, 400, 'invalid_parameter', 'Close names: london', 'GET /real_locations');
     expect(await screenshotsUsed(sys, key)).to.equal(0);
   });
 });
