@@ -231,6 +231,12 @@ function chromeArgs(env: Env): string[] {
   return parsed;
 }
 
+/** A group of variables is all or nothing: one of `others` set while `lead` is not stops the process. */
+function refuseStray(env: Env, lead: string, choices: readonly string[], others: string[]): void {
+  const stray = others.find((n) => str(env, n) !== null);
+  if (stray) throw new ConfigError(`${stray} is set but ${lead} is not; set ${lead} to one of ${choices.join(', ')}`);
+}
+
 /**
  * SERVICE_AI_*: all or nothing, checked now so a half-configured backend stops the process
  * instead of failing the first analysis. No message here may quote SERVICE_AI_API_KEY.
@@ -241,8 +247,7 @@ function serviceAi(env: Env, baseUrls: Config['ai']['baseUrls']): ServiceAiConfi
   const apiKey = str(env, 'SERVICE_AI_API_KEY');
   const model = str(env, 'SERVICE_AI_MODEL');
   if (provider === null) {
-    const stray = ['SERVICE_AI_BASE_URL', 'SERVICE_AI_API_KEY', 'SERVICE_AI_MODEL'].find((n) => str(env, n) !== null);
-    if (stray) throw new ConfigError(`${stray} is set but SERVICE_AI_PROVIDER is not; set SERVICE_AI_PROVIDER to one of ${AI_BACKENDS.join(', ')}`);
+    refuseStray(env, 'SERVICE_AI_PROVIDER', AI_BACKENDS, ['SERVICE_AI_BASE_URL', 'SERVICE_AI_API_KEY', 'SERVICE_AI_MODEL']);
     return null;
   }
   if (!(AI_BACKENDS as readonly string[]).includes(provider)) {
@@ -278,8 +283,7 @@ function realLocationPreset(env: Env): RealLocationPreset | null {
   const password = str(env, 'REAL_LOCATIONS_PASSWORD');
   const gateway = hostPort(env, 'REAL_LOCATIONS_GATEWAY');
   if (raw === null) {
-    const stray = ['REAL_LOCATIONS_USERNAME', 'REAL_LOCATIONS_PASSWORD', 'REAL_LOCATIONS_GATEWAY'].find((n) => str(env, n) !== null);
-    if (stray) throw new ConfigError(`${stray} is set but REAL_LOCATIONS_PROVIDER is not; set REAL_LOCATIONS_PROVIDER to one of ${REAL_LOCATION_PROVIDERS.join(', ')}`);
+    refuseStray(env, 'REAL_LOCATIONS_PROVIDER', REAL_LOCATION_PROVIDERS, ['REAL_LOCATIONS_USERNAME', 'REAL_LOCATIONS_PASSWORD', 'REAL_LOCATIONS_GATEWAY']);
     return null;
   }
   // Smartproxy is Decodo's former name.
