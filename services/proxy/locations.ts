@@ -198,3 +198,9 @@ export function routeOf(
   const target = one(current.entry.targets);
   return { upstream: cat.preset.upstream(target, session), via: current.name, target };
 }
+
+/** An upstream URL's host:port, without its credentials (for operators' eyes). */
+export function upstreamAddress(upstream: string): string {
+  const u = new URL(upstream);
+  return `${u.hostname}:${u.port || (u.protocol === 'https:' ? 443 : 80)}`;
+}

@@ -17,7 +17,7 @@ import { serviceError } from '../shared/errors';
 import { checkFeatures } from '../shared/plan-gates';
 import { randomId, SecretBox } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
-import { type Catalogue, closeNames, knownLocation, LOCATION_FAILURE_NOTES, loadCatalogue, locationNames, routeOf } from './locations';
+import { type Catalogue, closeNames, knownLocation, LOCATION_FAILURE_NOTES, loadCatalogue, locationNames, routeOf, upstreamAddress } from './locations';
 import { describeTarget } from './places';
 import { type ProxyRow, proxyFields, proxyRecord, upstreamUrl } from './own-proxies';
 import { testThroughProxy } from './proxy-check';
@@ -90,9 +90,7 @@ export function proxyService(deps: { config: Readonly<Config> }): ServiceUnit {
     const r = routeOf(catalogue, name, randomId(12));
     if (!r) throw serviceError('invalid_parameter', `real_location: "${name}" has no upstream.`);
     const result = await testThroughProxy(r.upstream, config.proxyTest.url, config.proxyTest.timeoutMs, LOCATION_FAILURE_NOTES);
-    const u = new URL(r.upstream);
-    const upstream = `${u.hostname}:${u.port || (u.protocol === 'https:' ? 443 : 80)}`;
-    return { location: knownLocation(catalogue, name) ?? name, via: r.via, target: r.target ? describeTarget(r.target) : null, upstream, ...result };
+    return { location: knownLocation(catalogue, name) ?? name, via: r.via, target: r.target ? describeTarget(r.target) : null, upstream: upstreamAddress(r.upstream), ...result };
   };
 
   /** The route of one capture: an own proxy wins over a real location. */
