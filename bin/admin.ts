@@ -11,6 +11,11 @@
  *   plans set <name> --screenshots <N> [--paid true|false] [--json]
  *   webhook-secret show <account_id> [--json]
  *   webhook-secret rotate <account_id> [--json]
+ *   real-locations list [--json]
+ *   real-locations test <name> [--json]
+ *
+ * The real-locations commands run the proxy service instead, with the catalogue the
+ * service would load (so a broken preset or file fails here as it would at start).
  */
 import { parseAddons } from '../services/billing/accounts';
 import { ConfigError, loadConfig } from '../services/shared/config';
@@ -27,6 +32,8 @@ const USAGE = `Usage: npm run --silent admin -- <command>
   plans set <name> --screenshots <N> [--paid true|false] [--json]
   webhook-secret show <account_id> [--json]
   webhook-secret rotate <account_id> [--json]
+  real-locations list [--json]
+  real-locations test <name> [--json]
 
 The access token is shown once, when an account is created or its key rotated.`;
 
@@ -67,7 +74,7 @@ async function main(): Promise<number> {
   }
   const base = loadConfig();
   // The notifier runs without sending (no poll, nothing pumped): the CLI only reads and rotates secrets.
-  const services: Array<'billing' | 'notifier'> = group === 'webhook-secret' ? ['billing', 'notifier'] : ['billing'];
+  const services: Array<'billing' | 'notifier' | 'proxy'> = group === 'webhook-secret' ? ['billing', 'notifier'] : group === 'real-locations' ? ['proxy'] : ['billing'];
   const { broker } = await startSystem({ ...base, services, transporter: null, logLevel: 'warn' }, {
     notifier: { autoPoll: false, send: false },
     // Its stdout is its answer (scripts read --json from it); log lines go to stderr.
@@ -134,6 +141,22 @@ async function main(): Promise<number> {
           const rotated = await call(broker, 'notifier.rotateSecret', { accountId: target });
           print({ account_id: target, ...rotated }, () => `new webhook signing secret of ${target}: ${rotated.secret}\nThe old secret keeps signing (a second signature) until ${rotated.previous_valid_until}.`);
         }
+        return 0;
+      }
+      case 'real-locations list': {
+        const names = await call(broker, 'proxy.realLocations', {});
+        print(names, () => (names.length ? names.join('\n') : 'No real locations configured (REAL_LOCATIONS_PROVIDER, REAL_LOCATIONS_FILE).'));
+        return 0;
+      }
+      case 'real-locations test': {
+        // A name may have spaces ("Los Angeles"): every word after the command.
+        const name = words.slice(2).join(' ');
+        if (!name) throw new UsageError('real-locations test needs a location name');
+        const r = await call(broker, 'proxy.testLocation', { name });
+        // What the route ended at: a region's country, a country's city, a file's pick.
+        const asked = [r.via !== r.location ? r.via : null, r.target].filter(Boolean).join(': ');
+        const through = asked ? `${asked}, through ${r.upstream}` : `through ${r.upstream}`;
+        print(r, () => `${r.location}: exit IP ${r.exit_ip ?? 'unknown (PROXY_TEST_URL is not an IP echo)'} in ${r.ms} ms (${through})`);
         return 0;
       }
       default:

@@ -81,7 +81,13 @@ export function exitIpOf(body: string): string | null {
   return /^[0-9a-fA-F.:]{2,45}$/.test(text) ? text : null;
 }
 
-export async function testThroughProxy(upstream: string, testUrl: string, timeoutMs: number): Promise<{ exit_ip: string | null; ms: number }> {
+/** `notes`: the note of each failure (an own proxy's by default). */
+export async function testThroughProxy(
+  upstream: string,
+  testUrl: string,
+  timeoutMs: number,
+  notes: Record<ProxyFailure, string> = FAILURE_NOTES,
+): Promise<{ exit_ip: string | null; ms: number }> {
   const started = Date.now();
   const chain = new Server({ port: 0, host: '127.0.0.1', prepareRequestFunction: () => ({ upstreamProxyUrl: upstream }) });
   await chain.listen();
@@ -93,7 +99,7 @@ export async function testThroughProxy(upstream: string, testUrl: string, timeou
     return { exit_ip: exitIpOf(body), ms: Date.now() - started };
   } catch (err) {
     const code: ProxyFailure = err instanceof TestFailure ? err.code : abort.signal.aborted ? 'proxy_timeout' : 'proxy_connection_failed';
-    throw serviceError(code, FAILURE_NOTES[code]);
+    throw serviceError(code, notes[code]);
   } finally {
     clearTimeout(timer);
     await chain.close(true);

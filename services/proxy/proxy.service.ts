@@ -1,9 +1,10 @@
 /**
  * proxy: owns proxies (accounts' own proxies, passwords sealed with SecretBox) and the
- * real-location catalogue (REAL_LOCATIONS_FILE, read at start: a broken file stops the
- * service), and hands capture the route of one capture (proxy.route: the upstream with its
- * credentials, used by capture's egress gateway only). Wiring only: the catalogue's rules
- * live in locations.ts, own proxies' rules in own-proxies.ts, their table in
+ * real-location catalogue (a provider preset and/or REAL_LOCATIONS_FILE, read at start: a
+ * broken file or preset stops the service), and hands capture the route of one capture
+ * (proxy.route: the upstream with its credentials, used by capture's egress gateway only).
+ * Wiring only: the catalogue's rules live in locations.ts (names in places.ts, providers'
+ * syntax in presets.ts), own proxies' rules in own-proxies.ts, their table in
  * proxy-repository.ts, the connection test in proxy-check.ts.
  */
 import type { Knex } from 'knex';
@@ -16,7 +17,8 @@ import { serviceError } from '../shared/errors';
 import { checkFeatures } from '../shared/plan-gates';
 import { randomId, SecretBox } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
-import { type Catalogue, knownLocation, loadCatalogue, locationNames, routeOf } from './locations';
+import { type Catalogue, closeNames, knownLocation, LOCATION_FAILURE_NOTES, loadCatalogue, locationNames, routeOf, upstreamAddress } from './locations';
+import { describeTarget } from './places';
 import { type ProxyRow, displayUrlOf, labelOf, proxyFields, proxyRecord, upstreamUrl } from './own-proxies';
 import { testThroughProxy } from './proxy-check';
 import { ProxyRepository } from './proxy-repository';
@@ -69,11 +71,26 @@ export function proxyService(deps: { config: Readonly<Config> }): ServiceUnit {
       await stored(ctx.params.accountId, customProxyId, true);
       return { ok: true as const };
     }
-    if (realLocation !== undefined && knownLocation(catalogue, realLocation) === null) {
-      const where = catalogue.entries.size ? 'GET /real_locations lists the locations of this server' : 'this server has no real locations configured (GET /real_locations is empty)';
-      throw serviceError('invalid_parameter', `real_location: "${realLocation}" is not a location of this server; ${where}.`);
-    }
+    if (realLocation !== undefined) refuseUnknown(realLocation);
     return { ok: true as const };
+  };
+
+  /** 400 invalid_parameter for a name the catalogue does not have, with the names close to it (a typo). */
+  function refuseUnknown(name: string): void {
+    if (knownLocation(catalogue, name) !== null) return;
+    const close = closeNames(catalogue, name);
+    const near = close.length ? ` Close names: ${close.join(', ')}.` : '';
+    const where = catalogue.entries.size ? 'GET /real_locations lists the locations of this server' : 'this server has no real locations configured (GET /real_locations is empty)';
+    throw serviceError('invalid_parameter', `real_location: "${name}" is not a location of this server.${near} ${where}.`);
+  }
+
+  const testLocation: Handler<'proxy.testLocation'> = async (ctx) => {
+    const { name } = ctx.params;
+    refuseUnknown(name);
+    const r = routeOf(catalogue, name, randomId(12));
+    if (!r) throw serviceError('invalid_parameter', `real_location: "${name}" has no upstream.`);
+    const result = await testThroughProxy(r.upstream, config.proxyTest.url, config.proxyTest.timeoutMs, LOCATION_FAILURE_NOTES);
+    return { location: knownLocation(catalogue, name) ?? name, via: r.via, target: r.target ? describeTarget(r.target) : null, upstream: upstreamAddress(r.upstream), ...result };
   };
 
   /** The route of one capture: an own proxy wins over a real location. */
@@ -135,13 +152,14 @@ export function proxyService(deps: { config: Readonly<Config> }): ServiceUnit {
       realLocations: { handler: (async () => locationNames(catalogue)) as Handler<'proxy.realLocations'> },
       checkRoute: { handler: checkRoute },
       route: { handler: route },
+      testLocation: { handler: testLocation, timeout: config.proxyTest.timeoutMs + 15_000 },
       put: { handler: put, timeout: config.proxyTest.timeoutMs + 15_000 },
       list: { handler: (async (ctx) => (await proxies.list(ctx.params.accountId)).map(proxyRecord)) as Handler<'proxy.list'> },
       test: { handler: testStored, timeout: config.proxyTest.timeoutMs + 15_000 },
       remove: { handler: (async (ctx) => ({ removed: await proxies.remove(ctx.params.accountId, ctx.params.id) })) as Handler<'proxy.remove'> },
     },
     created() {
-      catalogue = loadCatalogue(config.realLocationsFile);
+      catalogue = loadCatalogue(config.realLocations);
       db = acquireDatabase(config.database);
       proxies = new ProxyRepository(db);
     },

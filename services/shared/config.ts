@@ -14,6 +14,20 @@ export type ServiceName = (typeof ALL_SERVICES)[number];
 export const AI_BACKENDS = ['anthropic', 'openai', 'openrouter', 'openai-compatible'] as const;
 export type AiBackend = (typeof AI_BACKENDS)[number];
 
+/** What REAL_LOCATIONS_PROVIDER may name: the residential proxy networks with a preset (services/proxy/presets.ts). */
+export const REAL_LOCATION_PROVIDERS = ['brightdata', 'oxylabs', 'decodo', 'iproyal'] as const;
+export type RealLocationProvider = (typeof REAL_LOCATION_PROVIDERS)[number];
+
+/** A provider preset: the real-location catalogue built from one proxy account (README "Real locations"). */
+export interface RealLocationPreset {
+  provider: RealLocationProvider;
+  /** REAL_LOCATIONS_USERNAME / REAL_LOCATIONS_PASSWORD: the account's proxy user, without targeting parameters. */
+  username: string;
+  password: string;
+  /** REAL_LOCATIONS_GATEWAY: another host:port than the preset's own gateway; null: the preset's. */
+  gateway: { host: string; port: number } | null;
+}
+
 /** The operator's own AI backend, used for ai_provider=service (billed in AI credits). */
 export interface ServiceAiConfig {
   provider: AiBackend;
@@ -65,8 +79,12 @@ export interface Config {
     service: ServiceAiConfig | null;
   };
   allowPrivateNetworks: boolean;
-  /** The real-location catalogue (REAL_LOCATIONS_FILE, JSON, DESIGN section 3); null: no real locations. */
-  realLocationsFile: string | null;
+  /**
+   * The real-location catalogue: a provider preset (REAL_LOCATIONS_PROVIDER and its
+   * credentials) and/or a file (REAL_LOCATIONS_FILE, JSON, DESIGN section 3) whose names
+   * override the preset's; neither: no real locations.
+   */
+  realLocations: { file: string | null; preset: RealLocationPreset | null };
   /** The page an own proxy's test fetches through it (PROXY_TEST_URL: an IP-echo endpoint) and how long it may take. */
   proxyTest: { url: string; timeoutMs: number };
   rateLimit: { max: number; windowSeconds: number };
@@ -230,6 +248,12 @@ function chromeArgs(env: Env): string[] {
   return parsed;
 }
 
+/** A group of variables is all or nothing: one of `others` set while `lead` is not stops the process. */
+function refuseStray(env: Env, lead: string, choices: readonly string[], others: string[]): void {
+  const stray = others.find((n) => str(env, n) !== null);
+  if (stray) throw new ConfigError(`${stray} is set but ${lead} is not; set ${lead} to one of ${choices.join(', ')}`);
+}
+
 /**
  * SERVICE_AI_*: all or nothing, checked now so a half-configured backend stops the process
  * instead of failing the first analysis. No message here may quote SERVICE_AI_API_KEY.
@@ -240,8 +264,7 @@ function serviceAi(env: Env, baseUrls: Config['ai']['baseUrls']): ServiceAiConfi
   const apiKey = str(env, 'SERVICE_AI_API_KEY');
   const model = str(env, 'SERVICE_AI_MODEL');
   if (provider === null) {
-    const stray = ['SERVICE_AI_BASE_URL', 'SERVICE_AI_API_KEY', 'SERVICE_AI_MODEL'].find((n) => str(env, n) !== null);
-    if (stray) throw new ConfigError(`${stray} is set but SERVICE_AI_PROVIDER is not; set SERVICE_AI_PROVIDER to one of ${AI_BACKENDS.join(', ')}`);
+    refuseStray(env, 'SERVICE_AI_PROVIDER', AI_BACKENDS, ['SERVICE_AI_BASE_URL', 'SERVICE_AI_API_KEY', 'SERVICE_AI_MODEL']);
     return null;
   }
   if (!(AI_BACKENDS as readonly string[]).includes(provider)) {
@@ -255,6 +278,39 @@ function serviceAi(env: Env, baseUrls: Config['ai']['baseUrls']): ServiceAiConfi
   // No model is picked for the operator: the operator pays for it.
   if (model === null) throw new ConfigError('SERVICE_AI_MODEL is required with SERVICE_AI_PROVIDER: the model every service-credit analysis uses');
   return { provider: kind, baseUrl: baseUrl ?? (kind === 'openai-compatible' ? null : baseUrls[kind]), apiKey, model };
+}
+
+/** host:port, or [ipv6]:port. */
+function hostPort(env: Env, name: string): { host: string; port: number } | null {
+  const raw = str(env, name);
+  if (raw === null) return null;
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(raw);
+  const port = Number(m?.[3]);
+  if (!m || port < 1 || port > 65535) throw new ConfigError(`${name} must be host:port (e.g. 127.0.0.1:24000 or proxy.example.net:7000), got "${raw}"`);
+  return { host: (m[1] ?? m[2]) as string, port };
+}
+
+/**
+ * REAL_LOCATIONS_PROVIDER and its credentials: all or nothing, so a half-configured preset
+ * stops the process instead of failing the first capture. No message quotes the password.
+ */
+function realLocationPreset(env: Env): RealLocationPreset | null {
+  const raw = str(env, 'REAL_LOCATIONS_PROVIDER');
+  const username = str(env, 'REAL_LOCATIONS_USERNAME');
+  const password = str(env, 'REAL_LOCATIONS_PASSWORD');
+  const gateway = hostPort(env, 'REAL_LOCATIONS_GATEWAY');
+  if (raw === null) {
+    refuseStray(env, 'REAL_LOCATIONS_PROVIDER', REAL_LOCATION_PROVIDERS, ['REAL_LOCATIONS_USERNAME', 'REAL_LOCATIONS_PASSWORD', 'REAL_LOCATIONS_GATEWAY']);
+    return null;
+  }
+  // Smartproxy is Decodo's former name.
+  const provider = raw.toLowerCase() === 'smartproxy' ? 'decodo' : raw.toLowerCase();
+  if (!(REAL_LOCATION_PROVIDERS as readonly string[]).includes(provider)) {
+    throw new ConfigError(`REAL_LOCATIONS_PROVIDER must be one of ${REAL_LOCATION_PROVIDERS.join(', ')} (smartproxy is decodo); got "${raw}"`);
+  }
+  if (username === null) throw new ConfigError(`REAL_LOCATIONS_PROVIDER=${provider} needs REAL_LOCATIONS_USERNAME (the proxy user of your ${provider} account)`);
+  if (password === null) throw new ConfigError(`REAL_LOCATIONS_PROVIDER=${provider} needs REAL_LOCATIONS_PASSWORD (that proxy user's password)`);
+  return { provider: provider as RealLocationProvider, username, password, gateway };
 }
 
 export function loadConfig(env: Env = process.env): Readonly<Config> {
@@ -325,7 +381,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       service: serviceAi(env, aiBaseUrls),
     },
     allowPrivateNetworks: bool(env, 'ALLOW_PRIVATE_NETWORKS', false),
-    realLocationsFile: str(env, 'REAL_LOCATIONS_FILE'),
+    realLocations: { file: str(env, 'REAL_LOCATIONS_FILE'), preset: realLocationPreset(env) },
     proxyTest: {
       url: url(env, 'PROXY_TEST_URL', ['http:', 'https:']) ?? 'https://api.ipify.org/?format=json',
       timeoutMs: int(env, 'PROXY_TEST_TIMEOUT_MS', 15_000, 100, 120_000),

@@ -282,6 +282,15 @@ export interface Actions {
   'proxy.remove': [{ accountId: string; id: number }, { removed: boolean }];
   /** Refuses (400 invalid_parameter) a real_location that is not in the catalogue, before any credit. */
   'proxy.checkRoute': [{ accountId: string; realLocation?: string; customProxyId?: number }, { ok: true }];
+  /**
+   * The operator's test of one real location (admin CLI): PROXY_TEST_URL fetched through the
+   * upstream of one capture there. `target` is what a preset asked the provider for, `upstream`
+   * its host:port (never its credentials); failures throw the own-proxy test's codes.
+   */
+  'proxy.testLocation': [
+    { name: string },
+    { location: string; via: string; target: string | null; upstream: string; exit_ip: string | null; ms: number },
+  ];
 }
 
 /** One capture node's load, as its browser pool sees it now. */

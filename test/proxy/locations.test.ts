@@ -25,7 +25,7 @@ describe('real-location catalogue (pure)', () => {
   });
 
   it('routes a city to its proxy with a fresh session id in the template', () => {
-    expect(routeOf(cat, 'berlin', 'a b')).to.deep.equal({ upstream: 'http://user-country-de-city-berlin-session-a%20b:pw@127.0.0.1:7000', via: 'Berlin' });
+    expect(routeOf(cat, 'berlin', 'a b')).to.deep.equal({ upstream: 'http://user-country-de-city-berlin-session-a%20b:pw@127.0.0.1:7000', via: 'Berlin', target: null });
     expect(routeOf(cat, 'Atlantis', 's')).to.equal(null);
   });
 
@@ -56,11 +56,11 @@ describe('real-location catalogue (pure)', () => {
     try {
       const file = path.join(dir, 'locations.json');
       fs.writeFileSync(file, JSON.stringify(FILE));
-      expect(locationNames(loadCatalogue(file))).to.have.length(5);
-      expect(locationNames(loadCatalogue(null))).to.deep.equal([]);
+      expect(locationNames(loadCatalogue({ file, preset: null }))).to.have.length(5);
+      expect(locationNames(loadCatalogue({ file: null, preset: null }))).to.deep.equal([]);
       fs.writeFileSync(file, '{');
-      expect(() => loadCatalogue(file)).to.throw(CatalogueError, /is not JSON/);
-      expect(() => loadCatalogue(path.join(dir, 'missing.json'))).to.throw(CatalogueError, /cannot read/);
+      expect(() => loadCatalogue({ file, preset: null })).to.throw(CatalogueError, /is not JSON/);
+      expect(() => loadCatalogue({ file: path.join(dir, 'missing.json'), preset: null })).to.throw(CatalogueError, /cannot read/);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
