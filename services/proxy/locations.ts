@@ -166,6 +166,27 @@ export function knownLocation(cat: Catalogue, name: string): string | null {
   return cat.entries.get(name.toLowerCase())?.name ?? null;
 }
 
+/**
+ * The values the hosted service's forms offer besides location names: `Random` asks for any
+ * one of the catalogue's names, picked per capture; `All` would ask for every location at
+ * once, which one capture cannot do (refused). Neither is listed by GET /real_locations. A
+ * name the catalogue has itself (a file may define one) is that name instead.
+ */
+export const RANDOM_LOCATION = 'random';
+export const ALL_LOCATIONS = 'all';
+
+/**
+ * The catalogue name a capture asking for `name` goes through: its own spelling, or for
+ * `Random` one of every name picked at random; null when it is not in the catalogue (or
+ * the catalogue is empty).
+ */
+export function resolveLocation(cat: Catalogue, name: string, random: () => number = Math.random): string | null {
+  const known = knownLocation(cat, name);
+  if (known !== null || name.toLowerCase() !== RANDOM_LOCATION || cat.entries.size === 0) return known;
+  const names = locationNames(cat);
+  return names[Math.min(names.length - 1, Math.floor(random() * names.length))] ?? null;
+}
+
 /** Up to `max` names of the catalogue close to a name it does not know (a typo), the closest first. */
 export function closeNames(cat: Catalogue, name: string, max = 5): string[] {
   const matches = didYouMean(name, locationNames(cat), {

@@ -17,7 +17,7 @@ import { serviceError } from '../shared/errors';
 import { checkFeatures } from '../shared/plan-gates';
 import { randomId, SecretBox } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
-import { type Catalogue, closeNames, knownLocation, LOCATION_FAILURE_NOTES, loadCatalogue, locationNames, routeOf, upstreamAddress } from './locations';
+import { ALL_LOCATIONS, type Catalogue, closeNames, knownLocation, LOCATION_FAILURE_NOTES, loadCatalogue, locationNames, resolveLocation, routeOf, upstreamAddress } from './locations';
 import { describeTarget } from './places';
 import { type ProxyRow, displayUrlOf, labelOf, proxyFields, proxyRecord, upstreamUrl } from './own-proxies';
 import { testThroughProxy } from './proxy-check';
@@ -75,9 +75,19 @@ export function proxyService(deps: { config: Readonly<Config> }): ServiceUnit {
     return { ok: true as const };
   };
 
-  /** 400 invalid_parameter for a name the catalogue does not have, with the names close to it (a typo). */
+  /**
+   * 400 invalid_parameter for a name the catalogue does not have, with the names close to it
+   * (a typo); `All` (every location at once) is refused saying why. `Random` is known when
+   * the catalogue has any name.
+   */
   function refuseUnknown(name: string): void {
-    if (knownLocation(catalogue, name) !== null) return;
+    if (knownLocation(catalogue, name) === null && name.toLowerCase() === ALL_LOCATIONS) {
+      throw serviceError(
+        'invalid_parameter',
+        'real_location: "All" would capture from every location at once; a capture goes through one location. Name one (GET /real_locations lists them), or Random for one picked per capture.',
+      );
+    }
+    if (resolveLocation(catalogue, name) !== null) return;
     const close = closeNames(catalogue, name);
     const near = close.length ? ` Close names: ${close.join(', ')}.` : '';
     const where = catalogue.entries.size ? 'GET /real_locations lists the locations of this server' : 'this server has no real locations configured (GET /real_locations is empty)';
@@ -87,10 +97,11 @@ export function proxyService(deps: { config: Readonly<Config> }): ServiceUnit {
   const testLocation: Handler<'proxy.testLocation'> = async (ctx) => {
     const { name } = ctx.params;
     refuseUnknown(name);
-    const r = routeOf(catalogue, name, randomId(12));
+    const location = resolveLocation(catalogue, name) ?? name;
+    const r = routeOf(catalogue, location, randomId(12));
     if (!r) throw serviceError('invalid_parameter', `real_location: "${name}" has no upstream.`);
     const result = await testThroughProxy(r.upstream, config.proxyTest.url, config.proxyTest.timeoutMs, LOCATION_FAILURE_NOTES);
-    return { location: knownLocation(catalogue, name) ?? name, via: r.via, target: r.target ? describeTarget(r.target) : null, upstream: upstreamAddress(r.upstream), ...result };
+    return { location, via: r.via, target: r.target ? describeTarget(r.target) : null, upstream: upstreamAddress(r.upstream), ...result };
   };
 
   /** The route of one capture: an own proxy wins over a real location. */
@@ -102,9 +113,11 @@ export function proxyService(deps: { config: Readonly<Config> }): ServiceUnit {
     }
     if (realLocation === undefined) return null;
     await checkRoute(ctx);
-    const r = routeOf(catalogue, realLocation, randomId(12));
+    // Random is one name picked for this capture; the record names the location it went through.
+    const name = resolveLocation(catalogue, realLocation);
+    const r = name === null ? null : routeOf(catalogue, name, randomId(12));
     if (!r) throw serviceError('invalid_parameter', `real_location: "${realLocation}" is not a location of this server; GET /real_locations lists them.`);
-    return { upstream: r.upstream, location: knownLocation(catalogue, realLocation), customProxy: null };
+    return { upstream: r.upstream, location: name, customProxy: null };
   };
 
   const put: Handler<'proxy.put'> = async (ctx) => {

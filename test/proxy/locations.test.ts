@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CatalogueError, knownLocation, loadCatalogue, locationNames, parseCatalogue, routeOf } from '../../services/proxy/locations';
+import { CatalogueError, knownLocation, loadCatalogue, locationNames, parseCatalogue, resolveLocation, routeOf } from '../../services/proxy/locations';
 
 const FILE = {
   Berlin: { proxy: 'http://user-country-de-city-berlin-session-{session}:pw@127.0.0.1:7000' },
@@ -22,6 +22,17 @@ describe('real-location catalogue (pure)', () => {
   it('knows names without regard to case, in the catalogue spelling', () => {
     expect(knownLocation(cat, 'GERMANY')).to.equal('Germany');
     expect(knownLocation(cat, 'Atlantis')).to.equal(null);
+  });
+
+  it('resolves Random (any case) to one of every name, each over the draws; a name of the catalogue itself wins', () => {
+    const seen = new Set<string | null>();
+    for (let i = 0; i < 5; i++) seen.add(resolveLocation(cat, i % 2 ? 'RANDOM' : 'Random', () => i / 5));
+    expect([...seen].sort()).to.deep.equal(['Berlin', 'Europe', 'Germany', 'Munich', 'california']);
+    expect(resolveLocation(cat, 'germany')).to.equal('Germany');
+    expect(resolveLocation(cat, 'Atlantis')).to.equal(null);
+    expect(resolveLocation(parseCatalogue({}), 'Random')).to.equal(null);
+    const own = parseCatalogue({ Random: { proxy: 'http://u:pw@127.0.0.1:7003' } });
+    expect(resolveLocation(own, 'random', () => 0.99)).to.equal('Random');
   });
 
   it('routes a city to its proxy with a fresh session id in the template', () => {

@@ -6,6 +6,7 @@
 import { expect } from 'chai';
 import fs from 'node:fs';
 import path from 'node:path';
+import { call } from '../../services/shared/contracts';
 import { backendConfig, tempDir } from '../support/backends';
 import { screenshotsUsed } from '../support/capture-helpers';
 import { expectEnvelope } from '../support/errors';
@@ -68,6 +69,22 @@ describe('real locations: GET /real_locations and the name check', () => {
   it("a typo's note lists the close names", async () => {
     const snap = await request<{ note: string }>(s.sys.base, 'GET', `/snap?${qs({ access_token: s.key, url: 'https://example.com', real_location: 'Berln' })}`);
     expectEnvelope(snap, 400, 'invalid_parameter', 'Close names: Berlin.');
+  });
+
+  it('All (every location at once) is refused saying why, before any credit; Random is taken and not listed', async () => {
+    for (const all of ['All', 'all']) {
+      const snap = await request(s.sys.base, 'GET', `/snap?${qs({ access_token: s.key, url: 'https://example.com', proxy_server: all })}`);
+      expectEnvelope(snap, 400, 'invalid_parameter', '"All" would capture from every location at once', 'Random');
+    }
+    expect(await screenshotsUsed(s.sys, s.key)).to.equal(0);
+    const { accountId } = await call(s.sys.broker, 'billing.authenticate', { token: s.key });
+    expect(await call(s.sys.broker, 'proxy.checkRoute', { accountId, realLocation: 'random' })).to.deep.equal({ ok: true });
+    // Each capture through Random goes through one of the names, and its record names it.
+    const through = new Set<string | null>();
+    for (let i = 0; i < 40; i++) through.add((await call(s.sys.broker, 'proxy.route', { accountId, realLocation: 'Random' }))?.location ?? null);
+    expect([...through].sort()).to.deep.equal(['Berlin', 'Germany', 'Munich', 'amsterdam']);
+    const listed = await request<{ results: string[] }>(s.sys.base, 'GET', `/real_locations?access_token=${s.key}`);
+    expect(listed.body.results).to.not.include('Random');
   });
 });
 
