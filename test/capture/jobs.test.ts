@@ -7,7 +7,9 @@ import path from 'node:path';
 import fs from 'node:fs';
 import { expect } from 'chai';
 import type { Knex } from 'knex';
-import { JobQueue } from '../../services/capture/jobs';
+import { MemoryAccountSlots } from '../../services/capture/account-slots';
+import { ClassTurns } from '../../services/capture/fair-queue';
+import { type ClaimTurns, JOB_KINDS, JobQueue } from '../../services/capture/jobs';
 import { ScreenshotRepository } from '../../services/capture/screenshots';
 import type { Config } from '../../services/shared/config';
 import { acquireDatabase, migrateLatest, releaseDatabase } from '../../services/shared/database';
@@ -23,6 +25,8 @@ describe('JobQueue (SQLite, controlled clock)', () => {
   let clock: number;
   let queue: JobQueue;
   let screenshots: ScreenshotRepository;
+  /** The real claim order, over account counts in this process (each account may run plenty here). */
+  let turns: ClaimTurns;
 
   beforeEach(async () => {
     dir = tempDir();
@@ -31,6 +35,14 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     db = acquireDatabase(database);
     clock = 1_000_000;
     queue = new JobQueue(db, LEASE_MS, () => clock);
+    const slots = new MemoryAccountSlots(LEASE_MS, () => clock);
+    const ticket = (job: { id: string; accountId: string }) => ({ ...job, limits: { maxConcurrent: 100, maxQueued: 0 } });
+    turns = {
+      kinds: new ClassTurns(JOB_KINDS),
+      lastStarts: (ids) => slots.lastStarts(ids),
+      starter: async (accountId) => (id) => slots.start(ticket({ id, accountId })),
+      undo: (job) => slots.finish(ticket(job)),
+    };
     screenshots = new ScreenshotRepository(db, { appUrl: 'http://app', cdnUrl: 'http://cdn' });
   });
 
@@ -50,32 +62,32 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     await enqueue('j2', 2_000_000);
     await enqueue('j1', 1_000_000);
     clock = 2_000_001;
-    const first = await queue.claim();
+    const first = await queue.claim(turns);
     expect(first).to.include({ id: 'j1', accountId: 'acc', configId: 'cfg', kind: 'config', attempts: 1 });
     expect(first?.options).to.deep.equal({ url: 'https://example.test/j1' });
-    expect((await queue.claim())?.id).to.equal('j2');
-    expect(await queue.claim()).to.equal(null);
+    expect((await queue.claim(turns))?.id).to.equal('j2');
+    expect(await queue.claim(turns)).to.equal(null);
 
     clock += LEASE_MS + 1;
-    const again = await queue.claim();
+    const again = await queue.claim(turns);
     expect(again).to.include({ id: 'j1', attempts: 2 });
     expect(again?.leaseToken).to.not.equal(first?.leaseToken);
   });
 
   it('lets a renewed lease keep its job', async () => {
     await enqueue('j1');
-    const job = await queue.claim();
+    const job = await queue.claim(turns);
     clock += LEASE_MS - 1;
     expect(await queue.renew(job!)).to.equal(true);
     clock += LEASE_MS - 1;
-    expect(await queue.claim()).to.equal(null);
+    expect(await queue.claim(turns)).to.equal(null);
   });
 
   it('completes a job with its screenshot only under the current lease', async () => {
     await enqueue('j1');
-    const stale = await queue.claim();
+    const stale = await queue.claim(turns);
     clock += LEASE_MS + 1;
-    const current = await queue.claim();
+    const current = await queue.claim(turns);
     expect(await queue.renew(stale!)).to.equal(false);
     expect(await queue.complete(stale!, record(stale!))).to.equal(null);
     expect(await db('screenshots').count({ n: '*' }).first()).to.deep.equal({ n: 0 });
@@ -90,25 +102,25 @@ describe('JobQueue (SQLite, controlled clock)', () => {
 
   it('records a failure once, with its code and note', async () => {
     await enqueue('j1');
-    const job = await queue.claim();
+    const job = await queue.claim(turns);
     expect(await queue.fail(job!, 'selector_not_found', 'no #x')).to.equal(true);
     expect(await queue.find('acc', 'j1')).to.deep.include({ status: 'failed', error_code: 'selector_not_found', note: 'no #x' });
     expect(await queue.fail(job!, 'internal_error', 'again')).to.equal(false);
-    expect(await queue.claim()).to.equal(null);
+    expect(await queue.claim(turns)).to.equal(null);
   });
 
   it('gives a released job back to the queue', async () => {
     await enqueue('j1');
-    const job = await queue.claim();
+    const job = await queue.claim(turns);
     await queue.release(job!);
     expect(await queue.find('acc', 'j1')).to.deep.include({ status: 'queued' });
-    expect(await queue.claim()).to.include({ id: 'j1', attempts: 2 });
+    expect(await queue.claim(turns)).to.include({ id: 'j1', attempts: 2 });
   });
 
   it('writes a snap’s job as running under its own lease: never claimed, completed like any other', async () => {
     const snap = await queue.start({ id: 's1', accountId: 'acc', configId: 'cfg' });
     clock += 10 * LEASE_MS;
-    expect(await queue.claim()).to.equal(null);
+    expect(await queue.claim(turns)).to.equal(null);
     expect(await queue.find('acc', 's1')).to.deep.include({ status: 'running' });
     expect(await queue.complete({ ...snap, leaseToken: 'not-the-lease' }, record(snap))).to.equal(null);
     expect(await queue.complete(snap, record(snap))).to.be.a('number');
