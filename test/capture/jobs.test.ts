@@ -25,8 +25,20 @@ describe('JobQueue (SQLite, controlled clock)', () => {
   let clock: number;
   let queue: JobQueue;
   let screenshots: ScreenshotRepository;
+  let slots: MemoryAccountSlots;
   /** The real claim order, over account counts in this process (each account may run plenty here). */
   let turns: ClaimTurns;
+
+  /** The claim order with every account's plan running `maxConcurrent` captures at once. */
+  const turnsWith = (maxConcurrent: number): ClaimTurns => {
+    const ticket = (job: { id: string; accountId: string }) => ({ ...job, limits: { maxConcurrent, maxQueued: 0 } });
+    return {
+      kinds: new ClassTurns(JOB_KINDS),
+      lastStarts: (ids) => slots.lastStarts(ids),
+      starter: async (accountId) => (id) => slots.start(ticket({ id, accountId })),
+      undo: (job) => slots.finish(ticket(job)),
+    };
+  };
 
   beforeEach(async () => {
     dir = tempDir();
@@ -35,14 +47,8 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     db = acquireDatabase(database);
     clock = 1_000_000;
     queue = new JobQueue(db, LEASE_MS, () => clock);
-    const slots = new MemoryAccountSlots(LEASE_MS, () => clock);
-    const ticket = (job: { id: string; accountId: string }) => ({ ...job, limits: { maxConcurrent: 100, maxQueued: 0 } });
-    turns = {
-      kinds: new ClassTurns(JOB_KINDS),
-      lastStarts: (ids) => slots.lastStarts(ids),
-      starter: async (accountId) => (id) => slots.start(ticket({ id, accountId })),
-      undo: (job) => slots.finish(ticket(job)),
-    };
+    slots = new MemoryAccountSlots(LEASE_MS, () => clock);
+    turns = turnsWith(100);
     screenshots = new ScreenshotRepository(db, { appUrl: 'http://app', cdnUrl: 'http://cdn' });
   });
 
@@ -125,6 +131,51 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     expect(await queue.complete({ ...snap, leaseToken: 'not-the-lease' }, record(snap))).to.equal(null);
     expect(await queue.complete(snap, record(snap))).to.be.a('number');
     expect(await queue.find('acc', 's1')).to.deep.include({ status: 'completed' });
+  });
+
+  describe('the fair order of claims', () => {
+    const queueFor = (id: string, accountId: string, kind: 'config' | 'scheduled', at: number) => {
+      clock = at;
+      return queue.enqueue({ id, accountId, configId: `cfg-${accountId}`, kind, options: { url: `https://example.test/${id}` } });
+    };
+    /** Claims until none is left, the clock moving 1 s a claim; the ids in the order claimed. */
+    async function claimAll(t: ClaimTurns = turns): Promise<string[]> {
+      const ids: string[] = [];
+      for (let job = await queue.claim(t); job; job = await queue.claim(t)) {
+        ids.push(job.id);
+        clock += 1_000;
+      }
+      return ids;
+    }
+
+    it('serves accounts in turn, not in the order their jobs were queued', async () => {
+      for (let i = 1; i <= 3; i++) await queueFor(`a${i}`, 'A', 'config', 1_000_000 + i);
+      await queueFor('b1', 'B', 'config', 1_000_010);
+      await queueFor('c1', 'C', 'config', 1_000_020);
+      clock = 2_000_000;
+      expect(await claimAll()).to.deep.equal(['a1', 'b1', 'c1', 'a2', 'a3']);
+    });
+
+    it("serves configurations' jobs before scheduled ones, and a scheduled one at least once in four claims", async () => {
+      for (let i = 1; i <= 2; i++) await queueFor(`s${i}`, 'S', 'scheduled', 1_000_000 + i);
+      for (let i = 1; i <= 6; i++) await queueFor(`c${i}`, 'C', 'config', 1_000_100 + i);
+      clock = 2_000_000;
+      expect(await claimAll()).to.deep.equal(['c1', 'c2', 'c3', 's1', 'c4', 'c5', 'c6', 's2']);
+    });
+
+    it('passes by an account that runs all its plan allows, and comes back to it once one of its captures ends', async () => {
+      const one = turnsWith(1);
+      await queueFor('a1', 'A', 'config', 1_000_001);
+      await queueFor('a2', 'A', 'config', 1_000_002);
+      await queueFor('b1', 'B', 'config', 1_000_003);
+      clock = 2_000_000;
+      const a1 = await queue.claim(one);
+      expect(a1?.id).to.equal('a1');
+      expect((await queue.claim(one))?.id).to.equal('b1');
+      expect(await queue.claim(one)).to.equal(null);
+      await slots.finish({ id: 'a1', accountId: 'A', limits: { maxConcurrent: 1, maxQueued: 0 } });
+      expect((await queue.claim(one))?.id).to.equal('a2');
+    });
   });
 
   it('deletes a configuration’s jobs, and only those', async () => {
