@@ -204,7 +204,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       // A capture that ends here may let its account start another: waiting snaps and jobs.
       admission.onFinished(() => {
         pool.wake();
-        void worker.pump();
+        worker.wake();
       });
       s = { db, store, files, screenshots, queue, pool, admission, metrics, pipeline, worker };
     },

@@ -48,6 +48,8 @@ export class JobWorker {
   private poller: NodeJS.Timeout | null = null;
   /** Asking the pool for a browser, or claiming with one: one at a time. */
   private asking = false;
+  /** The last claim found a job: worth asking again when a capture ends here. */
+  private jobsLeft = true;
   private stopping = false;
   private readonly pollMs: number;
   private readonly maxAttempts: number;
@@ -114,6 +116,7 @@ export class JobWorker {
     try {
       slot = await this.browsers.acquire({ cls: 'jobs', ticket: null });
       const job = this.stopping ? null : await this.queue.claim(this.turns);
+      this.jobsLeft = job !== null;
       if (job) {
         const run: Promise<void> = this.run(job, slot).finally(() => {
           this.inFlight.delete(run);
@@ -130,6 +133,15 @@ export class JobWorker {
       this.asking = false;
     }
     if (claimed) void this.pump();
+  }
+
+  /**
+   * A capture ended here, so its account may start another: asks again, unless the last claim
+   * found nothing (then the next capture.jobQueued event or poll does; a job held back by its
+   * account's limit waits at most one poll longer).
+   */
+  wake(): void {
+    if (this.jobsLeft) void this.pump();
   }
 
   /**
