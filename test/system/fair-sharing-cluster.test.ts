@@ -6,16 +6,12 @@
  * instance's places in the account's counts lapse with their leases.
  */
 import { expect } from 'chai';
-import knex, { type Knex } from 'knex';
 import { RedisAccountSlots } from '../../services/capture/account-slots';
 import { call } from '../../services/shared/contracts';
-import { knexConfig } from '../../services/shared/database';
-import { NATS_URL, backendConfig, uniqueName } from '../support/backends';
+import { uniqueName } from '../support/backends';
+import { startCaptureCluster } from '../support/capture-cluster';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
-import { sharedGrid } from '../support/grid';
 import { type HttpAnswer, qs, request } from '../support/http';
-import { type ServiceProcess, startServeProcess } from '../support/processes';
-import { runSystem } from '../support/system';
 import { until } from '../support/wait';
 
 const LEASE_MS = 3_000;
@@ -29,22 +25,11 @@ describe('fair sharing across capture instances (MariaDB + Redis + NATS)', funct
   after(async () => fx?.stop());
 
   it('a capture instance killed with a full queue: each waiting capture finishes once elsewhere or is refused cleanly, none charged twice', async () => {
-    const grid = await sharedGrid();
-    const b = await backendConfig('mysql', {
-      TRANSPORTER: NATS_URL,
-      NAMESPACE: uniqueName('ns'),
-      SELENIUM_URL: grid.url,
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      CAPTURE_SESSIONS: '1',
-      CAPTURE_JOB_LEASE_MS: String(LEASE_MS),
-    });
-    const db: Knex = knex(knexConfig(b.config.database));
-    const front = await runSystem({ ...b.config, services: ['api', 'billing', 'scheduler', 'ai', 'proxy'] });
-    const slots = new RedisAccountSlots(b.config.redisUrl as string, b.config.redisPrefix, LEASE_MS);
-    const captures: ServiceProcess[] = [];
+    const cluster = await startCaptureCluster({ CAPTURE_SESSIONS: '1', CAPTURE_JOB_LEASE_MS: String(LEASE_MS) });
+    const { db, front, config } = cluster;
+    const slots = new RedisAccountSlots(config.redisUrl as string, config.redisPrefix, LEASE_MS);
     try {
-      const captureEnv = { ...b.env, SERVICES: 'capture', MIGRATE_ON_START: 'false', PORT: '0' };
-      for (let i = 0; i < 2; i++) captures.push(await startServeProcess(captureEnv, /ServiceBroker .* started/, { timeoutMs: 60_000 }));
+      const captures = [await cluster.startCapture(), await cluster.startCapture()];
       await until('both capture instances', async () => front.broker.registry.getServiceList({ onlyAvailable: true }).filter((s) => s.name === 'capture').length === 2);
       await call(front.broker, 'billing.upsertPlan', { name: 'pair', paid: true, screenshot_limit: 1_000, max_concurrent: 2, max_queued: 4 });
       const { account_id: accountId, access_token } = await front.account('pair');
@@ -63,7 +48,7 @@ describe('fair sharing across capture instances (MariaDB + Redis + NATS)', funct
       await until('the snaps to wait on the instances', async () => (await db('jobs').where({ account_id: accountId, kind: 'snap' })).length === 3);
       expect(await slots.counts(accountId)).to.deep.equal({ running: 2, waiting: 3 });
 
-      captures[0]?.child.kill('SIGKILL');
+      captures[0].child.kill('SIGKILL');
       const answers = await Promise.all(snaps);
       const jobs = [...running, ...queuedJobs];
       await until('every job to finish', async () => (await db('jobs').whereIn('id', jobs).whereIn('status', ['completed', 'failed'])).length === jobs.length, 120_000);
@@ -93,11 +78,8 @@ describe('fair sharing across capture instances (MariaDB + Redis + NATS)', funct
         return c.running === 0 && c.waiting === 0;
       }, 2 * LEASE_MS);
     } finally {
-      for (const c of captures) await c.stop();
       await slots.close();
-      await front.stop();
-      await db.destroy();
-      await b.cleanup();
+      await cluster.stop();
     }
   });
 });
