@@ -50,6 +50,8 @@ const OPEN_GATE: TurnGate = { start: async () => true, waitedOnOwnLimit: async (
 
 /** A capture whose account is at its limit on another instance is tried again this often while a browser here is free. */
 const BLOCKED_RETRY_MS = 100;
+/** While the gate fails (Redis unreachable), its warning is logged at most this often. */
+const GATE_WARNING_EVERY_MS = 10_000;
 /** Weight of the newest capture in the running average of how long captures hold a browser. */
 const EWMA_WEIGHT = 0.2;
 
@@ -75,6 +77,7 @@ export class BrowserPool {
   private dispatching = false;
   private dispatchAgain = false;
   private blockedRetry: NodeJS.Timeout | null = null;
+  private gateWarnedAt = 0;
   private starting = 0;
   private nextId = 1;
   private closed = false;
@@ -175,7 +178,11 @@ export class BrowserPool {
           const ticket = waiter.claim.ticket;
           const may = ticket
             ? await this.gate.start(ticket).catch((err: Error) => {
-                this.log.warn(`could not check the account's running captures (${err.message}); trying again shortly`);
+                // Tried again every BLOCKED_RETRY_MS while it fails: said once in a while, not each time.
+                if (Date.now() - this.gateWarnedAt > GATE_WARNING_EVERY_MS) {
+                  this.gateWarnedAt = Date.now();
+                  this.log.warn(`could not check the account's running captures (${err.message}); trying again shortly`);
+                }
                 return false;
               })
             : true;

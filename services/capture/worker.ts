@@ -70,8 +70,14 @@ export class JobWorker {
       kinds: new ClassTurns<JobKind>(JOB_KINDS),
       lastStarts: (accountIds) => tickets.lastStarts(accountIds),
       starter: async (accountId) => {
-        const limits = await tickets.limitsFor(accountId);
-        return (id) => tickets.start({ id, accountId, limits });
+        try {
+          const limits = await tickets.limitsFor(accountId);
+          return (id) => tickets.start({ id, accountId, limits });
+        } catch (err) {
+          // Its jobs wait (the next claim asks again); the other accounts' go on.
+          this.logger.warn(`the limits of account ${accountId} could not be read (${(err as Error).message}); its jobs wait`);
+          return async () => false;
+        }
       },
       // Only the id and account count here.
       undo: (job) => tickets.finish({ ...job, limits: { maxConcurrent: 0, maxQueued: 0 } }),
