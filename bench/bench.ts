@@ -64,7 +64,7 @@ import { type BrowserSlot, launchSession, withTimeout } from '../services/captur
 import { loadConfig, type Config } from '../services/shared/config';
 import { call } from '../services/shared/contracts';
 import { type System, startSystem, stopSystem } from '../services/system';
-import { FORMAT, QUALITY, VIEWPORT, publishResults, snapQuery, stopOnSignals } from './run';
+import { FORMAT, QUALITY, VIEWPORT, envSubset, publishResults, snapQuery, stopOnSignals } from './run';
 import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './pages';
 import { STALL_FACTOR, medianRatioInterval, percentile, stalledCapture } from './stats';
 
@@ -149,20 +149,10 @@ function iterationCounts(): Record<number, number> {
   return Object.fromEntries(ALL_CONCURRENCY.map((c, i) => [c, counts[i]!]));
 }
 
-/** The members of `all` an env list names (all of them when it is unset). */
-function subset<T extends string | number>(name: string, all: readonly T[]): T[] {
-  const raw = process.env[name]?.trim();
-  if (!raw) return [...all];
-  const names = raw.split(',').map((p) => p.trim());
-  const unknown = names.filter((n) => !all.some((a) => String(a) === n));
-  if (unknown.length) throw new Error(`${name} takes some of ${all.join(',')}, got "${raw}"`);
-  return all.filter((a) => names.includes(String(a)));
-}
-
 const ITERATIONS = iterationCounts();
 const WARMUP_PER_WORKER = process.env.BENCH_WARMUP?.trim() ? positiveInt('BENCH_WARMUP', process.env.BENCH_WARMUP) : 2;
-const PAGES = subset('BENCH_PAGES', PAGE_NAMES);
-const CONCURRENCY = subset('BENCH_CONCURRENCY', ALL_CONCURRENCY);
+const PAGES = envSubset('BENCH_PAGES', PAGE_NAMES);
+const CONCURRENCY = envSubset('BENCH_CONCURRENCY', ALL_CONCURRENCY);
 /** The rows this run measures, and whether it is the full bench (the only one written to bench/results.md). */
 const RUN_ROWS = ROWS.filter((r) => PAGES.includes(r.page));
 const FULL_RUN = PAGES.length === PAGE_NAMES.length && CONCURRENCY.length === ALL_CONCURRENCY.length;
@@ -560,7 +550,8 @@ function snapOnce(agent: http.Agent, url: string): Promise<number> {
 
 /** A bench account on a system, and the /snap URL of each row for it. */
 async function snapTarget({ broker, api }: System, pages: PageServer): Promise<(row: Row) => string> {
-  await call(broker, 'billing.upsertPlan', { name: 'bench', paid: true, screenshot_limit: 10_000_000 });
+  // The bench's one account may use every browser it measures (its plan's limits never hold it).
+  await call(broker, 'billing.upsertPlan', { name: 'bench', paid: true, screenshot_limit: 10_000_000, max_concurrent: 64, max_queued: 64 });
   const { access_token } = await call(broker, 'billing.createAccount', { plan: 'bench' });
   const base = `http://127.0.0.1:${api?.port()}`;
   return (row) => {

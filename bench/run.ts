@@ -10,6 +10,24 @@ export const VIEWPORT = { width: 1280, height: 800 };
 export const FORMAT = 'jpeg';
 export const QUALITY = 80;
 
+/** A positive integer from the environment variable `name`, or `fallback` when it is unset. */
+export function envPositiveInt(name: string, fallback: number): number {
+  const raw = process.env[name]?.trim();
+  if (!raw) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
+  return Number(raw);
+}
+
+/** The members of `all` an environment list names (all of them when it is unset). */
+export function envSubset<T extends string | number>(name: string, all: readonly T[]): T[] {
+  const raw = process.env[name]?.trim();
+  if (!raw) return [...all];
+  const names = raw.split(',').map((p) => p.trim());
+  const unknown = names.filter((n) => !all.some((a) => String(a) === n));
+  if (unknown.length) throw new Error(`${name} takes some of ${all.join(',')}, got "${raw}"`);
+  return all.filter((a) => names.includes(String(a)));
+}
+
 /** A bench's /snap query: the page at `url`, fresh (wait 0, ttl 0), in the bench's shape, with `extra` options. */
 export function snapQuery(accessToken: string, url: string, extra: Record<string, string> = {}): URLSearchParams {
   return new URLSearchParams({

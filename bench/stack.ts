@@ -41,7 +41,7 @@ import { performance } from 'node:perf_hooks';
 import knex from 'knex';
 import { STACK_DEFAULTS, Stack } from '../ops/stack';
 import { TICK_BATCH } from '../services/scheduler/schedule-runner';
-import { FORMAT, QUALITY, VIEWPORT, publishResults, snapQuery, stopOnSignals } from './run';
+import { FORMAT, QUALITY, VIEWPORT, envPositiveInt, envSubset, publishResults, snapQuery, stopOnSignals } from './run';
 import { type PageServer, startPageServer } from './pages';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -56,29 +56,13 @@ const CLOCK_TICKS_PER_SECOND = 100;
 
 const progress = (msg: string) => process.stderr.write(`[bench:stack] ${msg}\n`);
 
-function positiveInt(name: string, fallback: number): number {
-  const raw = process.env[name]?.trim();
-  if (!raw) return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return Number(raw);
-}
-
-function subset<T extends string>(name: string, all: readonly T[]): T[] {
-  const raw = process.env[name]?.trim();
-  if (!raw) return [...all];
-  const names = raw.split(',').map((p) => p.trim());
-  const unknown = names.filter((n) => !all.includes(n as T));
-  if (unknown.length) throw new Error(`${name} takes some of ${all.join(',')}, got "${raw}"`);
-  return all.filter((a) => names.includes(a));
-}
-
-const CAPTURES = positiveInt('BENCH_STACK_CAPTURES', 80);
+const CAPTURES = envPositiveInt('BENCH_STACK_CAPTURES', 80);
 /** Blocks each layout's captures are split into, alternated between layouts. */
 const BLOCKS = 4;
-const WARMUP_PER_WORKER = positiveInt('BENCH_STACK_WARMUP', 3);
-const LAYOUTS = subset('BENCH_STACK_LAYOUTS', ALL_LAYOUTS);
-const CONFIGS = positiveInt('BENCH_STACK_CONFIGS', 10_000);
-const PARTS = subset('BENCH_STACK_PARTS', ALL_PARTS);
+const WARMUP_PER_WORKER = envPositiveInt('BENCH_STACK_WARMUP', 3);
+const LAYOUTS = envSubset('BENCH_STACK_LAYOUTS', ALL_LAYOUTS);
+const CONFIGS = envPositiveInt('BENCH_STACK_CONFIGS', 10_000);
+const PARTS = envSubset('BENCH_STACK_PARTS', ALL_PARTS);
 const FULL_RUN = LAYOUTS.length === ALL_LAYOUTS.length && PARTS.length === ALL_PARTS.length;
 
 // ------------------------------------------------------------------------------------------
@@ -234,13 +218,19 @@ function checkAlive(stack: Stack): void {
   if (dead.length) throw new Error(`stack processes exited during the run: ${dead.map((i) => `${i.name} (${i.child.signalCode ?? i.child.exitCode}, ${i.logFile})`).join(', ')}`);
 }
 
-function createAccount(stack: Stack): { account_id: string; access_token: string } {
-  const res = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'bin', 'admin.js'), 'accounts', 'create', '--plan', 'paid', '--json'], {
+function admin(stack: Stack, args: string[]): string {
+  const res = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'bin', 'admin.js'), ...args], {
     env: { ...stack.serviceEnv(), LOG_LEVEL: 'warn' },
     encoding: 'utf8',
   });
-  if (res.status !== 0) throw new Error(`admin accounts create failed (${res.status}): ${res.stderr}`);
-  return JSON.parse(res.stdout) as { account_id: string; access_token: string };
+  if (res.status !== 0) throw new Error(`admin ${args.slice(0, 2).join(' ')} failed (${res.status}): ${res.stderr}`);
+  return res.stdout;
+}
+
+/** An account that may use every browser of the stack at once (its plan's limits never hold the bench). */
+function createAccount(stack: Stack): { account_id: string; access_token: string } {
+  admin(stack, ['plans', 'set', 'bench', '--screenshots', '10000000', '--concurrency', '64', '--queue', '64']);
+  return JSON.parse(admin(stack, ['accounts', 'create', '--plan', 'bench', '--json'])) as { account_id: string; access_token: string };
 }
 
 /** Waits until the cluster's live browser sessions are `sessions` (GET /pressure: max_concurrent). */

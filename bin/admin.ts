@@ -8,7 +8,7 @@
  *   accounts set-plan <account_id> --plan <plan> [--addons ...] [--json]
  *   keys rotate <account_id> [--json]
  *   plans list [--json]
- *   plans set <name> --screenshots <N> [--paid true|false] [--json]
+ *   plans set <name> [--screenshots <N>] [--paid true|false] [--concurrency <N>] [--queue <N>] [--json]
  *   webhook-secret show <account_id> [--json]
  *   webhook-secret rotate <account_id> [--json]
  *   real-locations list [--json]
@@ -19,7 +19,7 @@
  */
 import { parseAddons } from '../services/billing/accounts';
 import { ConfigError, loadConfig } from '../services/shared/config';
-import { call } from '../services/shared/contracts';
+import { type PlanRecord, call } from '../services/shared/contracts';
 import { startSystem } from '../services/system';
 
 const USAGE = `Usage: npm run --silent admin -- <command>
@@ -29,13 +29,15 @@ const USAGE = `Usage: npm run --silent admin -- <command>
   accounts set-plan <account_id> --plan <plan> [--addons <list>] [--json]
   keys rotate <account_id> [--json]
   plans list [--json]
-  plans set <name> --screenshots <N> [--paid true|false] [--json]
+  plans set <name> [--screenshots <N>] [--paid true|false] [--concurrency <N>] [--queue <N>] [--json]
   webhook-secret show <account_id> [--json]
   webhook-secret rotate <account_id> [--json]
   real-locations list [--json]
   real-locations test <name> [--json]
 
-The access token is shown once, when an account is created or its key rotated.`;
+The access token is shown once, when an account is created or its key rotated.
+plans set changes the fields given; a new plan needs --screenshots. --concurrency: captures
+an account may run at once; --queue: how many more it may have waiting for a browser.`;
 
 class UsageError extends Error {}
 
@@ -62,6 +64,10 @@ function flag(flags: Record<string, string | true>, name: string, required: bool
   if (v === true) throw new UsageError(`--${name} needs a value`);
   if (v === undefined && required) throw new UsageError(`--${name} is required`);
   return v;
+}
+
+function describePlan(p: PlanRecord): string {
+  return `${p.name}  ${p.paid ? 'paid' : 'free'}  ${p.screenshot_limit} screenshots/month  ${p.max_concurrent} at once, ${p.max_queued} waiting`;
 }
 
 async function main(): Promise<number> {
@@ -118,15 +124,21 @@ async function main(): Promise<number> {
       }
       case 'plans list': {
         const plans = await call(broker, 'billing.listPlans', {});
-        print(plans, () => plans.map((p) => `${p.name}  ${p.paid ? 'paid' : 'free'}  ${p.screenshot_limit} screenshots/month`).join('\n'));
+        print(plans, () => plans.map(describePlan).join('\n'));
         return 0;
       }
       case 'plans set': {
         if (!target) throw new UsageError('plans set needs a plan name');
-        const limit = Number(flag(flags, 'screenshots', true));
+        const number = (name: string) => {
+          const raw = flag(flags, name, false);
+          if (raw !== undefined && !/^\d+$/.test(raw)) throw new UsageError(`--${name} must be a whole number, got "${raw}"`);
+          return raw === undefined ? undefined : Number(raw);
+        };
         const paidFlag = flag(flags, 'paid', false);
-        const plan = await call(broker, 'billing.upsertPlan', { name: target, screenshot_limit: limit, paid: paidFlag === undefined ? true : paidFlag === 'true' });
-        print(plan, () => `plan ${plan.name}: ${plan.paid ? 'paid' : 'free'}, ${plan.screenshot_limit} screenshots/month`);
+        if (paidFlag !== undefined && paidFlag !== 'true' && paidFlag !== 'false') throw new UsageError(`--paid must be true or false, got "${paidFlag}"`);
+        const fields = { screenshot_limit: number('screenshots'), max_concurrent: number('concurrency'), max_queued: number('queue'), paid: paidFlag === undefined ? undefined : paidFlag === 'true' };
+        const plan = await call(broker, 'billing.upsertPlan', { name: target, ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) });
+        print(plan, () => describePlan(plan));
         return 0;
       }
       case 'webhook-secret show':

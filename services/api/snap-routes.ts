@@ -125,6 +125,7 @@ const SNAP_ERRORS = [
   'page_load_failed',
   'selector_not_found',
   'capacity_exhausted',
+  'concurrency_limit_reached',
   'capture_timeout',
 ] as const;
 

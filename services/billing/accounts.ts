@@ -3,15 +3,30 @@
  * uses this module.
  */
 import type { Knex } from 'knex';
-import { ADDONS, type AccountContext, type AccountSummary, type Addon, type PlanRecord } from '../shared/contracts';
+import { ADDONS, type AccountContext, type AccountSummary, type Addon, type PlanInput, type PlanRecord } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
 import { hashApiKey, newApiKey, randomId } from '../shared/secrets';
 
 type AddonMap = Partial<Record<Addon, number>>;
 
-function planRow(row: { name: string; paid: unknown; screenshot_limit: unknown }): PlanRecord {
-  return { name: row.name, paid: Boolean(row.paid), screenshot_limit: Number(row.screenshot_limit) };
+const PLAN_COLUMNS = ['p.name', 'p.paid', 'p.screenshot_limit', 'p.max_concurrent', 'p.max_queued'];
+
+function planRow(row: { name: string; paid: unknown; screenshot_limit: unknown; max_concurrent: unknown; max_queued: unknown }): PlanRecord {
+  return {
+    name: row.name,
+    paid: Boolean(row.paid),
+    screenshot_limit: Number(row.screenshot_limit),
+    max_concurrent: Number(row.max_concurrent),
+    max_queued: Number(row.max_queued),
+  };
 }
+
+/** The bounds of a plan's numbers; the note names the field and its rule. */
+const PLAN_NUMBERS: Array<{ field: 'screenshot_limit' | 'max_concurrent' | 'max_queued'; min: number; max: number }> = [
+  { field: 'screenshot_limit', min: 0, max: Number.MAX_SAFE_INTEGER },
+  { field: 'max_concurrent', min: 1, max: 10_000 },
+  { field: 'max_queued', min: 0, max: 10_000 },
+];
 
 function toIso(value: unknown): string {
   const d = value instanceof Date ? value : new Date(String(value).replace(' ', 'T') + (String(value).includes('Z') ? '' : 'Z'));
@@ -51,15 +66,30 @@ export class AccountRepository {
     return (await this.db('plans').orderBy('name')).map(planRow);
   }
 
-  async upsertPlan(plan: PlanRecord): Promise<PlanRecord> {
+  /**
+   * Adds a plan or changes the fields given of one. A new plan needs screenshot_limit; it is
+   * paid unless told otherwise, and takes the default concurrency limits (the columns' own).
+   */
+  async upsertPlan(plan: PlanInput): Promise<PlanRecord> {
     if (!/^[a-z0-9_-]{1,64}$/.test(plan.name)) {
       throw serviceError('invalid_parameter', 'Plan name must be 1 to 64 lowercase letters, digits, "_" or "-".');
     }
-    if (!Number.isInteger(plan.screenshot_limit) || plan.screenshot_limit < 0) {
-      throw serviceError('invalid_parameter', 'screenshot_limit must be a whole number of at least 0.');
+    for (const { field, min, max } of PLAN_NUMBERS) {
+      const v = plan[field];
+      if (v !== undefined && (!Number.isInteger(v) || v < min || v > max)) {
+        throw serviceError('invalid_parameter', `${field} must be a whole number from ${min}${max === Number.MAX_SAFE_INTEGER ? ' up' : ` to ${max}`}.`);
+      }
     }
-    const row = { name: plan.name, paid: plan.paid, screenshot_limit: plan.screenshot_limit };
-    await this.db('plans').insert(row).onConflict('name').merge(['paid', 'screenshot_limit']);
+    const fields = Object.fromEntries(
+      (['paid', 'screenshot_limit', 'max_concurrent', 'max_queued'] as const).filter((k) => plan[k] !== undefined).map((k) => [k, plan[k]]),
+    );
+    const exists = await this.db('plans').where({ name: plan.name }).first('name');
+    if (exists) {
+      if (Object.keys(fields).length) await this.db('plans').where({ name: plan.name }).update(fields);
+    } else {
+      if (plan.screenshot_limit === undefined) throw serviceError('invalid_parameter', `A new plan needs screenshot_limit (there is no plan "${plan.name}" yet).`);
+      await this.db('plans').insert({ paid: true, ...fields, name: plan.name });
+    }
     return this.plan(plan.name);
   }
 
@@ -97,13 +127,13 @@ export class AccountRepository {
       .join('plans as p', 'p.name', 'a.plan')
       .where('k.key_hash', hashApiKey(token))
       .whereNull('k.revoked_at')
-      .first('a.id as account_id', 'p.name', 'p.paid', 'p.screenshot_limit');
+      .first('a.id as account_id', ...PLAN_COLUMNS);
     if (!row) return null;
     return { accountId: row.account_id, plan: planRow(row), addons: await this.addonsOf(row.account_id) };
   }
 
   async byId(accountId: string): Promise<AccountContext | null> {
-    const row = await this.db('accounts as a').join('plans as p', 'p.name', 'a.plan').where('a.id', accountId).first('a.id as account_id', 'p.name', 'p.paid', 'p.screenshot_limit');
+    const row = await this.db('accounts as a').join('plans as p', 'p.name', 'a.plan').where('a.id', accountId).first('a.id as account_id', ...PLAN_COLUMNS);
     if (!row) return null;
     return { accountId: row.account_id, plan: planRow(row), addons: await this.addonsOf(row.account_id) };
   }

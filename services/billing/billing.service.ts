@@ -79,9 +79,14 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     return reserveFor(account, amounts, reservationId);
   };
 
+  const accountById = async (accountId: string): Promise<AccountContext> => {
+    const account = await state.accounts.byId(accountId);
+    if (!account) throw serviceError('not_found', `No account "${accountId}".`);
+    return account;
+  };
+
   const reserveForAccount: Handler<'billing.reserveFor'> = async (ctx) => {
-    const account = await state.accounts.byId(ctx.params.accountId);
-    if (!account) throw serviceError('not_found', `No account "${ctx.params.accountId}".`);
+    const account = await accountById(ctx.params.accountId);
     return reserveFor(account, ctx.params.amounts, ctx.params.reservationId, ctx.params.month);
   };
 
@@ -115,6 +120,7 @@ export function billingService(deps: BillingDeps): ServiceUnit {
       commit: { handler: (async (ctx) => ({ committed: await state.store.commit(ctx.params.reservation) })) as Handler<'billing.commit'> },
       refund: { handler: (async (ctx) => ({ refunded: await state.store.refund(ctx.params.reservation) })) as Handler<'billing.refund'> },
       usage: { handler: usage },
+      account: { handler: ((ctx) => accountById(ctx.params.accountId)) as Handler<'billing.account'> },
       charge: { handler: charge },
       createAccount: {
         handler: (async (ctx) => state.accounts.create(ctx.params.plan, ctx.params.addons ?? {})) as Handler<'billing.createAccount'>,

@@ -11,16 +11,19 @@ import type { ServiceSchema } from 'moleculer';
 import type { Config } from '../shared/config';
 import { type EventHandler, type Handler, call, emit } from '../shared/contracts';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
-import { serviceError } from '../shared/errors';
+import { failureOf, serviceError } from '../shared/errors';
 import { captureKey } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
 import { type FileStore, createFileStore } from '../shared/storage';
 import { BlockerLoader } from './blocking';
+import { MemoryAccountSlots, RedisAccountSlots } from './account-slots';
+import { Admission } from './admission';
 import { BrowserPool } from './browser-pool';
+import { launchSession } from './browser-slot';
 import { egressPolicyFor } from '../shared/egress';
 import { EgressGateway } from './gateway';
-import { CaptureEngine } from './engine';
+import { CaptureEngine, turnOf } from './engine';
 import { CaptureFiles } from './files';
 import { JobQueue, jobStatusOf } from './jobs';
 import { CaptureMetrics } from './metrics';
@@ -53,6 +56,7 @@ interface CaptureState {
   screenshots: ScreenshotRepository;
   queue: JobQueue;
   pool: BrowserPool;
+  admission: Admission;
   metrics: CaptureMetrics;
   pipeline: CapturePipeline;
   worker: JobWorker;
@@ -66,10 +70,22 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
   /** A snap: captured while the HTTP request waits; its job is recorded for GET /jobs. */
   const take: Handler<'capture.take'> = async (ctx) => {
     const { account, options } = ctx.params;
-    const snapConfig = await call(ctx, 'scheduler.snapConfig', { accountId: account.accountId, options, snapKey: captureKey(options) });
-    const job = await s.queue.start({ id: randomId(12), accountId: account.accountId, configId: snapConfig.id });
-    void call(ctx, 'scheduler.noteJob', { configId: job.configId, jobId: job.id }).catch(() => undefined);
-    return s.pipeline.snap(job, options);
+    // Its account's limits first (429 past them), before anything is written.
+    const ticket = s.admission.ticket(randomId(12), account);
+    try {
+      await s.admission.admit(ticket);
+    } catch (err) {
+      s.metrics.refused('snap', failureOf(err).code);
+      throw err;
+    }
+    try {
+      const snapConfig = await call(ctx, 'scheduler.snapConfig', { accountId: account.accountId, options, snapKey: captureKey(options) });
+      const job = await s.queue.start({ id: ticket.id, accountId: account.accountId, configId: snapConfig.id });
+      void call(ctx, 'scheduler.noteJob', { configId: job.configId, jobId: job.id }).catch(() => undefined);
+      return await s.pipeline.snap(job, options, turnOf({ cls: 'snap', ticket }));
+    } finally {
+      await s.admission.finish(ticket);
+    }
   };
 
   const enqueue: Handler<'capture.enqueue'> = async (ctx) => {
@@ -132,7 +148,18 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       const queue = new JobQueue(db, config.capture.jobLeaseMs);
       const gw = config.capture.gateway;
       const policy = egressPolicyFor(config);
-      const pool = new BrowserPool(
+      // Every account's running and waiting captures over every instance: Redis in the full
+      // stack, this process in embedded mode; tickets under the jobs' lease (account-slots.ts).
+      const leaseMs = config.capture.jobLeaseMs;
+      const slots = config.redisUrl ? new RedisAccountSlots(config.redisUrl, config.redisPrefix, leaseMs) : new MemoryAccountSlots(leaseMs);
+      const admission = new Admission({
+        slots,
+        leaseMs,
+        accountOf: (accountId) => call(this.broker, 'billing.account', { accountId }),
+        captureSeconds: () => pool.captureSeconds,
+        log: this.logger,
+      });
+      const pool: BrowserPool = new BrowserPool(
         {
           seleniumUrl: config.seleniumUrl,
           chromeBin: config.capture.chromeBin,
@@ -143,6 +170,8 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
         },
         { sessions: config.capture.sessions, queueMax: config.capture.queueMax, queueTimeoutMs: config.capture.queueTimeoutMs, keepAliveMs: 20_000 },
         this.logger,
+        launchSession,
+        admission,
       );
       const metrics = new CaptureMetrics(pool, config.capture, db, this.logger);
       const engine = new CaptureEngine(pool, policy, () => blockers.get(), config.capture.timeoutMs);
@@ -171,14 +200,20 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
         },
       };
       const pipeline = new CapturePipeline(engine, files, screenshots, queue, analyst, router, metrics, this.logger);
-      const worker = new JobWorker(this.broker, queue, pipeline, this.logger, { sessions: config.capture.sessions, leaseMs: config.capture.jobLeaseMs });
-      s = { db, store, files, screenshots, queue, pool, metrics, pipeline, worker };
+      const worker = new JobWorker(this.broker, queue, pipeline, this.logger, { sessions: config.capture.sessions, leaseMs }, pool, admission);
+      // A capture that ends here may let its account start another: waiting snaps and jobs.
+      admission.onFinished(() => {
+        pool.wake();
+        worker.wake();
+      });
+      s = { db, store, files, screenshots, queue, pool, admission, metrics, pipeline, worker };
     },
     async started() {
       // Filter lists are compiled once per process; doing it now keeps the first no_ads
       // capture from paying for it. A missing list is reported by the capture that needs it.
       void blockers.get().catch(() => undefined);
       await s.pool.start();
+      s.admission.startRenewing();
       s.worker.start();
     },
     async stopped() {
@@ -187,6 +222,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       await s.worker.stop(config.capture.timeoutMs);
       await s.pool.stop();
       await s.worker.idle();
+      await s.admission.stop();
       await s.store.close();
       await releaseDatabase(config.database);
     },

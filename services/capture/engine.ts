@@ -1,13 +1,15 @@
 /**
  * The capture engine: takes a browser from the pool, runs one capture in a fresh context
- * within its time budget, and always gives the browser back. A capture that overruns is
+ * within its time budget, and always gives the browser back. The budget
+ * (CAPTURE_TIMEOUT_MS) counts from the moment a browser starts the capture: the wait for one
+ * is bounded apart (CAPTURE_QUEUE_TIMEOUT_MS, the pool). A capture that overruns is
  * stopped (its context, and with it the page's renderer, is disposed) and answered with
  * capture_timeout; a browser that cannot even dispose a context is replaced. A browser that
  * dies under a capture is replaced and the capture taken again, once, on another browser.
  */
 import { serviceError } from '../shared/errors';
 import type { SnapOptions } from '../shared/screenshot-options';
-import type { BrowserPool } from './browser-pool';
+import type { BrowserPool, Claim } from './browser-pool';
 import { type BrowserSlot, type PreparedPage, withTimeout } from './browser-slot';
 import type { BlockerSource } from './blocking';
 import type { EgressPolicy } from '../shared/egress';
@@ -37,6 +39,23 @@ class BrowserLost extends Error {
   }
 }
 
+/** How one capture gets its browser, and the time it spent waiting for one and holding one. */
+export interface CaptureTurn {
+  /** Who asks the pool: the priority class, and the ticket of the capture's account. */
+  claim: Claim;
+  /** A browser handed to this capture already (the job worker's); its first attempt runs on it. */
+  slot: BrowserSlot | null;
+  /** Filled in as the capture goes: whether it asked for a browser, ms spent waiting for one and holding one. */
+  asked: boolean;
+  waitedMs: number;
+  heldMs: number;
+}
+
+/** A turn for a capture that waits for its browser as `claim`. */
+export function turnOf(claim: Claim, slot: BrowserSlot | null = null): CaptureTurn {
+  return { claim, slot, asked: false, waitedMs: 0, heldMs: 0 };
+}
+
 export class CaptureEngine {
   constructor(
     private readonly pool: BrowserPool,
@@ -55,10 +74,17 @@ export class CaptureEngine {
    * writes and answer), unless the browser is needed sooner (BrowserSlot.recycle).
    */
   capture(options: SnapOptions): Promise<CaptureOutput>;
-  capture<T>(options: SnapOptions, finish: (out: CaptureOutput) => Promise<T>, upstream?: string | null, answered?: Promise<unknown>): Promise<T>;
-  async capture<T>(options: SnapOptions, finish?: (out: CaptureOutput) => Promise<T>, upstream: string | null = null, answered?: Promise<unknown>): Promise<T | CaptureOutput> {
-    const deadline = Date.now() + this.timeoutMs;
-    const attempt = () => this.attempt(options, deadline, finish, upstream, answered);
+  capture<T>(options: SnapOptions, finish: (out: CaptureOutput) => Promise<T>, upstream?: string | null, answered?: Promise<unknown>, turn?: CaptureTurn): Promise<T>;
+  async capture<T>(
+    options: SnapOptions,
+    finish?: (out: CaptureOutput) => Promise<T>,
+    upstream: string | null = null,
+    answered?: Promise<unknown>,
+    turn: CaptureTurn = turnOf({ cls: 'snap', ticket: null }),
+  ): Promise<T | CaptureOutput> {
+    // Set when the first browser starts the capture; a capture taken again keeps it.
+    const budget = { deadline: 0 };
+    const attempt = () => this.attempt(options, budget, finish, upstream, answered, turn);
     try {
       return await attempt();
     } catch (err) {
@@ -69,7 +95,7 @@ export class CaptureEngine {
       // actions: their steps may already have acted on the site (a form sent), and doing
       // them again is not ours to decide.
       if (options.multi_step_actions?.length) throw err.answer('actions');
-      if (deadline - Date.now() < MIN_RETRY_MS) throw err.answer('late');
+      if (budget.deadline - Date.now() < MIN_RETRY_MS) throw err.answer('late');
       try {
         return await attempt();
       } catch (again) {
@@ -81,12 +107,24 @@ export class CaptureEngine {
   /** `upstream`: the proxy the capture goes out through (its slot's gateway chains to it). */
   private async attempt<T>(
     options: SnapOptions,
-    deadline: number,
+    budget: { deadline: number },
     finish: ((out: CaptureOutput) => Promise<T>) | undefined,
     upstream: string | null,
     answered: Promise<unknown> | undefined,
+    turn: CaptureTurn,
   ): Promise<T | CaptureOutput> {
-    const slot = await this.pool.acquire();
+    const asked = performance.now();
+    turn.asked = true;
+    let slot: BrowserSlot;
+    try {
+      slot = turn.slot ?? (await this.pool.acquire(turn.claim));
+    } finally {
+      turn.waitedMs += performance.now() - asked;
+    }
+    turn.slot = null;
+    const granted = performance.now();
+    if (!budget.deadline) budget.deadline = Date.now() + this.timeoutMs;
+    const { deadline } = budget;
     const unwatch = slot.watch();
     let page: PreparedPage | null = null;
     let egress: GatewayCapture | null = null;
@@ -117,6 +155,7 @@ export class CaptureEngine {
     } finally {
       unwatch();
       if (egress && slot.gateway) slot.gateway.unbind(egress);
+      turn.heldMs += performance.now() - granted;
       // The used context is disposed off the answer's path (once it is answered, when the
       // caller says when), then the next page is prepared; the slot is free at once (a capture
       // that takes it waits for that page). A browser that cannot dispose a context within

@@ -9,13 +9,21 @@
  * is answered in its HTTP request, so no worker ever claims it, but it completes and fails
  * the same way and GET /jobs reads it like any other.
  *
- * On MySQL/MariaDB the claim uses SELECT ... FOR UPDATE SKIP LOCKED, so instances never
- * wait on each other's rows; SQLite (embedded, one process) serialises writers anyway.
+ * Claims follow the fair order of fair-queue.ts over every instance: configurations' jobs (a
+ * client asked for them) before scheduled ones, with the starvation guard; account by account
+ * in turn, by when each account last started a capture anywhere (AccountSlots); an account
+ * that already runs all its plan allows is passed by. On MySQL/MariaDB the claim uses
+ * SELECT ... FOR UPDATE SKIP LOCKED, so instances never wait on each other's rows; SQLite
+ * (embedded, one process) serialises writers anyway.
  */
 import type { Knex } from 'knex';
 import type { JobKind, JobStatus, ScreenshotRef } from '../shared/contracts';
 import type { SnapOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
+import { type ClassTurns, inTurnOrder } from './fair-queue';
+
+/** The kinds the jobs queue holds, highest priority first. */
+export const JOB_KINDS: readonly JobKind[] = ['config', 'scheduled'];
 
 /** A job this instance holds the lease of: only it may complete or fail the job. */
 export interface LeasedJob {
@@ -30,6 +38,31 @@ export interface ClaimedJob extends LeasedJob {
   kind: JobKind;
   options: SnapOptions;
   attempts: number;
+  /** When it was queued (ms). */
+  createdAtMs: number;
+}
+
+/** What orders a claim and lets its capture start. */
+export interface ClaimTurns {
+  /** Priority between the kinds (fair-queue.ts's guard; one per instance is enough to keep a share). */
+  kinds: ClassTurns<JobKind>;
+  /** When each account last started a capture, on any instance. */
+  lastStarts(accountIds: string[]): Promise<Map<string, number>>;
+  /**
+   * What counts a job of the account as running in its account's counts (false while the
+   * account runs all its plan allows). Asked for before the job's row is locked: it may read
+   * the account's plan, which in embedded mode shares the one SQLite connection.
+   */
+  starter(accountId: string): Promise<(jobId: string) => Promise<boolean>>;
+  /** Takes back a start whose claim did not go through. */
+  undo(job: { id: string; accountId: string }): Promise<void>;
+}
+
+/** The oldest claimable job of one account and kind. */
+interface Head {
+  accountId: string;
+  kind: JobKind;
+  since: number;
 }
 
 export interface JobRow {
@@ -84,31 +117,86 @@ export class JobQueue {
     return leased;
   }
 
-  /** The oldest claimable job (queued, or running with an expired lease), or null. */
-  async claim(): Promise<ClaimedJob | null> {
+  /**
+   * The next job in the fair order (queued, or running with an expired lease), claimed under a
+   * lease and counted as running in its account's counts; null when none may start now.
+   */
+  async claim(turns: ClaimTurns): Promise<ClaimedJob | null> {
     const now = this.now();
+    const heads = await this.heads(now);
+    const waiting = new Set(heads.map((h) => h.kind));
+    const kinds = new Set(waiting);
+    for (let kind = turns.kinds.pick(kinds); kind; kind = turns.kinds.pick(kinds)) {
+      const ofKind = heads.filter((h) => h.kind === kind);
+      const last = await turns.lastStarts(ofKind.map((h) => h.accountId));
+      for (const head of inTurnOrder(ofKind, (a) => last.get(a))) {
+        const job = await this.claimOf(head, now, turns);
+        if (job) {
+          turns.kinds.served(kind, waiting);
+          return job;
+        }
+      }
+      // Every account with jobs of this kind runs all it may (or another instance took them).
+      kinds.delete(kind);
+    }
+    return null;
+  }
+
+  /** Claimable jobs (queued, or running with an expired lease). */
+  private claimable(q: Knex.QueryBuilder, now: number): Knex.QueryBuilder {
+    return q.where((w) => w.where('status', 'queued').orWhere((r) => r.where('status', 'running').where('lease_until_ms', '<', now)));
+  }
+
+  /** Per account and kind, its oldest claimable job's time. */
+  private async heads(now: number): Promise<Head[]> {
+    const grouped = (q: Knex.QueryBuilder) => q.whereIn('kind', JOB_KINDS).groupBy('account_id', 'kind').select('account_id', 'kind').min({ since: 'created_at_ms' });
+    const [queued, lapsed] = (await Promise.all([
+      grouped(this.db('jobs').where('status', 'queued')),
+      grouped(this.db('jobs').where('status', 'running').where('lease_until_ms', '<', now)),
+    ])) as Array<Array<{ account_id: string; kind: JobKind; since: number | string }>>;
+    const heads = new Map<string, Head>();
+    for (const r of [...(queued ?? []), ...(lapsed ?? [])]) {
+      const key = `${r.kind}\u0000${r.account_id}`;
+      const since = Number(r.since);
+      const known = heads.get(key);
+      if (!known || since < known.since) heads.set(key, { accountId: r.account_id, kind: r.kind, since });
+    }
+    return [...heads.values()];
+  }
+
+  /** The account's oldest claimable job of the kind, claimed, if its account may start a capture now. */
+  private async claimOf(head: Head, now: number, turns: ClaimTurns): Promise<ClaimedJob | null> {
     const token = randomId(12);
-    return this.db.transaction(async (trx) => {
-      let query = trx('jobs')
-        .whereIn('kind', ['config', 'scheduled'])
-        .where((q) => q.where('status', 'queued').orWhere((r) => r.where('status', 'running').where('lease_until_ms', '<', now)))
-        .orderBy('created_at_ms')
-        .first('id', 'account_id', 'config_id', 'kind', 'options', 'attempts');
-      if (this.mysql) query = query.forUpdate().skipLocked();
-      const row = await query;
-      if (!row) return null;
-      const attempts = Number(row.attempts) + 1;
-      await trx('jobs').where({ id: row.id }).update({ status: 'running', lease_token: token, lease_until_ms: now + this.leaseMs, attempts });
-      return {
-        id: row.id,
-        accountId: row.account_id,
-        configId: row.config_id,
-        kind: row.kind as JobKind,
-        options: JSON.parse(row.options) as SnapOptions,
-        leaseToken: token,
-        attempts,
-      };
-    });
+    const start = await turns.starter(head.accountId);
+    let started: ClaimedJob | null = null;
+    try {
+      return await this.db.transaction(async (trx) => {
+        let query = this.claimable(trx('jobs').where({ account_id: head.accountId, kind: head.kind }), now)
+          .orderBy('created_at_ms')
+          .first('id', 'account_id', 'config_id', 'kind', 'options', 'attempts', 'created_at_ms');
+        if (this.mysql) query = query.forUpdate().skipLocked();
+        const row = await query;
+        if (!row) return null;
+        const attempts = Number(row.attempts) + 1;
+        const job: ClaimedJob = {
+          id: row.id,
+          accountId: row.account_id,
+          configId: row.config_id,
+          kind: row.kind as JobKind,
+          options: JSON.parse(row.options) as SnapOptions,
+          leaseToken: token,
+          attempts,
+          createdAtMs: Number(row.created_at_ms),
+        };
+        if (!(await start(job.id))) return null;
+        started = job;
+        await trx('jobs').where({ id: row.id }).update({ status: 'running', lease_token: token, lease_until_ms: now + this.leaseMs, attempts });
+        return job;
+      });
+    } catch (err) {
+      if (started) await turns.undo(started);
+      throw err;
+    }
   }
 
   /** Extends the lease; false when it was lost (another instance took the job over). */

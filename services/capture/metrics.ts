@@ -18,6 +18,8 @@ export type EgressRoute = 'direct' | 'real_location' | 'custom_proxy';
 /** What the pipeline tells about each capture (CapturePipeline's observer). */
 export interface CaptureObserver {
   captured(kind: JobKind | 'snap', outcome: CaptureOutcome, errorCode: string | null, seconds: number): void;
+  /** A capture that asked for a browser: how long it waited for one, and how long it held it (null: it got none). */
+  timed(kind: JobKind | 'snap', waitedSeconds: number, heldSeconds: number | null): void;
   egressBytes(route: EgressRoute, bytes: number): void;
 }
 
@@ -30,6 +32,8 @@ export class CaptureMetrics implements CaptureObserver {
   readonly registry = new Registry();
   private readonly captures: Counter<'kind' | 'outcome' | 'error_code'>;
   private readonly duration: Histogram<'outcome'>;
+  private readonly queueWait: Histogram<'kind'>;
+  private readonly browserTime: Histogram<'kind'>;
   private readonly egress: Counter<'route'>;
   /** When captures were refused for capacity, oldest first (within REJECTED_WINDOW_MS). */
   private readonly rejections: number[] = [];
@@ -52,6 +56,21 @@ export class CaptureMetrics implements CaptureObserver {
       help: 'Time of one capture from the pipeline taking it to its screenshot recorded (or its failure), waiting for a browser included.',
       labelNames: ['outcome'],
       buckets: [0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30, 45, 60, 90],
+      registers,
+    });
+    // Per priority class (the kind: snap, then config, then scheduled; fair-queue.ts).
+    this.queueWait = new Histogram({
+      name: `${P}capture_queue_wait_seconds`,
+      help: 'Time a capture waited for a browser, by kind (the priority class): a snap from its request, a job from being queued (first attempts).',
+      labelNames: ['kind'],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 900, 3600],
+      registers,
+    });
+    this.browserTime = new Histogram({
+      name: `${P}capture_browser_seconds`,
+      help: 'Time a capture held its browser (from the browser starting it to the browser given back; what CAPTURE_TIMEOUT_MS bounds), by kind.',
+      labelNames: ['kind'],
+      buckets: [0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30, 45, 60, 90],
       registers,
     });
     this.egress = new Counter({
@@ -129,6 +148,16 @@ export class CaptureMetrics implements CaptureObserver {
       this.rejections.push(Date.now());
       this.forgetOldRejections();
     }
+  }
+
+  /** A capture refused before it could wait for a browser (its account's limits): counted as a failure, with no duration. */
+  refused(kind: JobKind | 'snap', errorCode: string): void {
+    this.captures.inc({ kind, outcome: 'failure', error_code: errorCode });
+  }
+
+  timed(kind: JobKind | 'snap', waitedSeconds: number, heldSeconds: number | null): void {
+    this.queueWait.observe({ kind }, waitedSeconds);
+    if (heldSeconds !== null) this.browserTime.observe({ kind }, heldSeconds);
   }
 
   private forgetOldRejections(): void {

@@ -13,7 +13,7 @@ import { recordChangeReadings } from '../shared/change-alerts';
 import { withLogContext } from '../shared/logging';
 import { appendDelivery, captureDeliveryBody } from '../shared/outbox';
 import type { ConfigOptions, SnapOptions } from '../shared/screenshot-options';
-import type { CaptureEngine } from './engine';
+import { type CaptureEngine, type CaptureTurn, turnOf } from './engine';
 import type { CaptureFiles } from './files';
 import type { JobQueue, LeasedJob } from './jobs';
 import type { CaptureObserver, EgressRoute } from './metrics';
@@ -67,21 +67,25 @@ export class CapturePipeline {
    * capture ran (another instance took the job over and its result counts): the files
    * written here are removed again. A job without a kind is a snap's.
    */
-  async run(job: LeasedJob & { kind?: JobKind }, options: SnapOptions): Promise<ScreenshotRef | null> {
+  /** `turn`: how the capture gets its browser (its class and ticket, or the browser the worker was given). */
+  async run(job: LeasedJob & { kind?: JobKind }, options: SnapOptions, turn: CaptureTurn = turnOf({ cls: 'snap', ticket: null })): Promise<ScreenshotRef | null> {
     const kind = job.kind ?? 'snap';
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     try {
-      const ref = await this.capture(job, options);
+      const ref = await this.capture(job, options, turn);
       this.observer?.captured(kind, ref ? 'success' : 'superseded', null, seconds());
       return ref;
     } catch (err) {
       this.observer?.captured(kind, 'failure', failureOf(err).code, seconds());
       throw err;
+    } finally {
+      // What a capture that asked for a browser waited, and (if it got one) how long it held it.
+      if (turn.asked) this.observer?.timed(kind, turn.waitedMs / 1000, turn.heldMs > 0 ? turn.heldMs / 1000 : null);
     }
   }
 
-  private async capture(job: LeasedJob, options: SnapOptions): Promise<ScreenshotRef | null> {
+  private async capture(job: LeasedJob, options: SnapOptions, turn: CaptureTurn): Promise<ScreenshotRef | null> {
     // The browser disposes the used context once this capture is recorded, not while its
     // files and record are written (the engine; BrowserSlot.recycle). One turn of the event
     // loop later, so that a snap's answer, written in the microtasks after, goes first.
@@ -90,13 +94,13 @@ export class CapturePipeline {
       recorded = () => setImmediate(resolve);
     });
     try {
-      return await this.captureAndRecord(job, options, answered);
+      return await this.captureAndRecord(job, options, answered, turn);
     } finally {
       recorded();
     }
   }
 
-  private async captureAndRecord(job: LeasedJob, options: SnapOptions, answered: Promise<void>): Promise<ScreenshotRef | null> {
+  private async captureAndRecord(job: LeasedJob, options: SnapOptions, answered: Promise<void>, turn: CaptureTurn): Promise<ScreenshotRef | null> {
     // Its callers (snap below, the worker) run it in the job's log context: its lines and
     // those of everything beneath (engine, pool, gateway, the services it calls) name the job.
     const t0 = performance.now();
@@ -119,6 +123,7 @@ export class CapturePipeline {
       },
       route?.upstream ?? null,
       answered,
+      turn,
     );
     this.observer?.egressBytes(egressRoute(route), bytes);
     try {
@@ -169,11 +174,11 @@ export class CapturePipeline {
   }
 
   /** A snap: its job cannot be taken over, so it completes, or fails with the error rethrown. */
-  async snap(job: LeasedJob, options: SnapOptions): Promise<ScreenshotRef> {
+  async snap(job: LeasedJob, options: SnapOptions, turn?: CaptureTurn): Promise<ScreenshotRef> {
     // Added to the ids of the request that waits for it.
     return withLogContext({ job_id: job.id }, async () => {
       try {
-        const ref = await this.run(job, options);
+        const ref = await this.run(job, options, turn);
         if (ref) return ref;
         throw new Error(`the lease of snap job ${job.id} was lost`);
       } catch (err) {

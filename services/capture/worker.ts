@@ -1,18 +1,27 @@
 /**
- * The job worker: claims queued jobs (configurations' and scheduled captures) while this
- * instance has free browsers, and runs each through the pipeline under its lease, paying
- * with the credit reserved when the job was started.
+ * The job worker: runs queued jobs (configurations' and scheduled captures) on this
+ * instance's browsers, each through the pipeline under its lease, paying with the credit
+ * reserved when the job was started.
  *
- * Claiming happens on the capture.jobQueued event, after every finished job, and on a
- * poll (jobs left by a dead instance, whose lease ran out). One claimer at a time.
+ * It asks the pool for a browser first, in the pool's fair order (below /snap's captures,
+ * with a guaranteed share), and claims a job only once it has one: so a job is claimed by an
+ * instance with a browser free for it, in the jobs queue's fair order (JobQueue.claim), and
+ * counted in its account's running captures from its claim to its end. It asks on the
+ * capture.jobQueued event, after every capture that ends here, and on a poll (jobs left by
+ * a dead instance, whose lease ran out; accounts whose captures ended elsewhere).
  */
 import type { LoggerInstance, ServiceBroker } from 'moleculer';
-import { type ScreenshotRef, emit } from '../shared/contracts';
+import { type JobKind, type ScreenshotRef, emit } from '../shared/contracts';
 import { billsAiCredits } from '../shared/ai-record';
 import { withCaptureCredits } from '../shared/credits';
 import { failureOf, isUnavailable } from '../shared/errors';
 import { withOnlyLogContext } from '../shared/logging';
-import type { ClaimedJob, JobQueue } from './jobs';
+import type { ConcurrencyLimits, Ticket } from './account-slots';
+import type { BrowserPool } from './browser-pool';
+import type { BrowserSlot } from './browser-slot';
+import { type CaptureTurn, turnOf } from './engine';
+import { ClassTurns } from './fair-queue';
+import { type ClaimTurns, type ClaimedJob, JOB_KINDS, type JobQueue } from './jobs';
 import type { CapturePipeline } from './pipeline';
 
 export interface WorkerOptions {
@@ -26,13 +35,25 @@ export interface WorkerOptions {
   maxAttempts?: number;
 }
 
+/** What a job's capture counts against: its account's running captures (Admission). */
+export interface JobTickets {
+  limitsFor(accountId: string): Promise<ConcurrencyLimits>;
+  start(ticket: Ticket): Promise<boolean>;
+  finish(ticket: Ticket): Promise<void>;
+  lastStarts(accountIds: string[]): Promise<Map<string, number>>;
+}
+
 export class JobWorker {
   private readonly inFlight = new Set<Promise<void>>();
   private poller: NodeJS.Timeout | null = null;
-  private claiming = false;
+  /** Asking the pool for a browser, or claiming with one: one at a time. */
+  private asking = false;
+  /** The last claim found a job: worth asking again when a capture ends here. */
+  private jobsLeft = true;
   private stopping = false;
   private readonly pollMs: number;
   private readonly maxAttempts: number;
+  private readonly turns: ClaimTurns;
 
   constructor(
     private readonly broker: ServiceBroker,
@@ -40,9 +61,27 @@ export class JobWorker {
     private readonly pipeline: Pick<CapturePipeline, 'run'>,
     private readonly logger: Pick<LoggerInstance, 'info' | 'warn' | 'error'>,
     private readonly options: WorkerOptions,
+    private readonly browsers: Pick<BrowserPool, 'acquire' | 'giveBack'>,
+    private readonly tickets: JobTickets,
   ) {
     this.pollMs = options.pollMs ?? 2_000;
     this.maxAttempts = options.maxAttempts ?? 3;
+    this.turns = {
+      kinds: new ClassTurns<JobKind>(JOB_KINDS),
+      lastStarts: (accountIds) => tickets.lastStarts(accountIds),
+      starter: async (accountId) => {
+        try {
+          const limits = await tickets.limitsFor(accountId);
+          return (id) => tickets.start({ id, accountId, limits });
+        } catch (err) {
+          // Its jobs wait (the next claim asks again); the other accounts' go on.
+          this.logger.warn(`the limits of account ${accountId} could not be read (${(err as Error).message}); its jobs wait`);
+          return async () => false;
+        }
+      },
+      // Only the id and account count here.
+      undo: (job) => tickets.finish({ ...job, limits: { maxConcurrent: 0, maxQueued: 0 } }),
+    };
   }
 
   /** Picks up jobs left queued (or orphaned by a dead instance) now and on every poll. */
@@ -71,42 +110,69 @@ export class JobWorker {
     await Promise.allSettled([...this.inFlight]);
   }
 
-  /** Claims queued jobs while this instance has free browsers. */
+  /**
+   * Asks the pool for a browser, then claims the next job for it (none: the browser goes back);
+   * again while jobs come, up to one per browser of this instance.
+   */
   async pump(): Promise<void> {
-    if (this.claiming || this.stopping) return;
-    this.claiming = true;
+    if (this.asking || this.stopping || this.inFlight.size >= this.options.sessions) return;
+    this.asking = true;
+    let slot: BrowserSlot | null = null;
+    let claimed = false;
     try {
-      while (!this.stopping && this.inFlight.size < this.options.sessions) {
-        const job = await this.queue.claim();
-        if (!job) break;
-        const run: Promise<void> = this.run(job).finally(() => {
+      slot = await this.browsers.acquire({ cls: 'jobs', ticket: null });
+      const job = this.stopping ? null : await this.queue.claim(this.turns);
+      this.jobsLeft = job !== null;
+      if (job) {
+        const run: Promise<void> = this.run(job, slot).finally(() => {
           this.inFlight.delete(run);
           void this.pump();
         });
+        slot = null;
+        claimed = true;
         this.inFlight.add(run);
       }
     } catch (err) {
-      this.logger.warn(`claiming a job failed: ${(err as Error).message}`);
+      if (!this.stopping) this.logger.warn(`claiming a job failed: ${(err as Error).message}`);
     } finally {
-      this.claiming = false;
+      if (slot) this.browsers.giveBack(slot);
+      this.asking = false;
     }
+    if (claimed) void this.pump();
   }
 
   /**
-   * Runs one claimed job: the credits are reserved again under the job's id (idempotent, so
-   * a job taken over after a crash is charged once), committed when this worker recorded
-   * the screenshot (the AI credit only when its analysis ran), refunded when it recorded the
-   * failure, and left to the new holder when the lease was lost.
+   * A capture ended here, so its account may start another: asks again, unless the last claim
+   * found nothing (then the next capture.jobQueued event or poll does; a job held back by its
+   * account's limit waits at most one poll longer).
    */
-  async run(job: ClaimedJob): Promise<void> {
-    // Only the job's id: a pump started beneath a request (capture.jobQueued) may claim another request's job.
-    return withOnlyLogContext({ job_id: job.id }, () => this.runJob(job));
+  wake(): void {
+    if (this.jobsLeft) void this.pump();
   }
 
-  private async runJob(job: ClaimedJob): Promise<void> {
+  /**
+   * Runs one claimed job on the browser it was claimed with: the credits are reserved again
+   * under the job's id (idempotent, so a job taken over after a crash is charged once),
+   * committed when this worker recorded the screenshot (the AI credit only when its analysis
+   * ran), refunded when it recorded the failure, and left to the new holder when the lease
+   * was lost.
+   */
+  async run(job: ClaimedJob, slot: BrowserSlot | null = null): Promise<void> {
+    // Only the job's id: a pump started beneath a request (capture.jobQueued) may claim another request's job.
+    return withOnlyLogContext({ job_id: job.id }, () => this.runJob(job, slot));
+  }
+
+  private async runJob(job: ClaimedJob, slot: BrowserSlot | null): Promise<void> {
     const renew = setInterval(() => void this.queue.renew(job).catch(() => undefined), Math.max(500, Math.floor(this.options.leaseMs / 3)));
     const credit = { accountId: job.accountId, amounts: { screenshots: 1 }, reservationId: `job:${job.id}` };
     const billAi = billsAiCredits(job.options);
+    // Counted as running since its claim, under the job's id. Its plan's limits were read for
+    // the claim and are cached; they matter no more (a running ticket starts again whatever
+    // they say), so a failed read costs nothing.
+    const ticket: Ticket = { id: job.id, accountId: job.accountId, limits: await this.tickets.limitsFor(job.accountId).catch(() => ({ maxConcurrent: 1, maxQueued: 0 })) };
+    const turn: CaptureTurn = turnOf({ cls: 'jobs', ticket }, slot);
+    // Its wait in the queue, on its first attempt (a job taken over has run before).
+    if (job.attempts === 1) turn.waitedMs = Math.max(0, Date.now() - job.createdAtMs);
     try {
       if (job.attempts > this.maxAttempts) {
         this.logger.warn(`job ${job.id} was interrupted ${this.maxAttempts} times; it is given up`);
@@ -114,7 +180,7 @@ export class JobWorker {
         await withCaptureCredits(this.broker, credit, billAi, async () => undefined, { settle: () => 'refund', analysed: () => false }).catch(() => undefined);
         return;
       }
-      const ref: ScreenshotRef | null = await withCaptureCredits(this.broker, credit, billAi, () => this.pipeline.run(job, job.options), {
+      const ref: ScreenshotRef | null = await withCaptureCredits(this.broker, credit, billAi, () => this.pipeline.run(job, job.options, turn), {
         settle: (stored) => (stored ? 'commit' : 'hold'),
         analysed: (stored) => stored?.ai?.ai_analyzed === true,
         onFailure: async (err) => ((await this.recordFailure(job, err)) ? 'refund' : 'hold'),
@@ -124,6 +190,9 @@ export class JobWorker {
       // Recorded by recordFailure (or, for a failed commit, the job is complete anyway).
     } finally {
       clearInterval(renew);
+      // A browser the capture never took (it failed before: credits, route, checks) goes back.
+      if (turn.slot) this.browsers.giveBack(turn.slot);
+      await this.tickets.finish(ticket);
     }
   }
 
@@ -133,7 +202,8 @@ export class JobWorker {
     // browser came free in time (a Grid node lost): not the job's fault. It goes back to the
     // queue, for another instance or a later try (at most maxAttempts claims in all), with
     // its credit still pending (reserved again under the same id, so charged once).
-    const unavailable = isUnavailable(err) || (err as { type?: unknown } | null)?.type === 'capacity_exhausted';
+    const type = (err as { type?: unknown } | null)?.type;
+    const unavailable = isUnavailable(err) || type === 'capacity_exhausted' || type === 'concurrency_limit_reached';
     if (this.stopping || unavailable) {
       if (unavailable) this.logger.warn(`job ${job.id}: ${(err as Error).message}; it goes back to the queue`);
       await this.queue.release(job).catch(() => undefined);

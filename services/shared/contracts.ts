@@ -21,7 +21,14 @@ export interface PlanRecord {
   /** Paid plans unlock the addons; the free plan does not. */
   paid: boolean;
   screenshot_limit: number;
+  /** Captures an account on this plan may run at once, over every capture instance. */
+  max_concurrent: number;
+  /** Captures it may have waiting for a browser beyond those (/snap's held requests). */
+  max_queued: number;
 }
+
+/** What `plans set` sends: the name, and the fields to set (a new plan needs screenshot_limit). */
+export type PlanInput = Pick<PlanRecord, 'name'> & Partial<Omit<PlanRecord, 'name'>>;
 
 /** What every authenticated request knows about its caller. */
 export interface AccountContext {
@@ -201,7 +208,9 @@ export interface Actions {
   'billing.setPlan': [{ accountId: string; plan: string; addons?: Partial<Record<Addon, number>> }, AccountSummary];
   'billing.rotateKey': [{ accountId: string }, { account_id: string; access_token: string }];
   'billing.listPlans': [Record<string, never>, PlanRecord[]];
-  'billing.upsertPlan': [PlanRecord, PlanRecord];
+  'billing.upsertPlan': [PlanInput, PlanRecord];
+  /** The account behind an id (capture reads the plan's concurrency limits of a queued job's account). */
+  'billing.account': [{ accountId: string }, AccountContext];
   'capture.take': [{ account: AccountContext; options: SnapOptions }, ScreenshotRef];
   'capture.findRecent': [{ accountId: string; cacheKey: string; since: number }, ScreenshotRef | null];
   'capture.enqueue': [{ accountId: string; configId: string; jobId: string; kind: JobKind; options: SnapOptions }, { job_id: string }];

@@ -29,6 +29,8 @@ export const ERROR_STATUS = {
   ai_credits_exhausted: 402,
   real_location_bandwidth_exhausted: 402,
   rate_limited: 429,
+  /** The account already runs and has waiting as many captures as its plan allows (max_concurrent, max_queued). */
+  concurrency_limit_reached: 429,
   // plan and addon gates (spec, Errors table)
   byok_plan_required: 402,
   byok_addon_required: 402,

@@ -29,8 +29,8 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       await db.migrate.latest();
       expect(await db.schema.hasTable('api_keys')).to.equal(true);
       expect(await repo.listPlans()).to.deep.equal([
-        { name: 'free', paid: false, screenshot_limit: 25 },
-        { name: 'paid', paid: true, screenshot_limit: 10000 },
+        { name: 'free', paid: false, screenshot_limit: 25, max_concurrent: 1, max_queued: 2 },
+        { name: 'paid', paid: true, screenshot_limit: 10000, max_concurrent: 1, max_queued: 8 },
       ]);
     });
 
@@ -41,7 +41,7 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       expect(JSON.stringify(stored)).not.to.contain(access_token);
       expect(stored[0].key_hash).to.equal(hashApiKey(access_token));
       const ctx = await repo.byToken(access_token);
-      expect(ctx).to.deep.equal({ accountId: account_id, plan: { name: 'paid', paid: true, screenshot_limit: 10000 }, addons: { byo_ai: 1, bandwidth_2gb: 2 } });
+      expect(ctx).to.deep.equal({ accountId: account_id, plan: { name: 'paid', paid: true, screenshot_limit: 10000, max_concurrent: 1, max_queued: 8 }, addons: { byo_ai: 1, bandwidth_2gb: 2 } });
     });
 
     it('revokes the old key at once when the key is rotated', async () => {
@@ -60,6 +60,21 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       expect((await repo.byToken(access_token))?.plan.screenshot_limit).to.equal(50000);
       await repo.upsertPlan({ name: 'pro', paid: true, screenshot_limit: 60000 });
       expect((await repo.byToken(access_token))?.plan.screenshot_limit).to.equal(60000);
+    });
+
+    it("sets a plan's concurrency limits, changing only the fields given, and refuses numbers out of range", async () => {
+      // A new plan takes the default limits.
+      expect(await repo.upsertPlan({ name: 'team', screenshot_limit: 5000 })).to.deep.equal({ name: 'team', paid: true, screenshot_limit: 5000, max_concurrent: 1, max_queued: 8 });
+      expect(await repo.upsertPlan({ name: 'team', max_concurrent: 4, max_queued: 0 })).to.deep.equal({ name: 'team', paid: true, screenshot_limit: 5000, max_concurrent: 4, max_queued: 0 });
+      const { account_id } = await repo.create('team', {});
+      expect((await repo.byId(account_id))?.plan).to.deep.include({ max_concurrent: 4, max_queued: 0 });
+      const refused = async (fields: Record<string, number>) => (await repo.upsertPlan({ name: 'team', ...fields }).catch((e) => e)) as Error & { type: string };
+      expect((await refused({ max_concurrent: 0 })).message).to.equal('max_concurrent must be a whole number from 1 to 10000.');
+      expect((await refused({ max_queued: -1 })).message).to.equal('max_queued must be a whole number from 0 to 10000.');
+      expect((await refused({ max_queued: 1.5 })).type).to.equal('invalid_parameter');
+      const missing = await repo.upsertPlan({ name: 'nothing', max_concurrent: 2 }).catch((e) => e);
+      expect(missing.message).to.equal('A new plan needs screenshot_limit (there is no plan "nothing" yet).');
+      expect((await repo.plan('team')).max_concurrent).to.equal(4);
     });
 
     it('refuses an unknown plan, account or addon with a note that lists what exists', async () => {

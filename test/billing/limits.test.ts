@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { counterExpiry, limitsFor, monthOf } from '../../services/billing/limits';
 
-const free = { name: 'free', paid: false, screenshot_limit: 25 };
-const paid = { name: 'paid', paid: true, screenshot_limit: 10000 };
+const free = { name: 'free', paid: false, screenshot_limit: 25, max_concurrent: 1, max_queued: 2 };
+const paid = { name: 'paid', paid: true, screenshot_limit: 10000, max_concurrent: 1, max_queued: 8 };
 
 describe('billing limits (spec, Limits)', () => {
   it('gives the free plan 25 screenshots, 32 MiB of bandwidth and 25 AI credits', () => {

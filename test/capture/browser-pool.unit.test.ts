@@ -1,11 +1,14 @@
 /**
  * BrowserPool with its browsers stubbed (sinon): the launcher hands out stub BrowserSlots,
  * so capacity, the wait queue, the choice of browser and the replacement of broken, lost
- * and silent browsers are checked in milliseconds, with sinon's clock for the timers.
+ * and silent browsers are checked in milliseconds, with sinon's clock for the timers. The
+ * fair order and the accounts' limits run with the real Admission over counts in the process.
  */
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { BrowserPool, type PoolOptions } from '../../services/capture/browser-pool';
+import { MemoryAccountSlots, type Ticket } from '../../services/capture/account-slots';
+import { Admission } from '../../services/capture/admission';
+import { BrowserPool, type Claim, type PoolOptions } from '../../services/capture/browser-pool';
 import { BrowserSlot, type LaunchOptions } from '../../services/capture/browser-slot';
 
 const LAUNCH: LaunchOptions = { seleniumUrl: 'http://127.0.0.1:4444', chromeBin: null, chromedriverBin: '/usr/bin/chromedriver', extraArgs: [] };
@@ -36,10 +39,23 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
     return slot;
   }
 
-  async function startPool(opts: Partial<PoolOptions> = {}): Promise<BrowserPool> {
-    pool = new BrowserPool(LAUNCH, { sessions: 2, queueMax: 2, queueTimeoutMs: QUEUE_TIMEOUT_MS, keepAliveMs: KEEP_ALIVE_MS, ...opts }, log, launcher);
+  async function startPool(opts: Partial<PoolOptions> = {}, admission?: Admission): Promise<BrowserPool> {
+    pool = new BrowserPool(LAUNCH, { sessions: 2, queueMax: 2, queueTimeoutMs: QUEUE_TIMEOUT_MS, keepAliveMs: KEEP_ALIVE_MS, ...opts }, log, launcher, admission);
     await pool.start();
     return pool;
+  }
+
+  /** The real Admission over counts in this process; a capture that ends wakes the pool, as in the service. */
+  function admissionFor(): Admission {
+    const admission = new Admission({
+      slots: new MemoryAccountSlots(60_000),
+      leaseMs: 60_000,
+      accountOf: () => Promise.reject(new Error('no jobs here')),
+      captureSeconds: () => pool.captureSeconds,
+      log,
+    });
+    admission.onFinished(() => pool.wake());
+    return admission;
   }
 
   /** Lets the pool's pending promise callbacks (a launch, a hand-over) run. */
@@ -242,6 +258,114 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
     sinon.assert.calledOnce(dying.quit);
     sinon.assert.callCount(launcher, 2);
     expect(await pool.acquire()).to.equal(other);
+  });
+
+  describe('the fair order and the accounts\' limits', () => {
+    const limits = { maxConcurrent: 5, maxQueued: 5 };
+    let n = 0;
+    const ticketOf = (accountId: string, l = limits): Ticket => ({ id: `t${++n}`, accountId, limits: l });
+    const snapOf = (t: Ticket): Claim => ({ cls: 'snap', ticket: t });
+
+    /**
+     * Asks for a browser as `claim`; once it has one, notes `name` in `order` and gives the
+     * browser back 1 ms later (a capture that takes 1 ms).
+     */
+    function hold(name: string, claim: Claim, order: string[]): Promise<void> {
+      return pool.acquire(claim).then((slot) => {
+        order.push(name);
+        setTimeout(() => pool.release(slot), 1);
+      });
+    }
+
+    /** Lets the clock run until `count` grants are noted (or 100 ms). */
+    async function untilGranted(order: string[], count: number): Promise<void> {
+      for (let i = 0; i < 100 && order.length < count; i++) await clock.tickAsync(1);
+    }
+
+    it('gives the next free browser to the account that has waited longest for its turn, not to whoever queued most', async () => {
+      const admission = admissionFor();
+      await startPool({ sessions: 1, queueMax: 10 }, admission);
+      const a0 = ticketOf('A');
+      await admission.admit(a0);
+      const busy = await pool.acquire(snapOf(a0));
+      const order: string[] = [];
+      const waits: Array<Promise<void>> = [];
+      // A queues three more captures, then B and C one each, 1 ms apart.
+      for (const name of ['A1', 'A2', 'A3', 'B1', 'C1']) {
+        const t = ticketOf(name.slice(0, 1));
+        await admission.admit(t);
+        waits.push(hold(name, snapOf(t), order));
+        await clock.tickAsync(1);
+      }
+      pool.release(busy);
+      await untilGranted(order, 5);
+      await Promise.all(waits);
+      // A had its turn, so B and C, waiting since before A's next turn began, come before A again.
+      expect(order).to.deep.equal(['A1', 'B1', 'C1', 'A2', 'A3']);
+    });
+
+    it("lets no account hold more browsers than its plan runs at once: the free browser goes to the next account's capture", async () => {
+      const admission = admissionFor();
+      await startPool({ sessions: 2 }, admission);
+      const one = { maxConcurrent: 1, maxQueued: 2 };
+      const [a1, a2, b1] = [ticketOf('A', one), ticketOf('A', one), ticketOf('B', one)];
+      for (const t of [a1, a2, b1]) await admission.admit(t);
+      const first = await pool.acquire(snapOf(a1));
+      let second: BrowserSlot | null = null;
+      const waiting = pool.acquire(snapOf(a2)).then((s) => {
+        second = s;
+      });
+      await settle();
+      // A runs all it may: its second capture waits though a browser is free.
+      expect(second).to.equal(null);
+      expect(pool.stats).to.deep.include({ busy: 1, queued: 1 });
+      const other = await pool.acquire(snapOf(b1));
+      expect(other).to.not.equal(first);
+      // A's first capture ends: its second starts, on the browser A's first gave back.
+      pool.release(first);
+      await admission.finish(a1);
+      await waiting;
+      expect(second).to.equal(first);
+    });
+
+    it("serves /snap's captures before the job worker's ask, but gives the worker at least one browser in four", async () => {
+      await startPool({ sessions: 1, queueMax: 10 });
+      const busy = await pool.acquire();
+      const order: string[] = [];
+      const waits = [hold('J', { cls: 'jobs', ticket: null }, order)];
+      for (let i = 1; i <= 5; i++) waits.push(hold(`S${i}`, snapOf(ticketOf(`S${i}`)), order));
+      await settle();
+      // The worker's ask is not a capture: never counted as waiting (nor timed out).
+      expect(pool.stats.queued).to.equal(5);
+      pool.release(busy);
+      await untilGranted(order, 6);
+      await Promise.all(waits);
+      expect(order).to.deep.equal(['S1', 'S2', 'S3', 'J', 'S4', 'S5']);
+    });
+
+    it('answers a capture that waited the whole queue timeout 429 when its own account held it back, 503 when the service was full', async () => {
+      const admission = admissionFor();
+      await startPool({ sessions: 2, queueMax: 10 }, admission);
+      const one = { maxConcurrent: 1, maxQueued: 2 };
+      const [a1, a2] = [ticketOf('A', one), ticketOf('A', one)];
+      for (const t of [a1, a2]) await admission.admit(t);
+      await pool.acquire(snapOf(a1));
+      const own = rejection(pool.acquire(snapOf(a2)));
+      await clock.tickAsync(QUEUE_TIMEOUT_MS);
+      const err = await own;
+      expect(err.type).to.equal('concurrency_limit_reached');
+      expect(err.message).to.contain(`waited ${QUEUE_TIMEOUT_MS} ms (CAPTURE_QUEUE_TIMEOUT_MS) behind this account's own 1 running captures`);
+      expect(err.data?.retryAfter).to.be.at.least(1);
+      // Every browser busy with other accounts' captures: the service is full, 503.
+      const b1 = ticketOf('B');
+      await admission.admit(b1);
+      await pool.acquire(snapOf(b1));
+      const c1 = ticketOf('C');
+      await admission.admit(c1);
+      const full = rejection(pool.acquire(snapOf(c1)));
+      await clock.tickAsync(QUEUE_TIMEOUT_MS);
+      expect((await full).type).to.equal('capacity_exhausted');
+    });
   });
 
   it('on stop, waits for a browser still starting and quits it', async () => {

@@ -11,7 +11,7 @@ import { BrowserPool } from '../../services/capture/browser-pool';
 import { BrowserSlot, type PreparedPage } from '../../services/capture/browser-slot';
 import { CdpConnection, CdpError } from '../../services/capture/cdp';
 import { EgressPolicy } from '../../services/shared/egress';
-import { CaptureEngine } from '../../services/capture/engine';
+import { CaptureEngine, turnOf } from '../../services/capture/engine';
 import type { CaptureContext, CaptureOutput } from '../../services/capture/page-capture';
 import { serviceError } from '../../services/shared/errors';
 import type { SnapOptions } from '../../services/shared/screenshot-options';
@@ -244,6 +244,34 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     expect(slot.broken).to.equal(true);
     sinon.assert.notCalled(runPage);
     sinon.assert.calledOnceWithExactly(pool.release, slot);
+  });
+
+  it('counts the time budget from the moment a browser starts the capture, not while it waits for one', async () => {
+    const clock = sinon.useFakeTimers();
+    const { slot } = stubSlot(1);
+    // Every browser busy for most of a budget: the capture waits, then takes half a budget.
+    pool.acquire.callsFake(() => new Promise((resolve) => setTimeout(() => resolve(slot), TIMEOUT_MS - 1_000)));
+    runPage.callsFake(() => new Promise((resolve) => setTimeout(() => resolve(OUTPUT), TIMEOUT_MS / 2)));
+    const turn = turnOf({ cls: 'snap', ticket: null });
+    const settled = engine.capture(OPTIONS, async (out) => out, null, undefined, turn).then(
+      (out) => out,
+      (e: Error) => e,
+    );
+    await clock.tickAsync(TIMEOUT_MS - 1_000 + TIMEOUT_MS / 2);
+    expect(await settled).to.equal(OUTPUT);
+    // What it waited and what it held the browser, apart.
+    expect(turn.waitedMs).to.equal(TIMEOUT_MS - 1_000);
+    expect(turn.heldMs).to.equal(TIMEOUT_MS / 2);
+  });
+
+  it('runs on the browser it was handed, asking the pool for none', async () => {
+    const { slot } = stubSlot(1);
+    runPage.resolves(OUTPUT);
+    const turn = turnOf({ cls: 'jobs', ticket: null }, slot);
+    expect(await engine.capture(OPTIONS, async (out) => out, null, undefined, turn)).to.equal(OUTPUT);
+    sinon.assert.notCalled(pool.acquire);
+    sinon.assert.calledOnceWithExactly(pool.release, slot);
+    expect(turn.slot).to.equal(null);
   });
 
   it('passes on capacity_exhausted from the pool without touching a browser', async () => {

@@ -7,7 +7,9 @@ import path from 'node:path';
 import fs from 'node:fs';
 import { expect } from 'chai';
 import type { Knex } from 'knex';
-import { JobQueue } from '../../services/capture/jobs';
+import { MemoryAccountSlots } from '../../services/capture/account-slots';
+import { ClassTurns } from '../../services/capture/fair-queue';
+import { type ClaimTurns, JOB_KINDS, JobQueue } from '../../services/capture/jobs';
 import { ScreenshotRepository } from '../../services/capture/screenshots';
 import type { Config } from '../../services/shared/config';
 import { acquireDatabase, migrateLatest, releaseDatabase } from '../../services/shared/database';
@@ -23,6 +25,20 @@ describe('JobQueue (SQLite, controlled clock)', () => {
   let clock: number;
   let queue: JobQueue;
   let screenshots: ScreenshotRepository;
+  let slots: MemoryAccountSlots;
+  /** The real claim order, over account counts in this process (each account may run plenty here). */
+  let turns: ClaimTurns;
+
+  /** The claim order with every account's plan running `maxConcurrent` captures at once. */
+  const turnsWith = (maxConcurrent: number): ClaimTurns => {
+    const ticket = (job: { id: string; accountId: string }) => ({ ...job, limits: { maxConcurrent, maxQueued: 0 } });
+    return {
+      kinds: new ClassTurns(JOB_KINDS),
+      lastStarts: (ids) => slots.lastStarts(ids),
+      starter: async (accountId) => (id) => slots.start(ticket({ id, accountId })),
+      undo: (job) => slots.finish(ticket(job)),
+    };
+  };
 
   beforeEach(async () => {
     dir = tempDir();
@@ -31,6 +47,8 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     db = acquireDatabase(database);
     clock = 1_000_000;
     queue = new JobQueue(db, LEASE_MS, () => clock);
+    slots = new MemoryAccountSlots(LEASE_MS, () => clock);
+    turns = turnsWith(100);
     screenshots = new ScreenshotRepository(db, { appUrl: 'http://app', cdnUrl: 'http://cdn' });
   });
 
@@ -50,32 +68,32 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     await enqueue('j2', 2_000_000);
     await enqueue('j1', 1_000_000);
     clock = 2_000_001;
-    const first = await queue.claim();
+    const first = await queue.claim(turns);
     expect(first).to.include({ id: 'j1', accountId: 'acc', configId: 'cfg', kind: 'config', attempts: 1 });
     expect(first?.options).to.deep.equal({ url: 'https://example.test/j1' });
-    expect((await queue.claim())?.id).to.equal('j2');
-    expect(await queue.claim()).to.equal(null);
+    expect((await queue.claim(turns))?.id).to.equal('j2');
+    expect(await queue.claim(turns)).to.equal(null);
 
     clock += LEASE_MS + 1;
-    const again = await queue.claim();
+    const again = await queue.claim(turns);
     expect(again).to.include({ id: 'j1', attempts: 2 });
     expect(again?.leaseToken).to.not.equal(first?.leaseToken);
   });
 
   it('lets a renewed lease keep its job', async () => {
     await enqueue('j1');
-    const job = await queue.claim();
+    const job = await queue.claim(turns);
     clock += LEASE_MS - 1;
     expect(await queue.renew(job!)).to.equal(true);
     clock += LEASE_MS - 1;
-    expect(await queue.claim()).to.equal(null);
+    expect(await queue.claim(turns)).to.equal(null);
   });
 
   it('completes a job with its screenshot only under the current lease', async () => {
     await enqueue('j1');
-    const stale = await queue.claim();
+    const stale = await queue.claim(turns);
     clock += LEASE_MS + 1;
-    const current = await queue.claim();
+    const current = await queue.claim(turns);
     expect(await queue.renew(stale!)).to.equal(false);
     expect(await queue.complete(stale!, record(stale!))).to.equal(null);
     expect(await db('screenshots').count({ n: '*' }).first()).to.deep.equal({ n: 0 });
@@ -90,29 +108,74 @@ describe('JobQueue (SQLite, controlled clock)', () => {
 
   it('records a failure once, with its code and note', async () => {
     await enqueue('j1');
-    const job = await queue.claim();
+    const job = await queue.claim(turns);
     expect(await queue.fail(job!, 'selector_not_found', 'no #x')).to.equal(true);
     expect(await queue.find('acc', 'j1')).to.deep.include({ status: 'failed', error_code: 'selector_not_found', note: 'no #x' });
     expect(await queue.fail(job!, 'internal_error', 'again')).to.equal(false);
-    expect(await queue.claim()).to.equal(null);
+    expect(await queue.claim(turns)).to.equal(null);
   });
 
   it('gives a released job back to the queue', async () => {
     await enqueue('j1');
-    const job = await queue.claim();
+    const job = await queue.claim(turns);
     await queue.release(job!);
     expect(await queue.find('acc', 'j1')).to.deep.include({ status: 'queued' });
-    expect(await queue.claim()).to.include({ id: 'j1', attempts: 2 });
+    expect(await queue.claim(turns)).to.include({ id: 'j1', attempts: 2 });
   });
 
   it('writes a snap’s job as running under its own lease: never claimed, completed like any other', async () => {
     const snap = await queue.start({ id: 's1', accountId: 'acc', configId: 'cfg' });
     clock += 10 * LEASE_MS;
-    expect(await queue.claim()).to.equal(null);
+    expect(await queue.claim(turns)).to.equal(null);
     expect(await queue.find('acc', 's1')).to.deep.include({ status: 'running' });
     expect(await queue.complete({ ...snap, leaseToken: 'not-the-lease' }, record(snap))).to.equal(null);
     expect(await queue.complete(snap, record(snap))).to.be.a('number');
     expect(await queue.find('acc', 's1')).to.deep.include({ status: 'completed' });
+  });
+
+  describe('the fair order of claims', () => {
+    const queueFor = (id: string, accountId: string, kind: 'config' | 'scheduled', at: number) => {
+      clock = at;
+      return queue.enqueue({ id, accountId, configId: `cfg-${accountId}`, kind, options: { url: `https://example.test/${id}` } });
+    };
+    /** Claims until none is left, the clock moving 1 s a claim; the ids in the order claimed. */
+    async function claimAll(t: ClaimTurns = turns): Promise<string[]> {
+      const ids: string[] = [];
+      for (let job = await queue.claim(t); job; job = await queue.claim(t)) {
+        ids.push(job.id);
+        clock += 1_000;
+      }
+      return ids;
+    }
+
+    it('serves accounts in turn, not in the order their jobs were queued', async () => {
+      for (let i = 1; i <= 3; i++) await queueFor(`a${i}`, 'A', 'config', 1_000_000 + i);
+      await queueFor('b1', 'B', 'config', 1_000_010);
+      await queueFor('c1', 'C', 'config', 1_000_020);
+      clock = 2_000_000;
+      expect(await claimAll()).to.deep.equal(['a1', 'b1', 'c1', 'a2', 'a3']);
+    });
+
+    it("serves configurations' jobs before scheduled ones, and a scheduled one at least once in four claims", async () => {
+      for (let i = 1; i <= 2; i++) await queueFor(`s${i}`, 'S', 'scheduled', 1_000_000 + i);
+      for (let i = 1; i <= 6; i++) await queueFor(`c${i}`, 'C', 'config', 1_000_100 + i);
+      clock = 2_000_000;
+      expect(await claimAll()).to.deep.equal(['c1', 'c2', 'c3', 's1', 'c4', 'c5', 'c6', 's2']);
+    });
+
+    it('passes by an account that runs all its plan allows, and comes back to it once one of its captures ends', async () => {
+      const one = turnsWith(1);
+      await queueFor('a1', 'A', 'config', 1_000_001);
+      await queueFor('a2', 'A', 'config', 1_000_002);
+      await queueFor('b1', 'B', 'config', 1_000_003);
+      clock = 2_000_000;
+      const a1 = await queue.claim(one);
+      expect(a1?.id).to.equal('a1');
+      expect((await queue.claim(one))?.id).to.equal('b1');
+      expect(await queue.claim(one)).to.equal(null);
+      await slots.finish({ id: 'a1', accountId: 'A', limits: { maxConcurrent: 1, maxQueued: 0 } });
+      expect((await queue.claim(one))?.id).to.equal('a2');
+    });
   });
 
   it('deletes a configuration’s jobs, and only those', async () => {

@@ -7,13 +7,15 @@
 import { expect } from 'chai';
 import type { ServiceBroker } from 'moleculer';
 import sinon from 'sinon';
+import type { BrowserSlot } from '../../services/capture/browser-slot';
+import type { CaptureTurn } from '../../services/capture/engine';
 import { type ClaimedJob, JobQueue } from '../../services/capture/jobs';
 import { JobWorker } from '../../services/capture/worker';
 import type { Reservation, ScreenshotRef } from '../../services/shared/contracts';
 import { serviceError } from '../../services/shared/errors';
 import { type LogContext, currentLogContext, withLogContext } from '../../services/shared/logging';
 
-const job = (id: string, attempts = 1): ClaimedJob => ({ id, accountId: 'acc', configId: 'cfg', kind: 'config', options: { url: 'https://example.test/' }, leaseToken: 't', attempts });
+const job = (id: string, attempts = 1): ClaimedJob => ({ id, accountId: 'acc', configId: 'cfg', kind: 'config', options: { url: 'https://example.test/' }, leaseToken: 't', attempts, createdAtMs: Date.now() });
 const ref = (id: string): ScreenshotRef => ({
   id,
   job_id: 'j',
@@ -42,9 +44,17 @@ function setup(sessions = 2) {
   queue.release.resolves();
   const pipeline = { run: sinon.stub() };
   const logger = { info: sinon.stub(), warn: sinon.stub(), error: sinon.stub() };
-  const worker = new JobWorker(broker, queue, pipeline, logger, { sessions, leaseMs: 30_000, pollMs: 60_000 });
+  // The pool hands out browsers (each a distinct stand-in: the pipeline, stubbed, never touches them).
+  const browsers = { acquire: sinon.stub().callsFake(async () => ({}) as BrowserSlot), giveBack: sinon.stub() };
+  const tickets = {
+    limitsFor: sinon.stub().resolves({ maxConcurrent: 1, maxQueued: 8 }),
+    start: sinon.stub().resolves(true),
+    finish: sinon.stub().resolves(),
+    lastStarts: sinon.stub().resolves(new Map()),
+  };
+  const worker = new JobWorker(broker, queue, pipeline, logger, { sessions, leaseMs: 30_000, pollMs: 60_000 }, browsers, tickets);
   const billingCalls = () => call.getCalls().map((c) => c.args[0] as string);
-  return { worker, queue, pipeline, logger, call, emit, billingCalls };
+  return { worker, queue, pipeline, logger, call, emit, billingCalls, browsers, tickets };
 }
 
 describe('JobWorker (collaborators stubbed)', () => {
@@ -162,7 +172,7 @@ describe('JobWorker (collaborators stubbed)', () => {
     const finish: Array<() => void> = [];
     t.pipeline.run.callsFake(() => new Promise((resolve) => finish.push(() => resolve(ref('1')))));
     await t.worker.pump();
-    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setTimeout(r, 10));
     expect(t.pipeline.run.callCount).to.equal(2);
     finish[0]?.();
     await new Promise((r) => setTimeout(r, 10));
@@ -170,5 +180,42 @@ describe('JobWorker (collaborators stubbed)', () => {
     for (const f of finish.slice(1)) f();
     await t.worker.stop(1_000);
     expect(t.emit.callCount).to.equal(3);
+  });
+
+  it('claims a job only with a browser in hand, runs the job on it, and gives it back when no job may start', async () => {
+    const t = setup(2);
+    const slot = {} as BrowserSlot;
+    t.browsers.acquire.onFirstCall().resolves(slot);
+    t.queue.claim.resolves(null);
+    t.queue.claim.onFirstCall().resolves(job('j1'));
+    let given: BrowserSlot | null = null;
+    // As the engine does: the capture takes the browser it was handed.
+    t.pipeline.run.callsFake(async (_job, _options, turn: CaptureTurn) => {
+      given = turn.slot;
+      turn.slot = null;
+      return ref('1');
+    });
+    await t.worker.pump();
+    await new Promise((r) => setTimeout(r, 10));
+    // Asked as the jobs class, with no account yet; the claim came after the browser.
+    expect(t.browsers.acquire.firstCall.args[0]).to.deep.equal({ cls: 'jobs', ticket: null });
+    sinon.assert.callOrder(t.browsers.acquire, t.queue.claim);
+    expect(given).to.equal(slot);
+    const turn = t.pipeline.run.firstCall.args[2];
+    expect(turn.claim).to.deep.equal({ cls: 'jobs', ticket: { id: 'j1', accountId: 'acc', limits: { maxConcurrent: 1, maxQueued: 8 } } });
+    // The browsers asked for next found no job: each went back to the pool at once, never the job's.
+    expect(t.browsers.giveBack.callCount).to.be.greaterThan(0);
+    expect(t.browsers.giveBack.args.filter(([given]) => given === slot)).to.deep.equal([]);
+    // The job's capture counted in its account's running captures until its end.
+    sinon.assert.calledOnceWithExactly(t.tickets.finish, turn.claim.ticket);
+  });
+
+  it('gives back the browser of a job that failed before its capture took it, and ends its count', async () => {
+    const t = setup();
+    t.call.withArgs('billing.reserveFor').rejects(serviceError('screenshot_limit_reached', 'used up'));
+    const slot = {} as BrowserSlot;
+    await t.worker.run(job('j1'), slot);
+    sinon.assert.calledOnceWithExactly(t.browsers.giveBack, slot);
+    sinon.assert.calledOnce(t.tickets.finish);
   });
 });

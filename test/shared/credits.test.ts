@@ -6,7 +6,7 @@ import type { AccountContext, Reservation } from '../../services/shared/contract
 import { withCaptureCredits, withCredits } from '../../services/shared/credits';
 import { serviceError } from '../../services/shared/errors';
 
-const account: AccountContext = { accountId: 'acc1', plan: { name: 'free', paid: false, screenshot_limit: 100 }, addons: {} };
+const account: AccountContext = { accountId: 'acc1', plan: { name: 'free', paid: false, screenshot_limit: 100, max_concurrent: 1, max_queued: 2 }, addons: {} };
 const reservation: Reservation = { id: 'r1', accountId: 'acc1', month: '2026-11', amounts: { screenshots: 1 } };
 
 /** A broker whose billing answers from the stub; `calls()` lists the actions called, in order. */

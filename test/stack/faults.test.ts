@@ -108,6 +108,8 @@ describe('the full stack survives faults (separate processes)', function () {
       },
     });
     db = knex({ client: 'mysql2', connection: stack.databaseUrl, pool: { min: 0, max: 2 } });
+    // Four captures at once (the tests below keep every browser of the stack busy).
+    runScript('bin/admin.js', ['plans', 'set', 'paid', '--concurrency', '4', '--queue', '16'], stack.serviceEnv());
     const created = JSON.parse(runScript('bin/admin.js', ['accounts', 'create', '--plan', 'paid', '--json'], stack.serviceEnv())) as { account_id: string; access_token: string };
     token = created.access_token;
     accountId = created.account_id;

@@ -2,7 +2,7 @@
 import sharp from 'sharp';
 import { backendConfig } from './backends';
 import { type FixtureServer, startFixtures } from './fixtures';
-import { sharedGrid } from './grid';
+import { GRID_SESSIONS, sharedGrid } from './grid';
 import { type HttpAnswer, qs, request } from './http';
 import type { SystemOverrides } from '../../services/system';
 import { type RunningSystem, runSystem } from './system';
@@ -21,7 +21,8 @@ export async function startCaptureSystem(
   const grid = await sharedGrid();
   const b = await backendConfig('sqlite', { SERVICES: CAPTURE_SERVICES, SELENIUM_URL: grid.url, ...env });
   const sys = await runSystem(b.config, overrides);
-  await sys.broker.call('billing.upsertPlan', { name: 'big', paid: true, screenshot_limit: 100_000 });
+  // As many captures at once as the shared Grid has browsers: a suite's captures are never held by their account's limits.
+  await sys.broker.call('billing.upsertPlan', { name: 'big', paid: true, screenshot_limit: 100_000, max_concurrent: GRID_SESSIONS, max_queued: 16 });
   const token = (await sys.account('big')).access_token;
   return {
     sys,

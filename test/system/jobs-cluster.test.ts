@@ -7,10 +7,10 @@ import knex, { type Knex } from 'knex';
 import { call } from '../../services/shared/contracts';
 import { knexConfig } from '../../services/shared/database';
 import { NATS_URL, backendConfig, uniqueName } from '../support/backends';
+import { startCaptureCluster } from '../support/capture-cluster';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { sharedGrid } from '../support/grid';
 import { request } from '../support/http';
-import { startServeProcess } from '../support/processes';
 import { type RunningSystem, runSystem } from '../support/system';
 import { until } from '../support/wait';
 
@@ -65,22 +65,10 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
   });
 
   it('finishes a job exactly once, and charges it once, when its capture process is killed mid-capture', async () => {
-    const grid = await sharedGrid();
-    const b = await backendConfig('mysql', {
-      TRANSPORTER: NATS_URL,
-      NAMESPACE: uniqueName('ns'),
-      SELENIUM_URL: grid.url,
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      CAPTURE_SESSIONS: '1',
-      CAPTURE_JOB_LEASE_MS: '3000',
-    });
-    const db: Knex = knex(knexConfig(b.config.database));
-    const front = await runSystem({ ...b.config, services: ['api', 'billing', 'scheduler', 'ai', 'proxy'] });
-    const stops: Array<() => Promise<void>> = [];
+    const cluster = await startCaptureCluster({ CAPTURE_SESSIONS: '1', CAPTURE_JOB_LEASE_MS: '3000' });
+    const { db, front } = cluster;
     try {
-      const captureEnv = { ...b.env, SERVICES: 'capture', MIGRATE_ON_START: 'false', PORT: '0' };
-      const first = await startServeProcess(captureEnv, /ServiceBroker .* started/, { timeoutMs: 60_000 });
-      stops.push(first.stop);
+      const first = await cluster.startCapture();
       await front.broker.waitForServices(['capture']);
       const { access_token } = await front.account('paid');
       const created = await request<Record<string, string>>(front.base, 'POST', '/screenshot_configs', {
@@ -92,8 +80,7 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
       first.child.kill('SIGKILL');
       await new Promise((r) => first.child.once('exit', r));
 
-      const second = await startServeProcess(captureEnv, /ServiceBroker .* started/, { timeoutMs: 60_000 });
-      stops.push(second.stop);
+      await cluster.startCapture();
       await until('the job to complete', async () => (await db('jobs').where({ id: jobId }).first())?.status === 'completed', 90_000);
       const job = await db('jobs').where({ id: jobId }).first();
       expect(Number(job.attempts)).to.equal(2);
@@ -109,10 +96,7 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
       }
       expect(status.body).to.include({ success: true, status: 'completed' });
     } finally {
-      for (const stop of stops.reverse()) await stop();
-      await front.stop();
-      await db.destroy();
-      await b.cleanup();
+      await cluster.stop();
     }
   });
 });

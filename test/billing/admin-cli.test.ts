@@ -1,0 +1,30 @@
+/** The operator CLI's plan commands: a plan's concurrency limits, set and shown. */
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { expect } from 'chai';
+import { backendConfig } from '../support/backends';
+import { runScript } from '../support/processes';
+
+describe('admin CLI: plans set and plans list', function () {
+  this.timeout(60_000);
+
+  it('sets how many captures a plan runs at once and has waiting, changing only the fields given', async () => {
+    const b = await backendConfig('sqlite', { SERVICES: 'billing' });
+    try {
+      const env = { ...b.env, LOG_LEVEL: 'warn' };
+      const set = JSON.parse(runScript('bin/admin.js', ['plans', 'set', 'paid', '--concurrency', '4', '--queue', '16', '--json'], env));
+      expect(set).to.deep.equal({ name: 'paid', paid: true, screenshot_limit: 10000, max_concurrent: 4, max_queued: 16 });
+      const listed = runScript('bin/admin.js', ['plans', 'list'], env);
+      expect(listed).to.contain('paid  paid  10000 screenshots/month  4 at once, 16 waiting');
+      expect(listed).to.contain('free  free  25 screenshots/month  1 at once, 2 waiting');
+      const bad = spawnSync(process.execPath, [path.resolve(__dirname, '..', '..', 'bin', 'admin.js'), 'plans', 'set', 'paid', '--concurrency', 'many'], { env: { ...process.env, ...env }, encoding: 'utf8' });
+      expect(bad.status).to.equal(2);
+      expect(bad.stderr).to.contain('--concurrency must be a whole number, got "many"');
+      const zero = spawnSync(process.execPath, [path.resolve(__dirname, '..', '..', 'bin', 'admin.js'), 'plans', 'set', 'paid', '--concurrency', '0'], { env: { ...process.env, ...env }, encoding: 'utf8' });
+      expect(zero.status).to.equal(2);
+      expect(zero.stderr).to.contain('max_concurrent must be a whole number from 1 to 10000.');
+    } finally {
+      await b.cleanup();
+    }
+  });
+});

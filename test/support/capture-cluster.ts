@@ -1,0 +1,49 @@
+/**
+ * A cluster for tests across capture instances: MariaDB, Redis and NATS (a fresh database,
+ * key prefix and namespace), the api, billing, scheduler, ai and proxy services in this
+ * process, and capture instances as processes of their own (which a test may SIGKILL) on
+ * the shared Grid.
+ */
+import knex, { type Knex } from 'knex';
+import type { Config } from '../../services/shared/config';
+import { knexConfig } from '../../services/shared/database';
+import { NATS_URL, backendConfig, uniqueName } from './backends';
+import { sharedGrid } from './grid';
+import { type ServiceProcess, startServeProcess } from './processes';
+import { type RunningSystem, runSystem } from './system';
+
+export interface CaptureCluster {
+  config: Readonly<Config>;
+  /** The cluster's database, for looking at jobs and screenshots. */
+  db: Knex;
+  /** The services other than capture, in this process. */
+  front: RunningSystem;
+  /** Starts one more capture instance (a process); stopped with the cluster unless it is gone already. */
+  startCapture(): Promise<ServiceProcess>;
+  stop(): Promise<void>;
+}
+
+/** `env` adds to or overrides the settings of every process (CAPTURE_SESSIONS, CAPTURE_JOB_LEASE_MS, ...). */
+export async function startCaptureCluster(env: Record<string, string>): Promise<CaptureCluster> {
+  const grid = await sharedGrid();
+  const b = await backendConfig('mysql', { TRANSPORTER: NATS_URL, NAMESPACE: uniqueName('ns'), SELENIUM_URL: grid.url, ALLOW_PRIVATE_NETWORKS: 'true', ...env });
+  const db = knex(knexConfig(b.config.database));
+  const front = await runSystem({ ...b.config, services: ['api', 'billing', 'scheduler', 'ai', 'proxy'] });
+  const captures: ServiceProcess[] = [];
+  return {
+    config: b.config,
+    db,
+    front,
+    async startCapture() {
+      const capture = await startServeProcess({ ...b.env, SERVICES: 'capture', MIGRATE_ON_START: 'false', PORT: '0' }, /ServiceBroker .* started/, { timeoutMs: 60_000 });
+      captures.push(capture);
+      return capture;
+    },
+    async stop() {
+      for (const capture of captures.reverse()) await capture.stop();
+      await front.stop();
+      await db.destroy();
+      await b.cleanup();
+    },
+  };
+}
