@@ -15,6 +15,7 @@ import { randomId } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
 import { AccountRepository } from './accounts';
 import { counterExpiry, limitsFor, monthOf } from './limits';
+import { BillingMetrics } from './metrics';
 import { MemoryUsageStore, RedisUsageStore, type UsageStore } from './usage-store';
 
 export interface BillingDeps {
@@ -40,6 +41,7 @@ interface BillingState {
 export function billingService(deps: BillingDeps): ServiceUnit {
   const { config } = deps;
   let state: BillingState;
+  let metrics: BillingMetrics;
 
   const authenticate: Handler<'billing.authenticate'> = async (ctx) => {
     const account = await state.accounts.byToken(ctx.params.token);
@@ -64,6 +66,9 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     const limits = limitsFor(account);
     const outcome = await state.store.reserve(reservation, limits, counterExpiry(at));
     if (!outcome.ok) {
+      metrics.refused(outcome.exceeded);
+      // Counted for the operator's view (metrics); the refusal is answered whatever this does.
+      void state.store.noteExhausted(outcome.exceeded, account.accountId, reservation.month, counterExpiry(at)).catch(() => undefined);
       const { code, what } = EXHAUSTED[outcome.exceeded];
       throw serviceError(
         code,
@@ -132,6 +137,7 @@ export function billingService(deps: BillingDeps): ServiceUnit {
       rotateKey: { handler: (async (ctx) => state.accounts.rotateKey(ctx.params.accountId)) as Handler<'billing.rotateKey'> },
       listPlans: { handler: (async () => state.accounts.listPlans()) as Handler<'billing.listPlans'> },
       upsertPlan: { handler: (async (ctx) => state.accounts.upsertPlan(ctx.params)) as Handler<'billing.upsertPlan'> },
+      metrics: { handler: (() => metrics.snapshot()) as Handler<'billing.metrics'> },
     },
     created() {
       const db = acquireDatabase(config.database);
@@ -141,6 +147,7 @@ export function billingService(deps: BillingDeps): ServiceUnit {
         store: deps.store ?? (config.redisUrl ? new RedisUsageStore(config.redisUrl, config.redisPrefix) : new MemoryUsageStore()),
         now: deps.now ?? (() => new Date()),
       };
+      metrics = new BillingMetrics(() => state.store, () => monthOf(state.now()), this.logger);
     },
     async stopped() {
       await state.store.close();

@@ -34,6 +34,13 @@ export interface UsageStore {
   usage(accountId: string, month: string): Promise<Limits>;
   /** Counts one request in the account's fixed window. */
   hitRate(accountId: string, max: number, windowSeconds: number, now: Date): Promise<RateOutcome>;
+  /** Notes that the account ran out of `kind` this month (a reservation refused for it); kept until `expiresAt`. */
+  noteExhausted(kind: UsageKind, accountId: string, month: string, expiresAt: Date): Promise<void>;
+  /**
+   * How many accounts ran out of `kind` this month, over every instance: exact in process,
+   * a HyperLogLog estimate (within about 1%) in Redis, so counting stays one small key.
+   */
+  exhaustedAccounts(kind: UsageKind, month: string): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -154,6 +161,19 @@ export class RedisUsageStore implements UsageStore {
     return { allowed: allowed === 1, retryAfter: Math.max(1, ttl) };
   }
 
+  private exhaustedKey(kind: UsageKind, month: string): string {
+    return `${this.prefix}exhausted:${month}:${kind}`;
+  }
+
+  async noteExhausted(kind: UsageKind, accountId: string, month: string, expiresAt: Date): Promise<void> {
+    const key = this.exhaustedKey(kind, month);
+    await this.redis.multi().pfadd(key, accountId).expireat(key, Math.floor(expiresAt.getTime() / 1000)).exec();
+  }
+
+  async exhaustedAccounts(kind: UsageKind, month: string): Promise<number> {
+    return this.redis.pfcount(this.exhaustedKey(kind, month));
+  }
+
   async close(): Promise<void> {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
@@ -164,6 +184,8 @@ export class MemoryUsageStore implements UsageStore {
   private readonly usageByKey = new Map<string, { counts: Limits; expiresAt: number }>();
   private readonly pending = new Map<string, { amounts: number[]; expiresAt: number }>();
   private readonly rates = new Map<string, { count: number; resetAt: number }>();
+  /** Month, then kind: the accounts that ran out of it. */
+  private readonly exhausted = new Map<string, Map<UsageKind, Set<string>>>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -226,6 +248,21 @@ export class MemoryUsageStore implements UsageStore {
     }
     entry.count += 1;
     return { allowed: entry.count <= max, retryAfter: Math.max(1, Math.ceil((entry.resetAt - t) / 1000)) };
+  }
+
+  async noteExhausted(kind: UsageKind, accountId: string, month: string): Promise<void> {
+    let kinds = this.exhausted.get(month);
+    if (!kinds) {
+      // A new month: the months before it are never read again.
+      this.exhausted.clear();
+      kinds = new Map();
+      this.exhausted.set(month, kinds);
+    }
+    kinds.set(kind, (kinds.get(kind) ?? new Set()).add(accountId));
+  }
+
+  async exhaustedAccounts(kind: UsageKind, month: string): Promise<number> {
+    return this.exhausted.get(month)?.get(kind)?.size ?? 0;
   }
 
   /** Drops forgotten reservations and past months so a long-running process stays small. */

@@ -222,6 +222,8 @@ export interface Actions {
   'capture.thumbnail': [{ name: string }, { made: boolean }];
   'capture.deleteForConfig': [{ accountId: string; configId: string }, { screenshots: number }];
   /** This capture node's metrics (services/capture/metrics.ts), for the api's GET /metrics. */
+  /** This billing node's metrics (services/billing/metrics.ts). */
+  'billing.metrics': [Record<string, never>, MetricsSnapshot];
   /** This api node's metrics (services/api/metrics.ts). */
   'api.metrics': [Record<string, never>, MetricsSnapshot];
   'capture.metrics': [Record<string, never>, MetricsSnapshot];

@@ -23,7 +23,7 @@ export const METRIC_PREFIX = 'snap_';
 export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
 
 /** The services that answer a `metrics` action. */
-export const METERED_SERVICES = ['api', 'capture', 'notifier', 'ai'] as const;
+export const METERED_SERVICES = ['api', 'billing', 'capture', 'notifier', 'ai'] as const;
 export type MeteredService = (typeof METERED_SERVICES)[number];
 
 /** How long one node may take to answer a metrics or pressure call before it is skipped. */

@@ -6,6 +6,7 @@ import { backendConfig } from '../support/backends';
 import { screenshotsUsed } from '../support/capture-helpers';
 import { expectEnvelope } from '../support/errors';
 import { qs, request } from '../support/http';
+import { scrape } from '../support/prometheus';
 import { type RunningSystem, runSystem } from '../support/system';
 
 const ACCOUNT_LIMITS_KEYS = [
@@ -164,6 +165,19 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
       const { access_token } = await sys.account('empty');
       // ttl=0: no saved capture may be reused, so billing is asked at once.
       expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token, url: 'https://example.com', ttl: 0 })}`), 402, 'screenshot_limit_reached', '0 of 0');
+    });
+
+    it('counts refusals for an exhausted quota in /metrics, and each account that ran out once', async () => {
+      const before = await scrape(sys.base);
+      const refusals = before.value('snap_quota_refusals_total', { kind: 'screenshots' }) ?? 0;
+      const accounts = before.value('snap_accounts_quota_exhausted', { kind: 'screenshots' }) ?? 0;
+      await call(sys.broker, 'billing.upsertPlan', { name: 'empty', paid: false, screenshot_limit: 0 });
+      const { access_token } = await sys.account('empty');
+      for (let i = 0; i < 2; i++) expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token, url: 'https://example.com', ttl: 0 })}`), 402, 'screenshot_limit_reached');
+      const after = await scrape(sys.base);
+      expect(after.value('snap_quota_refusals_total', { kind: 'screenshots' })).to.equal(refusals + 2);
+      expect(after.value('snap_accounts_quota_exhausted', { kind: 'screenshots' })).to.equal(accounts + 1);
+      expect(after.value('snap_accounts_quota_exhausted', { kind: 'ai_credits' })).to.equal(0);
     });
 
     it('answers 503 capacity_exhausted with Retry-After when no capture service runs, and spends no credit', async () => {

@@ -74,6 +74,18 @@ function behavesAsAUsageStore(name: string, make: () => { store: UsageStore; pre
       expect(refused.retryAfter).to.be.within(1, 60);
     });
 
+    it('counts each account that ran out of a kind once a month, kinds and months apart', async () => {
+      const account = uniqueName('h');
+      for (const a of ['1', '2', '1', '3']) await store.noteExhausted('screenshots', account + a, '2026-11', expiry);
+      await store.noteExhausted('ai_credits', `${account}1`, '2026-11', expiry);
+      expect(await store.exhaustedAccounts('screenshots', '2026-11')).to.equal(3);
+      expect(await store.exhaustedAccounts('ai_credits', '2026-11')).to.equal(1);
+      expect(await store.exhaustedAccounts('bandwidth_bytes', '2026-11')).to.equal(0);
+      await store.noteExhausted('screenshots', `${account}4`, '2026-12', expiry);
+      expect(await store.exhaustedAccounts('screenshots', '2026-12')).to.equal(1);
+      expect(await store.exhaustedAccounts('ai_credits', '2026-12')).to.equal(0);
+    });
+
     it('never passes the limit under many concurrent reservations', async () => {
       const tight = { ...limits, screenshots: 7 };
       const outcomes = await Promise.all(Array.from({ length: 60 }, () => store.reserve(reservation('g', { screenshots: 1 }), tight, expiry)));
