@@ -61,6 +61,8 @@ export interface Config {
     baseUrls: { anthropic: string | null; openai: string | null; openrouter: string | null };
     /** The most one provider call (key check, model list, analysis), retries included, may take. */
     timeoutMs: number;
+    /** The most fetching one image of POST /ai/analyze may take, redirects included (AI_IMAGE_TIMEOUT_MS). */
+    imageTimeoutMs: number;
     /** null: no backend configured; ai_provider=service answers 503 ai_service_not_configured. */
     service: ServiceAiConfig | null;
   };
@@ -322,6 +324,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     ai: {
       baseUrls: aiBaseUrls,
       timeoutMs: int(env, 'AI_TIMEOUT_MS', 60_000, 1000, 600_000),
+      imageTimeoutMs: int(env, 'AI_IMAGE_TIMEOUT_MS', 20_000, 500, 120_000),
       service: serviceAi(env, aiBaseUrls),
     },
     allowPrivateNetworks: bool(env, 'ALLOW_PRIVATE_NETWORKS', false),

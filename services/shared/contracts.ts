@@ -146,6 +146,35 @@ export const MODEL_RECORD_SCHEMA = Type.Object({
 });
 export type ModelRecord = Static<typeof MODEL_RECORD_SCHEMA>;
 
+/** What one POST /ai/analyze may carry (the hosted service's numbers). */
+export const IMAGE_ANALYSIS_LIMITS = {
+  images: 5,
+  prompts: 5,
+  /** Characters of one prompt (as ai_prompt). */
+  promptLength: 2500,
+  /** Bytes of one image. */
+  imageBytes: 20 * 1024 * 1024,
+} as const;
+
+/** The answer of POST /ai/analyze (without success): what ran, the images as read, one answer per prompt. */
+export const IMAGE_ANALYSIS_SCHEMA = Type.Object({
+  ai_provider: textEnum(['service', ...OWN_AI_PROVIDERS], { description: 'service (AI credits), or the own provider whose key was used.' }),
+  ai_model: Type.Union([Type.String(), Type.Null()], { description: "The own provider's model; null for the service's own AI." }),
+  images: Type.Array(
+    Type.Object({
+      url: Type.String({ description: 'As given.' }),
+      content_type: textEnum(['image/png', 'image/jpeg', 'image/webp', 'image/gif'], { description: 'Judged by the bytes, not the name or the Content-Type served.' }),
+      width: Type.Integer(),
+      height: Type.Integer(),
+      bytes: Type.Integer(),
+    }),
+    { description: 'The images, in the order given (Image 1, Image 2, ... to the model).' },
+  ),
+  results: Type.Array(Type.Object({ prompt: Type.String(), ai_response: Type.String() }), { description: 'One answer per prompt, in the order given.' }),
+  ai_credits_used: Type.Integer({ description: 'One per prompt with the service\'s own AI; 0 with an own provider.' }),
+});
+export type ImageAnalysisAnswer = Static<typeof IMAGE_ANALYSIS_SCHEMA>;
+
 /** A provider's compatible models as GET /ai/models shows them. */
 export interface ModelList {
   provider: OwnAiProvider;
@@ -247,6 +276,12 @@ export interface Actions {
   'ai.check': [{ accountId: string; options: AnalysisOptions }, { provider: AiProvider; model: string | null }];
   /** Analyses a stored capture. Never fails for the provider's sake: a failure is ai_analyzed false with ai_error. */
   'ai.analyze': [{ accountId: string; options: AnalysisOptions; image: StoredImage }, AiRecord];
+  /**
+   * POST /ai/analyze after its parameters, the plan gates and ai.check: checks every image's
+   * host, reserves the AI credits, fetches and checks the images, asks the provider. Throws
+   * the caller's error (the note names urls[i]) or the provider's (503, 502); credits refunded.
+   */
+  'ai.analyzeImages': [{ account: AccountContext; options: AnalysisOptions; urls: string[]; prompts: string[] }, ImageAnalysisAnswer];
   /** This ai node's metrics (services/ai/metrics.ts). */
   'ai.metrics': [Record<string, never>, MetricsSnapshot];
   /** The account's signing secret (whsec_…), made on first use. */
