@@ -24,10 +24,11 @@ export interface BillingDeps {
   now?: () => Date;
 }
 
-const EXHAUSTED: Record<UsageKind, { code: 'screenshot_limit_reached' | 'ai_credits_exhausted' | 'real_location_bandwidth_exhausted'; what: string }> = {
+const EXHAUSTED: Record<UsageKind, { code: 'screenshot_limit_reached' | 'ai_credits_exhausted' | 'real_location_bandwidth_exhausted' | 'domain_research_limit_reached'; what: string }> = {
   screenshots: { code: 'screenshot_limit_reached', what: 'screenshots' },
   ai_credits: { code: 'ai_credits_exhausted', what: 'AI Analysis credits' },
   bandwidth_bytes: { code: 'real_location_bandwidth_exhausted', what: 'bytes of real-location bandwidth' },
+  research_domains: { code: 'domain_research_limit_reached', what: 'domain research credits' },
 };
 
 interface BillingState {
@@ -89,7 +90,7 @@ export function billingService(deps: BillingDeps): ServiceUnit {
   const charge: Handler<'billing.charge'> = async (ctx) => {
     const at = state.now();
     const reservation = { id: randomId(12), accountId: ctx.params.accountId, month: monthOf(at), amounts: ctx.params.amounts };
-    const unlimited = { screenshots: Number.MAX_SAFE_INTEGER, ai_credits: Number.MAX_SAFE_INTEGER, bandwidth_bytes: Number.MAX_SAFE_INTEGER };
+    const unlimited = { screenshots: Number.MAX_SAFE_INTEGER, ai_credits: Number.MAX_SAFE_INTEGER, bandwidth_bytes: Number.MAX_SAFE_INTEGER, research_domains: Number.MAX_SAFE_INTEGER };
     await state.store.reserve(reservation, unlimited, counterExpiry(at));
     await state.store.commit(reservation);
     return { charged: true as const };

@@ -10,7 +10,7 @@ import type { MetricsSnapshot } from './metrics';
 import type { Paging } from './paging';
 import { type AnalysisOptions, type ConfigOptions, type ScreenshotOptions, type SnapOptions, textEnum } from './screenshot-options';
 
-export type UsageKind = 'screenshots' | 'ai_credits' | 'bandwidth_bytes';
+export type UsageKind = 'screenshots' | 'ai_credits' | 'bandwidth_bytes' | 'research_domains';
 export type UsageAmounts = Partial<Record<UsageKind, number>>;
 
 export const ADDONS = ['byo_ai', 'byo_proxy', 'ai_credits', 'bandwidth_2gb'] as const;
@@ -35,6 +35,8 @@ export interface Limits {
   screenshots: number;
   ai_credits: number;
   bandwidth_bytes: number;
+  /** Domains of domain research jobs (one credit each). */
+  research_domains: number;
 }
 
 /** Features that need an addon; checked before any credit is reserved. */

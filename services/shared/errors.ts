@@ -28,6 +28,8 @@ export const ERROR_STATUS = {
   screenshot_limit_reached: 402,
   ai_credits_exhausted: 402,
   real_location_bandwidth_exhausted: 402,
+  /** The month's domain research credits (one per domain) do not cover the domains asked for. */
+  domain_research_limit_reached: 402,
   rate_limited: 429,
   // plan and addon gates (spec, Errors table)
   byok_plan_required: 402,
