@@ -3,7 +3,8 @@
  * cache. Wiring only: the own-provider endpoints' logic is in own-providers.ts, the rules in
  * policy.ts, the table in provider-keys.ts, the provider clients in providers/.
  * Analysis of captures is in analysis.ts: ai.check before any credit, ai.analyze after the capture;
- * POST /ai/analyze's analysis of any image in image-analysis.ts, its images fetched by image-fetch.ts.
+ * POST /ai/analyze's analysis of any image in image-analysis.ts, its images fetched by image-fetch.ts;
+ * domain research's extraction of fields from a site's pages in research-extraction.ts.
  */
 import type { ServiceSchema } from 'moleculer';
 import type { Config } from '../shared/config';
@@ -18,6 +19,7 @@ import { CaptureAnalysis, targetOf } from './analysis';
 import { ImageAnalysis } from './image-analysis';
 import { ImageSource } from './image-fetch';
 import { AiMetrics } from './metrics';
+import { ResearchExtractor } from './research-extraction';
 import { ModelCache } from './model-cache';
 import { OwnProviders } from './own-providers';
 import { ProviderKeyRepository } from './provider-keys';
@@ -35,6 +37,7 @@ export function aiService(deps: AiDeps): ServiceUnit {
   let own: OwnProviders;
   let analysis: CaptureAnalysis;
   let images: ImageAnalysis;
+  let research: ResearchExtractor;
   let store: FileStore;
   const metrics = new AiMetrics();
   const clientFor = (provider: OwnAiProvider, apiKey?: string): AiClient =>
@@ -55,6 +58,7 @@ export function aiService(deps: AiDeps): ServiceUnit {
       check: { timeout: providerCallMs, handler: ((ctx) => analysis.check(ctx.params.accountId, ctx.params.options)) as Handler<'ai.check'> },
       analyze: { timeout: providerCallMs, handler: ((ctx) => analysis.analyze(ctx.params.accountId, ctx.params.options, ctx.params.image)) as Handler<'ai.analyze'> },
       analyzeImages: { timeout: providerCallMs + config.ai.imageTimeoutMs, handler: ((ctx) => images.analyze(ctx.params)) as Handler<'ai.analyzeImages'> },
+      research: { timeout: providerCallMs, handler: ((ctx) => research.extract(ctx.params)) as Handler<'ai.research'> },
       metrics: { handler: (() => metrics.snapshot()) as Handler<'ai.metrics'> },
     },
     created() {
@@ -82,6 +86,12 @@ export function aiService(deps: AiDeps): ServiceUnit {
         images: new ImageSource({ admit: (host) => policy.admit(host), timeoutMs: config.ai.imageTimeoutMs, store, cdnUrl: config.cdnUrl }),
         withAiCredits: (account, amount, work) => (amount > 0 ? withCredits(broker, { account, amounts: { ai_credits: amount } }, work) : work()),
         observer: metrics.of('images'),
+      });
+      research = new ResearchExtractor({
+        targets: (accountId, options) => targetOf(backends, accountId, options),
+        store,
+        logError: (message, err) => this.logger.error(message, err),
+        observer: metrics.of('research'),
       });
       if (!secrets.configured) this.logger.warn('SECRETS_KEY is not set: own AI provider keys cannot be stored until it is (PUT /ai/providers answers 503 secrets_not_configured).');
     },

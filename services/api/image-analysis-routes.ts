@@ -9,7 +9,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { IMAGE_ANALYSIS_LIMITS, IMAGE_ANALYSIS_SCHEMA, call } from '../shared/contracts';
 import type { Config } from '../shared/config';
-import { literalAddress, type TargetPolicy } from '../shared/address-policy';
+import { refuseLiteralUrls, type TargetPolicy } from '../shared/address-policy';
 import { serviceError } from '../shared/errors';
 import { checkFeatures } from '../shared/plan-gates';
 import { AI_PROVIDERS, type AnalysisOptions, requestedFeatures, textEnum } from '../shared/screenshot-options';
@@ -51,27 +51,12 @@ const ANALYZE_PARAMS: ParamShape<AnalyzeParams> = {
   },
 };
 
-/** An image URL that names a refused address literally is refused now, before anything else happens. */
-function refuseLiteralImageUrls(urls: readonly string[], policy: TargetPolicy): void {
-  if (policy.allowPrivateNetworks) return;
-  for (const [i, raw] of urls.entries()) {
-    const address = literalAddress(new URL(raw));
-    if (address && policy.refuses(address)) {
-      throw serviceError(
-        'url_not_allowed',
-        `urls[${i}]: ${raw} names ${address}, a loopback, private, link-local or metadata address. Images are fetched from the public internet only (an operator can allow an internal address with EGRESS_ALLOW_ADDRESSES).`,
-        { param: `urls[${i}]` },
-      );
-    }
-  }
-}
-
 async function analyzeImages(ctx: RouteContext<AnalyzeParams>, policy: TargetPolicy, timeoutMs: number) {
   const { urls, prompts, ai_provider, ai_model } = ctx.params;
   const options: AnalysisOptions = { analyze_image_with_ai: true, ...(ai_provider ? { ai_provider } : {}), ...(ai_model ? { ai_model } : {}) };
   checkFeatures(ctx.account, requestedFeatures(options));
   await checkAnalysis(ctx.broker, ctx.account.accountId, options);
-  refuseLiteralImageUrls(urls, policy);
+  refuseLiteralUrls(urls.map((u, i) => [`urls[${i}]`, u] as const), policy);
   const answer = await call(ctx.broker, 'ai.analyzeImages', { account: ctx.account, options, urls, prompts }, { timeout: timeoutMs });
   return { success: true, ...answer };
 }

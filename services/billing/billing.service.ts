@@ -66,9 +66,13 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     const outcome = await state.store.reserve(reservation, limits, counterExpiry(at));
     if (!outcome.ok) {
       const { code, what } = EXHAUSTED[outcome.exceeded];
+      const left = Math.max(0, outcome.limit - outcome.used);
+      // A request for several (AI credits per prompt, research domains) may find some left.
       throw serviceError(
         code,
-        `This month's ${what} are used up (${outcome.used} of ${outcome.limit}); the limit resets on the 1st (UTC). Upgrade the plan or add an addon for more.`,
+        left === 0
+          ? `This month's ${what} are used up (${outcome.used} of ${outcome.limit}); the limit resets on the 1st (UTC). Upgrade the plan or add an addon for more.`
+          : `This request needs ${amounts[outcome.exceeded]} ${what}; ${left} of this month's ${outcome.limit} are left. Ask for fewer; the limit resets on the 1st (UTC).`,
       );
     }
     return reservation;

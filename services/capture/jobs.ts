@@ -9,11 +9,15 @@
  * is answered in its HTTP request, so no worker ever claims it, but it completes and fails
  * the same way and GET /jobs reads it like any other.
  *
+ * A domain of a domain research job is a job too (kind 'research', written with its
+ * request by research-jobs.ts); a claim names the kinds it takes, so the worker decides
+ * which work comes first (worker.ts).
+ *
  * On MySQL/MariaDB the claim uses SELECT ... FOR UPDATE SKIP LOCKED, so instances never
  * wait on each other's rows; SQLite (embedded, one process) serialises writers anyway.
  */
 import type { Knex } from 'knex';
-import type { JobKind, JobStatus, ScreenshotRef } from '../shared/contracts';
+import type { CaptureJobKind, JobKind, JobStatus, ScreenshotRef } from '../shared/contracts';
 import type { SnapOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 
@@ -25,12 +29,13 @@ export interface LeasedJob {
   leaseToken: string;
 }
 
-/** A queued job claimed by a worker. */
-export interface ClaimedJob extends LeasedJob {
-  kind: JobKind;
-  options: SnapOptions;
-  attempts: number;
-}
+/** The kinds a client or a schedule asked for: captures. */
+export const CAPTURE_KINDS: readonly CaptureJobKind[] = ['config', 'scheduled'];
+/** Domains of domain research jobs. */
+export const RESEARCH_KINDS: readonly JobKind[] = ['research'];
+
+/** A queued job claimed by a worker: a capture with its options, or a research domain. */
+export type ClaimedJob = LeasedJob & { attempts: number } & ({ kind: CaptureJobKind; options: SnapOptions } | { kind: 'research' });
 
 export interface JobRow {
   id: string;
@@ -54,7 +59,7 @@ export class JobQueue {
   }
 
   /** Records a queued job; an id it already has is left as it is (a scheduler handing a job over again). */
-  async enqueue(job: { id: string; accountId: string; configId: string; kind: JobKind; options: SnapOptions }): Promise<void> {
+  async enqueue(job: { id: string; accountId: string; configId: string; kind: CaptureJobKind; options: SnapOptions }): Promise<void> {
     await this.db('jobs')
       .insert({
       id: job.id,
@@ -84,13 +89,13 @@ export class JobQueue {
     return leased;
   }
 
-  /** The oldest claimable job (queued, or running with an expired lease), or null. */
-  async claim(): Promise<ClaimedJob | null> {
+  /** The oldest claimable job of `kinds` (queued, or running with an expired lease), or null. */
+  async claim(kinds: readonly JobKind[] = CAPTURE_KINDS): Promise<ClaimedJob | null> {
     const now = this.now();
     const token = randomId(12);
     return this.db.transaction(async (trx) => {
       let query = trx('jobs')
-        .whereIn('kind', ['config', 'scheduled'])
+        .whereIn('kind', kinds)
         .where((q) => q.where('status', 'queued').orWhere((r) => r.where('status', 'running').where('lease_until_ms', '<', now)))
         .orderBy('created_at_ms')
         .first('id', 'account_id', 'config_id', 'kind', 'options', 'attempts');
@@ -99,15 +104,9 @@ export class JobQueue {
       if (!row) return null;
       const attempts = Number(row.attempts) + 1;
       await trx('jobs').where({ id: row.id }).update({ status: 'running', lease_token: token, lease_until_ms: now + this.leaseMs, attempts });
-      return {
-        id: row.id,
-        accountId: row.account_id,
-        configId: row.config_id,
-        kind: row.kind as JobKind,
-        options: JSON.parse(row.options) as SnapOptions,
-        leaseToken: token,
-        attempts,
-      };
+      const leased = { id: row.id, accountId: row.account_id, configId: row.config_id, leaseToken: token, attempts };
+      if (row.kind === 'research') return { ...leased, kind: 'research' as const };
+      return { ...leased, kind: row.kind as CaptureJobKind, options: JSON.parse(row.options) as SnapOptions };
     });
   }
 
@@ -151,8 +150,9 @@ export class JobQueue {
     await trx('jobs').where({ account_id: accountId, config_id: configId }).delete();
   }
 
+  /** A capture's job (GET /jobs); a research domain's is not one. */
   async find(accountId: string, jobId: string): Promise<JobRow | undefined> {
-    return this.db('jobs').where({ id: jobId, account_id: accountId }).first('id', 'account_id', 'config_id', 'status', 'error_code', 'note', 'screenshot_id');
+    return this.db('jobs').where({ id: jobId, account_id: accountId }).whereNot({ kind: 'research' }).first('id', 'account_id', 'config_id', 'status', 'error_code', 'note', 'screenshot_id');
   }
 }
 

@@ -103,6 +103,8 @@ export interface Config {
     timeoutMs: number;
     /** Lease of a claimed job; another instance takes the job over when it runs out. */
     jobLeaseMs: number;
+    /** Domains of domain research this instance runs at once (RESEARCH_SESSIONS); 0: none. */
+    researchSessions: number;
     /**
      * The browser binary. Embedded mode: Chromium's headless shell by default. On a Grid: null
      * unless CHROME_BIN is set, so each Node starts the browser its own stereotype names.
@@ -300,6 +302,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     openrouter: url(env, 'OPENROUTER_BASE_URL', ['http:', 'https:']),
   };
   const opsPort = str(env, 'OPS_PORT') === null ? null : int(env, 'OPS_PORT', 0, 0, 65535);
+  const sessions = int(env, 'CAPTURE_SESSIONS', 2, 1, 256);
   const config: Config = {
     port,
     opsPort,
@@ -349,7 +352,9 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       pollMs: int(env, 'WEBHOOK_POLL_MS', 1_000, 50, 60_000),
     },
     capture: {
-      sessions: int(env, 'CAPTURE_SESSIONS', 2, 1, 256),
+      sessions,
+      // Half the browsers at most, so research never holds all of them (one when there is one).
+      researchSessions: int(env, 'RESEARCH_SESSIONS', Math.max(1, Math.floor(sessions / 2)), 0, sessions),
       queueMax: int(env, 'CAPTURE_QUEUE_MAX', 16, 0, 10_000),
       queueTimeoutMs: int(env, 'CAPTURE_QUEUE_TIMEOUT_MS', 30_000, 100, 600_000),
       timeoutMs: int(env, 'CAPTURE_TIMEOUT_MS', 60_000, 1000, 600_000),

@@ -6,6 +6,7 @@
  */
 import { type Static, Type } from '@sinclair/typebox';
 import type { ServiceBroker, Context } from 'moleculer';
+import type { ResearchExtraction, ResearchField, ResearchPageInput, ResearchReport, ResearchStatus } from './domain-research';
 import type { MetricsSnapshot } from './metrics';
 import type { Paging } from './paging';
 import { type AnalysisOptions, type ConfigOptions, type ScreenshotOptions, type SnapOptions, textEnum } from './screenshot-options';
@@ -187,7 +188,10 @@ export interface ModelList {
   models: ModelRecord[];
 }
 
-export type JobKind = 'config' | 'scheduled';
+/** Jobs that capture a configuration: started by a client (config) or by its schedule. */
+export type CaptureJobKind = 'config' | 'scheduled';
+/** Every kind the jobs queue holds: capture jobs, and one domain of a domain research job. */
+export type JobKind = CaptureJobKind | 'research';
 
 /** GET /jobs/:job_id, as capture reports it. */
 export type JobStatus =
@@ -206,6 +210,19 @@ export interface ConfigView {
 export interface ConfigInput {
   given: Record<string, unknown>;
   options: ConfigOptions;
+}
+
+/** A domain research request as the api validated it (capture gives it its ids). */
+export interface ResearchInput {
+  accountId: string;
+  name: string | null;
+  notes: string | null;
+  structures: ResearchField[];
+  /** ai_provider and ai_model. */
+  aiOptions: AnalysisOptions;
+  webhookUrl: string | null;
+  /** As given, and the home page to read. */
+  domains: Array<{ domain: string; url: string }>;
 }
 
 /** A PATCH: the options it changes (url may be left out: the stored one is kept). */
@@ -235,7 +252,7 @@ export interface Actions {
   'billing.upsertPlan': [PlanRecord, PlanRecord];
   'capture.take': [{ account: AccountContext; options: SnapOptions }, ScreenshotRef];
   'capture.findRecent': [{ accountId: string; cacheKey: string; since: number }, ScreenshotRef | null];
-  'capture.enqueue': [{ accountId: string; configId: string; jobId: string; kind: JobKind; options: SnapOptions }, { job_id: string }];
+  'capture.enqueue': [{ accountId: string; configId: string; jobId: string; kind: CaptureJobKind; options: SnapOptions }, { job_id: string }];
   'capture.jobStatus': [{ accountId: string; jobId: string }, JobStatus];
   'capture.listForConfig': [{ accountId: string; configId: string; paging: Paging }, { screenshots: ScreenshotRef[]; has_more: boolean }];
   'capture.listForAccount': [{ accountId: string; paging: Paging }, { screenshots: ScreenshotRef[]; has_more: boolean }];
@@ -243,6 +260,19 @@ export interface Actions {
   /** Makes and stores a recorded thumbnail that is not stored yet (thumbnails are made when first asked for). */
   'capture.thumbnail': [{ name: string }, { made: boolean }];
   'capture.deleteForConfig': [{ accountId: string; configId: string }, { screenshots: number }];
+  /** Writes a domain research request, a job per domain (queued), before its id is given out. */
+  'capture.researchCreate': [{ input: ResearchInput }, ResearchStatus];
+  /** 404 not_found for an unknown id, or another account's. */
+  'capture.researchStatus': [{ accountId: string; id: string }, ResearchStatus];
+  'capture.researchList': [{ accountId: string; paging: Paging }, { requests: ResearchStatus[]; has_more: boolean }];
+  /**
+   * Part of a report: the request's head when `from` is 0, then the domains from position
+   * `from` on, as many as fit in one transporter message; `next` is where to go on (null: done).
+   */
+  'capture.researchReport': [
+    { accountId: string; id: string; from: number },
+    { head: Omit<ResearchReport, 'results'> | null; results: ResearchReport['results']; next: number | null },
+  ];
   /** This capture node's metrics (services/capture/metrics.ts), for the api's GET /metrics. */
   /** This api node's metrics (services/api/metrics.ts). */
   'api.metrics': [Record<string, never>, MetricsSnapshot];
@@ -284,6 +314,11 @@ export interface Actions {
    * the caller's error (the note names urls[i]) or the provider's (503, 502); credits refunded.
    */
   'ai.analyzeImages': [{ account: AccountContext; options: AnalysisOptions; urls: string[]; prompts: string[] }, ImageAnalysisAnswer];
+  /** The fields of one research domain, from its pages' screenshots and text. Never fails for the provider's sake. */
+  'ai.research': [
+    { accountId: string; options: AnalysisOptions; domain: string; notes: string | null; fields: ResearchField[]; pages: ResearchPageInput[] },
+    ResearchExtraction,
+  ];
   /** This ai node's metrics (services/ai/metrics.ts). */
   'ai.metrics': [Record<string, never>, MetricsSnapshot];
   /** The account's signing secret (whsec_…), made on first use. */
@@ -378,8 +413,9 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 /** One delivery as the log shows it (GET /webhook_deliveries), with every attempt. */
 export interface DeliveryView {
   id: string;
-  screenshot_configuration_id: string;
-  kind: 'capture' | 'change';
+  /** null for a domain research job's delivery (job_id names the job). */
+  screenshot_configuration_id: string | null;
+  kind: 'capture' | 'change' | 'research';
   send_to: 'webhook' | 'slack';
   url: string;
   status: DeliveryStatus;
@@ -416,6 +452,8 @@ export interface Events {
   'capture.jobQueued': { jobId: string };
   /** A queued job's screenshot is stored and its credit committed. */
   'capture.completed': { accountId: string; configId: string; jobId: string; screenshotId: string };
+  /** A domain research job's last domain finished (its webhook delivery, if any, is due). */
+  'capture.researchEnded': { accountId: string; researchId: string };
 }
 
 export type EventName = keyof Events;

@@ -52,7 +52,7 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     clock = 2_000_001;
     const first = await queue.claim();
     expect(first).to.include({ id: 'j1', accountId: 'acc', configId: 'cfg', kind: 'config', attempts: 1 });
-    expect(first?.options).to.deep.equal({ url: 'https://example.test/j1' });
+    expect(first && 'options' in first ? first.options : null).to.deep.equal({ url: 'https://example.test/j1' });
     expect((await queue.claim())?.id).to.equal('j2');
     expect(await queue.claim()).to.equal(null);
 

@@ -1,0 +1,175 @@
+/**
+ * Research domains on the job machinery: the real JobQueue and ResearchRepository on a SQLite
+ * file, the real JobWorker, with the capture pipeline, the research runner and billing
+ * stubbed. Captures come before research, research never takes every browser, a stream of
+ * captures cannot starve it, and a domain's credit follows how it ended. (Real browsers, the
+ * AI stand-in and several processes are in test/ai/domain-research.test.ts and
+ * test/system/jobs-cluster.test.ts.)
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import type { Knex } from 'knex';
+import type { ServiceBroker } from 'moleculer';
+import sinon from 'sinon';
+import { type ClaimedJob, JobQueue } from '../../services/capture/jobs';
+import type { DomainOutcome } from '../../services/capture/research';
+import { ResearchRepository } from '../../services/capture/research-jobs';
+import { JobWorker, RESEARCH_TURN } from '../../services/capture/worker';
+import type { Config } from '../../services/shared/config';
+import type { Reservation } from '../../services/shared/contracts';
+import { serviceError } from '../../services/shared/errors';
+import { acquireDatabase, migrateLatest, releaseDatabase } from '../../services/shared/database';
+import { tempDir } from '../support/backends';
+import { until } from '../support/wait';
+
+const fields = [{ data_type: 'string' as const, data_field_name: 'ceo', data_field_prompt_description: 'The chief executive' }];
+
+describe('research domains on the jobs queue (SQLite, worker with stubbed work)', () => {
+  let dir: string;
+  let database: Config['database'];
+  let db: Knex;
+  let queue: JobQueue;
+  let research: ResearchRepository;
+  let worker: JobWorker | null;
+  let clock: number;
+  /** The kinds of the jobs the worker started, in order ('c': a capture, 'r': a research domain). */
+  let started: string[];
+  /** Jobs running now, each finished by calling its resolver. */
+  let running: Map<string, (outcome?: unknown) => void>;
+  let billing: sinon.SinonStub;
+
+  beforeEach(async () => {
+    dir = tempDir();
+    database = { client: 'better-sqlite3', filename: path.join(dir, 'jobs.sqlite') };
+    await migrateLatest(database);
+    db = acquireDatabase(database);
+    clock = 1_000_000;
+    queue = new JobQueue(db, 30_000, () => clock);
+    research = new ResearchRepository(db, { cdnUrl: 'http://cdn' }, () => clock);
+    started = [];
+    running = new Map();
+    worker = null;
+    billing = sinon.stub().callsFake(async (action: string, params: { reservationId?: string }) =>
+      action === 'billing.reserveFor' ? ({ id: params.reservationId, accountId: 'acc', month: '2026-11', amounts: {} } as Reservation) : {},
+    );
+  });
+  afterEach(async () => {
+    worker?.stopClaiming();
+    for (const done of running.values()) done(null);
+    await worker?.idle();
+    await releaseDatabase(database);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A worker whose jobs run until the test finishes them (or at once, with `instant`). */
+  function startWorker(sessions: number, researchSessions: number, instant = false, outcome: DomainOutcome = { charged: true }): JobWorker {
+    const hold = (kind: string, id: string) =>
+      new Promise<unknown>((resolve) => {
+        started.push(kind);
+        if (instant) resolve(kind === 'r' ? outcome : null);
+        else running.set(id, (v) => resolve(v ?? (kind === 'r' ? outcome : null)));
+      }).finally(() => running.delete(id));
+    const pipeline = { run: (job: { id: string }) => hold('c', job.id) as Promise<null> };
+    const runner = { run: (job: { id: string }) => hold('r', job.id) as Promise<DomainOutcome>, fail: sinon.stub().resolves({ charged: false }) };
+    const broker = { call: billing, emit: sinon.stub().resolves() } as unknown as ServiceBroker;
+    const logger = { info: sinon.stub(), warn: sinon.stub(), error: sinon.stub() };
+    worker = new JobWorker(broker, queue, pipeline, logger, { sessions, leaseMs: 30_000, pollMs: 60_000, researchSessions }, runner);
+    return worker;
+  }
+
+  const queueResearch = async (domains: number) => {
+    clock += 1;
+    return research.create({
+      id: `r${clock}`,
+      accountId: 'acc',
+      name: null,
+      notes: null,
+      structures: fields,
+      aiOptions: {},
+      webhookUrl: null,
+      domains: Array.from({ length: domains }, (_, i) => ({ jobId: `r${clock}d${i}`, domain: `site${i}.test`, url: `https://site${i}.test/` })),
+    });
+  };
+  const queueCaptures = async (n: number) => {
+    for (let i = 0; i < n; i++) {
+      clock += 1;
+      await queue.enqueue({ id: `c${clock}`, accountId: 'acc', configId: 'cfg', kind: 'config', options: { url: 'https://example.test/' } });
+    }
+  };
+  const finishAll = () => {
+    for (const done of running.values()) done();
+  };
+
+  it('claims a capture before research domains queued earlier', async () => {
+    await queueResearch(2);
+    await queueCaptures(1);
+    const w = startWorker(1, 1);
+    await w.pump();
+    expect(started).to.deep.equal(['c']);
+    finishAll();
+    await until('the next job', async () => started.length === 2, 5_000, 10);
+    expect(started).to.deep.equal(['c', 'r']);
+  });
+
+  it('runs at most researchSessions domains at once, however many wait, leaving the other browsers to captures', async () => {
+    await queueResearch(5);
+    const w = startWorker(3, 1);
+    await w.pump();
+    expect(started).to.deep.equal(['r']);
+    await queueCaptures(3);
+    await w.pump();
+    // The research slot is taken: the two other browsers go to captures, the third capture waits.
+    expect(started).to.deep.equal(['r', 'c', 'c']);
+    expect(running.size).to.equal(3);
+  });
+
+  it(`lets a waiting research domain go first after ${RESEARCH_TURN} captures in a row, so captures cannot starve it`, async () => {
+    await queueCaptures(8);
+    await queueResearch(1);
+    const w = startWorker(1, 1, true);
+    await w.pump();
+    await until('every job to run', async () => started.length === 9, 5_000, 10);
+    expect(started).to.deep.equal(['c', 'c', 'c', 'r', 'c', 'c', 'c', 'c', 'c']);
+  });
+
+  it('takes no research on a worker with researchSessions 0', async () => {
+    await queueResearch(1);
+    const w = startWorker(2, 0);
+    await w.pump();
+    expect(started).to.deep.equal([]);
+  });
+
+  describe("a domain's credit", () => {
+    const job = (): ClaimedJob => ({ id: 'r1d0', accountId: 'acc', configId: 'r1', kind: 'research', leaseToken: 't', attempts: 1 });
+    const calls = () => billing.getCalls().map((c) => [c.args[0], (c.args[1] as { reservationId?: string; reservation?: Reservation }).reservationId ?? (c.args[1] as { reservation: Reservation }).reservation?.id]);
+
+    it('is reserved under the domain job id and charged when the domain was researched or the site failed it', async () => {
+      await startWorker(1, 1, true, { charged: true }).run(job());
+      expect(calls()).to.deep.equal([
+        ['billing.reserveFor', 'research:r1d0'],
+        ['billing.commit', 'research:r1d0'],
+      ]);
+      expect(billing.firstCall.args[1]).to.deep.include({ amounts: { research_domains: 1 } });
+    });
+
+    it('is refunded when the failure was ours or the provider’s', async () => {
+      await startWorker(1, 1, true, { charged: false }).run(job());
+      expect(calls().map((c) => c[0])).to.deep.equal(['billing.reserveFor', 'billing.refund']);
+    });
+
+    it('is left pending for the instance that took the domain over when the lease was lost', async () => {
+      await startWorker(1, 1, true, null).run(job());
+      expect(calls().map((c) => c[0])).to.deep.equal(['billing.reserveFor']);
+    });
+
+    it('fails the domain with domain_research_limit_reached when none is left this month', async () => {
+      billing.withArgs('billing.reserveFor').rejects(serviceError('domain_research_limit_reached', 'used up'));
+      const w = startWorker(1, 1, true);
+      await w.run(job());
+      expect(started).to.deep.equal([]);
+      const runner = (w as unknown as { research: { fail: sinon.SinonStub } }).research;
+      expect(runner.fail.firstCall.args.slice(1, 3)).to.deep.equal(['domain_research_limit_reached', 'used up']);
+    });
+  });
+});
