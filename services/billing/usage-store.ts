@@ -12,7 +12,6 @@ import Redis from 'ioredis';
 import type { Limits, Reservation, UsageAmounts, UsageKind } from '../shared/contracts';
 
 export const USAGE_KINDS: UsageKind[] = ['screenshots', 'ai_credits', 'bandwidth_bytes', 'research_domains'];
-const N = USAGE_KINDS.length;
 /** The kinds as a Lua table literal: the counters' hash fields, in USAGE_KINDS order. */
 const LUA_FIELDS = `{${USAGE_KINDS.map((k) => `'${k}'`).join(', ')}}`;
 
