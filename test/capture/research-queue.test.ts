@@ -140,6 +140,62 @@ describe('research domains on the jobs queue (SQLite, worker with stubbed work)'
     expect(started).to.deep.equal([]);
   });
 
+  describe('ResearchRepository', () => {
+    const outcome = (i: number) => ({ status: 'completed' as const, data: { ceo: `CEO ${i}` }, sources: { ceo: `https://site${i}.test/about` }, pages: [] });
+
+    it('ends the request with its last domain, once, writing its webhook delivery in the same transaction; a lost lease records nothing', async () => {
+      const created = await research.create({
+        id: 'req1',
+        accountId: 'acc',
+        name: 'n',
+        notes: null,
+        structures: fields,
+        aiOptions: {},
+        webhookUrl: 'https://hooks.example/done',
+        domains: [0, 1, 2].map((i) => ({ jobId: `req1d${i}`, domain: `site${i}.test`, url: `https://site${i}.test/` })),
+      });
+      expect(created).to.deep.include({ status: 'queued', total_domains: 3, percent_complete: 0 });
+      const claimed = [await queue.claim(['research']), await queue.claim(['research']), await queue.claim(['research'])];
+      expect(claimed.map((j) => j?.kind)).to.deep.equal(['research', 'research', 'research']);
+      expect((await research.status('acc', 'req1'))?.status).to.equal('running');
+      const body = (s: { job_id: string }) => JSON.stringify({ ended: s.job_id });
+      const [a, b, c] = claimed as ClaimedJob[];
+      expect(await research.finish({ ...a!, leaseToken: 'not-mine' }, outcome(0), body)).to.deep.equal({ recorded: false, ended: null });
+      expect((await research.finish(a!, outcome(0), body)).ended).to.equal(null);
+      expect((await research.finish(b!, { status: 'failed', error: { error_code: 'page_load_failed', note: 'down' }, pages: [] }, body)).ended).to.equal(null);
+      // Finishing again (a second worker after a crash) changes nothing: its lease is gone.
+      expect(await research.finish(a!, outcome(0), body)).to.deep.equal({ recorded: false, ended: null });
+      const last = await research.finish(c!, outcome(2), body);
+      expect(last.ended).to.deep.include({ job_id: 'req1', status: 'completed', completed_domains: 2, failed_domains: 1, percent_complete: 100 });
+      const deliveries = await db('webhook_deliveries').select('kind', 'config_id', 'job_id', 'target_url', 'body');
+      expect(deliveries).to.deep.equal([{ kind: 'research', config_id: null, job_id: 'req1', target_url: 'https://hooks.example/done', body: '{"ended":"req1"}' }]);
+      expect((await db('jobs').where({ config_id: 'req1' }).select('status')).map((j) => j.status).sort()).to.deep.equal(['completed', 'completed', 'failed']);
+      expect(await research.status('other-account', 'req1')).to.equal(null);
+    });
+
+    it('hands a report out in parts of a bounded size, in order, so no part grows with the request', async () => {
+      await queueResearch(5);
+      const id = `r${clock}`;
+      const first = await research.report('acc', id, 0, 1);
+      expect(first?.head?.structures).to.deep.equal(fields);
+      const domains = [...(first?.results ?? [])];
+      let next = first?.next ?? null;
+      let parts = 1;
+      while (next !== null) {
+        const part = await research.report('acc', id, next, 1);
+        expect(part?.head).to.equal(null);
+        domains.push(...(part?.results ?? []));
+        next = part?.next ?? null;
+        parts++;
+      }
+      expect(parts).to.equal(5);
+      expect(domains.map((d) => d.domain)).to.deep.equal(['site0.test', 'site1.test', 'site2.test', 'site3.test', 'site4.test']);
+      const whole = await research.report('acc', id, 0, 1_000_000);
+      expect([whole?.results.length, whole?.next]).to.deep.equal([5, null]);
+      expect(await research.report('other', id, 0, 1_000_000)).to.equal(null);
+    });
+  });
+
   describe("a domain's credit", () => {
     const job = (): ClaimedJob => ({ id: 'r1d0', accountId: 'acc', configId: 'r1', kind: 'research', leaseToken: 't', attempts: 1 });
     const calls = () => billing.getCalls().map((c) => [c.args[0], (c.args[1] as { reservationId?: string; reservation?: Reservation }).reservationId ?? (c.args[1] as { reservation: Reservation }).reservation?.id]);
