@@ -227,6 +227,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
         },
         delivery: (status) => researchDeliveryBody(status, config.baseUrl),
         ended: (status, accountId) => void emit(broker, 'capture.researchEnded', { accountId, researchId: status.job_id }),
+        observer: metrics,
         log: this.logger,
       });
       const worker = new JobWorker(

@@ -18,6 +18,8 @@ import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';
 import type { CaptureEngine } from './engine';
 import type { LeasedJob } from './jobs';
+import type { CaptureObserver } from './metrics';
+import type { CaptureOutput } from './page-capture';
 import type { PageReading } from './page-reading';
 import type { DomainRecord, DomainWork, ResearchRepository, StoredPage } from './research-jobs';
 import { fieldTerms, pickPages } from './research-pages';
@@ -50,6 +52,8 @@ export interface ResearchDeps {
   delivery(status: ResearchStatus): string;
   /** Told when a request ended (its delivery is due). */
   ended(status: ResearchStatus, accountId: string): void;
+  /** Told of every page capture (kind research; metrics.ts). */
+  observer?: Pick<CaptureObserver, 'captured' | 'egressBytes'>;
   log: Pick<LoggerInstance, 'info' | 'warn' | 'error'>;
 }
 
@@ -114,7 +118,16 @@ export class ResearchRunner {
 
   /** Captures and reads one page, and stores its image. */
   private async read(url: string): Promise<ReadPage> {
-    const out = await this.deps.engine.capture(pageOptions(url));
+    const started = performance.now();
+    let out: CaptureOutput;
+    try {
+      out = await this.deps.engine.capture(pageOptions(url));
+    } catch (err) {
+      this.deps.observer?.captured('research', 'failure', failureOf(err).code, (performance.now() - started) / 1000);
+      throw err;
+    }
+    this.deps.observer?.captured('research', 'success', null, (performance.now() - started) / 1000);
+    this.deps.observer?.egressBytes('direct', out.egressBytes ?? 0);
     if (!out.reading || !out.image) throw new Error('a research capture came back without its reading');
     // An error page holds no facts of the site (a snap captures it; research does not read it).
     if (out.reading.status >= 400) throw serviceError('page_load_failed', `${url} answered HTTP ${out.reading.status}: the page could not be read.`);
