@@ -15,9 +15,8 @@
  * poll (jobs left by a dead instance, whose lease ran out). One claimer at a time.
  */
 import type { LoggerInstance, ServiceBroker } from 'moleculer';
-import { type ScreenshotRef, emit } from '../shared/contracts';
+import { type JobKind, type ScreenshotRef, emit } from '../shared/contracts';
 import { billsAiCredits } from '../shared/ai-record';
-import type { JobKind } from '../shared/contracts';
 import { withCaptureCredits, withCredits } from '../shared/credits';
 import { failureOf, isUnavailable } from '../shared/errors';
 import { withOnlyLogContext } from '../shared/logging';
