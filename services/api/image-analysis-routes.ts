@@ -13,7 +13,7 @@ import { refuseLiteralUrls, type TargetPolicy } from '../shared/address-policy';
 import { serviceError } from '../shared/errors';
 import { checkFeatures } from '../shared/plan-gates';
 import { AI_PROVIDERS, type AnalysisOptions, requestedFeatures, textEnum } from '../shared/screenshot-options';
-import { checkAnalysis } from './analysis-checks';
+import { ANALYSIS_CHECK_ERRORS, checkAnalysis } from './analysis-checks';
 import { type RouteContext, type RouteDef, route } from './http';
 import { objectParams, type ParamShape, withLists } from './request-schemas';
 
@@ -74,20 +74,13 @@ export function imageAnalysisRoutes(policy: TargetPolicy, config: Pick<Config, '
       response: Type.Object({ success: Type.Boolean(), ...IMAGE_ANALYSIS_SCHEMA.properties }),
       errors: [
         'invalid_parameter',
-        'ai_provider_unsupported',
-        'byok_plan_required',
-        'byok_addon_required',
-        'ai_provider_not_configured',
-        'ai_model_required',
-        'ai_model_not_supported',
-        'ai_service_not_configured',
+        ...ANALYSIS_CHECK_ERRORS,
         'url_not_allowed',
         'ai_credits_exhausted',
         'image_unreachable',
         'image_too_large',
         'image_not_supported',
         'ai_provider_key_rejected',
-        'ai_provider_unavailable',
         'ai_provider_error',
       ],
       handler: (ctx) => analyzeImages(ctx, policy, timeoutMs),

@@ -25,7 +25,7 @@ import { serviceError } from '../shared/errors';
 import type { Paging } from '../shared/paging';
 import { checkFeatures } from '../shared/plan-gates';
 import { AI_PROVIDERS, type AnalysisOptions, requestedFeatures, textEnum } from '../shared/screenshot-options';
-import { checkAnalysis } from './analysis-checks';
+import { ANALYSIS_CHECK_ERRORS, checkAnalysis } from './analysis-checks';
 import { type RouteContext, type RouteDef, route } from './http';
 import { PAGING_PARAMS } from './paging-params';
 import { KEY_ONLY_PARAMS, objectParams, type ParamShape, withLists } from './request-schemas';
@@ -190,19 +190,7 @@ export function researchRoutes(policy: TargetPolicy): RouteDef[] {
       tag: 'domain research',
       params: CREATE_PARAMS,
       response: ok(RESEARCH_STATUS_SCHEMA.properties),
-      errors: [
-        'invalid_parameter',
-        'ai_provider_unsupported',
-        'byok_plan_required',
-        'byok_addon_required',
-        'ai_provider_not_configured',
-        'ai_model_required',
-        'ai_model_not_supported',
-        'ai_provider_unavailable',
-        'ai_service_not_configured',
-        'url_not_allowed',
-        'domain_research_limit_reached',
-      ],
+      errors: ['invalid_parameter', ...ANALYSIS_CHECK_ERRORS, 'url_not_allowed', 'domain_research_limit_reached'],
       handler: (ctx) => create(ctx, policy),
     }),
     route({

@@ -9,6 +9,7 @@
  */
 import type { Knex } from 'knex';
 import type { Config } from '../shared/config';
+import type { ResearchInput } from '../shared/contracts';
 import { type ResearchField, type ResearchPage, type ResearchResult, type ResearchStatus, researchStatusOf } from '../shared/domain-research';
 import { cdnLink } from '../shared/links';
 import { appendDelivery } from '../shared/outbox';
@@ -16,19 +17,8 @@ import { type ListOrder, type Paging, fetchPage } from '../shared/paging';
 import type { AnalysisOptions } from '../shared/screenshot-options';
 import type { LeasedJob } from './jobs';
 
-/** A new request, validated. */
-export interface NewResearch {
-  id: string;
-  accountId: string;
-  name: string | null;
-  notes: string | null;
-  structures: ResearchField[];
-  /** ai_provider and ai_model. */
-  aiOptions: AnalysisOptions;
-  webhookUrl: string | null;
-  /** As given, and the home page to read; each with the id of its job. */
-  domains: Array<{ jobId: string; domain: string; url: string }>;
-}
+/** A new request as the api validated it, with its id and each domain's job id. */
+export type NewResearch = Omit<ResearchInput, 'domains'> & { id: string; domains: Array<ResearchInput['domains'][number] & { jobId: string }> };
 
 /** What one domain's work needs to know. */
 export interface DomainWork {

@@ -3,40 +3,32 @@
  * runs out, and that only the lease holder completes or fails a job. (The same queue on
  * MariaDB with several instances is proved in test/system/jobs-cluster.test.ts.)
  */
-import path from 'node:path';
-import fs from 'node:fs';
 import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { JobQueue } from '../../services/capture/jobs';
 import { ScreenshotRepository } from '../../services/capture/screenshots';
-import type { Config } from '../../services/shared/config';
-import { acquireDatabase, migrateLatest, releaseDatabase } from '../../services/shared/database';
-import { tempDir } from '../support/backends';
+import { migratedSqlite } from '../support/sqlite';
 
 const LEASE_MS = 10_000;
 const files = { image_name: 'a.png', thumb_name: null, html_name: null, content_type: 'image/png' };
 
 describe('JobQueue (SQLite, controlled clock)', () => {
-  let dir: string;
-  let database: Config['database'];
+  let sqlite: Awaited<ReturnType<typeof migratedSqlite>>;
   let db: Knex;
   let clock: number;
   let queue: JobQueue;
   let screenshots: ScreenshotRepository;
 
   beforeEach(async () => {
-    dir = tempDir();
-    database = { client: 'better-sqlite3', filename: path.join(dir, 'jobs.sqlite') };
-    await migrateLatest(database);
-    db = acquireDatabase(database);
+    sqlite = await migratedSqlite();
+    db = sqlite.db;
     clock = 1_000_000;
     queue = new JobQueue(db, LEASE_MS, () => clock);
     screenshots = new ScreenshotRepository(db, { appUrl: 'http://app', cdnUrl: 'http://cdn' });
   });
 
   afterEach(async () => {
-    await releaseDatabase(database);
-    fs.rmSync(dir, { recursive: true, force: true });
+    await sqlite.drop();
   });
 
   const enqueue = (id: string, at = clock) => {

@@ -6,8 +6,6 @@
  * AI stand-in and several processes are in test/ai/domain-research.test.ts and
  * test/system/jobs-cluster.test.ts.)
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { expect } from 'chai';
 import type { Knex } from 'knex';
 import type { ServiceBroker } from 'moleculer';
@@ -16,18 +14,15 @@ import { type ClaimedJob, JobQueue } from '../../services/capture/jobs';
 import type { DomainOutcome } from '../../services/capture/research';
 import { ResearchRepository } from '../../services/capture/research-jobs';
 import { JobWorker, RESEARCH_TURN } from '../../services/capture/worker';
-import type { Config } from '../../services/shared/config';
 import type { Reservation } from '../../services/shared/contracts';
 import { serviceError } from '../../services/shared/errors';
-import { acquireDatabase, migrateLatest, releaseDatabase } from '../../services/shared/database';
-import { tempDir } from '../support/backends';
+import { migratedSqlite } from '../support/sqlite';
 import { until } from '../support/wait';
 
 const fields = [{ data_type: 'string' as const, data_field_name: 'ceo', data_field_prompt_description: 'The chief executive' }];
 
 describe('research domains on the jobs queue (SQLite, worker with stubbed work)', () => {
-  let dir: string;
-  let database: Config['database'];
+  let sqlite: Awaited<ReturnType<typeof migratedSqlite>>;
   let db: Knex;
   let queue: JobQueue;
   let research: ResearchRepository;
@@ -40,10 +35,8 @@ describe('research domains on the jobs queue (SQLite, worker with stubbed work)'
   let billing: sinon.SinonStub;
 
   beforeEach(async () => {
-    dir = tempDir();
-    database = { client: 'better-sqlite3', filename: path.join(dir, 'jobs.sqlite') };
-    await migrateLatest(database);
-    db = acquireDatabase(database);
+    sqlite = await migratedSqlite();
+    db = sqlite.db;
     clock = 1_000_000;
     queue = new JobQueue(db, 30_000, () => clock);
     research = new ResearchRepository(db, { cdnUrl: 'http://cdn' }, () => clock);
@@ -58,8 +51,7 @@ describe('research domains on the jobs queue (SQLite, worker with stubbed work)'
     worker?.stopClaiming();
     for (const done of running.values()) done(null);
     await worker?.idle();
-    await releaseDatabase(database);
-    fs.rmSync(dir, { recursive: true, force: true });
+    await sqlite.drop();
   });
 
   /** A worker whose jobs run until the test finishes them (or at once, with `instant`). */

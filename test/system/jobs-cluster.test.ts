@@ -6,6 +6,7 @@
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import knex, { type Knex } from 'knex';
+import type { Config } from '../../services/shared/config';
 import { call } from '../../services/shared/contracts';
 import { knexConfig } from '../../services/shared/database';
 import { NATS_URL, backendConfig, uniqueName } from '../support/backends';
@@ -17,6 +18,47 @@ import { request } from '../support/http';
 import { startServeProcess } from '../support/processes';
 import { type RunningSystem, runSystem } from '../support/system';
 import { until } from '../support/wait';
+
+/** Settings of a system whose capture process a test kills: one browser, a short lease, on the shared Grid. */
+async function killableConfig(env: Record<string, string>) {
+  const grid = await sharedGrid();
+  return backendConfig('mysql', {
+    TRANSPORTER: NATS_URL,
+    NAMESPACE: uniqueName('ns'),
+    SELENIUM_URL: grid.url,
+    ALLOW_PRIVATE_NETWORKS: 'true',
+    CAPTURE_SESSIONS: '1',
+    CAPTURE_JOB_LEASE_MS: '3000',
+    ...env,
+  });
+}
+
+/**
+ * A system split as a fault test needs it: `frontServices` in this process, and capture
+ * instances as separate processes started (and stopped at the end) on demand, over the
+ * MariaDB database and NATS namespace of `b`.
+ */
+async function splitSystem(b: { config: Config; env: Record<string, string> }, frontServices: Config['services']) {
+  const db: Knex = knex(knexConfig(b.config.database));
+  const front = await runSystem({ ...b.config, services: frontServices });
+  const stops: Array<() => Promise<void>> = [];
+  const captureEnv = { ...b.env, SERVICES: 'capture', MIGRATE_ON_START: 'false', PORT: '0' };
+  return {
+    db,
+    front,
+    async startCapture() {
+      const started = await startServeProcess(captureEnv, /ServiceBroker .* started/, { timeoutMs: 60_000 });
+      stops.push(started.stop);
+      await front.broker.waitForServices(['capture']);
+      return started;
+    },
+    async stop() {
+      for (const stop of stops.reverse()) await stop();
+      await front.stop();
+      await db.destroy();
+    },
+  };
+}
 
 describe('jobs and schedules across instances (MariaDB + Redis + NATS)', function () {
   this.timeout(180_000);
@@ -69,23 +111,11 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
   });
 
   it('finishes a job exactly once, and charges it once, when its capture process is killed mid-capture', async () => {
-    const grid = await sharedGrid();
-    const b = await backendConfig('mysql', {
-      TRANSPORTER: NATS_URL,
-      NAMESPACE: uniqueName('ns'),
-      SELENIUM_URL: grid.url,
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      CAPTURE_SESSIONS: '1',
-      CAPTURE_JOB_LEASE_MS: '3000',
-    });
-    const db: Knex = knex(knexConfig(b.config.database));
-    const front = await runSystem({ ...b.config, services: ['api', 'billing', 'scheduler', 'ai', 'proxy'] });
-    const stops: Array<() => Promise<void>> = [];
+    const b = await killableConfig({});
+    const split = await splitSystem(b, ['api', 'billing', 'scheduler', 'ai', 'proxy']);
+    const { db, front } = split;
     try {
-      const captureEnv = { ...b.env, SERVICES: 'capture', MIGRATE_ON_START: 'false', PORT: '0' };
-      const first = await startServeProcess(captureEnv, /ServiceBroker .* started/, { timeoutMs: 60_000 });
-      stops.push(first.stop);
-      await front.broker.waitForServices(['capture']);
+      const first = await split.startCapture();
       const { access_token } = await front.account('paid');
       const created = await request<Record<string, string>>(front.base, 'POST', '/screenshot_configs', {
         json: { access_token, url: `${fx.origin}/very-slow`, wait: 0 },
@@ -96,8 +126,7 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
       first.child.kill('SIGKILL');
       await new Promise((r) => first.child.once('exit', r));
 
-      const second = await startServeProcess(captureEnv, /ServiceBroker .* started/, { timeoutMs: 60_000 });
-      stops.push(second.stop);
+      await split.startCapture();
       await until('the job to complete', async () => (await db('jobs').where({ id: jobId }).first())?.status === 'completed', 90_000);
       const job = await db('jobs').where({ id: jobId }).first();
       expect(Number(job.attempts)).to.equal(2);
@@ -113,24 +142,15 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
       }
       expect(status.body).to.include({ success: true, status: 'completed' });
     } finally {
-      for (const stop of stops.reverse()) await stop();
-      await front.stop();
-      await db.destroy();
+      await split.stop();
       await b.cleanup();
     }
   });
 
   it('finishes every domain of a research job exactly once, with exact credits and one webhook, when its capture process is killed mid-research', async () => {
-    const grid = await sharedGrid();
     const ai = await startFakeProvider('openai');
     const receiver = await startReceiver();
-    const b = await backendConfig('mysql', {
-      TRANSPORTER: NATS_URL,
-      NAMESPACE: uniqueName('ns'),
-      SELENIUM_URL: grid.url,
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      CAPTURE_SESSIONS: '1',
-      CAPTURE_JOB_LEASE_MS: '3000',
+    const b = await killableConfig({
       WEBHOOK_POLL_MS: '250',
       // The full stack keeps the webhook signing secret sealed under SECRETS_KEY.
       SECRETS_KEY: crypto.randomBytes(32).toString('hex'),
@@ -139,14 +159,10 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
       SERVICE_AI_API_KEY: ai.key,
       SERVICE_AI_MODEL: 'gpt-4o-mini',
     });
-    const db: Knex = knex(knexConfig(b.config.database));
-    const front = await runSystem({ ...b.config, services: ['api', 'billing', 'scheduler', 'ai', 'proxy', 'notifier'] });
-    const stops: Array<() => Promise<void>> = [];
+    const split = await splitSystem(b, ['api', 'billing', 'scheduler', 'ai', 'proxy', 'notifier']);
+    const { db, front } = split;
     try {
-      const captureEnv = { ...b.env, SERVICES: 'capture', MIGRATE_ON_START: 'false', PORT: '0' };
-      const first = await startServeProcess(captureEnv, /ServiceBroker .* started/, { timeoutMs: 60_000 });
-      stops.push(first.stop);
-      await front.broker.waitForServices(['capture']);
+      const first = await split.startCapture();
       const { access_token } = await front.account('paid');
       // Three slow home pages (6 s each), one domain at a time: the kill lands in the middle.
       const created = await request<Record<string, unknown>>(front.base, 'POST', '/api/domain_research_requests', {
@@ -164,8 +180,7 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
       first.child.kill('SIGKILL');
       await new Promise((r) => first.child.once('exit', r));
 
-      const second = await startServeProcess(captureEnv, /ServiceBroker .* started/, { timeoutMs: 60_000 });
-      stops.push(second.stop);
+      await split.startCapture();
       await until('every domain to finish', async () => Number((await db('research_jobs').where({ id: researchId }).first())?.completed_domains) === 3, 120_000);
       const jobs = await domainJobs().select('status', 'attempts');
       expect(jobs.map((j) => j.status)).to.deep.equal(['completed', 'completed', 'completed']);
@@ -182,9 +197,7 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
       await until('the webhook', async () => receiver.received.length > 0, 30_000);
       expect(new Set(receiver.received.map((r) => r.headers['webhook-id'])).size).to.equal(1);
     } finally {
-      for (const stop of stops.reverse()) await stop();
-      await front.stop();
-      await db.destroy();
+      await split.stop();
       await b.cleanup();
       await ai.stop();
       await receiver.stop();
