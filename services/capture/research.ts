@@ -27,6 +27,11 @@ import { fieldTerms, pickPages } from './research-pages';
 /** Failures that are the site's: the domain's credit is charged. */
 export const SITE_FAILURES: ReadonlySet<ErrorCode> = new Set(['page_load_failed', 'url_not_allowed', 'capture_timeout']);
 
+/** A failure that is nobody's (a node gone, no browser free in time): the domain goes back to the queue. */
+export function retryLater(err: unknown): boolean {
+  return isUnavailable(err) || (err as { type?: unknown } | null)?.type === 'capacity_exhausted';
+}
+
 /** How a page of a site is captured for research: a viewport JPEG, half a second after its load. */
 export function pageOptions(url: string): SnapOptions {
   return { url, image_format: 'jpeg', quality: 70, wait: 500 };
@@ -76,7 +81,7 @@ export class ResearchRunner {
         try {
           pages.push(await this.read(url));
         } catch (err) {
-          if (isUnavailable(err) || (err as { type?: unknown }).type === 'capacity_exhausted') throw err;
+          if (retryLater(err)) throw err;
           // A page besides the home page that cannot be read is left out; the others still count.
           this.deps.log.info({ error_code: failureOf(err).code }, `research: ${url} could not be read; left out`);
         }
@@ -89,7 +94,7 @@ export class ResearchRunner {
       if (!extraction.ok) return this.fail(job, extraction.error.error_code, extraction.error.note, stored, false);
       return this.record(job, { status: 'completed', data: extraction.data, sources: extraction.sources, pages: stored });
     } catch (err) {
-      if (isUnavailable(err) || (err as { type?: unknown }).type === 'capacity_exhausted') {
+      if (retryLater(err)) {
         await this.discard(pages);
         throw err;
       }

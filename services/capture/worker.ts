@@ -22,7 +22,7 @@ import { failureOf, isUnavailable } from '../shared/errors';
 import { withOnlyLogContext } from '../shared/logging';
 import { CAPTURE_KINDS, type ClaimedJob, type JobQueue, RESEARCH_KINDS } from './jobs';
 import type { CapturePipeline } from './pipeline';
-import type { ResearchRunner } from './research';
+import { type ResearchRunner, retryLater } from './research';
 
 /** Captures claimed in a row, while research could have run, before research is looked for first. */
 export const RESEARCH_TURN = 3;
@@ -196,7 +196,7 @@ export class JobWorker {
       await withCredits(this.broker, credit, () => research.run(job), {
         settle: (outcome) => (outcome === null ? 'hold' : outcome.charged ? 'commit' : 'refund'),
         onFailure: async (err) => {
-          if (this.stopping || isUnavailable(err) || (err as { type?: unknown } | null)?.type === 'capacity_exhausted') {
+          if (this.stopping || retryLater(err)) {
             await this.queue.release(job).catch(() => undefined);
             return 'hold';
           }
