@@ -2,17 +2,24 @@
  * ai: owns ai_providers (accounts' own provider keys, sealed under SECRETS_KEY) and the model
  * cache. Wiring only: the own-provider endpoints' logic is in own-providers.ts, the rules in
  * policy.ts, the table in provider-keys.ts, the provider clients in providers/.
- * Analysis of captures is in analysis.ts: ai.check before any credit, ai.analyze after the capture.
+ * Analysis of captures is in analysis.ts: ai.check before any credit, ai.analyze after the capture;
+ * POST /ai/analyze's analysis of any image in image-analysis.ts, its images fetched by image-fetch.ts;
+ * domain research's extraction of fields from a site's pages in research-extraction.ts.
  */
 import type { ServiceSchema } from 'moleculer';
 import type { Config } from '../shared/config';
 import type { Handler, OwnAiProvider } from '../shared/contracts';
+import { withCredits } from '../shared/credits';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
+import { egressPolicyFor } from '../shared/egress';
 import { SecretBox } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
 import { type FileStore, createFileStore } from '../shared/storage';
-import { CaptureAnalysis } from './analysis';
+import { CaptureAnalysis, targetOf } from './analysis';
+import { ImageAnalysis } from './image-analysis';
+import { ImageSource } from './image-fetch';
 import { AiMetrics } from './metrics';
+import { ResearchExtractor } from './research-extraction';
 import { ModelCache } from './model-cache';
 import { OwnProviders } from './own-providers';
 import { ProviderKeyRepository } from './provider-keys';
@@ -29,6 +36,8 @@ export function aiService(deps: AiDeps): ServiceUnit {
   const { config } = deps;
   let own: OwnProviders;
   let analysis: CaptureAnalysis;
+  let images: ImageAnalysis;
+  let research: ResearchExtractor;
   let store: FileStore;
   const metrics = new AiMetrics();
   const clientFor = (provider: OwnAiProvider, apiKey?: string): AiClient =>
@@ -48,6 +57,8 @@ export function aiService(deps: AiDeps): ServiceUnit {
       removeKey: { handler: ((ctx) => own.removeKey(ctx.params)) as Handler<'ai.removeKey'> },
       check: { timeout: providerCallMs, handler: ((ctx) => analysis.check(ctx.params.accountId, ctx.params.options)) as Handler<'ai.check'> },
       analyze: { timeout: providerCallMs, handler: ((ctx) => analysis.analyze(ctx.params.accountId, ctx.params.options, ctx.params.image)) as Handler<'ai.analyze'> },
+      analyzeImages: { timeout: providerCallMs + config.ai.imageTimeoutMs, handler: ((ctx) => images.analyze(ctx.params)) as Handler<'ai.analyzeImages'> },
+      research: { timeout: providerCallMs, handler: ((ctx) => research.extract(ctx.params)) as Handler<'ai.research'> },
       metrics: { handler: (() => metrics.snapshot()) as Handler<'ai.metrics'> },
     },
     created() {
@@ -61,14 +72,26 @@ export function aiService(deps: AiDeps): ServiceUnit {
       });
       store = deps.store ?? createFileStore(config);
       const service = config.ai.service;
-      analysis = new CaptureAnalysis({
+      const backends = {
         own,
         service: service
           ? { client: createAiClient(service.provider, { apiKey: service.apiKey ?? undefined, baseUrl: service.baseUrl ?? undefined, timeoutMs: config.ai.timeoutMs }), model: service.model }
           : null,
+      };
+      analysis = new CaptureAnalysis({ ...backends, store, logError: (message, err) => this.logger.error(message, err), observer: metrics });
+      const policy = egressPolicyFor(config);
+      const broker = this.broker;
+      images = new ImageAnalysis({
+        targets: (accountId, options) => targetOf(backends, accountId, options),
+        images: new ImageSource({ admit: (host) => policy.admit(host), timeoutMs: config.ai.imageTimeoutMs, store, cdnUrl: config.cdnUrl }),
+        withAiCredits: (account, amount, work) => (amount > 0 ? withCredits(broker, { account, amounts: { ai_credits: amount } }, work) : work()),
+        observer: metrics.of('images'),
+      });
+      research = new ResearchExtractor({
+        targets: (accountId, options) => targetOf(backends, accountId, options),
         store,
         logError: (message, err) => this.logger.error(message, err),
-        observer: metrics,
+        observer: metrics.of('research'),
       });
       if (!secrets.configured) this.logger.warn('SECRETS_KEY is not set: own AI provider keys cannot be stored until it is (PUT /ai/providers answers 503 secrets_not_configured).');
     },

@@ -31,8 +31,8 @@ export interface CaptureAnalysisDeps {
   observer?: AnalysisObserver;
 }
 
-/** What one analysis runs on. `model` is null for the service's own AI (the spec hides it). */
-interface Target {
+/** What one analysis runs on. `reportedModel` is null for the service's own AI (the spec hides it). */
+export interface Target {
   provider: AiProvider;
   client: AiClient;
   model: string;
@@ -50,8 +50,12 @@ export const IMAGE_LIMITS = { side: 7_680, bytes: 3_500_000 } as const;
 
 const RASTER_TYPES: readonly string[] = ['image/png', 'image/jpeg', 'image/webp'];
 
-/** The image as the providers accept it: unchanged when it fits IMAGE_LIMITS, else scaled into them. */
+/**
+ * The image as the providers accept it: unchanged when it fits IMAGE_LIMITS, else scaled into
+ * them. A GIF becomes a PNG of its first frame: not every provider takes an animated one.
+ */
 export async function fitImage(data: Buffer, contentType: ImageContentType): Promise<{ data: Buffer; contentType: ImageContentType }> {
+  if (contentType === 'image/gif') return fitImage(await sharp(data).png().toBuffer(), 'image/png');
   const { width = 0, height = 0 } = await sharp(data).metadata();
   if (width <= IMAGE_LIMITS.side && height <= IMAGE_LIMITS.side && data.length <= IMAGE_LIMITS.bytes) return { data, contentType };
   let side: number = IMAGE_LIMITS.side;
@@ -67,7 +71,7 @@ export class CaptureAnalysis {
 
   /** The spec's checks, in its order: provider configured, model, structured fields. */
   async check(accountId: string, options: AnalysisOptions): Promise<{ provider: AiProvider; model: string | null }> {
-    const target = await this.target(accountId, options);
+    const target = await targetOf(this.deps, accountId, options);
     checkStructuredFields(options);
     return { provider: target.provider, model: target.reportedModel };
   }
@@ -76,15 +80,10 @@ export class CaptureAnalysis {
   async analyze(accountId: string, options: AnalysisOptions, image: StoredImage): Promise<AiRecord> {
     let target: Target | null = null;
     try {
-      target = await this.target(accountId, options);
-      const file = await this.deps.store.get(image.name);
-      if (!file || !RASTER_TYPES.includes(file.contentType)) {
-        throw serviceError('internal_error', 'The captured image could not be read for the analysis.');
-      }
-      const fitted = await fitImage(file.data, file.contentType as ImageContentType);
+      target = await targetOf(this.deps, accountId, options);
+      const fitted = await storedImage(this.deps.store, image);
       const result = await target.client.analyze({
-        image: fitted.data,
-        contentType: fitted.contentType,
+        images: [fitted],
         model: target.model,
         ...(target.upstream ? { upstream: target.upstream } : {}),
         ...analysisRequestOf(options),
@@ -99,10 +98,26 @@ export class CaptureAnalysis {
     }
   }
 
-  private async target(accountId: string, options: AnalysisOptions): Promise<Target> {
+}
+
+/** A stored capture's image, as the providers accept it (fitImage). */
+export async function storedImage(store: Pick<FileStore, 'get'>, image: StoredImage): Promise<{ data: Buffer; contentType: ImageContentType }> {
+  const file = await store.get(image.name);
+  if (!file || !RASTER_TYPES.includes(file.contentType)) {
+    throw serviceError('internal_error', 'The captured image could not be read for the analysis.');
+  }
+  return fitImage(file.data, file.contentType as ImageContentType);
+}
+
+/**
+ * What an analysis with these options runs on: the operator's backend for ai_provider=service
+ * (503 ai_service_not_configured without one), else the account's own key and model
+ * (OwnProviders.resolve, with the spec's errors).
+ */
+export async function targetOf(deps: Pick<CaptureAnalysisDeps, 'own' | 'service'>, accountId: string, options: AnalysisOptions): Promise<Target> {
     const provider = providerOf(options);
     if (provider === 'service') {
-      const service = this.deps.service;
+      const service = deps.service;
       if (!service) {
         throw serviceError(
           'ai_service_not_configured',
@@ -111,16 +126,15 @@ export class CaptureAnalysis {
       }
       return { provider, client: service.client, model: service.model, reportedModel: null };
     }
-    const own = await this.deps.own.resolve(accountId, provider, options.ai_model);
+    const own = await deps.own.resolve(accountId, provider, options.ai_model);
     return { provider, ...own, reportedModel: own.model };
-  }
 }
 
 /**
  * The ai_error of a failed analysis: a provider failure's code and note, or a domain error's.
  * The service's own backend is the operator's: its key or billing is not the caller's to fix.
  */
-function errorOf(err: unknown, provider: AiProvider): { error_code: string; note: string } {
+export function errorOf(err: unknown, provider: AiProvider): { error_code: string; note: string } {
   if (err instanceof AiFailure) {
     if (provider === 'service' && (err.code === 'ai_provider_key_rejected' || err.code === 'ai_provider_billing')) {
       return { error_code: err.code, note: "This server's AI backend refused the analysis (its operator's key or billing); the capture is kept and the AI credit was not spent. Retry later, or use your own provider key." };

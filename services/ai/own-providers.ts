@@ -115,7 +115,7 @@ export class OwnProviders {
     const { client, model, upstream } = await this.resolve(account.accountId, provider, p.model);
     const image = await sampleImage();
     const started = performance.now();
-    const result = await asked(() => client.analyze({ image, contentType: 'image/png', mode: 'simple', prompt: SAMPLE_PROMPT, model, upstream }));
+    const result = await asked(() => client.analyze({ images: [{ data: image, contentType: 'image/png' }], mode: 'simple', prompt: SAMPLE_PROMPT, model, upstream }));
     return { text: result.text, model: result.model, seconds: Math.round(performance.now() - started) / 1000 };
   }
 

@@ -13,6 +13,8 @@ import { buildHttpServer, openApiDocument, type RouteDef } from './http';
 import { operationRoutes } from './operations';
 import { ACCOUNT_ROUTES } from './routes';
 import { AI_ROUTES } from './ai-routes';
+import { imageAnalysisRoutes } from './image-analysis-routes';
+import { researchRoutes } from './research-routes';
 import { PROXY_ROUTES } from './proxy-routes';
 import { createFileStore, type FileStore } from '../shared/storage';
 import { configRoutes } from './config-routes';
@@ -23,9 +25,9 @@ import { ApiMetrics } from './metrics';
 import { oauthRoutes } from './oauth-routes';
 import type { Handler } from '../shared/contracts';
 
-export function apiRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks' | 'capture' | 'metricsToken' | 'introspectionClient'>): RouteDef[] {
+export function apiRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks' | 'capture' | 'metricsToken' | 'introspectionClient' | 'ai'>): RouteDef[] {
   const policy = egressPolicyFor(config);
-  return [...operationRoutes(config), ...ACCOUNT_ROUTES, ...snapRoutes(store, policy), ...configRoutes(store, policy), ...AI_ROUTES, ...PROXY_ROUTES, ...WEBHOOK_ROUTES, ...CHANGE_NOTIFICATION_ROUTES, ...oauthRoutes(config)];
+  return [...operationRoutes(config), ...ACCOUNT_ROUTES, ...snapRoutes(store, policy), ...configRoutes(store, policy), ...AI_ROUTES, ...imageAnalysisRoutes(policy, config), ...researchRoutes(policy), ...PROXY_ROUTES, ...WEBHOOK_ROUTES, ...CHANGE_NOTIFICATION_ROUTES, ...oauthRoutes(config)];
 }
 
 export interface ApiHandle {

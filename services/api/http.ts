@@ -46,8 +46,11 @@ export interface RouteDef<P = unknown> {
   auth?: boolean;
   /** The parameters: documented in /openapi.json, validated before the handler runs. */
   params?: ParamShape<P>;
-  /** JSON Schema of the 200 answer, or a content type for binary answers. */
-  response: JsonSchema | { contentTypes: string[] };
+  /**
+   * JSON Schema of the 200 answer, or the content types of an answer that is not always JSON
+   * (with `json`, the schema of its JSON form).
+   */
+  response: JsonSchema | { contentTypes: string[]; json?: JsonSchema };
   errors: ErrorCode[];
   handler(ctx: RouteContext<P>): Promise<unknown>;
 }
@@ -218,6 +221,10 @@ export function openApiDocument(routes: RouteDef[], config: Readonly<Config>): R
   };
   const paths: Record<string, Record<string, unknown>> = {};
   const binary = (r: RouteDef['response']): string[] | null => ('contentTypes' in r && Array.isArray(r.contentTypes) ? (r.contentTypes as string[]) : null);
+  const schemaOf = (r: RouteDef['response'], type: string): JsonSchema => {
+    if (type === 'application/json') return ('json' in r ? (r.json as JsonSchema | undefined) : undefined) ?? { type: 'object' };
+    return type.startsWith('text/') ? { type: 'string' } : { type: 'string', format: 'binary' };
+  };
   for (const def of routes) {
     const path = def.url.replace(/:([a-z_]+)/g, '{$1}');
     const pathParams = [...def.url.matchAll(/:([a-z_]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
@@ -228,7 +235,7 @@ export function openApiDocument(routes: RouteDef[], config: Readonly<Config>): R
     }
     const responses: Record<string, unknown> = {
       200: binary(def.response)
-          ? { description: 'OK', content: Object.fromEntries((binary(def.response) ?? []).map((t) => [t, { schema: t === 'application/json' ? { type: 'object' } : { type: 'string', format: 'binary' } }])) }
+          ? { description: 'OK', content: Object.fromEntries((binary(def.response) ?? []).map((t) => [t, { schema: schemaOf(def.response, t) }])) }
           : { description: 'OK', content: { 'application/json': { schema: def.response } } },
     };
     for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {

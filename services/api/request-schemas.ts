@@ -247,6 +247,31 @@ export const KEY_ONLY_PARAMS: ParamShape<NoParams> = {
 };
 
 /**
+ * The list parameters `names` as GET and forms send them: a JSON array as text, or one value
+ * alone (a list of one); a JSON body's arrays and indexed keys (`urls[0]=…`, folded by
+ * client-shapes.ts) arrive as arrays already. Text that starts like a JSON array and is not
+ * one is refused with the parser's reason.
+ */
+export function withLists(raw: RawParams, names: readonly string[]): RawParams {
+  const out = { ...raw };
+  for (const name of names) {
+    const value = out[name];
+    if (typeof value !== 'string' || value.trim() === '') continue;
+    const text = value.trim();
+    if (!text.startsWith('[')) {
+      out[name] = [value];
+      continue;
+    }
+    try {
+      out[name] = JSON.parse(text);
+    } catch (err) {
+      throw serviceError('invalid_parameter', `${name}: must be a JSON array (sent as a JSON string on GET and forms); parsing failed: ${(err as Error).message}.`, { param: name });
+    }
+  }
+  return out;
+}
+
+/**
  * The shape of an endpoint whose parameters are one TypeBox object: empty values count as
  * absent, text is trimmed (pasted keys carry spaces and newlines), ajv checks the rest.
  * `codes` gives a parameter the spec's own error code for a bad value; a `secret`

@@ -25,10 +25,11 @@ export interface BillingDeps {
   now?: () => Date;
 }
 
-const EXHAUSTED: Record<UsageKind, { code: 'screenshot_limit_reached' | 'ai_credits_exhausted' | 'real_location_bandwidth_exhausted'; what: string }> = {
+const EXHAUSTED: Record<UsageKind, { code: 'screenshot_limit_reached' | 'ai_credits_exhausted' | 'real_location_bandwidth_exhausted' | 'domain_research_limit_reached'; what: string }> = {
   screenshots: { code: 'screenshot_limit_reached', what: 'screenshots' },
   ai_credits: { code: 'ai_credits_exhausted', what: 'AI Analysis credits' },
   bandwidth_bytes: { code: 'real_location_bandwidth_exhausted', what: 'bytes of real-location bandwidth' },
+  research_domains: { code: 'domain_research_limit_reached', what: 'domain research credits' },
 };
 
 interface BillingState {
@@ -70,9 +71,13 @@ export function billingService(deps: BillingDeps): ServiceUnit {
       // Counted for the operator's view (metrics); the refusal is answered whatever this does.
       void state.store.noteExhausted(outcome.exceeded, account.accountId, reservation.month, counterExpiry(at)).catch(() => undefined);
       const { code, what } = EXHAUSTED[outcome.exceeded];
+      const left = Math.max(0, outcome.limit - outcome.used);
+      // A request for several (AI credits per prompt, research domains) may find some left.
       throw serviceError(
         code,
-        `This month's ${what} are used up (${outcome.used} of ${outcome.limit}); the limit resets on the 1st (UTC). Upgrade the plan or add an addon for more.`,
+        left === 0
+          ? `This month's ${what} are used up (${outcome.used} of ${outcome.limit}); the limit resets on the 1st (UTC). Upgrade the plan or add an addon for more.`
+          : `This request needs ${amounts[outcome.exceeded]} ${what}; ${left} of this month's ${outcome.limit} are left. Ask for fewer; the limit resets on the 1st (UTC).`,
       );
     }
     return reservation;
@@ -99,7 +104,7 @@ export function billingService(deps: BillingDeps): ServiceUnit {
   const charge: Handler<'billing.charge'> = async (ctx) => {
     const at = state.now();
     const reservation = { id: randomId(12), accountId: ctx.params.accountId, month: monthOf(at), amounts: ctx.params.amounts };
-    const unlimited = { screenshots: Number.MAX_SAFE_INTEGER, ai_credits: Number.MAX_SAFE_INTEGER, bandwidth_bytes: Number.MAX_SAFE_INTEGER };
+    const unlimited = { screenshots: Number.MAX_SAFE_INTEGER, ai_credits: Number.MAX_SAFE_INTEGER, bandwidth_bytes: Number.MAX_SAFE_INTEGER, research_domains: Number.MAX_SAFE_INTEGER };
     await state.store.reserve(reservation, unlimited, counterExpiry(at));
     await state.store.commit(reservation);
     return { charged: true as const };

@@ -14,6 +14,9 @@ export const BASE_AI_CREDITS = 25;
 export const AI_CREDITS_ADDON = 1000;
 /** Each bandwidth_2gb addon unit adds this many bytes a month (paid plans only). */
 export const BANDWIDTH_UNIT_BYTES = 2 * GIB;
+/** Domains of domain research a month: free plan, and every paid plan (one credit per domain). */
+export const FREE_RESEARCH_DOMAINS = 25;
+export const PAID_RESEARCH_DOMAINS = 1000;
 
 export function limitsFor(account: Pick<AccountContext, 'plan' | 'addons'>): Limits {
   const { plan, addons } = account;
@@ -24,6 +27,7 @@ export function limitsFor(account: Pick<AccountContext, 'plan' | 'addons'>): Lim
     screenshots: plan.screenshot_limit,
     ai_credits: BASE_AI_CREDITS + extraAi,
     bandwidth_bytes: BASE_BANDWIDTH_BYTES + extraBandwidth,
+    research_domains: plan.paid ? PAID_RESEARCH_DOMAINS : FREE_RESEARCH_DOMAINS,
   };
 }
 

@@ -32,7 +32,7 @@ export class BillingMetrics {
       async collect() {
         try {
           const counts = await Promise.all(USAGE_KINDS.map((kind) => store().exhaustedAccounts(kind, month())));
-          USAGE_KINDS.forEach((kind, i) => this.set({ kind }, counts[i] ?? 0));
+          for (const [i, kind] of USAGE_KINDS.entries()) this.set({ kind }, counts[i] ?? 0);
         } catch (err) {
           this.reset();
           log.warn(`metrics: the usage store could not be read: ${(err as Error).message}`);

@@ -11,7 +11,9 @@
 import Redis from 'ioredis';
 import type { Limits, Reservation, UsageAmounts, UsageKind } from '../shared/contracts';
 
-export const USAGE_KINDS: UsageKind[] = ['screenshots', 'ai_credits', 'bandwidth_bytes'];
+export const USAGE_KINDS: UsageKind[] = ['screenshots', 'ai_credits', 'bandwidth_bytes', 'research_domains'];
+/** The kinds as a Lua table literal: the counters' hash fields, in USAGE_KINDS order. */
+const LUA_FIELDS = `{${USAGE_KINDS.map((k) => `'${k}'`).join(', ')}}`;
 
 /** A reservation is forgotten (neither refundable nor committable) after this long. */
 const RESERVATION_TTL_SECONDS = 24 * 3600;
@@ -49,34 +51,39 @@ function amountsIn(amounts: UsageAmounts): number[] {
 }
 
 // KEYS[1] usage hash, KEYS[2] reservation key.
-// ARGV: 3 amounts, 3 limits, expire-at (unix s), reservation ttl (s). Returns 0 or the
-// 1-based index of the first exceeded kind followed by its usage. A reservation id that is
-// still pending is not counted twice (a job retried after its worker died).
+// ARGV: N amounts, N limits, expire-at (unix s), reservation ttl (s), N being the number of
+// kinds. Returns 0 or the 1-based index of the first exceeded kind followed by its usage. A
+// reservation id that is still pending is not counted twice (a job retried after its worker
+// died). The reservation records its amounts as "a,b,c,...", in the kinds' order.
 const RESERVE_LUA = `
 if redis.call('EXISTS', KEYS[2]) == 1 then return {0, 0} end
-local fields = {'screenshots', 'ai_credits', 'bandwidth_bytes'}
-for i = 1, 3 do
+local fields = ${LUA_FIELDS}
+local n = #fields
+for i = 1, n do
   local amount = tonumber(ARGV[i])
   if amount > 0 then
     local used = tonumber(redis.call('HGET', KEYS[1], fields[i]) or '0')
-    if used + amount > tonumber(ARGV[i + 3]) then return {i, used} end
+    if used + amount > tonumber(ARGV[i + n]) then return {i, used} end
   end
 end
-for i = 1, 3 do
+local held = {}
+for i = 1, n do
   local amount = tonumber(ARGV[i])
   if amount > 0 then redis.call('HINCRBY', KEYS[1], fields[i], amount) end
+  held[i] = ARGV[i]
 end
-redis.call('EXPIREAT', KEYS[1], ARGV[7])
-redis.call('SET', KEYS[2], ARGV[1] .. ',' .. ARGV[2] .. ',' .. ARGV[3], 'EX', ARGV[8])
+redis.call('EXPIREAT', KEYS[1], ARGV[2 * n + 1])
+redis.call('SET', KEYS[2], table.concat(held, ','), 'EX', ARGV[2 * n + 2])
 return {0, 0}
 `;
 
-// KEYS[1] usage hash, KEYS[2] reservation key. Refunds what the reservation recorded.
+// KEYS[1] usage hash, KEYS[2] reservation key. Refunds what the reservation recorded (a
+// reservation recorded before a kind was added simply holds fewer amounts).
 const REFUND_LUA = `
 local held = redis.call('GET', KEYS[2])
 if not held then return 0 end
 redis.call('DEL', KEYS[2])
-local fields = {'screenshots', 'ai_credits', 'bandwidth_bytes'}
+local fields = ${LUA_FIELDS}
 local i = 1
 for amount in string.gmatch(held, '([^,]+)') do
   local n = tonumber(amount)
@@ -148,11 +155,7 @@ export class RedisUsageStore implements UsageStore {
 
   async usage(accountId: string, month: string): Promise<Limits> {
     const h = await this.redis.hgetall(this.usageKey(accountId, month));
-    return {
-      screenshots: Number(h.screenshots ?? 0),
-      ai_credits: Number(h.ai_credits ?? 0),
-      bandwidth_bytes: Number(h.bandwidth_bytes ?? 0),
-    };
+    return Object.fromEntries(USAGE_KINDS.map((k) => [k, Number(h[k] ?? 0)])) as unknown as Limits;
   }
 
   async hitRate(accountId: string, max: number, windowSeconds: number, now: Date): Promise<RateOutcome> {
@@ -193,7 +196,7 @@ export class MemoryUsageStore implements UsageStore {
     const key = `${accountId}:${month}`;
     const entry = this.usageByKey.get(key);
     if (entry && entry.expiresAt > this.now()) return entry.counts;
-    const fresh = { counts: { screenshots: 0, ai_credits: 0, bandwidth_bytes: 0 }, expiresAt: Number.POSITIVE_INFINITY };
+    const fresh = { counts: Object.fromEntries(USAGE_KINDS.map((k) => [k, 0])) as unknown as Limits, expiresAt: Number.POSITIVE_INFINITY };
     this.usageByKey.set(key, fresh);
     return fresh.counts;
   }

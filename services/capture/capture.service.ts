@@ -3,8 +3,12 @@
  * ChromeDriver in embedded mode), writes images, thumbnails and HTML to storage, and
  * records each capture. Only small records cross the transporter; files stay in storage.
  *
+ * Also owns domain research (research_jobs, research_domains): each domain is a job, run
+ * after interactive work.
+ *
  * Wiring only: a capture's steps live in pipeline.ts (engine, files, record), queued jobs
- * in worker.ts and jobs.ts, the screenshots table in screenshots.ts.
+ * in worker.ts and jobs.ts, the screenshots table in screenshots.ts, a research domain's
+ * work in research.ts and its tables in research-jobs.ts.
  */
 import type { Knex } from 'knex';
 import type { ServiceSchema } from 'moleculer';
@@ -12,7 +16,8 @@ import type { Config } from '../shared/config';
 import { type EventHandler, type Handler, call, emit } from '../shared/contracts';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
 import { failureOf, serviceError } from '../shared/errors';
-import { captureKey } from '../shared/screenshot-options';
+import { researchDeliveryBody } from '../shared/domain-research';
+import { type SnapOptions, captureKey } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
 import { type FileStore, createFileStore } from '../shared/storage';
@@ -27,7 +32,10 @@ import { CaptureEngine, turnOf } from './engine';
 import { CaptureFiles } from './files';
 import { JobQueue, jobStatusOf } from './jobs';
 import { CaptureMetrics } from './metrics';
+import { readingCapture } from './page-capture';
 import { type Analyst, CapturePipeline, type Router } from './pipeline';
+import { ResearchRunner } from './research';
+import { ResearchRepository } from './research-jobs';
 import { ScreenshotRepository } from './screenshots';
 import { JobWorker } from './worker';
 
@@ -60,7 +68,11 @@ interface CaptureState {
   metrics: CaptureMetrics;
   pipeline: CapturePipeline;
   worker: JobWorker;
+  research: ResearchRepository;
 }
+
+/** The most bytes of JSON one part of a research report carries across the transporter (NATS takes 1 MB a message). */
+const REPORT_PART_BYTES = 256 * 1024;
 
 export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
   const { config } = deps;
@@ -122,6 +134,27 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
 
   const queued: EventHandler<'capture.jobQueued'> = () => void s.worker.pump();
 
+  const researchCreate: Handler<'capture.researchCreate'> = async (ctx) => {
+    const { input } = ctx.params;
+    const status = await s.research.create({ ...input, id: randomId(12), domains: input.domains.map((d) => ({ ...d, jobId: randomId(12) })) });
+    void emit(ctx, 'capture.jobQueued', { jobId: status.job_id });
+    return status;
+  };
+
+  const notFound = (id: string) => serviceError('not_found', `No domain research job "${id}" in this account.`);
+
+  const researchStatus: Handler<'capture.researchStatus'> = async (ctx) => {
+    const status = await s.research.status(ctx.params.accountId, ctx.params.id);
+    if (!status) throw notFound(ctx.params.id);
+    return status;
+  };
+
+  const researchReport: Handler<'capture.researchReport'> = async (ctx) => {
+    const part = await s.research.report(ctx.params.accountId, ctx.params.id, ctx.params.from, REPORT_PART_BYTES);
+    if (!part) throw notFound(ctx.params.id);
+    return part;
+  };
+
   const schema: ServiceSchema = {
     name: 'capture',
     actions: {
@@ -138,6 +171,10 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       deleteForConfig: { handler: deleteForConfig, timeout: 120_000 },
       metrics: { handler: (() => s.metrics.snapshot()) as Handler<'capture.metrics'> },
       pressure: { handler: (async () => s.metrics.pressure()) as Handler<'capture.pressure'> },
+      researchCreate: { handler: researchCreate },
+      researchStatus: { handler: researchStatus },
+      researchList: { handler: ((ctx) => s.research.list(ctx.params.accountId, ctx.params.paging)) as Handler<'capture.researchList'> },
+      researchReport: { handler: researchReport },
     },
     events: { 'capture.jobQueued': queued },
     created() {
@@ -175,6 +212,8 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       );
       const metrics = new CaptureMetrics(pool, config.capture, db, this.logger);
       const engine = new CaptureEngine(pool, policy, () => blockers.get(), config.capture.timeoutMs);
+      // Research's captures also read each page (its text and links).
+      const readingEngine = new CaptureEngine(pool, policy, () => blockers.get(), config.capture.timeoutMs, readingCapture);
       const analyst: Analyst = {
         check: (accountId, options) => call(this.broker, 'ai.check', { accountId, options }),
         // The provider call is bounded by AI_TIMEOUT_MS; the broker's timeout is a backstop.
@@ -200,13 +239,44 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
         },
       };
       const pipeline = new CapturePipeline(engine, files, screenshots, queue, analyst, router, metrics, this.logger);
-      const worker = new JobWorker(this.broker, queue, pipeline, this.logger, { sessions: config.capture.sessions, leaseMs }, pool, admission);
+      const research = new ResearchRepository(db, config);
+      const researchRunner = new ResearchRunner({
+        repo: research,
+        // A research page is captured as a job: below /snap in the pool's order (its domain's
+        // run holds the account's place in its counts).
+        engine: { capture: (options: SnapOptions) => readingEngine.capture(options, async (out) => out, null, undefined, turnOf({ cls: 'jobs', ticket: null })) },
+        store,
+        analyst: {
+          check: (work) => call(broker, 'ai.check', { accountId: work.accountId, options: { ...work.aiOptions, analyze_image_with_ai: true } }),
+          extract: (work, pages) =>
+            call(
+              broker,
+              'ai.research',
+              { accountId: work.accountId, options: { ...work.aiOptions, analyze_image_with_ai: true }, domain: work.domain, notes: work.notes, fields: work.structures, pages },
+              { timeout: config.ai.timeoutMs + 15_000 },
+            ),
+        },
+        delivery: (status) => researchDeliveryBody(status, config.baseUrl),
+        ended: (status, accountId) => void emit(broker, 'capture.researchEnded', { accountId, researchId: status.job_id }),
+        observer: metrics,
+        log: this.logger,
+      });
+      const worker = new JobWorker(
+        this.broker,
+        queue,
+        pipeline,
+        this.logger,
+        { sessions: config.capture.sessions, leaseMs, researchSessions: config.capture.researchSessions },
+        pool,
+        admission,
+        researchRunner,
+      );
       // A capture that ends here may let its account start another: waiting snaps and jobs.
       admission.onFinished(() => {
         pool.wake();
         worker.wake();
       });
-      s = { db, store, files, screenshots, queue, pool, admission, metrics, pipeline, worker };
+      s = { db, store, files, screenshots, queue, pool, admission, metrics, pipeline, worker, research };
     },
     async started() {
       // Filter lists are compiled once per process; doing it now keeps the first no_ads

@@ -9,21 +9,27 @@
  * is answered in its HTTP request, so no worker ever claims it, but it completes and fails
  * the same way and GET /jobs reads it like any other.
  *
+ * A domain of a domain research job is a job too (kind 'research', written with its request
+ * by research-jobs.ts), the lowest class.
+ *
  * Claims follow the fair order of fair-queue.ts over every instance: configurations' jobs (a
- * client asked for them) before scheduled ones, with the starvation guard; account by account
+ * client asked for them) before scheduled ones, research last, with the starvation guard
+ * (a class passed over while it waited gets its turn); account by account
  * in turn, by when each account last started a capture anywhere (AccountSlots); an account
  * that already runs all its plan allows is passed by. On MySQL/MariaDB the claim uses
  * SELECT ... FOR UPDATE SKIP LOCKED, so instances never wait on each other's rows; SQLite
  * (embedded, one process) serialises writers anyway.
  */
 import type { Knex } from 'knex';
-import type { JobKind, JobStatus, ScreenshotRef } from '../shared/contracts';
+import type { CaptureJobKind, JobKind, JobStatus, ScreenshotRef } from '../shared/contracts';
 import type { SnapOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import { type ClassTurns, inTurnOrder } from './fair-queue';
 
 /** The kinds the jobs queue holds, highest priority first. */
-export const JOB_KINDS: readonly JobKind[] = ['config', 'scheduled'];
+export const JOB_KINDS: readonly JobKind[] = ['config', 'scheduled', 'research'];
+/** The kinds a client or a schedule asked for: captures. */
+export const CAPTURE_KINDS: readonly CaptureJobKind[] = ['config', 'scheduled'];
 
 /** A job this instance holds the lease of: only it may complete or fail the job. */
 export interface LeasedJob {
@@ -33,14 +39,12 @@ export interface LeasedJob {
   leaseToken: string;
 }
 
-/** A queued job claimed by a worker. */
-export interface ClaimedJob extends LeasedJob {
-  kind: JobKind;
-  options: SnapOptions;
+/** A queued job claimed by a worker: a capture with its options, or a research domain. */
+export type ClaimedJob = LeasedJob & {
   attempts: number;
   /** When it was queued (ms). */
   createdAtMs: number;
-}
+} & ({ kind: CaptureJobKind; options: SnapOptions } | { kind: 'research' });
 
 /** What orders a claim and lets its capture start. */
 export interface ClaimTurns {
@@ -87,7 +91,7 @@ export class JobQueue {
   }
 
   /** Records a queued job; an id it already has is left as it is (a scheduler handing a job over again). */
-  async enqueue(job: { id: string; accountId: string; configId: string; kind: JobKind; options: SnapOptions }): Promise<void> {
+  async enqueue(job: { id: string; accountId: string; configId: string; kind: CaptureJobKind; options: SnapOptions }): Promise<void> {
     await this.db('jobs')
       .insert({
       id: job.id,
@@ -121,9 +125,9 @@ export class JobQueue {
    * The next job in the fair order (queued, or running with an expired lease), claimed under a
    * lease and counted as running in its account's counts; null when none may start now.
    */
-  async claim(turns: ClaimTurns): Promise<ClaimedJob | null> {
+  async claim(turns: ClaimTurns, kindsTaken: readonly JobKind[] = JOB_KINDS): Promise<ClaimedJob | null> {
     const now = this.now();
-    const heads = await this.heads(now);
+    const heads = await this.heads(now, kindsTaken);
     const waiting = new Set(heads.map((h) => h.kind));
     const kinds = new Set(waiting);
     for (let kind = turns.kinds.pick(kinds); kind; kind = turns.kinds.pick(kinds)) {
@@ -147,9 +151,9 @@ export class JobQueue {
     return q.where((w) => w.where('status', 'queued').orWhere((r) => r.where('status', 'running').where('lease_until_ms', '<', now)));
   }
 
-  /** Per account and kind, its oldest claimable job's time. */
-  private async heads(now: number): Promise<Head[]> {
-    const grouped = (q: Knex.QueryBuilder) => q.whereIn('kind', JOB_KINDS).groupBy('account_id', 'kind').select('account_id', 'kind').min({ since: 'created_at_ms' });
+  /** Per account and kind (of `kinds`), its oldest claimable job's time. */
+  private async heads(now: number, kinds: readonly JobKind[]): Promise<Head[]> {
+    const grouped = (q: Knex.QueryBuilder) => q.whereIn('kind', kinds).groupBy('account_id', 'kind').select('account_id', 'kind').min({ since: 'created_at_ms' });
     const [queued, lapsed] = (await Promise.all([
       grouped(this.db('jobs').where('status', 'queued')),
       grouped(this.db('jobs').where('status', 'running').where('lease_until_ms', '<', now)),
@@ -178,16 +182,9 @@ export class JobQueue {
         const row = await query;
         if (!row) return null;
         const attempts = Number(row.attempts) + 1;
-        const job: ClaimedJob = {
-          id: row.id,
-          accountId: row.account_id,
-          configId: row.config_id,
-          kind: row.kind as JobKind,
-          options: JSON.parse(row.options) as SnapOptions,
-          leaseToken: token,
-          attempts,
-          createdAtMs: Number(row.created_at_ms),
-        };
+        const leased = { id: row.id, accountId: row.account_id, configId: row.config_id, leaseToken: token, attempts, createdAtMs: Number(row.created_at_ms) };
+        const job: ClaimedJob =
+          row.kind === 'research' ? { ...leased, kind: 'research' } : { ...leased, kind: row.kind as CaptureJobKind, options: JSON.parse(row.options) as SnapOptions };
         if (!(await start(job.id))) return null;
         started = job;
         await trx('jobs').where({ id: row.id }).update({ status: 'running', lease_token: token, lease_until_ms: now + this.leaseMs, attempts });
@@ -239,8 +236,9 @@ export class JobQueue {
     await trx('jobs').where({ account_id: accountId, config_id: configId }).delete();
   }
 
+  /** A capture's job (GET /jobs); a research domain's is not one. */
   async find(accountId: string, jobId: string): Promise<JobRow | undefined> {
-    return this.db('jobs').where({ id: jobId, account_id: accountId }).first('id', 'account_id', 'config_id', 'status', 'error_code', 'note', 'screenshot_id');
+    return this.db('jobs').where({ id: jobId, account_id: accountId }).whereNot({ kind: 'research' }).first('id', 'account_id', 'config_id', 'status', 'error_code', 'note', 'screenshot_id');
   }
 }
 

@@ -26,7 +26,7 @@ export interface CaptureObserver {
 const JOB_STATES = ['queued', 'running'] as const;
 /** /pressure's recently_rejected counts the refusals of this last stretch. */
 const REJECTED_WINDOW_MS = 60_000;
-const JOB_KINDS = ['snap', 'config', 'scheduled'] as const;
+const JOB_KINDS = ['snap', 'config', 'scheduled', 'research'] as const;
 
 export class CaptureMetrics implements CaptureObserver {
   readonly registry = new Registry();
@@ -47,7 +47,7 @@ export class CaptureMetrics implements CaptureObserver {
     const registers = [this.registry];
     this.captures = new Counter({
       name: `${P}captures_total`,
-      help: 'Captures finished, by kind (snap, config, scheduled), outcome (success, failure, superseded) and error_code (failures only).',
+      help: 'Captures finished, by kind (snap, config, scheduled, research: a page read for domain research), outcome (success, failure, superseded) and error_code (failures only).',
       labelNames: ['kind', 'outcome', 'error_code'],
       registers,
     });
@@ -109,7 +109,7 @@ export class CaptureMetrics implements CaptureObserver {
     // Read from the shared jobs table: the same on every instance, so taken once.
     new Gauge({
       name: `${P}jobs`,
-      help: 'Jobs not finished, by state (queued, running) and kind (snap, config, scheduled), read from the jobs table.',
+      help: 'Jobs not finished, by state (queued, running) and kind (snap, config, scheduled, research: a domain of a domain research job), read from the jobs table.',
       labelNames: ['state', 'kind'],
       aggregator: 'first',
       registers,

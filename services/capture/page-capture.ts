@@ -16,6 +16,7 @@ import { type BlockerSource, injectCosmetics, wantsBlocking } from './blocking';
 import { ConsentHandler } from './consent';
 // END page blocking and consent
 import { type ChangeReading, runActions } from './actions';
+import { type PageReading, READ_PAGE } from './page-reading';
 import { documentHeight, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
 import { DEFAULTS, type PageSession, browserGone, deviceMetrics, insertStyle, quote, sameViewport, sleep, viewportOf, waitForSelector } from './page-session';
 import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './request-guard';
@@ -31,6 +32,8 @@ export interface CaptureOutput {
   changes?: ChangeReading[];
   /** Bytes the capture sent and received through its egress gateway (set by the engine). */
   egressBytes?: number;
+  /** The page's address, title, text and links, when the context asked (`read`, page-reading.ts). */
+  reading?: PageReading;
 }
 
 type Params = Record<string, unknown>;
@@ -194,6 +197,8 @@ export interface CaptureContext {
   deadline: number;
   /** The capture's use of its slot's egress gateway (null: the browser goes out directly). */
   gateway?: GatewayCapture | null;
+  /** Also read the page once captured (domain research). */
+  read?: boolean;
 }
 
 /** Runs the capture; throws domain errors (selector_not_found, page_load_failed, ...). */
@@ -275,7 +280,8 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
       clip = { x: 0, y: 0, width, height: Math.min(Math.max(height, await page.run(documentHeight)), maxCaptureHeight(o)) };
     }
     const [, shot] = await Promise.all([parked, screenshot(page, o, clip)]);
-    return { ...shot, ...(changes ? { changes } : {}) };
+    const reading = ctx.read ? await page.evaluate<PageReading>(READ_PAGE, false) : undefined;
+    return { ...shot, ...(changes ? { changes } : {}), ...(reading ? { reading } : {}) };
   } catch (err) {
     if (browserGone(err)) {
       throw serviceError('page_load_failed', 'The page crashed the browser tab while loading; try again, or capture a simpler page.');
@@ -285,4 +291,9 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
     guard.stop();
     consent?.stop(); // page blocking and consent
   }
+}
+
+/** A capture that also reads the page once captured: the engine's runPage for domain research. */
+export function readingCapture(ctx: CaptureContext, o: SnapOptions): Promise<CaptureOutput> {
+  return capturePage({ ...ctx, read: true }, o);
 }

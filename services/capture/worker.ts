@@ -1,7 +1,8 @@
 /**
- * The job worker: runs queued jobs (configurations' and scheduled captures) on this
- * instance's browsers, each through the pipeline under its lease, paying with the credit
- * reserved when the job was started.
+ * The job worker: runs queued jobs on this instance's browsers, each under its lease: a
+ * configuration's or a scheduled capture through the pipeline, paying with the credit reserved
+ * when the job was started; a domain of a domain research job through the research runner
+ * (its pages captured on the browsers it asks for, as jobs), paying one research credit.
  *
  * It asks the pool for a browser first, in the pool's fair order (below /snap's captures,
  * with a guaranteed share), and claims a job only once it has one: so a job is claimed by an
@@ -9,11 +10,16 @@
  * counted in its account's running captures from its claim to its end. It asks on the
  * capture.jobQueued event, after every capture that ends here, and on a poll (jobs left by
  * a dead instance, whose lease ran out; accounts whose captures ended elsewhere).
+ *
+ * Research is the lowest class of the jobs queue (below scheduled captures, with the queue's
+ * starvation guard), and at most `researchSessions` domains run at once on an instance (fewer
+ * than its browsers when it has two or more), so however many domains wait, the browsers
+ * /snap and configurations need are never all held by research.
  */
 import type { LoggerInstance, ServiceBroker } from 'moleculer';
 import { type JobKind, type ScreenshotRef, emit } from '../shared/contracts';
 import { billsAiCredits } from '../shared/ai-record';
-import { withCaptureCredits } from '../shared/credits';
+import { withCaptureCredits, withCredits } from '../shared/credits';
 import { failureOf, isUnavailable } from '../shared/errors';
 import { withOnlyLogContext } from '../shared/logging';
 import type { ConcurrencyLimits, Ticket } from './account-slots';
@@ -21,8 +27,12 @@ import type { BrowserPool } from './browser-pool';
 import type { BrowserSlot } from './browser-slot';
 import { type CaptureTurn, turnOf } from './engine';
 import { ClassTurns } from './fair-queue';
-import { type ClaimTurns, type ClaimedJob, JOB_KINDS, type JobQueue } from './jobs';
+import { CAPTURE_KINDS, type ClaimTurns, type ClaimedJob, JOB_KINDS, type JobQueue } from './jobs';
 import type { CapturePipeline } from './pipeline';
+import { type ResearchRunner, retryLater } from './research';
+
+type CaptureJob = Extract<ClaimedJob, { options: unknown }>;
+type ResearchJob = Extract<ClaimedJob, { kind: 'research' }>;
 
 export interface WorkerOptions {
   /** Jobs run at once: the browsers of this instance. */
@@ -33,6 +43,8 @@ export interface WorkerOptions {
   pollMs?: number;
   /** A job that keeps killing its workers is failed after this many claims. */
   maxAttempts?: number;
+  /** Research domains run at once (RESEARCH_SESSIONS); default 0: this worker takes none. */
+  researchSessions?: number;
 }
 
 /** What a job's capture counts against: its account's running captures (Admission). */
@@ -51,6 +63,8 @@ export class JobWorker {
   /** The last claim found a job: worth asking again when a capture ends here. */
   private jobsLeft = true;
   private stopping = false;
+  /** Research domains running here. */
+  private researching = 0;
   private readonly pollMs: number;
   private readonly maxAttempts: number;
   private readonly turns: ClaimTurns;
@@ -63,6 +77,7 @@ export class JobWorker {
     private readonly options: WorkerOptions,
     private readonly browsers: Pick<BrowserPool, 'acquire' | 'giveBack'>,
     private readonly tickets: JobTickets,
+    private readonly research: Pick<ResearchRunner, 'run' | 'fail'> | null = null,
   ) {
     this.pollMs = options.pollMs ?? 2_000;
     this.maxAttempts = options.maxAttempts ?? 3;
@@ -121,14 +136,19 @@ export class JobWorker {
     let claimed = false;
     try {
       slot = await this.browsers.acquire({ cls: 'jobs', ticket: null });
-      const job = this.stopping ? null : await this.queue.claim(this.turns);
+      const researchRoom = this.research !== null && this.researching < (this.options.researchSessions ?? 0);
+      const job = this.stopping ? null : await this.queue.claim(this.turns, researchRoom ? JOB_KINDS : CAPTURE_KINDS);
       this.jobsLeft = job !== null;
       if (job) {
-        const run: Promise<void> = this.run(job, slot).finally(() => {
+        // A research domain asks for a browser for each of its pages: this one goes back now.
+        const given = job.kind === 'research' ? null : slot;
+        if (job.kind === 'research') this.researching++;
+        const run: Promise<void> = this.run(job, given).finally(() => {
+          if (job.kind === 'research') this.researching--;
           this.inFlight.delete(run);
           void this.pump();
         });
-        slot = null;
+        if (given) slot = null;
         claimed = true;
         this.inFlight.add(run);
       }
@@ -159,11 +179,17 @@ export class JobWorker {
    */
   async run(job: ClaimedJob, slot: BrowserSlot | null = null): Promise<void> {
     // Only the job's id: a pump started beneath a request (capture.jobQueued) may claim another request's job.
-    return withOnlyLogContext({ job_id: job.id }, () => this.runJob(job, slot));
+    return withOnlyLogContext({ job_id: job.id }, async () => {
+      const renew = setInterval(() => void this.queue.renew(job).catch(() => undefined), Math.max(500, Math.floor(this.options.leaseMs / 3)));
+      try {
+        await (job.kind === 'research' ? this.runResearch(job) : this.runJob(job, slot));
+      } finally {
+        clearInterval(renew);
+      }
+    });
   }
 
-  private async runJob(job: ClaimedJob, slot: BrowserSlot | null): Promise<void> {
-    const renew = setInterval(() => void this.queue.renew(job).catch(() => undefined), Math.max(500, Math.floor(this.options.leaseMs / 3)));
+  private async runJob(job: CaptureJob, slot: BrowserSlot | null): Promise<void> {
     const credit = { accountId: job.accountId, amounts: { screenshots: 1 }, reservationId: `job:${job.id}` };
     const billAi = billsAiCredits(job.options);
     // Counted as running since its claim, under the job's id. Its plan's limits were read for
@@ -189,15 +215,55 @@ export class JobWorker {
     } catch {
       // Recorded by recordFailure (or, for a failed commit, the job is complete anyway).
     } finally {
-      clearInterval(renew);
       // A browser the capture never took (it failed before: credits, route, checks) goes back.
       if (turn.slot) this.browsers.giveBack(turn.slot);
       await this.tickets.finish(ticket);
     }
   }
 
+  /**
+   * One research domain, counted as running in its account's counts from its claim to its
+   * end, and paid with one research credit reserved under the job's id (so a domain taken over
+   * after a crash is charged once): committed or refunded as the runner says (research.ts),
+   * left pending when the lease was lost or the domain went back to the queue. A month without
+   * research credit left fails the domain (domain_research_limit_reached).
+   */
+  private async runResearch(job: ResearchJob): Promise<void> {
+    const research = this.research;
+    if (!research) return;
+    const ticket: Ticket = { id: job.id, accountId: job.accountId, limits: { maxConcurrent: 0, maxQueued: 0 } };
+    const credit = { accountId: job.accountId, amounts: { research_domains: 1 }, reservationId: `research:${job.id}` };
+    try {
+      if (job.attempts > this.maxAttempts) {
+        this.logger.warn(`research domain ${job.id} was interrupted ${this.maxAttempts} times; it is given up`);
+        await research.fail(job, 'internal_error', `The domain's research was interrupted ${this.maxAttempts} times and was given up.`, [], false);
+        await withCredits(this.broker, credit, async () => undefined, { settle: () => 'refund' }).catch(() => undefined);
+        return;
+      }
+      await withCredits(this.broker, credit, () => research.run(job), {
+        settle: (outcome) => (outcome === null ? 'hold' : outcome.charged ? 'commit' : 'refund'),
+        onFailure: async (err) => {
+          if (this.stopping || retryLater(err)) {
+            await this.queue.release(job).catch(() => undefined);
+            return 'hold';
+          }
+          // The credit could not be reserved (the month's research credits are used up), or
+          // recording failed: the domain fails with what happened.
+          const failure = failureOf(err);
+          if (!failure.known) this.logger.error(`research domain ${job.id} failed`, err);
+          await research.fail(job, failure.code, failure.note, [], false).catch(() => null);
+          return 'refund';
+        },
+      });
+    } catch {
+      // Recorded above.
+    } finally {
+      await this.tickets.finish(ticket);
+    }
+  }
+
   /** True when this worker recorded the failure (it still held the lease). */
-  private async recordFailure(job: ClaimedJob, err: unknown): Promise<boolean> {
+  private async recordFailure(job: CaptureJob, err: unknown): Promise<boolean> {
     // Shutting down, a service it needs did not answer (its node died, NATS restarted), or no
     // browser came free in time (a Grid node lost): not the job's fault. It goes back to the
     // queue, for another instance or a later try (at most maxAttempts claims in all), with

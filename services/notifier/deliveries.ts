@@ -34,7 +34,7 @@ export interface AttemptRecord {
 interface DeliveryRow {
   id: string;
   account_id: string;
-  config_id: string;
+  config_id: string | null;
   kind: DeliveryKind;
   send_to: DeliveryTarget;
   target_url: string;

@@ -8,8 +8,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
-import type { Admission } from '../shared/egress';
+import { type Admission, pinnedLookup } from '../shared/egress';
 
 export interface PostResult {
   /** The HTTP status, or null when no answer came. */
@@ -44,12 +43,8 @@ export async function postJson(rawUrl: string, body: string, headers: Record<str
   if (!admission.allowed) {
     return failed(admission.address ? `refused by the egress policy: ${host} ${admission.reason}` : `${host} ${admission.reason}`);
   }
-  const { address, family } = admission;
   // The connection goes to the address checked above, whatever DNS says by then.
-  const lookup: LookupFunction = (_name, options, callback) => {
-    if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
-    else callback(null, address, family);
-  };
+  const lookup = pinnedLookup(admission);
   const client = url.protocol === 'https:' ? https : http;
   return new Promise<PostResult>((resolve) => {
     let settled = false;

@@ -1,8 +1,9 @@
 /**
  * notifier: owns webhook_secrets, webhook_deliveries (the outbox capture appends to in the
  * transaction that records a capture), webhook_attempts, change_readings and
- * change_notifications (recorded with the capture too, shared/change-alerts.ts). Sends capture deliveries and
- * change alerts, signed per Standard Webhooks, with retries; keeps the delivery log.
+ * change_notifications (recorded with the capture too, shared/change-alerts.ts). Sends capture deliveries,
+ * change alerts and the end of domain research jobs, signed per Standard Webhooks, with
+ * retries; keeps the delivery log.
  *
  * Wiring only: signing in signing.ts and signing-secrets.ts, the outbox in deliveries.ts,
  * the schedule in retry-policy.ts, the wire in http-post.ts, the loop in dispatcher.ts.
@@ -64,6 +65,7 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
   };
 
   const completed: EventHandler<'capture.completed'> = () => void s.dispatcher.pump();
+  const researchEnded: EventHandler<'capture.researchEnded'> = () => void s.dispatcher.pump();
 
   const schema: ServiceSchema = {
     name: 'notifier',
@@ -87,7 +89,7 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
       },
       metrics: { handler: (() => s.metrics.snapshot()) as Handler<'notifier.metrics'> },
     },
-    events: { 'capture.completed': completed },
+    events: { 'capture.completed': completed, 'capture.researchEnded': researchEnded },
     created() {
       const db = acquireDatabase(config.database);
       // A lease outlasts the attempt it covers, so it only runs out when its sender died.

@@ -120,12 +120,21 @@ export function refuseLiteralTargets(
   o: { webhook_url?: string; multi_step_actions?: Array<{ type: string; url?: string }> },
   policy: TargetPolicy,
 ): void {
-  if (policy.allowPrivateNetworks) return;
   const targets: Array<[string, string]> = [];
   if (o.webhook_url) targets.push(['webhook_url', o.webhook_url]);
   o.multi_step_actions?.forEach((step, i) => {
     if (step.type === 'change' && step.url) targets.push([`multi_step_actions[${i}].url`, step.url]);
   });
+  refuseLiteralUrls(targets, policy);
+}
+
+/**
+ * Refuses (400 url_not_allowed) the first of `targets` ([parameter, URL]) that names a
+ * refused address literally: caught before anything is stored, reserved or fetched. A name
+ * is checked when it is connected to.
+ */
+export function refuseLiteralUrls(targets: ReadonlyArray<readonly [string, string]>, policy: TargetPolicy): void {
+  if (policy.allowPrivateNetworks) return;
   for (const [name, raw] of targets) {
     let url: URL;
     try {

@@ -75,6 +75,8 @@ export interface Config {
     baseUrls: { anthropic: string | null; openai: string | null; openrouter: string | null };
     /** The most one provider call (key check, model list, analysis), retries included, may take. */
     timeoutMs: number;
+    /** The most fetching one image of POST /ai/analyze may take, redirects included (AI_IMAGE_TIMEOUT_MS). */
+    imageTimeoutMs: number;
     /** null: no backend configured; ai_provider=service answers 503 ai_service_not_configured. */
     service: ServiceAiConfig | null;
   };
@@ -119,6 +121,8 @@ export interface Config {
     timeoutMs: number;
     /** Lease of a claimed job; another instance takes the job over when it runs out. */
     jobLeaseMs: number;
+    /** Domains of domain research this instance runs at once (RESEARCH_SESSIONS); 0: none. */
+    researchSessions: number;
     /**
      * The browser binary. Embedded mode: Chromium's headless shell by default. On a Grid: null
      * unless CHROME_BIN is set, so each Node starts the browser its own stereotype names.
@@ -354,6 +358,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     openrouter: url(env, 'OPENROUTER_BASE_URL', ['http:', 'https:']),
   };
   const opsPort = str(env, 'OPS_PORT') === null ? null : int(env, 'OPS_PORT', 0, 0, 65535);
+  const sessions = int(env, 'CAPTURE_SESSIONS', 2, 1, 256);
   const config: Config = {
     port,
     opsPort,
@@ -378,6 +383,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     ai: {
       baseUrls: aiBaseUrls,
       timeoutMs: int(env, 'AI_TIMEOUT_MS', 60_000, 1000, 600_000),
+      imageTimeoutMs: int(env, 'AI_IMAGE_TIMEOUT_MS', 20_000, 500, 120_000),
       service: serviceAi(env, aiBaseUrls),
     },
     allowPrivateNetworks: bool(env, 'ALLOW_PRIVATE_NETWORKS', false),
@@ -402,7 +408,9 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       pollMs: int(env, 'WEBHOOK_POLL_MS', 1_000, 50, 60_000),
     },
     capture: {
-      sessions: int(env, 'CAPTURE_SESSIONS', 2, 1, 256),
+      sessions,
+      // Half the browsers at most, so research never holds all of them (one when there is one).
+      researchSessions: int(env, 'RESEARCH_SESSIONS', Math.max(1, Math.floor(sessions / 2)), 0, sessions),
       queueMax: int(env, 'CAPTURE_QUEUE_MAX', 16, 0, 10_000),
       queueTimeoutMs: int(env, 'CAPTURE_QUEUE_TIMEOUT_MS', 30_000, 100, 600_000),
       timeoutMs: int(env, 'CAPTURE_TIMEOUT_MS', 60_000, 1000, 600_000),

@@ -6,11 +6,12 @@
  */
 import { type Static, Type } from '@sinclair/typebox';
 import type { ServiceBroker, Context } from 'moleculer';
+import type { ResearchExtraction, ResearchField, ResearchPageInput, ResearchReport, ResearchStatus } from './domain-research';
 import type { MetricsSnapshot } from './metrics';
 import type { Paging } from './paging';
 import { type AnalysisOptions, type ConfigOptions, type ScreenshotOptions, type SnapOptions, textEnum } from './screenshot-options';
 
-export type UsageKind = 'screenshots' | 'ai_credits' | 'bandwidth_bytes';
+export type UsageKind = 'screenshots' | 'ai_credits' | 'bandwidth_bytes' | 'research_domains';
 export type UsageAmounts = Partial<Record<UsageKind, number>>;
 
 export const ADDONS = ['byo_ai', 'byo_proxy', 'ai_credits', 'bandwidth_2gb'] as const;
@@ -42,6 +43,8 @@ export interface Limits {
   screenshots: number;
   ai_credits: number;
   bandwidth_bytes: number;
+  /** Domains of domain research jobs (one credit each). */
+  research_domains: number;
 }
 
 /** Features that need an addon; checked before any credit is reserved. */
@@ -153,6 +156,35 @@ export const MODEL_RECORD_SCHEMA = Type.Object({
 });
 export type ModelRecord = Static<typeof MODEL_RECORD_SCHEMA>;
 
+/** What one POST /ai/analyze may carry (the hosted service's numbers). */
+export const IMAGE_ANALYSIS_LIMITS = {
+  images: 5,
+  prompts: 5,
+  /** Characters of one prompt (as ai_prompt). */
+  promptLength: 2500,
+  /** Bytes of one image. */
+  imageBytes: 20 * 1024 * 1024,
+} as const;
+
+/** The answer of POST /ai/analyze (without success): what ran, the images as read, one answer per prompt. */
+export const IMAGE_ANALYSIS_SCHEMA = Type.Object({
+  ai_provider: textEnum(['service', ...OWN_AI_PROVIDERS], { description: 'service (AI credits), or the own provider whose key was used.' }),
+  ai_model: Type.Union([Type.String(), Type.Null()], { description: "The own provider's model; null for the service's own AI." }),
+  images: Type.Array(
+    Type.Object({
+      url: Type.String({ description: 'As given.' }),
+      content_type: textEnum(['image/png', 'image/jpeg', 'image/webp', 'image/gif'], { description: 'Judged by the bytes, not the name or the Content-Type served.' }),
+      width: Type.Integer(),
+      height: Type.Integer(),
+      bytes: Type.Integer(),
+    }),
+    { description: 'The images, in the order given (Image 1, Image 2, ... to the model).' },
+  ),
+  results: Type.Array(Type.Object({ prompt: Type.String(), ai_response: Type.String() }), { description: 'One answer per prompt, in the order given.' }),
+  ai_credits_used: Type.Integer({ description: 'One per prompt with the service\'s own AI; 0 with an own provider.' }),
+});
+export type ImageAnalysisAnswer = Static<typeof IMAGE_ANALYSIS_SCHEMA>;
+
 /** A provider's compatible models as GET /ai/models shows them. */
 export interface ModelList {
   provider: OwnAiProvider;
@@ -163,7 +195,10 @@ export interface ModelList {
   models: ModelRecord[];
 }
 
-export type JobKind = 'config' | 'scheduled';
+/** Jobs that capture a configuration: started by a client (config) or by its schedule. */
+export type CaptureJobKind = 'config' | 'scheduled';
+/** Every kind the jobs queue holds: capture jobs, and one domain of a domain research job. */
+export type JobKind = CaptureJobKind | 'research';
 
 /** GET /jobs/:job_id, as capture reports it. */
 export type JobStatus =
@@ -182,6 +217,19 @@ export interface ConfigView {
 export interface ConfigInput {
   given: Record<string, unknown>;
   options: ConfigOptions;
+}
+
+/** A domain research request as the api validated it (capture gives it its ids). */
+export interface ResearchInput {
+  accountId: string;
+  name: string | null;
+  notes: string | null;
+  structures: ResearchField[];
+  /** ai_provider and ai_model. */
+  aiOptions: AnalysisOptions;
+  webhookUrl: string | null;
+  /** As given, and the home page to read. */
+  domains: Array<{ domain: string; url: string }>;
 }
 
 /** A PATCH: the options it changes (url may be left out: the stored one is kept). */
@@ -213,7 +261,7 @@ export interface Actions {
   'billing.account': [{ accountId: string }, AccountContext];
   'capture.take': [{ account: AccountContext; options: SnapOptions }, ScreenshotRef];
   'capture.findRecent': [{ accountId: string; cacheKey: string; since: number }, ScreenshotRef | null];
-  'capture.enqueue': [{ accountId: string; configId: string; jobId: string; kind: JobKind; options: SnapOptions }, { job_id: string }];
+  'capture.enqueue': [{ accountId: string; configId: string; jobId: string; kind: CaptureJobKind; options: SnapOptions }, { job_id: string }];
   'capture.jobStatus': [{ accountId: string; jobId: string }, JobStatus];
   'capture.listForConfig': [{ accountId: string; configId: string; paging: Paging }, { screenshots: ScreenshotRef[]; has_more: boolean }];
   'capture.listForAccount': [{ accountId: string; paging: Paging }, { screenshots: ScreenshotRef[]; has_more: boolean }];
@@ -221,6 +269,19 @@ export interface Actions {
   /** Makes and stores a recorded thumbnail that is not stored yet (thumbnails are made when first asked for). */
   'capture.thumbnail': [{ name: string }, { made: boolean }];
   'capture.deleteForConfig': [{ accountId: string; configId: string }, { screenshots: number }];
+  /** Writes a domain research request, a job per domain (queued), before its id is given out. */
+  'capture.researchCreate': [{ input: ResearchInput }, ResearchStatus];
+  /** 404 not_found for an unknown id, or another account's. */
+  'capture.researchStatus': [{ accountId: string; id: string }, ResearchStatus];
+  'capture.researchList': [{ accountId: string; paging: Paging }, { requests: ResearchStatus[]; has_more: boolean }];
+  /**
+   * Part of a report: the request's head when `from` is 0, then the domains from position
+   * `from` on, as many as fit in one transporter message; `next` is where to go on (null: done).
+   */
+  'capture.researchReport': [
+    { accountId: string; id: string; from: number },
+    { head: Omit<ResearchReport, 'results'> | null; results: ResearchReport['results']; next: number | null },
+  ];
   /** This capture node's metrics (services/capture/metrics.ts), for the api's GET /metrics. */
   /** This billing node's metrics (services/billing/metrics.ts). */
   'billing.metrics': [Record<string, never>, MetricsSnapshot];
@@ -258,6 +319,17 @@ export interface Actions {
   'ai.check': [{ accountId: string; options: AnalysisOptions }, { provider: AiProvider; model: string | null }];
   /** Analyses a stored capture. Never fails for the provider's sake: a failure is ai_analyzed false with ai_error. */
   'ai.analyze': [{ accountId: string; options: AnalysisOptions; image: StoredImage }, AiRecord];
+  /**
+   * POST /ai/analyze after its parameters, the plan gates and ai.check: checks every image's
+   * host, reserves the AI credits, fetches and checks the images, asks the provider. Throws
+   * the caller's error (the note names urls[i]) or the provider's (503, 502); credits refunded.
+   */
+  'ai.analyzeImages': [{ account: AccountContext; options: AnalysisOptions; urls: string[]; prompts: string[] }, ImageAnalysisAnswer];
+  /** The fields of one research domain, from its pages' screenshots and text. Never fails for the provider's sake. */
+  'ai.research': [
+    { accountId: string; options: AnalysisOptions; domain: string; notes: string | null; fields: ResearchField[]; pages: ResearchPageInput[] },
+    ResearchExtraction,
+  ];
   /** This ai node's metrics (services/ai/metrics.ts). */
   'ai.metrics': [Record<string, never>, MetricsSnapshot];
   /** The account's signing secret (whsec_…), made on first use. */
@@ -361,8 +433,9 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 /** One delivery as the log shows it (GET /webhook_deliveries), with every attempt. */
 export interface DeliveryView {
   id: string;
-  screenshot_configuration_id: string;
-  kind: 'capture' | 'change';
+  /** null for a domain research job's delivery (job_id names the job). */
+  screenshot_configuration_id: string | null;
+  kind: 'capture' | 'change' | 'research';
   send_to: 'webhook' | 'slack';
   url: string;
   status: DeliveryStatus;
@@ -399,6 +472,8 @@ export interface Events {
   'capture.jobQueued': { jobId: string };
   /** A queued job's screenshot is stored and its credit committed. */
   'capture.completed': { accountId: string; configId: string; jobId: string; screenshotId: string };
+  /** A domain research job's last domain finished (its webhook delivery, if any, is due). */
+  'capture.researchEnded': { accountId: string; researchId: string };
 }
 
 export type EventName = keyof Events;

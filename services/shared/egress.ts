@@ -11,7 +11,7 @@
  * URLs a capture loads itself. Webhook requests use `admit` at connect time too.
  */
 import dns from 'node:dns/promises';
-import net from 'node:net';
+import net, { type LookupFunction } from 'node:net';
 import { isBlockedAddress } from './address-policy';
 import type { Config } from './config';
 
@@ -34,6 +34,20 @@ export function resolverLookup(servers: string[], timeoutMs = 5_000): (host: str
       throw reason;
     }
     return addresses;
+  };
+}
+
+/**
+ * A `lookup` for an HTTP request that answers only the address the policy admitted
+ * (EgressPolicy.admit): the connection goes there whatever DNS says by then, so a name that
+ * resolved to a public address when checked and to an internal one a moment later (DNS
+ * rebinding) cannot get through.
+ */
+export function pinnedLookup(admitted: { address: string; family: 4 | 6 }): LookupFunction {
+  const { address, family } = admitted;
+  return (_name, options, callback) => {
+    if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
+    else callback(null, address, family);
   };
 }
 

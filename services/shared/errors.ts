@@ -28,6 +28,8 @@ export const ERROR_STATUS = {
   screenshot_limit_reached: 402,
   ai_credits_exhausted: 402,
   real_location_bandwidth_exhausted: 402,
+  /** The month's domain research credits (one per domain) do not cover the domains asked for. */
+  domain_research_limit_reached: 402,
   rate_limited: 429,
   /** The account already runs and has waiting as many captures as its plan allows (max_concurrent, max_queued). */
   concurrency_limit_reached: 429,
@@ -54,6 +56,13 @@ export const ERROR_STATUS = {
   proxy_connection_failed: 400,
   proxy_host_not_found: 400,
   proxy_timeout: 400,
+  // an image given to POST /ai/analyze (the note names urls[i] and why)
+  /** Could not be fetched: unresolvable, refused connection, an HTTP error, too slow, too many redirects. */
+  image_unreachable: 422,
+  /** Larger than the per-image limit (bytes, or pixels once decoded). */
+  image_too_large: 400,
+  /** Its bytes are not a PNG, JPEG, WebP or GIF image (whatever its Content-Type said). */
+  image_not_supported: 400,
   // capture
   page_load_failed: 422,
   selector_not_found: 422,

@@ -1,7 +1,7 @@
 /**
  * The notifier's outbox, as the services that cause a delivery write to it. A delivery is
  * a row of webhook_deliveries written in the same transaction that records what it tells
- * about (a capture's screenshot row, a change alert), so a process that dies after the
+ * about (a capture's screenshot row, a change alert, the end of a domain research job), so a process that dies after the
  * commit loses nothing and one that dies before it sends nothing. This is the only code
  * outside the notifier that touches the table, and it only appends: claiming, sending,
  * retrying and listing are the notifier's (services/notifier/deliveries.ts).
@@ -11,12 +11,13 @@ import { NOT_ANALYSED } from './ai-record';
 import type { AiRecord, ScreenshotRef } from './contracts';
 import { randomId } from './secrets';
 
-export type DeliveryKind = 'capture' | 'change';
+export type DeliveryKind = 'capture' | 'change' | 'research';
 export type DeliveryTarget = 'webhook' | 'slack';
 
 export interface NewDelivery {
   accountId: string;
-  configId: string;
+  /** The configuration it is about; null for a domain research job's (jobId names the job). */
+  configId: string | null;
   kind: DeliveryKind;
   sendTo: DeliveryTarget;
   url: string;

@@ -56,8 +56,10 @@ describe('CaptureAnalysis (collaborators stubbed)', () => {
       const ai = await analysis.analyze('acc', options({ ai_prompt: 'Which colour?' }), image);
       expect(store.get.calledOnceWithExactly('a.png')).to.equal(true);
       const sent = client.analyze.firstCall.args[0];
-      expect(sent).to.deep.include({ contentType: 'image/png', model: 'operator-model', mode: 'simple', prompt: 'Which colour?' });
-      expect(sent.image.equals(data)).to.equal(true);
+      expect(sent).to.deep.include({ model: 'operator-model', mode: 'simple', prompt: 'Which colour?' });
+      expect(sent.images).to.have.length(1);
+      expect(sent.images[0].contentType).to.equal('image/png');
+      expect(sent.images[0].data.equals(data)).to.equal(true);
       expect(ai).to.deep.equal({
         ai_analyzed: true,
         ai_prompt: 'Which colour?',

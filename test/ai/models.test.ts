@@ -12,7 +12,7 @@ const fields: StructuredField[] = [
   { name: 'page_kind', type: 'enum', options: ['home', 'product'] },
   { name: 'badges', type: 'multi', options: ['sale', 'new'] },
 ];
-const image = { image: PNG_1X1, contentType: 'image/png' as const };
+const image = { images: [{ data: PNG_1X1, contentType: 'image/png' as const }] };
 
 describe('Anthropic models and structured paths', () => {
   let fake: FakeProvider;

@@ -1,11 +1,13 @@
 /**
  * What every provider client must do, proven against each provider's local stand-in with its
- * official SDK pointed at it: simple and structured analysis, the largest structured input,
+ * official SDK pointed at it: simple and structured analysis, several labelled images with a
+ * task's own wording and schema, the largest structured input,
  * each failure code, key verification, and no key in any note.
  */
 import { expect } from 'chai';
+import sharp from 'sharp';
 import { createAiClient } from '../../services/ai/providers';
-import type { AiFailureCode, ProviderName, StructuredField } from '../../services/ai/providers/types';
+import { AiFailure, type AiFailureCode, type ProviderName, type StructuredField } from '../../services/ai/providers/types';
 import {
   answerForLargestFields,
   failureOf,
@@ -53,7 +55,7 @@ for (const kind of ['anthropic', 'openai', 'openrouter'] as const) {
     let fake: FakeProvider;
     const client = (over: { apiKey?: string; baseUrl?: string; timeoutMs?: number; maxRetries?: number } = {}) =>
       createAiClient(kind, { apiKey: fake.key, baseUrl: fake.baseUrl, timeoutMs: 3000, ...over });
-    const simple = { image: PNG_1X1, contentType: 'image/png' as const, mode: 'simple' as const, model: MODELS[kind] };
+    const simple = { images: [{ data: PNG_1X1, contentType: 'image/png' as const }], mode: 'simple' as const, model: MODELS[kind] };
     const structured = { ...simple, mode: 'structured' as const, fields, instructions: 'The page is a shop.' };
 
     beforeEach(async () => {
@@ -74,6 +76,38 @@ for (const kind of ['anthropic', 'openai', 'openrouter'] as const) {
       expect(s.mediaType).to.equal('image/png');
       expect(s.text).to.equal('What is on this page?');
       expect(s.schema).to.equal(undefined);
+    });
+
+    it("a task: sends every image after its label, in order, then the task's text, system and schema; its check decides the answer", async () => {
+      const jpeg = await sharp({ create: { width: 3, height: 2, channels: 3, background: '#f00' } }).jpeg().toBuffer();
+      const task = {
+        system: 'You answer prompts about images.',
+        text: 'Prompt 1: which colour?',
+        schema: { type: 'object', properties: { answer_1: { type: 'string' } }, required: ['answer_1'], additionalProperties: false },
+        check: (a: unknown) => {
+          if ((a as { answer_1?: unknown }).answer_1 !== 'red') throw new AiFailure('ai_response_invalid', 'not red');
+          return a as Record<string, unknown>;
+        },
+      };
+      const images = [
+        { data: PNG_1X1, contentType: 'image/png' as const, label: 'Image 1 (a.png):' },
+        { data: jpeg, contentType: 'image/jpeg' as const, label: 'Image 2 (b.jpeg):' },
+      ];
+      fake.queue('analyze', { structured: { answer_1: 'red' } }, { structured: { answer_1: 'blue' } });
+      const result = await client().analyze({ ...simple, images, task });
+      expect(result.structured).to.deep.equal({ answer_1: 'red' });
+      expect((await failureOf(client().analyze({ ...simple, images, task }))).note).to.equal('not red');
+      const body = fake.of('analyze')[0]!.body as Record<string, unknown>;
+      const messages = body.messages as { role: string; content: Record<string, unknown>[] }[];
+      const parts = messages.find((m) => m.role === 'user')!.content.map((c) => {
+        if (c.type === 'text') return `text:${c.text}`;
+        const data = c.type === 'image' ? (c.source as { data: string }).data : (c.image_url as { url: string }).url.replace(/^data:[^,]+,/, '');
+        return `image:${Buffer.from(data, 'base64').equals(PNG_1X1) ? 'png' : Buffer.from(data, 'base64').equals(jpeg) ? 'jpeg' : '?'}`;
+      });
+      expect(parts).to.deep.equal(['text:Image 1 (a.png):', 'image:png', 'text:Image 2 (b.jpeg):', 'image:jpeg', 'text:Prompt 1: which colour?']);
+      const s = sent(kind, fake.of('analyze')[0]!);
+      expect(s.system).to.equal('You answer prompts about images.');
+      expect(s.schema).to.deep.equal(task.schema);
     });
 
     it('simple mode without a prompt asks the default prompt', async () => {

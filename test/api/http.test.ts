@@ -16,6 +16,8 @@ const ACCOUNT_LIMITS_KEYS = [
   'real_location_bandwidth_current_month_usage_in_bytes',
   'ai_analysis_requests_limit',
   'ai_analysis_requests_current_month_usage',
+  'domain_research_limit',
+  'domain_research_current_month_usage',
   'bring_your_own_ai_enabled',
   'bring_your_own_ai_providers',
   'bring_your_own_proxy_enabled',
@@ -65,7 +67,7 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
   });
 
   describe('GET /account_limits', () => {
-    it("answers the spec's exact shape for a free account", async () => {
+    it("answers the spec's exact shape for a free account, with the domain research credits beside the others", async () => {
       const r = await request(sys.base, 'GET', `/account_limits?access_token=${free}`);
       expect(r.body.success).to.equal(true);
       expect(r.body.results).to.have.all.keys(...ACCOUNT_LIMITS_KEYS);
@@ -76,6 +78,8 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
         real_location_bandwidth_current_month_usage_in_bytes: 0,
         ai_analysis_requests_limit: 25,
         ai_analysis_requests_current_month_usage: 0,
+        domain_research_limit: 25,
+        domain_research_current_month_usage: 0,
         bring_your_own_ai_enabled: false,
         bring_your_own_ai_providers: [],
         bring_your_own_proxy_enabled: false,
@@ -89,6 +93,7 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
       expect(r.body.results).to.deep.include({
         screenshot_limit: 10000,
         ai_analysis_requests_limit: 1025,
+        domain_research_limit: 1000,
         real_location_bandwidth_limit_in_bytes: 33_554_432 + 2 * 1024 ** 3,
         bring_your_own_ai_enabled: true,
         bring_your_own_proxy_enabled: true,

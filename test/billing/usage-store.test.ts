@@ -4,7 +4,7 @@ import { MemoryUsageStore, RedisUsageStore, type UsageStore } from '../../servic
 import type { Reservation } from '../../services/shared/contracts';
 import { REDIS_URL, uniqueName } from '../support/backends';
 
-const limits = { screenshots: 3, ai_credits: 2, bandwidth_bytes: 1000 };
+const limits = { screenshots: 3, ai_credits: 2, bandwidth_bytes: 1000, research_domains: 4 };
 const expiry = new Date(Date.now() + 3600_000);
 let n = 0;
 const reservation = (accountId: string, amounts: Reservation['amounts'], month = '2026-11'): Reservation => ({
@@ -29,9 +29,15 @@ function behavesAsAUsageStore(name: string, make: () => { store: UsageStore; pre
 
     it('reserves several kinds at once, or none of them', async () => {
       expect(await store.reserve(reservation('b', { screenshots: 1, ai_credits: 3 }), limits, expiry)).to.include({ ok: false, exceeded: 'ai_credits' });
-      expect(await store.usage('b', '2026-11')).to.deep.equal({ screenshots: 0, ai_credits: 0, bandwidth_bytes: 0 });
+      expect(await store.usage('b', '2026-11')).to.deep.equal({ screenshots: 0, ai_credits: 0, bandwidth_bytes: 0, research_domains: 0 });
       expect(await store.reserve(reservation('b', { screenshots: 1, ai_credits: 2 }), limits, expiry)).to.deep.equal({ ok: true });
-      expect(await store.usage('b', '2026-11')).to.deep.equal({ screenshots: 1, ai_credits: 2, bandwidth_bytes: 0 });
+      expect(await store.usage('b', '2026-11')).to.deep.equal({ screenshots: 1, ai_credits: 2, bandwidth_bytes: 0, research_domains: 0 });
+      expect(await store.reserve(reservation('b', { research_domains: 5 }), limits, expiry)).to.include({ ok: false, exceeded: 'research_domains', used: 0, limit: 4 });
+      const research = reservation('b', { research_domains: 4 });
+      expect(await store.reserve(research, limits, expiry)).to.deep.equal({ ok: true });
+      expect((await store.usage('b', '2026-11')).research_domains).to.equal(4);
+      expect(await store.refund(research)).to.equal(true);
+      expect(await store.usage('b', '2026-11')).to.deep.equal({ screenshots: 1, ai_credits: 2, bandwidth_bytes: 0, research_domains: 0 });
     });
 
     it('refunds a reservation exactly once', async () => {

@@ -3,24 +3,19 @@
  * runs out, and that only the lease holder completes or fails a job. (The same queue on
  * MariaDB with several instances is proved in test/system/jobs-cluster.test.ts.)
  */
-import path from 'node:path';
-import fs from 'node:fs';
 import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { MemoryAccountSlots } from '../../services/capture/account-slots';
 import { ClassTurns } from '../../services/capture/fair-queue';
 import { type ClaimTurns, JOB_KINDS, JobQueue } from '../../services/capture/jobs';
 import { ScreenshotRepository } from '../../services/capture/screenshots';
-import type { Config } from '../../services/shared/config';
-import { acquireDatabase, migrateLatest, releaseDatabase } from '../../services/shared/database';
-import { tempDir } from '../support/backends';
+import { migratedSqlite } from '../support/sqlite';
 
 const LEASE_MS = 10_000;
 const files = { image_name: 'a.png', thumb_name: null, html_name: null, content_type: 'image/png' };
 
 describe('JobQueue (SQLite, controlled clock)', () => {
-  let dir: string;
-  let database: Config['database'];
+  let sqlite: Awaited<ReturnType<typeof migratedSqlite>>;
   let db: Knex;
   let clock: number;
   let queue: JobQueue;
@@ -41,10 +36,8 @@ describe('JobQueue (SQLite, controlled clock)', () => {
   };
 
   beforeEach(async () => {
-    dir = tempDir();
-    database = { client: 'better-sqlite3', filename: path.join(dir, 'jobs.sqlite') };
-    await migrateLatest(database);
-    db = acquireDatabase(database);
+    sqlite = await migratedSqlite();
+    db = sqlite.db;
     clock = 1_000_000;
     queue = new JobQueue(db, LEASE_MS, () => clock);
     slots = new MemoryAccountSlots(LEASE_MS, () => clock);
@@ -53,8 +46,7 @@ describe('JobQueue (SQLite, controlled clock)', () => {
   });
 
   afterEach(async () => {
-    await releaseDatabase(database);
-    fs.rmSync(dir, { recursive: true, force: true });
+    await sqlite.drop();
   });
 
   const enqueue = (id: string, at = clock) => {
@@ -70,7 +62,7 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     clock = 2_000_001;
     const first = await queue.claim(turns);
     expect(first).to.include({ id: 'j1', accountId: 'acc', configId: 'cfg', kind: 'config', attempts: 1 });
-    expect(first?.options).to.deep.equal({ url: 'https://example.test/j1' });
+    expect(first && 'options' in first ? first.options : null).to.deep.equal({ url: 'https://example.test/j1' });
     expect((await queue.claim(turns))?.id).to.equal('j2');
     expect(await queue.claim(turns)).to.equal(null);
 

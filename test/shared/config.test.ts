@@ -45,7 +45,7 @@ describe('config', () => {
 
   it('leaves the AI providers at their SDKs\' public endpoints and AI calls at 60 s unless told otherwise', () => {
     const c = loadConfig({});
-    expect(c.ai).to.deep.equal({ baseUrls: { anthropic: null, openai: null, openrouter: null }, timeoutMs: 60_000, service: null });
+    expect(c.ai).to.deep.equal({ baseUrls: { anthropic: null, openai: null, openrouter: null }, timeoutMs: 60_000, imageTimeoutMs: 20_000, service: null });
     const set = loadConfig({ ANTHROPIC_BASE_URL: 'http://127.0.0.1:9001/', OPENAI_BASE_URL: 'http://127.0.0.1:9002/v1', OPENROUTER_BASE_URL: 'https://or.example/api/v1', AI_TIMEOUT_MS: '5000' });
     expect(set.ai.baseUrls).to.deep.equal({ anthropic: 'http://127.0.0.1:9001', openai: 'http://127.0.0.1:9002/v1', openrouter: 'https://or.example/api/v1' });
     expect(set.ai.timeoutMs).to.equal(5000);

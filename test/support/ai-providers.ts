@@ -82,6 +82,8 @@ export interface FakeProvider {
   models: Record<string, unknown>[];
   /** The next answers of `route`, in order; once used up, the default behaviour returns. */
   queue(route: Route, ...behaviours: Behaviour[]): void;
+  /** With nothing queued, the answer to a request, from its body (as a model reads its input); undefined: the default. */
+  respond: ((route: Route, body: Record<string, unknown> | undefined) => Behaviour | undefined) | null;
   /** The recorded requests of a route. */
   of(route: Route): Recorded[];
   stop(): Promise<void>;
@@ -174,6 +176,8 @@ export function sampleFor(schema: Record<string, unknown>): Record<string, unkno
     Object.entries(props).map(([name, p]) => {
       const items = p.items as Record<string, unknown> | undefined;
       if (Array.isArray(p.enum)) return [name, p.enum[0]];
+      if (p.type === 'object') return [name, sampleFor(p)];
+      if (p.type === 'integer') return [name, 1];
       if (p.type === 'array') return [name, Array.isArray(items?.enum) ? [items.enum[0]] : ['sample']];
       if (p.type === 'number') return [name, 42];
       if (p.type === 'boolean') return [name, true];
@@ -280,6 +284,7 @@ export async function startFakeProvider(kind: ProviderName): Promise<FakeProvide
   const prefix = kind === 'openrouter' ? '/api/v1' : '/v1';
   const queues = new Map<Route, Behaviour[]>();
   const requests: Recorded[] = [];
+  const fake = {} as FakeProvider;
   const models = defaultModels(kind);
 
   function routeOf(method: string, path: string): Route | 'unknown' {
@@ -318,7 +323,7 @@ export async function startFakeProvider(kind: ProviderName): Promise<FakeProvide
         send(status, errorBody(kind, status, message ?? USUAL_MESSAGES[status] ?? 'Error'), retryAfter ? { 'retry-after': String(retryAfter) } : {});
 
       if (route === 'unknown') return fail(404, `No route ${req.method} ${url.pathname}`);
-      const b: Behaviour = queues.get(route)?.shift() ?? {};
+      const b: Behaviour = queues.get(route)?.shift() ?? fake.respond?.(route, body) ?? {};
       if (b.delayMs) await new Promise((r) => setTimeout(r, b.delayMs));
       if (b.status) return fail(b.status, b.message, b.retryAfter);
       const publicRoute = kind === 'openrouter' && route === 'models';
@@ -390,18 +395,20 @@ export async function startFakeProvider(kind: ProviderName): Promise<FakeProvide
     })();
   });
 
-  return {
+  Object.assign(fake, {
     kind,
     baseUrl: kind === 'anthropic' ? server.origin : `${server.origin}${prefix}`,
     key,
     requests,
     models,
-    queue(route, ...behaviours) {
+    respond: null,
+    queue(route: Route, ...behaviours: Behaviour[]) {
       queues.set(route, [...(queues.get(route) ?? []), ...behaviours]);
     },
-    of: (route) => requests.filter((r) => r.route === route),
+    of: (route: Route) => requests.filter((r) => r.route === route),
     stop: () => server.stop(),
-  };
+  });
+  return fake;
 }
 
 /** A base URL nothing listens on: a port that was free a moment ago. */

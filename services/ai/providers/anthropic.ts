@@ -1,5 +1,5 @@
 /**
- * Anthropic through @anthropic-ai/sdk: the Messages API with the image as a base64 block,
+ * Anthropic through @anthropic-ai/sdk: the Messages API with each image as a base64 block,
  * structured answers through `output_config.format` (type json_schema) on models whose
  * `/v1/models` capabilities report structured outputs, else through one forced tool whose
  * input_schema is the schema (the older models; the newest refuse a forced tool_choice, which
@@ -8,7 +8,7 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { type CallPolicy, type SdkRequestOptions, withRetries } from './calls';
-import { ANSWER_NAME, analysisParts, structuredResult, unusableAnswer } from './request';
+import { ANSWER_NAME, analysisParts, contentParts, structuredResult, unusableAnswer } from './request';
 import { parseJsonAnswer } from './structured';
 import type { AiClient, AiClientOptions, AnalysisRequest, AnalysisResult, ModelRecord } from './types';
 
@@ -66,10 +66,11 @@ export function anthropicClient(opts: AiClientOptions): AiClient {
 
   async function analyze(req: AnalysisRequest): Promise<AnalysisResult> {
     const parts = analysisParts(req);
-    const content: Anthropic.Messages.ContentBlockParam[] = [
-      { type: 'image', source: { type: 'base64', media_type: req.contentType, data: req.image.toString('base64') } },
-      { type: 'text', text: parts.text },
-    ];
+    const content: Anthropic.Messages.ContentBlockParam[] = contentParts(req, parts).map((p) =>
+      'image' in p
+        ? { type: 'image', source: { type: 'base64', media_type: p.image.contentType, data: p.image.data.toString('base64') } }
+        : { type: 'text', text: p.text },
+    );
     const { message, native } = await withRetries(policy, async (o) => {
       const info = parts.structured ? await modelInfo(req.model, o) : undefined;
       const native = info?.capabilities?.structured_outputs?.supported === true;
@@ -85,7 +86,7 @@ export function anthropicClient(opts: AiClientOptions): AiClient {
         body.tools = [
           {
             name: ANSWER_NAME,
-            description: 'Records the analysis of the screenshot, one value per field.',
+            description: 'Records the answer, one value per field.',
             input_schema: parts.structured.schema as Anthropic.Messages.Tool.InputSchema,
           },
         ];

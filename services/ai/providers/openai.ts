@@ -1,7 +1,7 @@
 /**
  * The chat-completions family through the `openai` SDK: OpenAI itself, any OpenAI-compatible
  * server (the operator's SERVICE_AI_PROVIDER=openai-compatible), and the analysis OpenRouter
- * shares with them. The image goes as an `image_url` part holding a data: URL; a structured
+ * shares with them. Each image goes as an `image_url` part holding a data: URL; a structured
  * answer is asked with `response_format: {type: 'json_schema', json_schema: {name, strict:
  * true, schema}}`.
  *
@@ -12,7 +12,7 @@
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { type CallPolicy, withRetries } from './calls';
-import { ANSWER_NAME, analysisParts, structuredResult, unusableAnswer } from './request';
+import { ANSWER_NAME, analysisParts, contentParts, structuredResult, unusableAnswer } from './request';
 import { parseJsonAnswer } from './structured';
 import type { AiClient, AiClientOptions, AnalysisRequest, AnalysisResult, ModelRecord } from './types';
 
@@ -74,10 +74,9 @@ export async function chatAnalysis(client: OpenAI, policy: CallPolicy, req: Anal
     ...(parts.system ? [{ role: 'system' as const, content: parts.system }] : []),
     {
       role: 'user',
-      content: [
-        { type: 'image_url', image_url: { url: `data:${req.contentType};base64,${req.image.toString('base64')}` } },
-        { type: 'text', text: parts.text },
-      ],
+      content: contentParts(req, parts).map((p) =>
+        'image' in p ? { type: 'image_url' as const, image_url: { url: `data:${p.image.contentType};base64,${p.image.data.toString('base64')}` } } : { type: 'text' as const, text: p.text },
+      ),
     },
   ];
   const body: ChatCompletionCreateParamsNonStreaming = {

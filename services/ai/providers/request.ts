@@ -1,21 +1,28 @@
 /**
  * What an analysis asks, independent of the provider: the system text, the user's text next
- * to the image, and in structured mode the schema to send; and how a structured answer
+ * to the images, and in structured mode the schema to send; and how a structured answer
  * becomes the result. Each client only puts these into its own wire format.
  */
 import { checkStructuredAnswer, type JsonSchema, outputSchema } from './structured';
-import { AiFailure, type AnalysisRequest, type AnalysisResult, DEFAULT_PROMPT, type StructuredField } from './types';
+import { AiFailure, type AnalysisImage, type AnalysisRequest, type AnalysisResult, DEFAULT_PROMPT } from './types';
 
 export interface AnalysisParts {
   system?: string;
   text: string;
-  structured?: { fields: StructuredField[]; schema: JsonSchema; relaxed: boolean };
+  /** The schema sent, and the check of a (parsed) answer against what was asked. */
+  structured?: { schema: JsonSchema; check(answer: unknown): Record<string, unknown> };
+}
+
+/** The request's content in order, whatever the wire: each image (its label first, when it has one), then the text. */
+export function contentParts(req: AnalysisRequest, parts: AnalysisParts): Array<{ text: string } | { image: AnalysisImage }> {
+  return [...req.images.flatMap((image) => [...(image.label ? [{ text: image.label }] : []), { image }]), { text: parts.text }];
 }
 
 /** The name the structured answer goes by where a provider wants one (OpenAI's json_schema.name, Anthropic's tool). */
 export const ANSWER_NAME = 'screenshot_analysis';
 
 export function analysisParts(req: AnalysisRequest): AnalysisParts {
+  if (req.task) return { system: req.task.system, text: req.task.text, structured: { schema: req.task.schema, check: req.task.check } };
   if (req.mode === 'simple') return { text: req.prompt?.trim() ? req.prompt : DEFAULT_PROMPT };
   const fields = req.fields ?? [];
   if (fields.length === 0) throw new TypeError('structured analysis without fields');
@@ -28,7 +35,7 @@ export function analysisParts(req: AnalysisRequest): AnalysisParts {
     text:
       'Fill in every field from this screenshot.' +
       (relaxed ? ' Where a field lists its options, use only those options, written exactly as given.' : ''),
-    structured: { fields, schema, relaxed },
+    structured: { schema, check: (answer) => checkStructuredAnswer(answer, fields) },
   };
 }
 
@@ -42,8 +49,9 @@ export function unusableAnswer(why: 'refused' | 'cut off' | 'empty'): AiFailure 
   return new AiFailure('ai_response_invalid', `No usable answer: ${what}. Try again, or use a shorter prompt, fewer fields or another model.`);
 }
 
-/** The result of a structured analysis whose answer (already parsed JSON) is checked against the fields. */
+/** The result of a structured analysis whose answer (already parsed JSON) is checked against what was asked. */
 export function structuredResult(answer: unknown, parts: AnalysisParts, model: string): AnalysisResult {
-  const structured = checkStructuredAnswer(answer, parts.structured?.fields ?? []);
+  if (!parts.structured) throw new TypeError('a structured result of an analysis that asked for none');
+  const structured = parts.structured.check(answer);
   return { text: JSON.stringify(structured), structured, model };
 }

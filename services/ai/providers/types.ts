@@ -11,7 +11,27 @@ export type ProviderName = OwnAiProvider;
 /** The operator's SERVICE_AI_PROVIDER: a provider, or any server that speaks OpenAI's chat completions. */
 export type BackendKind = ProviderName | 'openai-compatible';
 
-export type ImageContentType = 'image/png' | 'image/jpeg' | 'image/webp';
+export type ImageContentType = 'image/png' | 'image/jpeg' | 'image/webp' | 'image/gif';
+
+/** One image of a request; `label`, when given, is sent as text just before it (which image is which). */
+export interface AnalysisImage {
+  data: Buffer;
+  contentType: ImageContentType;
+  label?: string;
+}
+
+/**
+ * What a request that is not a capture's analysis asks (the analysis of any image, domain
+ * research): its own wording, the JSON Schema its answer must follow, and the check of an
+ * answer against what was asked (an AiFailure 'ai_response_invalid' when it does not hold).
+ */
+export interface AnalysisTask {
+  system: string;
+  /** Given after the images. */
+  text: string;
+  schema: Record<string, unknown>;
+  check(answer: unknown): Record<string, unknown>;
+}
 
 export interface StructuredField {
   name: string;
@@ -21,8 +41,10 @@ export interface StructuredField {
 }
 
 export interface AnalysisRequest {
-  image: Buffer;
-  contentType: ImageContentType;
+  /** At least one. */
+  images: AnalysisImage[];
+  /** A task's own wording and schema instead of a capture's simple or structured analysis (mode and what follows it are then not read). */
+  task?: AnalysisTask;
   mode: 'simple' | 'structured';
   /** Simple mode; DEFAULT_PROMPT when absent or blank. */
   prompt?: string;
