@@ -449,7 +449,7 @@ describe('MCP: the tools over Streamable HTTP and stdio, against a running syste
 
       // Every line the service wrote, and every line the stdio processes wrote.
       const everything = [...lines, ...seen.stderr.flatMap((e) => e.split('\n'))].filter(Boolean);
-      const stdioCalls = seen.stderr.flatMap((e) => e.split('\n')).filter((l) => l.includes('"mcp_tool"'));
+      const stdioCalls = seen.stderr.flatMap((e) => e.split('\n')).filter((l) => l.includes('"msg":"tools/call '));
       expect(stdioCalls.length, 'the stdio processes logged their tool calls').to.be.greaterThan(20);
       for (const l of stdioCalls) expect(JSON.parse(l)).to.include.keys('mcp_tool', 'outcome', 'ms');
       expect(seen.keys.length).to.equal(6);
