@@ -24,9 +24,9 @@ import { type ApiCaller, MCP_USER_AGENT, createMcpServer, mcpTools } from './mcp
 import type { RawParams } from './request-schemas';
 import { inRequestContext } from './request-log';
 
-export const MCP_PATH = '/mcp';
+const MCP_PATH = '/mcp';
 /** RFC 9728's address of the metadata of the resource at MCP_PATH. */
-export const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource/mcp';
+const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource/mcp';
 
 /** The protected resource metadata (RFC 9728) of the MCP endpoint: the API key, as a bearer token in the header. */
 export function mcpRoutes(config: Pick<Config, 'baseUrl'>): RouteDef[] {

@@ -63,6 +63,10 @@ const jobImage = (answer: Record<string, unknown>) => {
 
 const SNAP_JSON = { json: { value: true, why: 'the tool answers the screenshot record and the image together' } };
 const READ: ToolSpec['hints'] = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+/** A capture: not read-only (it spends a credit and is archived), it visits the web. */
+const CAPTURES: ToolSpec['hints'] = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
+/** Overwrites or deletes what the account stored. */
+const OVERWRITES: ToolSpec['hints'] = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
 const PAGING = 'Paged: page (from 1), limit (1 to 1000, default 1000), after and before (unix timestamps, seconds or milliseconds), order (DESC newest first, the default, or ASC); has_more says whether another page follows.';
 
 export const MCP_TOOLS: readonly ToolSpec[] = [
@@ -77,7 +81,7 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
     method: 'POST',
     path: '/snap',
     fixed: SNAP_JSON,
-    hints: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    hints: CAPTURES,
     image: snapImage,
     progress: true,
   },
@@ -90,7 +94,7 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
     method: 'POST',
     path: '/snap_html',
     fixed: SNAP_JSON,
-    hints: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    hints: CAPTURES,
     image: snapImage,
     progress: true,
   },
@@ -104,7 +108,7 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
       'webhook_url receives each capture. 1 screenshot credit per capture.',
     method: 'POST',
     path: '/screenshot_configs',
-    hints: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    hints: CAPTURES,
   },
   {
     name: 'capture_screenshot',
@@ -114,7 +118,7 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
     method: 'POST',
     path: '/screenshot_configs/:id/capture',
     pathArgs: { id: CONFIG_ID },
-    hints: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    hints: CAPTURES,
   },
   {
     name: 'get_screenshot_config',
@@ -135,7 +139,7 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
     method: 'PATCH',
     path: '/screenshot_configs/:id',
     pathArgs: { id: CONFIG_ID },
-    hints: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    hints: OVERWRITES,
   },
   {
     name: 'get_job_status',
@@ -173,7 +177,7 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
     method: 'DELETE',
     path: '/screenshot_configs/:id',
     pathArgs: { id: CONFIG_ID },
-    hints: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    hints: OVERWRITES,
   },
   {
     name: 'list_all_screenshots',
