@@ -7,7 +7,8 @@
  * request like any client's: the same validation, admission, credits, markers, metrics and
  * logs.
  *
- * A result carries the REST answer as structured content and as JSON text. A capture's answer
+ * A result carries the REST answer as structured content and as JSON text (a text answer, such
+ * as a CSV report, as text). A capture's answer
  * (snap, snap_html, a completed job) also carries the image, scaled for the agent
  * (mcp-images.ts), with its full-size direct_link. A REST error is a tool error carrying the
  * answer's error_code and note, so the agent can correct its call. A capture reports progress
@@ -125,6 +126,8 @@ async function runTool(tool: ResolvedTool, args: Record<string, unknown>, api: A
   try {
     const answer = await api.send(toolRequest(tool, args));
     const body = parseJson(answer);
+    // A text answer (a report asked for as CSV) is handed over as text.
+    if (!body && answer.status < 400 && answer.contentType.startsWith('text/')) return { result: { content: [{ type: 'text', text: answer.body.toString('utf8') }] }, outcome: 'ok' };
     if (!body) throw new Error(`${tool.spec.method} ${tool.spec.path} answered ${answer.status} ${answer.contentType}, not a JSON object`);
     if (answer.status >= 400 || body.success === false) {
       const code = isErrorCode(body.error_code) ? body.error_code : 'internal_error';
