@@ -1,7 +1,7 @@
 /**
  * api: owns no tables. Serves HTTP with Fastify: parameter merging, authentication (through
  * billing), validation, the error envelope and routing to the services' actions; also
- * /openapi.json and /docs.
+ * /openapi.json, /docs and the MCP endpoint /mcp (mcp-http.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
@@ -23,11 +23,25 @@ import { snapRoutes } from './snap-routes';
 import { CHANGE_NOTIFICATION_ROUTES, WEBHOOK_ROUTES } from './webhook-routes';
 import { ApiMetrics } from './metrics';
 import { oauthRoutes } from './oauth-routes';
+import { installMcpEndpoint, mcpRoutes } from './mcp-http';
 import type { Handler } from '../shared/contracts';
 
-export function apiRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks' | 'capture' | 'metricsToken' | 'introspectionClient' | 'ai'>): RouteDef[] {
+export function apiRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks' | 'capture' | 'metricsToken' | 'introspectionClient' | 'ai' | 'baseUrl'>): RouteDef[] {
   const policy = egressPolicyFor(config);
-  return [...operationRoutes(config), ...ACCOUNT_ROUTES, ...snapRoutes(store, policy), ...configRoutes(store, policy), ...AI_ROUTES, ...imageAnalysisRoutes(policy, config), ...researchRoutes(policy), ...PROXY_ROUTES, ...WEBHOOK_ROUTES, ...CHANGE_NOTIFICATION_ROUTES, ...oauthRoutes(config)];
+  return [
+    ...operationRoutes(config),
+    ...ACCOUNT_ROUTES,
+    ...snapRoutes(store, policy),
+    ...configRoutes(store, policy),
+    ...AI_ROUTES,
+    ...imageAnalysisRoutes(policy, config),
+    ...researchRoutes(policy),
+    ...PROXY_ROUTES,
+    ...WEBHOOK_ROUTES,
+    ...CHANGE_NOTIFICATION_ROUTES,
+    ...oauthRoutes(config),
+    ...mcpRoutes(config),
+  ];
 }
 
 export interface ApiHandle {
@@ -70,6 +84,7 @@ export function apiService(deps: { config: Readonly<Config>; store?: FileStore }
           handler: async () => document,
         },
       ], metrics);
+      installMcpEndpoint(app, { broker: this.broker, config, document, metrics });
       app.register(swagger, { mode: 'static', specification: { document: document as never } });
       app.register(swaggerUi, { routePrefix: '/docs' });
     },

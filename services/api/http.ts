@@ -5,6 +5,7 @@
  * does not take. Routes call other services only through typed actions. What is refused
  * before a route runs is answered by protocol-errors.ts, in the same envelope.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import formbody from '@fastify/formbody';
 import type { ServiceBroker } from 'moleculer';
@@ -89,7 +90,7 @@ function mergeParams(request: FastifyRequest): RawParams {
  * the bare key (the n8n node's credential without its "Bearer" prefix). Another scheme
  * (Basic, say) is refused rather than read as a key.
  */
-function tokenOf(params: RawParams, request: FastifyRequest): string {
+export function tokenOf(params: RawParams, request: FastifyRequest): string {
   const fromParams = params.access_token;
   delete params.access_token;
   if (typeof fromParams === 'string' && fromParams.length > 0) return fromParams;
@@ -107,6 +108,31 @@ function tokenOf(params: RawParams, request: FastifyRequest): string {
     'access_token_required',
     'An access_token is required: send it as the access_token parameter (query, form or JSON body) or as the header "Authorization: Bearer <key>".',
   );
+}
+
+/** A key already authenticated up the stack, and its account (see withAuthenticatedKey). */
+const authenticatedKey = new AsyncLocalStorage<{ token: string; account: AccountContext }>();
+
+/**
+ * Runs `fn` with `token` known to stand for `account`: routes run beneath it through
+ * app.inject with that key (the tool calls of the MCP endpoint, mcp-http.ts) take the account
+ * instead of authenticating the key again, so a request counts once against the account's
+ * rate limit. Nothing outside this process can enter the context.
+ */
+export function withAuthenticatedKey<T>(token: string, account: AccountContext, fn: () => T): T {
+  return authenticatedKey.run({ token, account }, fn);
+}
+
+/** The account of a key (billing.authenticate: unknown key, rate limit), or the one already authenticated for it. */
+export function authenticate(broker: ServiceBroker, token: string): Promise<AccountContext> {
+  const known = authenticatedKey.getStore();
+  if (known && known.token === token) return Promise.resolve(known.account);
+  return call(broker, 'billing.authenticate', { token });
+}
+
+/** A route's path as OpenAPI writes it: /jobs/:job_id is /jobs/{job_id}. */
+export function openApiPath(url: string): string {
+  return url.replace(/:([a-z_]+)/g, '{$1}');
 }
 
 export function sendError(reply: FastifyReply, err: unknown, log: { error(...a: unknown[]): void }): FastifyReply {
@@ -173,7 +199,7 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
           const markers = takeClientMarkers(raw, request, answersJson);
           if (markers.length) observer?.clientMarkers(markers);
           const account =
-            def.auth === false ? (undefined as unknown as AccountContext) : await call(broker, 'billing.authenticate', { token: tokenOf(raw, request) });
+            def.auth === false ? (undefined as unknown as AccountContext) : await authenticate(broker, tokenOf(raw, request));
           const result = await def.handler({
             params: def.params ? def.params.parse(raw) : raw,
             raw,
@@ -212,22 +238,43 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
   return app;
 }
 
+/** A parameter of an OpenAPI operation (path or query). */
+export interface OpenApiParameter {
+  name: string;
+  in: string;
+  required?: boolean;
+  schema?: JsonSchema;
+}
+
+/** An operation of the OpenAPI document, with the parts read back from it (mcp-tools.ts). */
+export interface OpenApiOperation {
+  parameters?: OpenApiParameter[];
+  requestBody?: { content?: Record<string, { schema?: { properties?: Record<string, JsonSchema>; required?: string[] } }> };
+  [key: string]: unknown;
+}
+
+export interface OpenApiDocument {
+  info?: { version?: string; [key: string]: unknown };
+  paths: Record<string, Record<string, OpenApiOperation> | undefined>;
+  [key: string]: unknown;
+}
+
 /** The OpenAPI 3 document, generated from the same route table and schemas. */
-export function openApiDocument(routes: RouteDef[], config: Readonly<Config>): Record<string, unknown> {
+export function openApiDocument(routes: RouteDef[], config: Readonly<Config>): OpenApiDocument {
   const envelope = {
     type: 'object',
     required: ['success', 'error_code', 'note'],
     properties: { success: { const: false }, error_code: { type: 'string' }, note: { type: 'string' } },
   };
-  const paths: Record<string, Record<string, unknown>> = {};
+  const paths: Record<string, Record<string, OpenApiOperation>> = {};
   const binary = (r: RouteDef['response']): string[] | null => ('contentTypes' in r && Array.isArray(r.contentTypes) ? (r.contentTypes as string[]) : null);
   const schemaOf = (r: RouteDef['response'], type: string): JsonSchema => {
     if (type === 'application/json') return ('json' in r ? (r.json as JsonSchema | undefined) : undefined) ?? { type: 'object' };
     return type.startsWith('text/') ? { type: 'string' } : { type: 'string', format: 'binary' };
   };
   for (const def of routes) {
-    const path = def.url.replace(/:([a-z_]+)/g, '{$1}');
-    const pathParams = [...def.url.matchAll(/:([a-z_]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+    const path = openApiPath(def.url);
+    const pathParams = [...def.url.matchAll(/:([a-z_]+)/g)].map((m) => ({ name: m[1] as string, in: 'path', required: true, schema: { type: 'string' } }));
     const byStatus = new Map<number, ErrorCode[]>();
     for (const code of [...(def.auth === false ? [] : AUTH_ERRORS), ...def.errors]) {
       const status = ERROR_STATUS[code];
@@ -241,8 +288,8 @@ export function openApiDocument(routes: RouteDef[], config: Readonly<Config>): R
     for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
       responses[status] = { description: `error_code: ${codes.join(', ')}`, content: { 'application/json': { schema: envelope } } };
     }
-    const params = def.params?.schema as { properties?: Record<string, unknown>; required?: string[] } | undefined;
-    const op: Record<string, unknown> = {
+    const params = def.params?.schema as { properties?: Record<string, JsonSchema>; required?: string[] } | undefined;
+    const op: OpenApiOperation = {
       summary: def.summary,
       tags: [def.tag],
       ...(def.auth === false ? { security: [] } : {}),

@@ -317,6 +317,12 @@ function realLocationPreset(env: Env): RealLocationPreset | null {
   return { provider: provider as RealLocationProvider, username, password, gateway };
 }
 
+function logFormatOf(env: Env): Config['logFormat'] {
+  const logFormat = (str(env, 'LOG_FORMAT') ?? 'json') as Config['logFormat'];
+  if (!['json', 'text'].includes(logFormat)) throw new ConfigError(`LOG_FORMAT must be json or text; got "${logFormat}"`);
+  return logFormat;
+}
+
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const port = int(env, 'PORT', 3000, 0, 65535);
   const dataDir = path.resolve(str(env, 'DATA_DIR') ?? 'data');
@@ -339,8 +345,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace; got "${logLevel}"`);
   }
-  const logFormat = (str(env, 'LOG_FORMAT') ?? 'json') as Config['logFormat'];
-  if (!['json', 'text'].includes(logFormat)) throw new ConfigError(`LOG_FORMAT must be json or text; got "${logFormat}"`);
+  const logFormat = logFormatOf(env);
   const secretsKey = str(env, 'SECRETS_KEY');
   if (secretsKey !== null && !/^[0-9a-fA-F]{64}$/.test(secretsKey)) {
     throw new ConfigError('SECRETS_KEY must be 64 hex characters (32 bytes); generate one with: openssl rand -hex 32');
@@ -424,4 +429,22 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     },
   };
   return Object.freeze(config);
+}
+
+/** The stdio MCP server (bin/mcp.ts, docs/mcp.md): a client of a running service, not the service. */
+export interface McpStdioConfig {
+  /** SNAPSERVICE_URL: the service its tools call (default http://localhost:3000, what `npm start` serves). */
+  url: string;
+  /** SNAPSERVICE_API_KEY: the account's API key the tools act with. */
+  key: string;
+  /** LOG_FORMAT of the lines it writes on stderr (its stdout is the protocol). */
+  logFormat: Config['logFormat'];
+}
+
+/** The stdio MCP server's settings. No message here may quote the key. */
+export function loadMcpStdioConfig(env: Env = process.env): Readonly<McpStdioConfig> {
+  const key = str(env, 'SNAPSERVICE_API_KEY');
+  if (key === null) throw new ConfigError("SNAPSERVICE_API_KEY is required: the account's API key (sk_…) the MCP tools act with");
+  if (!/^\S+$/.test(key)) throw new ConfigError('SNAPSERVICE_API_KEY must be the API key alone, without spaces');
+  return Object.freeze({ url: url(env, 'SNAPSERVICE_URL', ['http:', 'https:']) ?? 'http://localhost:3000', key, logFormat: logFormatOf(env) });
 }

@@ -7,7 +7,8 @@
  *
  * The site's page carries the elements the n8n node's example actions name
  * (#some-element-on-the-page, #searchInput), so a request sent with every option added and
- * left at its example runs through, as it would against a site that has them.
+ * left at its example runs through, as it would against a site that has them. /quadrants
+ * fills the viewport with four known colours, for reading a capture's pixels.
  */
 import fs from 'node:fs';
 import type http from 'node:http';
@@ -36,7 +37,7 @@ export interface ClientWorld {
   readonly base: string;
   readonly key: string;
   readonly accountId: string;
-  /** The target site: http://127.0.0.1:port, pages /page and /price. */
+  /** The target site: http://127.0.0.1:port, pages /page, /price and /quadrants. */
   readonly site: LocalServer & { seen: SiteRequest[] };
   /** The proxy user names the real-location upstream saw (one per connection). */
   readonly upstreamUsers: string[];
@@ -56,8 +57,29 @@ const page = (price: number) =>
   `<p id="price">${price} EUR</p><p id="cookies"></p><script>document.getElementById("cookies").textContent = "cookies:" + document.cookie;</script>` +
   '</body></html>';
 
+/** /quadrants: the viewport in four solid colours (top left, top right, bottom left, bottom right), for reading a capture's pixels. */
+export const QUADRANTS = [
+  [255, 0, 0],
+  [0, 160, 0],
+  [0, 0, 255],
+  [255, 200, 0],
+] as const;
+const quadrantsPage = () =>
+  '<!doctype html><html><head><meta charset="utf-8"><style>html,body{margin:0}div{position:fixed;width:50vw;height:50vh}</style></head><body>' +
+  ['left:0;top:0', 'left:50vw;top:0', 'left:0;top:50vh', 'left:50vw;top:50vh']
+    .map((at, i) => `<div style="${at};background:rgb(${QUADRANTS[i]?.join(',')})"></div>`)
+    .join('') +
+  '</body></html>';
+
+export interface ClientWorldOptions {
+  /** Settings added to the system's (LOG_LEVEL, say). */
+  env?: Record<string, string>;
+  /** Where the system's log lines go (default: the test process's stdout). */
+  logStream?: { write(line: string): unknown };
+}
+
 /** Registers the world's before/after hooks in the calling describe block. */
-export function clientWorld(): ClientWorld {
+export function clientWorld(options: ClientWorldOptions = {}): ClientWorld {
   let w: Omit<ClientWorld, 'seenAt' | 'finished' | 'file'> | null = null;
   const stops: Array<() => Promise<void>> = [];
   const dir = tempDir('clients-');
@@ -72,7 +94,7 @@ export function clientWorld(): ClientWorld {
       res.setHeader('content-type', 'text/html; charset=utf-8');
       res.setHeader('cache-control', 'no-store');
       // /price changes at every visit, so each capture of it reads a new value.
-      res.end(page(p === '/price' ? price++ : 100));
+      res.end(p === '/quadrants' ? quadrantsPage() : page(p === '/price' ? price++ : 100));
     });
     stops.push(() => site.stop());
     const upstreamUsers: string[] = [];
@@ -93,17 +115,21 @@ export function clientWorld(): ClientWorld {
     stops.push(() => ai.stop());
     const receiver = await startReceiver();
     stops.push(() => receiver.stop());
-    const started = await startCaptureSystem({
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      EGRESS_GATEWAY: 'on',
-      CAPTURE_SESSIONS: '2',
-      CAPTURE_TIMEOUT_MS: '20000',
-      REAL_LOCATIONS_FILE: catalogue,
-      SERVICE_AI_PROVIDER: 'openai',
-      SERVICE_AI_BASE_URL: ai.baseUrl,
-      SERVICE_AI_API_KEY: ai.key,
-      SERVICE_AI_MODEL: 'gpt-4o-mini',
-    });
+    const started = await startCaptureSystem(
+      {
+        ALLOW_PRIVATE_NETWORKS: 'true',
+        EGRESS_GATEWAY: 'on',
+        CAPTURE_SESSIONS: '2',
+        CAPTURE_TIMEOUT_MS: '20000',
+        REAL_LOCATIONS_FILE: catalogue,
+        SERVICE_AI_PROVIDER: 'openai',
+        SERVICE_AI_BASE_URL: ai.baseUrl,
+        SERVICE_AI_API_KEY: ai.key,
+        SERVICE_AI_MODEL: 'gpt-4o-mini',
+        ...options.env,
+      },
+      options.logStream ? { logStream: options.logStream } : {},
+    );
     stops.unshift(() => started.cleanup());
     const { accountId } = await started.sys.broker.call<{ accountId: string }, { token: string }>('billing.authenticate', { token: started.token });
     w = { sys: started.sys, base: started.sys.base, key: started.token, accountId, site: { ...site, seen }, upstreamUsers, ai, receiver };

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import os from 'node:os';
-import { loadConfig } from '../../services/shared/config';
+import { loadConfig, loadMcpStdioConfig } from '../../services/shared/config';
 
 describe('config', () => {
   it('defaults to the embedded mode: SQLite, in-process counters, no transporter, port 3000', () => {
@@ -95,4 +95,14 @@ describe('config', () => {
       expect(() => loadConfig({ [name]: value })).to.throw(fragment);
     });
   }
+
+  it("reads the stdio MCP server's own settings: the service's URL (npm start's by default) and the key, never quoting it", () => {
+    expect(loadMcpStdioConfig({ SNAPSERVICE_API_KEY: ' sk_abc ' })).to.deep.equal({ url: 'http://localhost:3000', key: 'sk_abc', logFormat: 'json' });
+    expect(loadMcpStdioConfig({ SNAPSERVICE_API_KEY: 'sk_abc', SNAPSERVICE_URL: 'https://snap.example/', LOG_FORMAT: 'text' })).to.include({ url: 'https://snap.example', logFormat: 'text' });
+    expect(() => loadMcpStdioConfig({})).to.throw('SNAPSERVICE_API_KEY is required');
+    expect(() => loadMcpStdioConfig({ SNAPSERVICE_API_KEY: 'sk_abc', SNAPSERVICE_URL: 'localhost:3000' })).to.throw('SNAPSERVICE_URL must start with http:// or https://');
+    expect(() => loadMcpStdioConfig({ SNAPSERVICE_API_KEY: 'sk_two words' }))
+      .to.throw('SNAPSERVICE_API_KEY must be the API key alone')
+      .that.satisfies((e: Error) => !e.message.includes('two words'));
+  });
 });
