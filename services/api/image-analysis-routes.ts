@@ -41,7 +41,7 @@ type AnalyzeParams = Static<typeof ANALYZE_SCHEMA>;
 const object = objectParams(ANALYZE_SCHEMA, { codes: { ai_provider: 'ai_provider_unsupported' } });
 
 /** urls and prompts also as JSON text or a single value (GET and forms); a blank prompt is refused. */
-const ANALYZE_PARAMS: ParamShape<AnalyzeParams> = {
+export const ANALYZE_PARAMS: ParamShape<AnalyzeParams> = {
   schema: ANALYZE_SCHEMA,
   parse(raw) {
     const values = object.parse(withLists(raw, ['urls', 'prompts']));

@@ -48,6 +48,10 @@ const CONFIG_ID: PathArgument = {
   arg: 'screenshot_configuration_id',
   description: "The configuration's id: screenshot_configuration_id as create_screenshot_config answered it (list_screenshot_configs lists them under ids.screenshot_config_id).",
 };
+const RESEARCH_JOB_ID: PathArgument = {
+  arg: 'job_id',
+  description: "The domain research job's id: job_id as create_domain_research answered it (list_domain_research_reports lists them).",
+};
 const JOB_ID: PathArgument = {
   arg: 'job_id',
   description: "The capture job's id: job_id as snap, create_screenshot_config or capture_screenshot answered it.",
@@ -219,6 +223,55 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
       "This month's usage and limits of the account: screenshots, AI analysis credits and real-location bandwidth, and the own AI providers and proxies set up. Check it before many captures.",
     method: 'GET',
     path: '/account_limits',
+    hints: READ,
+  },
+  {
+    name: 'analyze_any_image_with_ai',
+    title: 'Ask AI about images',
+    description:
+      'Ask an AI about up to 5 images at once: urls (1 to 5 public image URLs: PNG, JPEG, WebP or GIF, at most 20 MB each; a screenshot\'s direct_link works) and prompts (1 to 5, each up to 2500 characters; a prompt may refer to "image 1", "image 2" in the order given). ' +
+      'Answers one result per prompt (results[].ai_response) and what was read of each image. 1 AI credit per prompt with the service\'s AI (ai_provider=service, the default); none with your own provider key (ai_provider and ai_model, Bring Your Own AI). ' +
+      'An image that is private, too large, not an image or unreachable is answered as an error naming the URL.',
+    method: 'POST',
+    path: '/ai/analyze',
+    hints: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  },
+  {
+    name: 'create_domain_research',
+    title: 'Research a list of domains',
+    description:
+      'Start an AI research job over a list of websites: domains (host names or URLs, 1 credit each) and structures, the fields to find on each site (data_type string, array, boolean or number; data_field_name; data_field_prompt_description saying what the field is). ' +
+      'Each site\'s home page and up to two pages it links to are read; a field the pages do not answer is null. Optional: name, additional_notes (context for the AI), webhook_url (a signed POST when it ends). ' +
+      'Answers the job\'s status with its job_id: poll get_domain_research_status, then read get_domain_research_report.',
+    method: 'POST',
+    path: '/api/domain_research_requests',
+    hints: CAPTURES,
+  },
+  {
+    name: 'get_domain_research_status',
+    title: 'Check a domain research job',
+    description: 'The state of a domain research job: status (queued, running, completed, failed), percent_complete, completed_domains, failed_domains and total_domains.',
+    method: 'GET',
+    path: '/api/domain_research_requests/:job_id/status',
+    pathArgs: { job_id: RESEARCH_JOB_ID },
+    hints: READ,
+  },
+  {
+    name: 'get_domain_research_report',
+    title: 'Read a domain research report',
+    description:
+      'The results of a domain research job, as far as it got: per domain its status, the value found for each field (null when the pages do not say), the page each value came from, and the pages read. format=csv answers a CSV (one row per domain, one column per field) as text instead of JSON.',
+    method: 'GET',
+    path: '/api/domain_research_requests/:job_id/report',
+    pathArgs: { job_id: RESEARCH_JOB_ID },
+    hints: READ,
+  },
+  {
+    name: 'list_domain_research_reports',
+    title: 'List domain research jobs',
+    description: `The account's domain research jobs with their status, newest first. ${PAGING}`,
+    method: 'GET',
+    path: '/api/domain_research_requests',
     hints: READ,
   },
 ];

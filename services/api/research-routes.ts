@@ -110,7 +110,7 @@ function checkRequest(values: Static<typeof CREATE_SCHEMA>): CreateParams {
 }
 
 const createObject = objectParams(CREATE_SCHEMA, { codes: { ai_provider: 'ai_provider_unsupported' } });
-const CREATE_PARAMS: ParamShape<CreateParams> = {
+export const CREATE_PARAMS: ParamShape<CreateParams> = {
   schema: CREATE_SCHEMA,
   parse: (raw) => checkRequest(createObject.parse(withLists(raw, ['domains', 'structures']))),
 };
@@ -119,7 +119,7 @@ const REPORT_SCHEMA = Type.Object(
   { format: Type.Optional(textEnum(['json', 'csv'], { description: 'json (default) or csv: one row per domain, one column per field, its state, error and sources.' })) },
   { additionalProperties: false },
 );
-const REPORT_PARAMS = objectParams(REPORT_SCHEMA);
+export const REPORT_PARAMS = objectParams(REPORT_SCHEMA);
 
 async function create(ctx: RouteContext<CreateParams>, policy: TargetPolicy) {
   const { broker, account } = ctx;

@@ -19,8 +19,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult, Progress, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { AGENT_IMAGE_MAX_EDGE, AGENT_IMAGE_MAX_PIXELS } from '../../services/api/mcp-images';
 import { PROGRESS_INTERVAL_MS } from '../../services/api/mcp-server';
+import { ANALYZE_PARAMS } from '../../services/api/image-analysis-routes';
 import { PAGING_PARAMS } from '../../services/api/paging-params';
-import { type ShapeName, shapeOptions, shapeSchema } from '../../services/api/request-schemas';
+import { type ParamShape, type ShapeName, shapeOptions, shapeSchema } from '../../services/api/request-schemas';
+import { CREATE_PARAMS, REPORT_PARAMS } from '../../services/api/research-routes';
 import { optionSchema } from '../../services/shared/screenshot-options';
 import { pixelsOf } from '../support/capture-helpers';
 import { request } from '../support/http';
@@ -32,7 +34,7 @@ type Transport = 'streamable-http' | 'stdio';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
-/** The hosted server's tools (PagePixels/mcp-server), and those of them that call the AI routes not built yet. */
+/** The hosted server's tools (PagePixels/mcp-server). */
 const HOSTED_TOOLS = [
   'snap',
   'snap_html',
@@ -55,7 +57,6 @@ const HOSTED_TOOLS = [
   'list_domain_research_reports',
   'analyze_any_image_with_ai',
 ];
-const AI_TOOLS = ['analyze_any_image_with_ai', 'create_domain_research', 'get_domain_research_status', 'get_domain_research_report', 'list_domain_research_reports'];
 
 /** The argument names of the hosted server's zod schemas (its shared screenshot options and paging). */
 const HOSTED_SHARED = [
@@ -70,8 +71,11 @@ const HOSTED_CONFIG = HOSTED_SHARED.filter((n) => n !== 'html_only');
 const SCHEDULE = ['scheduled_screenshot', 'scheduled_every', 'scheduled_interval'];
 const CONFIG_ID = 'screenshot_configuration_id';
 
-/** What each tool takes: its route's parameters (a shape of the option table, paging, or none) and the path argument. */
-const TAKES: Record<string, { params: ShapeName | 'paging' | 'none'; pathArg?: string; hosted: string[] }> = {
+/** A route's parameters: a shape of the option table, paging, none, or the route's own params shape. */
+type Params = ShapeName | 'paging' | 'none' | ParamShape<unknown>;
+
+/** What each tool takes: its route's parameters and the path argument. */
+const TAKES: Record<string, { params: Params; pathArg?: string; hosted: string[] }> = {
   snap: { params: 'snap', hosted: [...HOSTED_SHARED, 'url', 'json', 'ttl'] },
   snap_html: { params: 'snapHtml', hosted: [...HOSTED_CONFIG, 'html_content', 'json'] },
   create_screenshot_config: { params: 'configCreate', hosted: [...HOSTED_CONFIG, 'url', ...SCHEDULE] },
@@ -87,22 +91,41 @@ const TAKES: Record<string, { params: ShapeName | 'paging' | 'none'; pathArg?: s
   list_all_change_notifications: { params: 'paging', hosted: HOSTED_PAGING },
   list_real_locations: { params: 'none', hosted: [] },
   get_account_limits: { params: 'none', hosted: [] },
+  analyze_any_image_with_ai: { params: ANALYZE_PARAMS, hosted: ['urls', 'prompts'] },
+  create_domain_research: { params: CREATE_PARAMS, hosted: ['name', 'additional_notes', 'domains', 'structures'] },
+  get_domain_research_status: { params: 'none', pathArg: 'job_id', hosted: ['job_id'] },
+  get_domain_research_report: { params: REPORT_PARAMS, pathArg: 'job_id', hosted: ['job_id', 'format'] },
+  list_domain_research_reports: { params: 'paging', hosted: HOSTED_PAGING },
 };
-const READ_ONLY = ['get_screenshot_config', 'get_job_status', 'list_config_screenshots', 'list_screenshot_configs', 'list_all_screenshots', 'list_config_change_notifications', 'list_all_change_notifications', 'list_real_locations', 'get_account_limits'];
+const READ_ONLY = [
+  'get_screenshot_config',
+  'get_job_status',
+  'list_config_screenshots',
+  'list_screenshot_configs',
+  'list_all_screenshots',
+  'list_config_change_notifications',
+  'list_all_change_notifications',
+  'list_real_locations',
+  'get_account_limits',
+  'get_domain_research_status',
+  'get_domain_research_report',
+  'list_domain_research_reports',
+];
 const DESTRUCTIVE = ['update_screenshot_config', 'delete_screenshot_config'];
 
 const plain = (v: unknown) => JSON.parse(JSON.stringify(v)) as Json;
 
 /** The route parameters a tool must take, as the option table (or the paging shape) writes them. */
-function expectedParams(params: ShapeName | 'paging' | 'none'): { properties: Json; required: string[] } {
+function expectedParams(params: Params): { properties: Json; required: string[] } {
   if (params === 'none') return { properties: {}, required: [] };
   if (params === 'paging') return { properties: plain(PAGING_PARAMS.schema.properties), required: [] };
+  if (typeof params === 'object') return { properties: plain(params.schema.properties), required: (params.schema.required as string[] | undefined) ?? [] };
   return { properties: plain(Object.fromEntries(shapeOptions(params).map((o) => [o.name, optionSchema(o)]))), required: shapeSchema(params).required as string[] };
 }
 
 /** Every tool's schema is its route's shape from the option table, with the hosted server's argument names among them. */
 function expectToolsFromOptionTable(tools: Tool[]): void {
-  expect(tools.map((t) => t.name).sort()).to.deep.equal(HOSTED_TOOLS.filter((n) => !AI_TOOLS.includes(n)).sort());
+  expect(tools.map((t) => t.name).sort()).to.deep.equal([...HOSTED_TOOLS].sort());
   for (const tool of tools) {
     const takes = TAKES[tool.name];
     if (!takes) throw new Error(`no expectation for ${tool.name}`);
@@ -218,7 +241,7 @@ describe('MCP: the tools over Streamable HTTP and stdio, against a running syste
         for (const x of sessions) await x.close();
       });
 
-      it("lists the hosted server's tools (but the AI ones), each schema its route's shape from the option table, real_location offering this server's catalogue", async () => {
+      it("lists the hosted server's tools, each schema its route's shape (from the option table for captures), real_location offering this server's catalogue", async () => {
         const { tools } = await s.client.listTools();
         expectToolsFromOptionTable(tools);
       });
@@ -347,6 +370,43 @@ describe('MCP: the tools over Streamable HTTP and stdio, against a running syste
         const body = expectToolError(failed, 'page_load_failed');
         expect(body).to.include({ status: 'failed', job_id: structured(created).job_id });
         expect(imageOf(failed)).to.equal(undefined);
+      });
+
+      it('analyze_any_image_with_ai: one answer per prompt about a capture, 1 AI credit each', async () => {
+        const shot = structured(await call('snap', { url: `${w.site.origin}/quadrants?ai=${transport}`, page_width: 400, page_height: 300, wait: 0, ttl: 0 }));
+        const credits = async () => (structured(await call('get_account_limits')).results as Json).ai_analysis_requests_current_month_usage as number;
+        const before = await credits();
+        const r = await call('analyze_any_image_with_ai', { urls: [shot.direct_link], prompts: ['Which colours are in the corners?', 'Is there text?'] });
+        expect(r.isError ?? false, JSON.stringify(r).slice(0, 400)).to.equal(false);
+        const results = structured(r).results as Array<{ prompt: string; ai_response: string }>;
+        expect(results.map((x) => x.prompt)).to.deep.equal(['Which colours are in the corners?', 'Is there text?']);
+        expect(await credits()).to.equal(before + 2);
+        expectToolError(await call('analyze_any_image_with_ai', { urls: [], prompts: ['x'] }), 'invalid_parameter', 'urls');
+      });
+
+      it('domain research: created, its status polled to the end, the report read as JSON and as CSV text, the job listed', async () => {
+        const created = await call('create_domain_research', {
+          name: `research over ${transport}`,
+          domains: [`${w.site.origin}/page?research=${transport}`],
+          structures: [{ data_type: 'string', data_field_name: 'heading', data_field_prompt_description: 'The main heading of the site' }],
+        });
+        expect(created.isError ?? false, JSON.stringify(created).slice(0, 400)).to.equal(false);
+        const jobId = String(structured(created).job_id);
+        let status: Json = {};
+        for (let i = 0; i < 300; i++) {
+          status = structured(await call('get_domain_research_status', { job_id: jobId }));
+          if (status.status === 'completed' || status.status === 'failed') break;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        expect(status).to.include({ job_id: jobId, status: 'completed', total_domains: 1, percent_complete: 100 });
+        const report = structured(await call('get_domain_research_report', { job_id: jobId }));
+        expect((report.results as Json[]).map((d) => d.status)).to.deep.equal(['completed']);
+        const csv = await call('get_domain_research_report', { job_id: jobId, format: 'csv' });
+        expect(csv.isError ?? false).to.equal(false);
+        expect(texts(csv)[0]).to.match(/^\uFEFF?domain,status,heading/);
+        const listed = structured(await call('list_domain_research_reports', { limit: 10 }));
+        expect((listed.domain_research_requests as Json[]).map((j) => j.job_id)).to.include(jobId);
+        expectToolError(await call('get_domain_research_status', { job_id: 'nope' }), 'not_found');
       });
 
       it('list_real_locations and get_account_limits', async () => {

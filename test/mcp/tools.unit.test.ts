@@ -23,7 +23,7 @@ describe('MCP tools: the table against the route table', () => {
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('finds the route of every tool, and refuses a tool whose route or path arguments the API does not have', () => {
-    expect([...tools.keys()]).to.have.length(15);
+    expect([...tools.keys()]).to.have.length(20);
     const snap = MCP_TOOLS[0] as ToolSpec;
     expect(() => resolveTools([{ ...snap, path: '/snapshot' }], document)).to.throw('the API has no route POST /snapshot');
     expect(() => resolveTools([{ ...snap, method: 'PATCH' }], document)).to.throw('the API has no route PATCH /snap');
