@@ -11,7 +11,7 @@ import { expect } from 'chai';
 import { imageSize } from '../support/capture-helpers';
 import { type ClientWorld, clientWorld, send } from './harness';
 
-describe('client replay: the official MCP server (every tool but the AI research ones)', function () {
+describe('client replay: the official MCP server (its 20 tools)', function () {
   this.timeout(120_000);
   const w: ClientWorld = clientWorld();
 
@@ -149,6 +149,40 @@ describe('client replay: the official MCP server (every tool but the AI research
     const limits = await tool('GET', '/account_limits');
     expect(limits.status).to.equal(200);
     expect((limits.body.results as Record<string, number>).screenshot_current_month_usage).to.be.at.least(5);
+  });
+
+  it('analyze_any_image_with_ai: POST /ai/analyze {urls, prompts} (no mcp marker), one answer per prompt', async () => {
+    const shot = await tool('POST', '/snap', { body: { json: true, mcp: true, url: `${w.site.origin}/page?tool=analyze`, wait: 0, ttl: 0 } });
+    const r = await tool('POST', '/ai/analyze', { body: { urls: [String(shot.body.direct_link)], prompts: ['What is the heading?', 'Is there a button?'] } });
+    expect(r.status, r.raw.toString()).to.equal(200);
+    expect((r.body.results as Array<{ prompt: string }>).map((x) => x.prompt)).to.deep.equal(['What is the heading?', 'Is there a button?']);
+  });
+
+  it('the domain research tools: create (name, additional_notes, domains, structures), status until it ends, report as JSON and ?format=csv, list with paging', async () => {
+    const created = await tool('POST', '/api/domain_research_requests', {
+      body: {
+        name: 'Competitors',
+        additional_notes: 'Small sites',
+        domains: [`${w.site.origin}/page?tool=research`],
+        structures: [{ data_type: 'string', data_field_name: 'heading', data_field_prompt_description: 'The main heading' }],
+      },
+    });
+    expect(created.status, created.raw.toString()).to.equal(200);
+    const jobId = String(created.body.job_id);
+    let status = created;
+    for (let i = 0; i < 300 && !['completed', 'failed'].includes(String(status.body.status)); i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      status = await tool('GET', `/api/domain_research_requests/${jobId}/status`);
+    }
+    expect(status.body).to.include({ job_id: jobId, name: 'Competitors', status: 'completed', total_domains: 1, completed_domains: 1 });
+    const report = await tool('GET', `/api/domain_research_requests/${jobId}/report`);
+    expect(report.body).to.include({ job_id: jobId, status: 'completed' });
+    const csv = await tool('GET', `/api/domain_research_requests/${jobId}/report`, { query: { format: 'csv' } });
+    expect(csv.status).to.equal(200);
+    expect(csv.headers.get('content-type')).to.contain('text/csv');
+    expect(csv.raw.toString('utf8').replace(/^\uFEFF/, '').split('\r\n')[0]).to.match(/^domain,status,heading/);
+    const list = await tool('GET', '/api/domain_research_requests', { query: { page: 1, limit: 10, order: 'DESC' } });
+    expect((list.body.domain_research_requests as Array<{ job_id: string }>).map((j) => j.job_id)).to.include(jobId);
   });
 
   it('delete_screenshot_config: DELETE without a body; then its id answers 404', async () => {
