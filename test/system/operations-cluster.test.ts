@@ -67,7 +67,11 @@ describe('operations endpoints across a cluster (MariaDB + Redis + NATS)', funct
   it('sums the browsers and queues of two capture instances (two processes) in /pressure and /metrics', async () => {
     opsPort = await freePort();
     captureB = await startServeProcess({ ...env, SERVICES: 'capture', CAPTURE_SESSIONS: '2', MIGRATE_ON_START: 'false', OPS_PORT: String(opsPort), METRICS_TOKEN: OPS_TOKEN }, /Ops endpoints on port/, { timeoutMs: 40_000 });
-    await until('the api to see both capture nodes', async () => (await request<{ pressure: { nodes: number } }>(api.base, 'GET', '/pressure')).body.pressure.nodes === 2);
+    // Both nodes, with every browser up (a node answers as soon as it runs, its browsers start beside it).
+    await until('the api to see both capture nodes and their three browsers', async () => {
+      const { pressure } = (await request<{ pressure: { nodes: number; max_concurrent: number } }>(api.base, 'GET', '/pressure')).body;
+      return pressure.nodes === 2 && pressure.max_concurrent === 3;
+    });
 
     const p = await request(api.base, 'GET', '/pressure');
     expect(p.status).to.equal(200);
