@@ -42,10 +42,11 @@
  * machine's, from /proc/stat, and this process's share), side by side, with the ratios and a
  * verdict per target (TARGETS: against the isolated floor, DESIGN.md section 4 and issue 11),
  * each p50 ratio with its 95% bootstrap interval (stats.ts), and any cell in which a capture
- * stalled. The table goes to stdout and, for a full run, to bench/results.md; progress goes to stderr.
+ * stalled. The table goes to stdout and, for a full run, into docs/benchmark.md (its "snap" results);
+ * progress goes to stderr.
  *
  * Environment (a run with fewer pages or concurrencies prints its table but leaves
- * bench/results.md alone):
+ * docs/benchmark.md alone):
  *   BENCH_ITERATIONS  measured iterations per cell: one number for every concurrency, or one
  *                     per concurrency as "100,40,60" (the default: the p50 at concurrency 1,
  *                     which the tightest target is set on, from 100 samples a side).
@@ -69,7 +70,6 @@ import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './page
 import { STALL_FACTOR, medianRatioInterval, percentile, stalledCapture } from './stats';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const RESULTS_FILE = path.join(ROOT, 'bench', 'results.md');
 
 const ALL_CONCURRENCY = [1, 2, 4] as const;
 const PAGE_NAMES = ['simple', 'heavy', 'script', 'long'] as const;
@@ -153,7 +153,7 @@ const ITERATIONS = iterationCounts();
 const WARMUP_PER_WORKER = process.env.BENCH_WARMUP?.trim() ? positiveInt('BENCH_WARMUP', process.env.BENCH_WARMUP) : 2;
 const PAGES = envSubset('BENCH_PAGES', PAGE_NAMES);
 const CONCURRENCY = envSubset('BENCH_CONCURRENCY', ALL_CONCURRENCY);
-/** The rows this run measures, and whether it is the full bench (the only one written to bench/results.md). */
+/** The rows this run measures, and whether it is the full bench (the only one written to docs/benchmark.md). */
 const RUN_ROWS = ROWS.filter((r) => PAGES.includes(r.page));
 const FULL_RUN = PAGES.length === PAGE_NAMES.length && CONCURRENCY.length === ALL_CONCURRENCY.length;
 const measuredAt = (row: Row) => row.concurrency.filter((c) => CONCURRENCY.includes(c as (typeof ALL_CONCURRENCY)[number]));
@@ -960,7 +960,7 @@ async function main(): Promise<void> {
       report(floor, isolated, snap, info, pages, (performance.now() - t0) / 1000, load) +
       gatewayReport(snap, none) +
       stallReport({ floor, 'isolated floor': isolated, snap, ...(none ? { 'snap without the gateway': none } : {}) });
-    publishResults(RESULTS_FILE, text, FULL_RUN, progress);
+    publishResults('snap', text, FULL_RUN, progress);
   } finally {
     await cleanup();
     removeSignalHandlers();

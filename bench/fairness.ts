@@ -23,7 +23,7 @@
  * usage, from /account_limits), nothing for a refusal.
  *
  * Results go to stdout and, on a run of both parts with the default sizes, to
- * bench/fairness-results.md; progress to stderr. Everything started is stopped at the end,
+ * docs/benchmark.md (its "fairness" results); progress to stderr. Everything started is stopped at the end,
  * on failure and on SIGINT/SIGTERM too.
  *
  * Environment:
@@ -48,7 +48,6 @@ import { envPositiveInt, envSubset, publishResults, snapQuery, stopOnSignals } f
 import { percentile } from './stats';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const RESULTS_FILE = path.join(ROOT, 'bench', 'fairness-results.md');
 const ALL_PARTS = ['embedded', 'stack'] as const;
 type Part = (typeof ALL_PARTS)[number];
 
@@ -321,7 +320,7 @@ async function main(): Promise<void> {
       loads.push(os.loadavg()[0] as number);
     }
     failed = false;
-    publishResults(RESULTS_FILE, report(results, loads, (performance.now() - t0) / 1000), FULL_RUN, progress);
+    publishResults('fairness', report(results, loads, (performance.now() - t0) / 1000), FULL_RUN, progress);
   } finally {
     await cleanup();
     removeSignalHandlers();

@@ -6,20 +6,22 @@
  * and maximum limit, 1000, on page 1 and on page 50 (rows 49 001 to 50 000), with the old
  * single OFFSET query beside them for reference. Prints the median of 11 rounds after one
  * warm-up (every row once per round), a verdict against 50 ms, and the plan of the SQL the
- * repository ran (captured from Knex, so it is the real query).
+ * repository ran (captured from Knex, so it is the real query). The report goes to stdout and,
+ * at the full size, into docs/benchmark.md (its "lists" results).
  *
- *   node dist/bench/lists.js            (TEST_MYSQL_URL overrides the MariaDB address)
+ *   node dist/bench/lists.js            (TEST_MYSQL_URL overrides the MariaDB address;
+ *                                        BENCH_LIST_ROWS, a reduced size that only prints)
  */
-import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import { ScreenshotRepository } from '../services/capture/screenshots';
 import { knexConfig } from '../services/shared/database';
 import type { Paging } from '../services/shared/paging';
 import { backendConfig } from '../test/support/backends';
+import { publishResults } from './run';
 
-const ROWS = Number(process.env.BENCH_LIST_ROWS ?? 100_000);
+const FULL_ROWS = 100_000;
+const ROWS = Number(process.env.BENCH_LIST_ROWS ?? FULL_ROWS);
 const BIG_CONFIG_ROWS = Math.round(ROWS * 0.6);
 const ACCOUNT = 'acct_bench';
 const BIG_CONFIG = 'cfg_big';
@@ -199,9 +201,7 @@ async function main(): Promise<void> {
     `Target: the account and configuration lists at page 1 and page 50 under ${TARGET_MS} ms on both databases (issue 15): ` +
       (missed.length ? `**NOT MET** (${missed.map((m) => `${m.label} ${m.median.toFixed(1)} ms`).join(', ')}).` : '**MET**.'),
   );
-  const text = out.join('\n');
-  console.log(text);
-  fs.writeFileSync(path.join(__dirname, '..', '..', 'bench', 'lists-results.md'), `${text}\n`);
+  publishResults('lists', out.join('\n'), ROWS === FULL_ROWS, (msg) => console.error(`[lists] ${msg}`));
 }
 
 main().catch((err) => {

@@ -1,7 +1,7 @@
 /**
  * What every bench script shares: the shape of its captures (viewport, format, quality, and
  * the /snap parameters that ask for them), stopping everything it started on SIGINT/SIGTERM,
- * and writing its report to its results file on a full run only.
+ * and writing its report into docs/benchmark.md on a full run only.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -61,13 +61,58 @@ export function stopOnSignals(cleanup: () => Promise<void>, progress: (msg: stri
   };
 }
 
-/** Prints the report; a full run also writes it to `file` (a reduced one leaves the file as it was). */
-export function publishResults(file: string, text: string, fullRun: boolean, progress: (msg: string) => void): void {
+/** The page the results go to: docs/benchmark.md, whose "Current results" hold one block per bench. */
+export const BENCH_DOC = path.resolve(__dirname, '..', '..', 'docs', 'benchmark.md');
+
+/** The benches, each with its block in docs/benchmark.md. */
+export type ResultsSection = 'snap' | 'lists' | 'ttl' | 'stack' | 'fairness';
+
+/** The two lines that bound a bench's block in docs/benchmark.md. */
+export function resultsMarkers(section: ResultsSection): { begin: string; end: string } {
+  return { begin: `<!-- results:${section}:begin (written by npm run bench; edit the bench, not this block) -->`, end: `<!-- results:${section}:end -->` };
+}
+
+/** The heading level a report's own top heading takes in the doc (under "## Current results"). */
+const REPORT_TOP_LEVEL = 3;
+
+/** A report's Markdown with its headings moved down so that its top one is level 3. */
+export function nestHeadings(report: string): string {
+  const levels = [...report.matchAll(/^(#{1,6}) /gm)].map((m) => m[1]!.length);
+  if (!levels.length) return report;
+  const shift = REPORT_TOP_LEVEL - Math.min(...levels);
+  return report.replace(/^(#{1,6}) /gm, (_m, hashes: string) => `${'#'.repeat(Math.min(6, hashes.length + shift))} `);
+}
+
+/**
+ * `doc` with the block between `section`'s markers replaced by `report` (headings nested).
+ * Everything outside the markers is kept byte for byte. Throws when the markers are not there
+ * exactly once each, in order: a run's figures are never written to the wrong place.
+ */
+export function withResults(doc: string, section: ResultsSection, report: string): string {
+  const { begin, end } = resultsMarkers(section);
+  const at = (marker: string) => {
+    const first = doc.indexOf(marker);
+    if (first === -1 || doc.indexOf(marker, first + 1) !== -1) {
+      throw new Error(`docs/benchmark.md must hold the line "${marker}" exactly once (found ${first === -1 ? 'none' : 'more'})`);
+    }
+    return first;
+  };
+  const from = at(begin) + begin.length;
+  const to = at(end);
+  if (to < from) throw new Error(`docs/benchmark.md: the end marker of "${section}" comes before its begin marker`);
+  return `${doc.slice(0, from)}\n\n${nestHeadings(report.trim())}\n\n${doc.slice(to)}`;
+}
+
+/**
+ * Prints the report; a full run also writes it into its block of docs/benchmark.md (`doc`),
+ * so the page's current table is always the last full run's. A reduced run leaves the page as it was.
+ */
+export function publishResults(section: ResultsSection, text: string, fullRun: boolean, progress: (msg: string) => void, doc = BENCH_DOC): void {
   process.stdout.write(`${text}\n`);
-  const shown = path.relative(process.cwd(), file) || file;
+  const shown = path.relative(process.cwd(), doc) || doc;
   if (fullRun) {
-    fs.writeFileSync(file, `${text}\n`);
-    progress(`written to ${shown}`);
+    fs.writeFileSync(doc, withResults(fs.readFileSync(doc, 'utf8'), section, text));
+    progress(`written to ${shown} (its "${section}" results)`);
   } else {
     progress(`a reduced run: ${shown} left as it was`);
   }

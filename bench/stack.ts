@@ -19,7 +19,7 @@
  *      second, each scheduler's CPU, and that each configuration fired exactly once (the run
  *      fails if one fired twice or not at all).
  *
- * Results go to stdout and, when every part and layout ran, to bench/stack-results.md;
+ * Results go to stdout and, when every part and layout ran, into docs/benchmark.md (its "stack" results);
  * progress to stderr. Every process started is stopped at the end, on failure and on
  * SIGINT/SIGTERM too (each stack drops its database).
  *
@@ -45,7 +45,6 @@ import { FORMAT, QUALITY, VIEWPORT, envPositiveInt, envSubset, publishResults, s
 import { type PageServer, startPageServer } from './pages';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const RESULTS_FILE = path.join(ROOT, 'bench', 'stack-results.md');
 
 const CONCURRENCY = 4;
 const TOTAL_SESSIONS = 4;
@@ -753,7 +752,7 @@ async function main(): Promise<void> {
     const round = PARTS.includes('scheduler') ? await runSchedulerRound() : null;
     loads.push(os.loadavg()[0]!);
     const text = report(layouts, round, (performance.now() - t0) / 1000, loads);
-    publishResults(RESULTS_FILE, text, FULL_RUN, progress);
+    publishResults('stack', text, FULL_RUN, progress);
   } finally {
     await cleanup();
     removeSignalHandlers();

@@ -2,7 +2,7 @@
  * A plan sets how many captures an account may run at once (max_concurrent) and how many
  * more it may have waiting for a browser (max_queued), across every capture instance. The
  * defaults fit the embedded default of two browsers: one account may hold one of them, so
- * another account always finds the other (README, "Fair sharing").
+ * another account always finds the other (docs/operations.md, "Fair sharing").
  */
 import type { Knex } from 'knex';
 
