@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { call } from '../services/shared/contracts';
-import { startSystem } from '../services/system';
+import { startSystem } from '../runtime/system';
 import { type Backend, backendConfig } from '../test/support/backends';
 import { startPageServer } from './pages';
 
