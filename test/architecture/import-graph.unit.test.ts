@@ -29,7 +29,7 @@ function tsFiles(dir: string): string[] {
 }
 
 /** The repository modules a module imports (relative specifiers only; packages and data files are outside the rule). */
-export function importsOf(file: string, source = fs.readFileSync(path.join(ROOT, file), 'utf8')): string[] {
+function importsOf(file: string, source = fs.readFileSync(path.join(ROOT, file), 'utf8')): string[] {
   const info = ts.preProcessFile(source, true, true);
   const out: string[] = [];
   for (const { fileName } of info.importedFiles) {
@@ -44,7 +44,7 @@ export function importsOf(file: string, source = fs.readFileSync(path.join(ROOT,
 
 type Place = { kind: 'shared' } | { kind: 'service'; service: string; isPublic: boolean } | { kind: 'runtime' } | { kind: 'bin' } | { kind: 'other' };
 
-export function placeOf(file: string): Place {
+function placeOf(file: string): Place {
   const parts = file.split(path.sep);
   if (parts[0] === 'runtime') return { kind: 'runtime' };
   if (parts[0] === 'bin') return { kind: 'bin' };
@@ -54,7 +54,7 @@ export function placeOf(file: string): Place {
 }
 
 /** Why `from` may not import `to`, or null when it may. */
-export function refusal(from: string, to: string): string | null {
+function refusal(from: string, to: string): string | null {
   const a = placeOf(from);
   const b = placeOf(to);
   if (a.kind === 'runtime' || a.kind === 'bin' || a.kind === 'other') return null;
@@ -66,7 +66,7 @@ export function refusal(from: string, to: string): string | null {
 }
 
 /** The cycles of a graph (its strongly connected components of more than one node, or a node importing itself). */
-export function cyclesOf(graph: Map<string, string[]>): string[][] {
+function cyclesOf(graph: Map<string, string[]>): string[][] {
   let index = 0;
   const indices = new Map<string, number>();
   const low = new Map<string, number>();
