@@ -5,7 +5,7 @@
 import type { BrokerOptions } from 'moleculer';
 import type { Config } from './services/shared/config';
 import { LineLogger, type LineLoggerOptions, logContextMiddleware } from './services/shared/logging';
-import { forgetTimedOutCalls } from './services/shared/timed-out-calls';
+import { forgetTimedOutCalls } from './runtime/timed-out-calls';
 
 /** `logStream`: where log lines go (stdout; the admin CLI passes stderr, its stdout is its answer). */
 export function brokerOptions(config: Readonly<Config>, logStream?: LineLoggerOptions['stream']): BrokerOptions {

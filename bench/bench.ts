@@ -64,7 +64,7 @@ import { performance } from 'node:perf_hooks';
 import { type BrowserSlot, launchSession, withTimeout } from '../services/capture/browser-slot';
 import { loadConfig, type Config } from '../services/shared/config';
 import { call } from '../services/shared/contracts';
-import { type System, startSystem, stopSystem } from '../services/system';
+import { type System, startSystem, stopSystem } from '../runtime/system';
 import { FORMAT, QUALITY, VIEWPORT, envSubset, publishResults, snapQuery, stopOnSignals } from './run';
 import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './pages';
 import { STALL_FACTOR, medianRatioInterval, percentile, stalledCapture } from './stats';

@@ -42,7 +42,7 @@ import { performance } from 'node:perf_hooks';
 import { STACK_DEFAULTS, Stack } from '../ops/stack';
 import { loadConfig } from '../services/shared/config';
 import { call } from '../services/shared/contracts';
-import { startSystem, stopSystem } from '../services/system';
+import { startSystem, stopSystem } from '../runtime/system';
 import { type PageServer, startPageServerProcess } from './pages';
 import { envPositiveInt, envSubset, publishResults, snapQuery, stopOnSignals } from './run';
 import { percentile } from './stats';

@@ -19,7 +19,7 @@
  */
 import os from 'node:os';
 import { call } from '../services/shared/contracts';
-import { startSystem } from '../services/system';
+import { startSystem } from '../runtime/system';
 import { type Backend, backendConfig } from '../test/support/backends';
 import { startPageServer } from './pages';
 import { publishResults } from './run';

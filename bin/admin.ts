@@ -20,7 +20,7 @@
 import { parseAddons } from '../services/billing/accounts';
 import { ConfigError, loadConfig } from '../services/shared/config';
 import { type PlanRecord, call } from '../services/shared/contracts';
-import { startSystem } from '../services/system';
+import { startSystem } from '../runtime/system';
 
 const USAGE = `Usage: npm run --silent admin -- <command>
 

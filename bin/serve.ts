@@ -5,8 +5,8 @@
  */
 import { type Config, ConfigError, loadConfig } from '../services/shared/config';
 import { startupLine } from '../services/shared/logging';
-import { startOpsServer } from '../services/shared/ops-server';
-import { startSystem, stopSystem } from '../services/system';
+import { startOpsServer } from '../runtime/ops-server';
+import { startSystem, stopSystem } from '../runtime/system';
 
 /** How long a process that crashed may take to stop what it started before it exits anyway. */
 const CRASH_STOP_MS = 10_000;

@@ -9,7 +9,7 @@
 import type { ServiceSchema } from 'moleculer';
 import type { Config } from '../shared/config';
 import type { Handler, OwnAiProvider } from '../shared/contracts';
-import { withCredits } from '../shared/credits';
+import { withCredits } from '../billing/public/credits';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
 import { egressPolicyFor } from '../shared/egress';
 import { SecretBox } from '../shared/secrets';

@@ -10,11 +10,11 @@
  */
 import sharp from 'sharp';
 import type { AiProvider, AiRecord, StoredImage } from '../shared/contracts';
-import { analysedRecord, failedRecord, providerOf } from '../shared/ai-record';
+import { analysedRecord, failedRecord, providerOf } from './public/ai-record';
 import { failureOf, serviceError } from '../shared/errors';
 import type { AnalysisOptions } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
-import { checkStructuredFields } from '../shared/structured-fields';
+import { checkStructuredFields } from './structured-fields';
 import type { OwnProviders } from './own-providers';
 import { analysisRequestOf } from './policy';
 import type { AnalysisObserver } from './metrics';

@@ -11,7 +11,7 @@
  * a provider failure the provider's (503 or 502, as on the provider endpoints).
  */
 import type { AccountContext, AiProvider, ImageAnalysisAnswer } from '../shared/contracts';
-import { providerOf } from '../shared/ai-record';
+import { providerOf } from './public/ai-record';
 import { serviceError } from '../shared/errors';
 import type { AnalysisOptions } from '../shared/screenshot-options';
 import { fitImage, type Target } from './analysis';

@@ -10,7 +10,7 @@
  */
 import type { AccountContext, ModelList, OwnAiProvider, ProviderRecord, Upstream } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
-import { checkFeatures } from '../shared/plan-gates';
+import { checkFeatures } from '../billing/public/plan-gates';
 import { hintOf, type SecretBox } from '../shared/secrets';
 import { type CachedModels, type ModelCache, modelListKey } from './model-cache';
 import { checkUpstream, chooseModel, httpErrorOf, PROVIDER_LABELS, providerRecord, providerRecords } from './policy';

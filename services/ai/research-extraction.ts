@@ -14,7 +14,7 @@
  * and note, which the domain is failed with (and its credit refunded).
  */
 import Ajv from 'ajv';
-import { providerOf } from '../shared/ai-record';
+import { providerOf } from './public/ai-record';
 import type { ResearchDataType, ResearchExtraction, ResearchField, ResearchPageInput } from '../shared/domain-research';
 import type { AnalysisOptions } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';

@@ -16,7 +16,7 @@
 import type { ServiceBroker } from 'moleculer';
 import { refuseLiteralTargets, type TargetPolicy } from '../shared/address-policy';
 import type { AccountContext } from '../shared/contracts';
-import { checkFeatures } from '../shared/plan-gates';
+import { checkFeatures } from '../billing/public/plan-gates';
 import { type ConfigOptions, requestedFeatures, scheduleOf } from '../shared/screenshot-options';
 import { checkAnalysis } from './analysis-checks';
 import { checkRouteOptions } from './route-options';

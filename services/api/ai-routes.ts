@@ -8,7 +8,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { call, MODEL_RECORD_SCHEMA, OWN_AI_PROVIDERS, type OwnAiProvider, PROVIDER_RECORD_SCHEMA, UPSTREAMS } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
-import { ownAiEnabled } from '../shared/plan-gates';
+import { ownAiEnabled } from '../billing/public/plan-gates';
 import { textEnum } from '../shared/screenshot-options';
 import { type RouteContext, type RouteDef, route } from './http';
 import { KEY_ONLY_PARAMS, objectParams, type ParamShape } from './request-schemas';

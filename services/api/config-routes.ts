@@ -8,8 +8,8 @@
 import sharp from 'sharp';
 import type { TargetPolicy } from '../shared/address-policy';
 import { type ConfigView, type ScreenshotRef, call } from '../shared/contracts';
-import { billsAiCredits, NOT_ANALYSED } from '../shared/ai-record';
-import { withCaptureCredits } from '../shared/credits';
+import { billsAiCredits, NOT_ANALYSED } from '../ai/public/ai-record';
+import { withCaptureCredits } from '../billing/public/credits';
 import { ERROR_STATUS, isErrorCode, serviceError } from '../shared/errors';
 import type { Paging } from '../shared/paging';
 import { admitCapture } from './admission';

@@ -15,11 +15,15 @@ import { type ErrorCode, ERROR_STATUS, serviceError, toEnvelope } from '../share
 import { MAX_HEAD_BYTES, MAX_PARAM_LENGTH, RouteMethods, clientErrorHandler, closingError, frameworkError, methodNotAllowed } from './protocol-errors';
 import type { ParamShape, RawParams } from './request-schemas';
 import { inRequestContext, installRequestLog, requestIdOf } from './request-log';
-import { takeClientMarkers } from './client-compat';
+import { type ClientMarker, takeClientMarkers } from './client-compat';
 import { foldIndexedKeys } from './client-shapes';
-import type { RequestObserver } from './metrics';
 
 type JsonSchema = Record<string, unknown>;
+
+/** What the HTTP layer tells about each request (ApiMetrics counts it). */
+export interface RequestObserver {
+  clientMarkers(markers: ClientMarker[]): void;
+}
 
 export interface RouteContext<P = unknown> {
   /** The route's params as its shape's parse returned them (the raw ones when it declares none). */

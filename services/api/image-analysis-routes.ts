@@ -11,7 +11,7 @@ import { IMAGE_ANALYSIS_LIMITS, IMAGE_ANALYSIS_SCHEMA, call } from '../shared/co
 import type { Config } from '../shared/config';
 import { refuseLiteralUrls, type TargetPolicy } from '../shared/address-policy';
 import { serviceError } from '../shared/errors';
-import { checkFeatures } from '../shared/plan-gates';
+import { checkFeatures } from '../billing/public/plan-gates';
 import { AI_PROVIDERS, type AnalysisOptions, requestedFeatures, textEnum } from '../shared/screenshot-options';
 import { ANALYSIS_CHECK_ERRORS, checkAnalysis } from './analysis-checks';
 import { type RouteContext, type RouteDef, route } from './http';

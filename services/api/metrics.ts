@@ -7,12 +7,8 @@
 import { Counter, Histogram, Registry } from 'prom-client';
 import { METRIC_PREFIX as P, type MetricsSnapshot } from '../shared/metrics';
 import type { ClientMarker } from './client-compat';
+import type { RequestObserver } from './http';
 import type { ToolCallReport } from './mcp-server';
-
-/** What the HTTP layer tells about each request. */
-export interface RequestObserver {
-  clientMarkers(markers: ClientMarker[]): void;
-}
 
 export class ApiMetrics implements RequestObserver {
   readonly registry = new Registry();

@@ -12,7 +12,7 @@ import net from 'node:net';
 import { type Static, type TProperties, Type } from '@sinclair/typebox';
 import { refuseLiteralUrls, type TargetPolicy } from '../shared/address-policy';
 import { call } from '../shared/contracts';
-import { withCredits } from '../shared/credits';
+import { withCredits } from '../billing/public/credits';
 import {
   RESEARCH_FIELD_SCHEMA,
   RESEARCH_LIMITS,
@@ -23,7 +23,7 @@ import {
 } from '../shared/domain-research';
 import { serviceError } from '../shared/errors';
 import type { Paging } from '../shared/paging';
-import { checkFeatures } from '../shared/plan-gates';
+import { checkFeatures } from '../billing/public/plan-gates';
 import { AI_PROVIDERS, type AnalysisOptions, requestedFeatures, textEnum } from '../shared/screenshot-options';
 import { ANALYSIS_CHECK_ERRORS, checkAnalysis } from './analysis-checks';
 import { type RouteContext, type RouteDef, route } from './http';

@@ -5,7 +5,7 @@
  */
 import { type Static, Type } from '@sinclair/typebox';
 import { call } from '../shared/contracts';
-import { ownAiEnabled } from '../shared/plan-gates';
+import { ownAiEnabled } from '../billing/public/plan-gates';
 import { type RouteContext, type RouteDef, route } from './http';
 import { KEY_ONLY_PARAMS } from './request-schemas';
 

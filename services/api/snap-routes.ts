@@ -12,12 +12,12 @@
  */
 import type { TargetPolicy } from '../shared/address-policy';
 import { type ScreenshotRef, call } from '../shared/contracts';
-import { billsAiCredits, NOT_ANALYSED } from '../shared/ai-record';
-import { withCaptureCredits } from '../shared/credits';
+import { billsAiCredits, NOT_ANALYSED } from '../ai/public/ai-record';
+import { withCaptureCredits } from '../billing/public/credits';
 import { serviceError } from '../shared/errors';
 import { INLINE_DOCUMENT_URL, OPTION_DEFAULTS, type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
-import { parseThumbnailName } from '../shared/thumbnail-names';
+import { parseThumbnailName } from '../capture/public/thumbnail-names';
 import { admitCapture } from './admission';
 import { type RouteContext, type RouteDef, route } from './http';
 import { type ParamShape, type RawParams, SNAP_HTML_PARAMS, SNAP_PARAMS } from './request-schemas';

@@ -10,7 +10,7 @@ import type { Config } from '../shared/config';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
 import type { AccountContext, FeatureRequest, Handler, Reservation, UsageAmounts, UsageKind } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
-import { checkFeatures } from '../shared/plan-gates';
+import { checkFeatures } from './public/plan-gates';
 import { randomId } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
 import { AccountRepository } from './accounts';

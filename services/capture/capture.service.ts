@@ -16,7 +16,6 @@ import type { Config } from '../shared/config';
 import { type EventHandler, type Handler, call, emit } from '../shared/contracts';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
 import { failureOf, serviceError } from '../shared/errors';
-import { researchDeliveryBody } from '../shared/domain-research';
 import { type SnapOptions, captureKey } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
@@ -35,7 +34,7 @@ import { CaptureMetrics } from './metrics';
 import { readingCapture } from './page-capture';
 import { type Analyst, CapturePipeline, type Router } from './pipeline';
 import { ResearchRunner } from './research';
-import { ResearchRepository } from './research-jobs';
+import { ResearchRepository, researchDeliveryBody } from './research-jobs';
 import { ScreenshotRepository } from './screenshots';
 import { JobWorker } from './worker';
 

@@ -10,7 +10,7 @@ import sharp from 'sharp';
 import { OPTION_DEFAULTS, type SnapOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';
-import { type ThumbnailSize, parseThumbnailName, thumbnailName } from '../shared/thumbnail-names';
+import { type ThumbnailSize, parseThumbnailName, thumbnailName } from './public/thumbnail-names';
 import type { CaptureOutput } from './page-capture';
 import type { StoredFiles } from './screenshots';
 

@@ -6,12 +6,12 @@
  * here; they differ only in who holds the lease and who pays.
  */
 import type { LoggerInstance } from 'moleculer';
-import { failedRecord } from '../shared/ai-record';
+import { failedRecord } from '../ai/public/ai-record';
 import { failureOf, toEnvelope } from '../shared/errors';
 import type { AiRecord, CaptureRoute, JobKind, ScreenshotRef, StoredImage } from '../shared/contracts';
-import { recordChangeReadings } from '../shared/change-alerts';
+import { recordChangeReadings } from '../notifier/public/change-alerts';
 import { withLogContext } from '../shared/logging';
-import { appendDelivery, captureDeliveryBody } from '../shared/outbox';
+import { appendDelivery, captureDeliveryBody } from '../notifier/public/outbox';
 import type { ConfigOptions, SnapOptions } from '../shared/screenshot-options';
 import { type CaptureEngine, type CaptureTurn, turnOf } from './engine';
 import type { CaptureFiles } from './files';

@@ -10,12 +10,26 @@
 import type { Knex } from 'knex';
 import type { Config } from '../shared/config';
 import type { ResearchInput } from '../shared/contracts';
-import { type ResearchField, type ResearchPage, type ResearchResult, type ResearchStatus, researchStatusOf } from '../shared/domain-research';
+import type { ResearchField, ResearchPage, ResearchResult, ResearchStatus } from '../shared/domain-research';
 import { cdnLink } from '../shared/links';
-import { appendDelivery } from '../shared/outbox';
+import { appendDelivery } from '../notifier/public/outbox';
 import { type ListOrder, type Paging, fetchPage } from '../shared/paging';
 import type { AnalysisOptions } from '../shared/screenshot-options';
 import type { LeasedJob } from './jobs';
+
+/** The state and progress of a request from its counts. */
+export function researchStatusOf(r: { total: number; completed: number; failed: number; running: boolean }): Pick<ResearchStatus, 'status' | 'percent_complete'> {
+  const finished = r.completed + r.failed;
+  const percent_complete = r.total > 0 ? Math.floor((finished * 100) / r.total) : 100;
+  if (finished >= r.total) return { status: r.completed > 0 || r.total === 0 ? 'completed' : 'failed', percent_complete };
+  return { status: finished > 0 || r.running ? 'running' : 'queued', percent_complete };
+}
+
+/** The body of the webhook delivery sent when a request's last domain finished. */
+export function researchDeliveryBody(status: ResearchStatus, baseUrl: string): string {
+  const report = `${baseUrl}/api/domain_research_requests/${status.job_id}/report`;
+  return JSON.stringify({ type: 'domain_research.finished', ...status, report_url: report, csv_report_url: `${report}?format=csv` });
+}
 
 /** A new request as the api validated it, with its id and each domain's job id. */
 export type NewResearch = Omit<ResearchInput, 'domains'> & { id: string; domains: Array<ResearchInput['domains'][number] & { jobId: string }> };

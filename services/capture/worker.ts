@@ -18,8 +18,8 @@
  */
 import type { LoggerInstance, ServiceBroker } from 'moleculer';
 import { type JobKind, type ScreenshotRef, emit } from '../shared/contracts';
-import { billsAiCredits } from '../shared/ai-record';
-import { withCaptureCredits, withCredits } from '../shared/credits';
+import { billsAiCredits } from '../ai/public/ai-record';
+import { withCaptureCredits, withCredits } from '../billing/public/credits';
 import { failureOf, isUnavailable } from '../shared/errors';
 import { withOnlyLogContext } from '../shared/logging';
 import type { ConcurrencyLimits, Ticket } from './account-slots';

@@ -2,7 +2,7 @@
  * change_notifications and change_readings as the notifier reads them: the alert records
  * of the change notification endpoints (spec, "Change notification record"), and the
  * removal of a configuration's readings and alerts with it. Recording them is done with
- * the capture (shared/change-alerts.ts).
+ * the capture (public/change-alerts.ts).
  */
 import type { Knex } from 'knex';
 import type { ChangeNotificationRecord } from '../shared/contracts';

@@ -8,7 +8,7 @@
  */
 import type { Knex } from 'knex';
 import type { DeliveryStatus, DeliveryView } from '../shared/contracts';
-import type { DeliveryKind, DeliveryTarget } from '../shared/outbox';
+import type { DeliveryKind, DeliveryTarget } from './public/outbox';
 import { type Paging, pageOf, pageQuery } from '../shared/paging';
 import { randomId } from '../shared/secrets';
 

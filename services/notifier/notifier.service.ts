@@ -1,7 +1,7 @@
 /**
  * notifier: owns webhook_secrets, webhook_deliveries (the outbox capture appends to in the
  * transaction that records a capture), webhook_attempts, change_readings and
- * change_notifications (recorded with the capture too, shared/change-alerts.ts). Sends capture deliveries,
+ * change_notifications (recorded with the capture too, public/change-alerts.ts). Sends capture deliveries,
  * change alerts and the end of domain research jobs, signed per Standard Webhooks, with
  * retries; keeps the delivery log.
  *

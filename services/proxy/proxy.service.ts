@@ -14,7 +14,7 @@ import type { Config } from '../shared/config';
 import type { Handler } from '../shared/contracts';
 import { acquireDatabase, releaseDatabase } from '../shared/database';
 import { serviceError } from '../shared/errors';
-import { checkFeatures } from '../shared/plan-gates';
+import { checkFeatures } from '../billing/public/plan-gates';
 import { randomId, SecretBox } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
 import { ALL_LOCATIONS, type Catalogue, closeNames, knownLocation, LOCATION_FAILURE_NOTES, loadCatalogue, locationNames, resolveLocation, routeOf, upstreamAddress } from './locations';

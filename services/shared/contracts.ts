@@ -7,7 +7,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { ServiceBroker, Context } from 'moleculer';
 import type { ResearchExtraction, ResearchField, ResearchPageInput, ResearchReport, ResearchStatus } from './domain-research';
-import type { MetricsSnapshot } from './metrics';
+import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { Paging } from './paging';
 import { type AnalysisOptions, type ConfigOptions, type ScreenshotOptions, type SnapOptions, textEnum } from './screenshot-options';
 
@@ -237,6 +237,9 @@ export interface ConfigChangeInput {
   given: Record<string, unknown>;
   options: Omit<ConfigOptions, 'url'> & { url?: string };
 }
+
+/** One registry's metrics as getMetricsAsJSON() gives them (plain data: it crosses the transporter; shared/metrics.ts merges them). */
+export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
 
 /** Action name -> [params, result]. */
 export interface Actions {

@@ -94,14 +94,6 @@ export const RESEARCH_REPORT_SCHEMA = Type.Object({
 });
 export type ResearchReport = Static<typeof RESEARCH_REPORT_SCHEMA>;
 
-/** The state and progress of a request from its counts. */
-export function researchStatusOf(r: { total: number; completed: number; failed: number; running: boolean }): Pick<ResearchStatus, 'status' | 'percent_complete'> {
-  const finished = r.completed + r.failed;
-  const percent_complete = r.total > 0 ? Math.floor((finished * 100) / r.total) : 100;
-  if (finished >= r.total) return { status: r.completed > 0 || r.total === 0 ? 'completed' : 'failed', percent_complete };
-  return { status: finished > 0 || r.running ? 'running' : 'queued', percent_complete };
-}
-
 /** A page as ai.research reads it: its address, title, text, and its stored screenshot. */
 export interface ResearchPageInput {
   url: string;
@@ -118,9 +110,3 @@ export interface ResearchPageInput {
 export type ResearchExtraction =
   | { ok: true; data: Record<string, unknown>; sources: Record<string, string | null> }
   | { ok: false; error: { error_code: string; note: string } };
-
-/** The body of the webhook delivery sent when a request's last domain finished. */
-export function researchDeliveryBody(status: ResearchStatus, baseUrl: string): string {
-  const report = `${baseUrl}/api/domain_research_requests/${status.job_id}/report`;
-  return JSON.stringify({ type: 'domain_research.finished', ...status, report_url: report, csv_report_url: `${report}?format=csv` });
-}

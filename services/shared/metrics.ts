@@ -11,16 +11,15 @@
  * in tests (and could in a deployment), and each service instance counts for itself.
  */
 import type { ServiceBroker } from 'moleculer';
-import { AggregatorRegistry, Gauge, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client';
-import { type ActionName, type ParamsOf, type ResultOf, call } from './contracts';
+import { AggregatorRegistry, Gauge, Registry } from 'prom-client';
+import { type ActionName, type MetricsSnapshot, type ParamsOf, type ResultOf, call } from './contracts';
 import { serviceError } from './errors';
 import { sameSecret } from './secrets';
 
 /** Every metric name starts with this. */
 export const METRIC_PREFIX = 'snap_';
 
-/** One registry's metrics as getMetricsAsJSON() gives them (plain data: it crosses the transporter). */
-export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
+export type { MetricsSnapshot } from './contracts';
 
 /** The services that answer a `metrics` action. */
 export const METERED_SERVICES = ['api', 'billing', 'capture', 'notifier', 'ai'] as const;

@@ -45,7 +45,7 @@ interface OptionRow {
   errorCode?: 'ai_provider_unsupported' | 'invalid_ai_structured_fields';
   /**
    * Validated after the plan gates, the provider and the model (the spec's order of checks),
-   * by its own check (shared/structured-fields.ts), not with the request's shape.
+   * by its own check (services/ai/structured-fields.ts), not with the request's shape.
    */
   checkedAfterGates?: true;
 }

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import knex, { type Knex } from 'knex';
 import { Webhook } from 'standardwebhooks';
 import { knexConfig } from '../../services/shared/database';
-import { appendDelivery } from '../../services/shared/outbox';
+import { appendDelivery } from '../../services/notifier/public/outbox';
 import { backendConfig } from '../support/backends';
 import { type DnsServer, startDnsServer } from '../support/dns-server';
 import { request } from '../support/http';

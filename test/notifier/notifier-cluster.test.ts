@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import { expect } from 'chai';
 import knex, { type Knex } from 'knex';
 import { knexConfig } from '../../services/shared/database';
-import { appendDelivery } from '../../services/shared/outbox';
+import { appendDelivery } from '../../services/notifier/public/outbox';
 import { NATS_URL, backendConfig, uniqueName } from '../support/backends';
 import { startServeProcess } from '../support/processes';
 import { type RunningSystem, runSystem } from '../support/system';

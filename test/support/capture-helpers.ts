@@ -4,7 +4,7 @@ import { backendConfig } from './backends';
 import { type FixtureServer, startFixtures } from './fixtures';
 import { GRID_SESSIONS, sharedGrid } from './grid';
 import { type HttpAnswer, qs, request } from './http';
-import type { SystemOverrides } from '../../services/system';
+import type { SystemOverrides } from '../../runtime/system';
 import { type RunningSystem, runSystem } from './system';
 
 /** Every service a capture needs, in one process (embedded SQLite, the shared Grid). */

@@ -3,7 +3,7 @@ import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../../services/shared/config';
 import { uniqueName } from './backends';
 import { call } from '../../services/shared/contracts';
-import { type System, type SystemOverrides, startSystem, stopSystem } from '../../services/system';
+import { type System, type SystemOverrides, startSystem, stopSystem } from '../../runtime/system';
 import type { Addon } from '../../services/shared/contracts';
 
 export interface RunningSystem {

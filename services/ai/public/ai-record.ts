@@ -3,8 +3,8 @@
  * service for an analysis that ran or failed, by capture when the ai service could not be
  * reached, and for the lists of screenshots that asked for none.
  */
-import type { AiProvider, AiRecord } from './contracts';
-import type { AnalysisOptions, ScreenshotOptions } from './screenshot-options';
+import type { AiProvider, AiRecord } from '../../shared/contracts';
+import type { AnalysisOptions, ScreenshotOptions } from '../../shared/screenshot-options';
 
 /** The account-wide list's AI object of a capture that asked for no analysis. */
 export const NOT_ANALYSED = Object.freeze({ ai_analyzed: false, ai_prompt: '', ai_response: '' });

@@ -10,7 +10,7 @@
  * settles it.
  */
 import type { Context, ServiceBroker } from 'moleculer';
-import { type ParamsOf, type Reservation, call } from './contracts';
+import { type ParamsOf, type Reservation, call } from '../../shared/contracts';
 
 /** billing.reserve for a caller that has the account (gates checked), else billing.reserveFor. */
 export type CreditRequest = ParamsOf<'billing.reserve'> | ParamsOf<'billing.reserveFor'>;

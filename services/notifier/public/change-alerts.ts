@@ -4,13 +4,13 @@
  * sends nothing; afterwards a text that differs after whitespace normalisation gives
  * exactly one alert record and one delivery to the step's `url` (a JSON POST, or a Slack
  * incoming-webhook message). Written in the transaction that records the capture, like
- * capture deliveries (shared/outbox.ts): the tables are the notifier's, which lists them.
+ * capture deliveries (outbox.ts): the tables are the notifier's, which lists them.
  */
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import type { ChangeNotificationRecord } from './contracts';
+import type { ChangeNotificationRecord } from '../../shared/contracts';
 import { appendDelivery } from './outbox';
-import { randomId } from './secrets';
+import { randomId } from '../../shared/secrets';
 
 /** What one `change` step read during a capture. */
 export interface ChangeReadingInput {

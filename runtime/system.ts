@@ -6,15 +6,15 @@
  */
 import { ServiceBroker } from 'moleculer';
 import { brokerOptions } from '../moleculer.config';
-import { aiService } from './ai/ai.service';
-import { type ApiHandle, apiService } from './api/api.service';
-import { type BillingDeps, billingService } from './billing/billing.service';
-import { type CaptureHandle, captureService } from './capture/capture.service';
-import { type NotifierDeps, type NotifierHandle, notifierService } from './notifier/notifier.service';
-import { proxyService } from './proxy/proxy.service';
-import { type SchedulerDeps, type SchedulerHandle, schedulerService } from './scheduler/scheduler.service';
-import type { Config } from './shared/config';
-import { migrateLatest } from './shared/database';
+import { aiService } from '../services/ai/ai.service';
+import { type ApiHandle, apiService } from '../services/api/api.service';
+import { type BillingDeps, billingService } from '../services/billing/billing.service';
+import { type CaptureHandle, captureService } from '../services/capture/capture.service';
+import { type NotifierDeps, type NotifierHandle, notifierService } from '../services/notifier/notifier.service';
+import { proxyService } from '../services/proxy/proxy.service';
+import { type SchedulerDeps, type SchedulerHandle, schedulerService } from '../services/scheduler/scheduler.service';
+import type { Config } from '../services/shared/config';
+import { migrateLatest } from '../services/shared/database';
 
 export interface SystemOverrides {
   billing?: Omit<BillingDeps, 'config'>;

@@ -4,8 +4,8 @@
  * extra hop: the context came with authentication); billing applies them again when it
  * reserves credits, so no path can skip them.
  */
-import type { AccountContext, FeatureRequest } from './contracts';
-import { serviceError } from './errors';
+import type { AccountContext, FeatureRequest } from '../../shared/contracts';
+import { serviceError } from '../../shared/errors';
 
 /** Whether the account may use its own AI keys (what the gates below let through). */
 export function ownAiEnabled(account: AccountContext): boolean {

@@ -1,5 +1,5 @@
 /**
- * A remote call that timed out is forgotten (services/shared/timed-out-calls.ts): over real
+ * A remote call that timed out is forgotten (runtime/timed-out-calls.ts): over real
  * NATS, a node whose action never answers; the caller gets its RequestTimeoutError, and
  * then stops at once instead of waiting its whole shutdown timeout for the lost call.
  */

@@ -7,9 +7,9 @@
  * retrying and listing are the notifier's (services/notifier/deliveries.ts).
  */
 import type { Knex } from 'knex';
-import { NOT_ANALYSED } from './ai-record';
-import type { AiRecord, ScreenshotRef } from './contracts';
-import { randomId } from './secrets';
+import { NOT_ANALYSED } from '../../ai/public/ai-record';
+import type { AiRecord, ScreenshotRef } from '../../shared/contracts';
+import { randomId } from '../../shared/secrets';
 
 export type DeliveryKind = 'capture' | 'change' | 'research';
 export type DeliveryTarget = 'webhook' | 'slack';

@@ -6,9 +6,9 @@
  * ai service's ai.check (without an analysis the api refuses the option altogether). The
  * rules are the option table's schema, worded as every other option's.
  */
-import { serviceError } from './errors';
-import { newAjv, noteFor } from './param-notes';
-import { OPTIONS_BY_NAME, type ScreenshotOptions, optionSchema } from './screenshot-options';
+import { serviceError } from '../shared/errors';
+import { newAjv, noteFor } from '../shared/param-notes';
+import { OPTIONS_BY_NAME, type ScreenshotOptions, optionSchema } from '../shared/screenshot-options';
 
 const FIELDS_OPTION = OPTIONS_BY_NAME.get('ai_structured_fields');
 if (!FIELDS_OPTION) throw new Error('the option table has no ai_structured_fields');

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { validateShape } from '../../services/api/request-schemas';
 import type { SnapOptions } from '../../services/shared/screenshot-options';
-import { checkStructuredFields } from '../../services/shared/structured-fields';
+import { checkStructuredFields } from '../../services/ai/structured-fields';
 import { errorOf } from '../support/errors';
 
 describe('structured field definitions (checked after the gates)', () => {

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import type { ServiceBroker } from 'moleculer';
 import sinon from 'sinon';
 import type { AccountContext, Reservation } from '../../services/shared/contracts';
-import { withCaptureCredits, withCredits } from '../../services/shared/credits';
+import { withCaptureCredits, withCredits } from '../../services/billing/public/credits';
 import { serviceError } from '../../services/shared/errors';
 
 const account: AccountContext = { accountId: 'acc1', plan: { name: 'free', paid: false, screenshot_limit: 100, max_concurrent: 1, max_queued: 2 }, addons: {} };

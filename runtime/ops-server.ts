@@ -7,9 +7,9 @@
  */
 import http from 'node:http';
 import type { ServiceBroker } from 'moleculer';
-import { call } from './contracts';
-import { type ErrorCode, toEnvelope } from './errors';
-import { METERED_SERVICES, type MetricsSnapshot, PROMETHEUS_CONTENT_TYPE, type ScrapeReport, checkMetricsToken, mergeSnapshots } from './metrics';
+import { call } from '../services/shared/contracts';
+import { type ErrorCode, toEnvelope } from '../services/shared/errors';
+import { METERED_SERVICES, type MetricsSnapshot, PROMETHEUS_CONTENT_TYPE, type ScrapeReport, checkMetricsToken, mergeSnapshots } from '../services/shared/metrics';
 
 export interface OpsServer {
   port: number;
