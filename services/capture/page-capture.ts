@@ -105,7 +105,7 @@ async function navigate(page: PageSession, url: string, deadline: number, guard:
  * does not always get it. Awaited only with the output: its answer waits for the renderer's
  * next frame (about 10 ms), and the moves and clicks of later steps come after it on the same
  * session anyway. Sent at the load event, that frame fell in the image's turn; sent at
- * DOMContentLoaded, it is drawn while the page's images still load (README, "Benchmark").
+ * DOMContentLoaded, it is drawn while the page's images still load (docs/benchmark.md).
  */
 function parkPointer(page: PageSession, o: SnapOptions): Promise<unknown> {
   const { width, height } = viewportOf(o);

@@ -3,8 +3,8 @@
  * a US state (USPS code), a city (with its country, and its state in the US) or a region (a
  * list of country names). The names are the hosted service's own, all of them, as its
  * official MCP server lists them (PagePixels/mcp-server, src/server.ts, REAL_LOCATIONS), so
- * clients and agents written against it work here unchanged. Decisions (README "Real
- * locations"):
+ * clients and agents written against it work here unchanged. Decisions (docs/api.md, "Real
+ * locations", and docs/decisions/):
  *
  * - `New York` is the city (New York City, in the state of New York): the list has no other
  *   New York, and an exit in the city is also one in the state, so it serves either reading.

@@ -18,7 +18,7 @@ export type AiBackend = (typeof AI_BACKENDS)[number];
 export const REAL_LOCATION_PROVIDERS = ['brightdata', 'oxylabs', 'decodo', 'iproyal'] as const;
 export type RealLocationProvider = (typeof REAL_LOCATION_PROVIDERS)[number];
 
-/** A provider preset: the real-location catalogue built from one proxy account (README "Real locations"). */
+/** A provider preset: the real-location catalogue built from one proxy account (docs/api.md, "Real locations"). */
 export interface RealLocationPreset {
   provider: RealLocationProvider;
   /** REAL_LOCATIONS_USERNAME / REAL_LOCATIONS_PASSWORD: the account's proxy user, without targeting parameters. */
