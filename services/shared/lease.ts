@@ -53,7 +53,7 @@ export function newLeaseToken(): string {
 }
 
 /** Locks the rows a claim reads so other claimers skip them: FOR UPDATE SKIP LOCKED on MySQL/MariaDB. */
-export function skipLocked<R extends {}, T>(q: Knex.QueryBuilder<R, T>): Knex.QueryBuilder<R, T> {
+function skipLocked<R extends {}, T>(q: Knex.QueryBuilder<R, T>): Knex.QueryBuilder<R, T> {
   return isMysql(q) ? q.forUpdate().skipLocked() : q;
 }
 
