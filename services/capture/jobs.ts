@@ -18,18 +18,21 @@
  * in turn, by when each account last started a capture anywhere (AccountSlots); an account
  * that already runs all its plan allows is passed by. On MySQL/MariaDB the claim uses
  * SELECT ... FOR UPDATE SKIP LOCKED, so instances never wait on each other's rows; SQLite
- * (embedded, one process) serialises writers anyway.
+ * (embedded, one process) serialises writers anyway. The lease (the claim's locks, renewing,
+ * ending under the token) is shared/lease.ts, as the outbox's and the scheduler's are.
  */
 import type { Knex } from 'knex';
 import type { CaptureJobKind, JobKind, JobStatus, ScreenshotRef } from '../shared/contracts';
 import type { SnapOptions } from '../shared/screenshot-options';
-import { randomId } from '../shared/secrets';
+import { type LeaseColumns, Leases, newLeaseToken } from '../shared/lease';
 import { type ClassTurns, inTurnOrder } from './fair-queue';
 
 /** The kinds the jobs queue holds, highest priority first. */
 export const JOB_KINDS: readonly JobKind[] = ['config', 'scheduled', 'research'];
 /** The kinds a client or a schedule asked for: captures. */
 export const CAPTURE_KINDS: readonly CaptureJobKind[] = ['config', 'scheduled'];
+/** Where a job's lease is kept (lease_token, lease_until_ms): only a running job is held. */
+export const JOB_LEASE: LeaseColumns = { table: 'jobs', held: { status: 'running' } };
 
 /** A job this instance holds the lease of: only it may complete or fail the job. */
 export interface LeasedJob {
@@ -62,6 +65,17 @@ export interface ClaimTurns {
   undo(job: { id: string; accountId: string }): Promise<void>;
 }
 
+/** A claimable job as its claim reads it. */
+interface ClaimRow {
+  id: string;
+  account_id: string;
+  config_id: string;
+  kind: JobKind;
+  options: string;
+  attempts: number | string;
+  created_at_ms: number | string;
+}
+
 /** The oldest claimable job of one account and kind. */
 interface Head {
   accountId: string;
@@ -80,14 +94,14 @@ export interface JobRow {
 }
 
 export class JobQueue {
+  private readonly lease: Leases;
+
   constructor(
     private readonly db: Knex,
-    private readonly leaseMs: number,
+    leaseMs: number,
     private readonly now: () => number = Date.now,
-  ) {}
-
-  private get mysql(): boolean {
-    return this.db.client.config.client === 'mysql2';
+  ) {
+    this.lease = new Leases(db, JOB_LEASE, leaseMs, now);
   }
 
   /** Records a queued job; an id it already has is left as it is (a scheduler handing a job over again). */
@@ -108,7 +122,7 @@ export class JobQueue {
 
   /** Records a snap's job as running under a lease held by the request that captures it. */
   async start(job: { id: string; accountId: string; configId: string }): Promise<LeasedJob> {
-    const leased = { ...job, leaseToken: randomId(12) };
+    const leased = { ...job, leaseToken: newLeaseToken() };
     await this.db('jobs').insert({
       id: job.id,
       account_id: job.accountId,
@@ -148,7 +162,7 @@ export class JobQueue {
 
   /** Claimable jobs (queued, or running with an expired lease). */
   private claimable(q: Knex.QueryBuilder, now: number): Knex.QueryBuilder {
-    return q.where((w) => w.where('status', 'queued').orWhere((r) => r.where('status', 'running').where('lease_until_ms', '<', now)));
+    return q.where((w) => w.where('status', 'queued').orWhere((r) => this.lease.lapsed(r.where('status', 'running'), now)));
   }
 
   /** Per account and kind (of `kinds`), its oldest claimable job's time. */
@@ -156,7 +170,7 @@ export class JobQueue {
     const grouped = (q: Knex.QueryBuilder) => q.whereIn('kind', kinds).groupBy('account_id', 'kind').select('account_id', 'kind').min({ since: 'created_at_ms' });
     const [queued, lapsed] = (await Promise.all([
       grouped(this.db('jobs').where('status', 'queued')),
-      grouped(this.db('jobs').where('status', 'running').where('lease_until_ms', '<', now)),
+      grouped(this.lease.lapsed(this.db('jobs').where('status', 'running'), now)),
     ])) as Array<Array<{ account_id: string; kind: JobKind; since: number | string }>>;
     const heads = new Map<string, Head>();
     for (const r of [...(queued ?? []), ...(lapsed ?? [])]) {
@@ -170,26 +184,29 @@ export class JobQueue {
 
   /** The account's oldest claimable job of the kind, claimed, if its account may start a capture now. */
   private async claimOf(head: Head, now: number, turns: ClaimTurns): Promise<ClaimedJob | null> {
-    const token = randomId(12);
+    const token = newLeaseToken();
     const start = await turns.starter(head.accountId);
     let started: ClaimedJob | null = null;
     try {
-      return await this.db.transaction(async (trx) => {
-        let query = this.claimable(trx('jobs').where({ account_id: head.accountId, kind: head.kind }), now)
-          .orderBy('created_at_ms')
-          .first('id', 'account_id', 'config_id', 'kind', 'options', 'attempts', 'created_at_ms');
-        if (this.mysql) query = query.forUpdate().skipLocked();
-        const row = await query;
-        if (!row) return null;
-        const attempts = Number(row.attempts) + 1;
-        const leased = { id: row.id, accountId: row.account_id, configId: row.config_id, leaseToken: token, attempts, createdAtMs: Number(row.created_at_ms) };
-        const job: ClaimedJob =
-          row.kind === 'research' ? { ...leased, kind: 'research' } : { ...leased, kind: row.kind as CaptureJobKind, options: JSON.parse(row.options) as SnapOptions };
-        if (!(await start(job.id))) return null;
-        started = job;
-        await trx('jobs').where({ id: row.id }).update({ status: 'running', lease_token: token, lease_until_ms: now + this.leaseMs, attempts });
-        return job;
-      });
+      return await this.lease.claim(
+        (trx) =>
+          this.claimable(trx('jobs').where({ account_id: head.accountId, kind: head.kind }), now)
+            .orderBy('created_at_ms')
+            .limit(1)
+            .select('id', 'account_id', 'config_id', 'kind', 'options', 'attempts', 'created_at_ms'),
+        async ([row]: ClaimRow[], grant) => {
+          if (!row) return null;
+          const attempts = Number(row.attempts) + 1;
+          const leased = { id: row.id, accountId: row.account_id, configId: row.config_id, leaseToken: token, attempts, createdAtMs: Number(row.created_at_ms) };
+          const job: ClaimedJob =
+            row.kind === 'research' ? { ...leased, kind: 'research' } : { ...leased, kind: row.kind as CaptureJobKind, options: JSON.parse(row.options) as SnapOptions };
+          if (!(await start(job.id))) return null;
+          started = job;
+          await grant(row.id, { status: 'running', attempts }, token);
+          return job;
+        },
+        now,
+      );
     } catch (err) {
       if (started) await turns.undo(started);
       throw err;
@@ -198,8 +215,7 @@ export class JobQueue {
 
   /** Extends the lease; false when it was lost (another instance took the job over). */
   async renew(job: LeasedJob): Promise<boolean> {
-    const n = await this.db('jobs').where({ id: job.id, lease_token: job.leaseToken, status: 'running' }).update({ lease_until_ms: this.now() + this.leaseMs });
-    return n === 1;
+    return this.lease.renew(job);
   }
 
   /**
@@ -208,27 +224,21 @@ export class JobQueue {
    * was lost.
    */
   async complete(job: LeasedJob, record: (trx: Knex.Transaction) => Promise<number>): Promise<number | null> {
-    return this.db.transaction(async (trx) => {
-      let held = trx('jobs').where({ id: job.id, lease_token: job.leaseToken, status: 'running' }).first('id');
-      if (this.mysql) held = held.forUpdate();
-      if (!(await held)) return null;
+    return this.lease.whileHeld(job, async (trx) => {
       const screenshotId = await record(trx);
-      await trx('jobs').where({ id: job.id }).update({ status: 'completed', screenshot_id: screenshotId, finished_at_ms: this.now(), lease_token: null, lease_until_ms: null });
+      await this.lease.end(job, { status: 'completed', screenshot_id: screenshotId, finished_at_ms: this.now() }, trx);
       return screenshotId;
     });
   }
 
   /** Fails the job while this worker holds the lease; false when the lease was lost. */
   async fail(job: LeasedJob, errorCode: string, note: string): Promise<boolean> {
-    const n = await this.db('jobs')
-      .where({ id: job.id, lease_token: job.leaseToken, status: 'running' })
-      .update({ status: 'failed', error_code: errorCode, note, finished_at_ms: this.now(), lease_token: null, lease_until_ms: null });
-    return n === 1;
+    return this.lease.end(job, { status: 'failed', error_code: errorCode, note, finished_at_ms: this.now() });
   }
 
   /** Gives a job back to the queue (e.g. when this instance is shutting down). */
   async release(job: LeasedJob): Promise<void> {
-    await this.db('jobs').where({ id: job.id, lease_token: job.leaseToken, status: 'running' }).update({ status: 'queued', lease_token: null, lease_until_ms: null });
+    await this.lease.end(job, { status: 'queued' });
   }
 
   /** Deletes a configuration's jobs (inside the caller's transaction when given). */

@@ -9,13 +9,15 @@
  */
 import type { Knex } from 'knex';
 import type { Config } from '../shared/config';
+import { isMysql } from '../shared/database';
 import type { ResearchInput } from '../shared/contracts';
 import type { ResearchField, ResearchPage, ResearchResult, ResearchStatus } from '../shared/domain-research';
 import { cdnLink } from '../shared/links';
 import { appendDelivery } from '../notifier/public/outbox';
 import { type ListOrder, type Paging, fetchPage } from '../shared/paging';
+import { LeasedRows } from '../shared/lease';
 import type { AnalysisOptions } from '../shared/screenshot-options';
-import type { LeasedJob } from './jobs';
+import { JOB_LEASE, type LeasedJob } from './jobs';
 
 /** The state and progress of a request from its counts. */
 export function researchStatusOf(r: { total: number; completed: number; failed: number; running: boolean }): Pick<ResearchStatus, 'status' | 'percent_complete'> {
@@ -94,14 +96,15 @@ const iso = (ms: number | string | null) => (ms === null ? null : new Date(Numbe
 const INSERT_BATCH = 200;
 
 export class ResearchRepository {
+  /** The leases of the domains' jobs, held by the job worker. */
+  private readonly jobs: LeasedRows;
+
   constructor(
     private readonly db: Knex,
     private readonly links: Pick<Config, 'cdnUrl'>,
     private readonly now: () => number = Date.now,
-  ) {}
-
-  private get mysql(): boolean {
-    return this.db.client.config.client === 'mysql2';
+  ) {
+    this.jobs = new LeasedRows(db, JOB_LEASE);
   }
 
   /** Writes the request, its domains and their jobs (queued), all or nothing. */
@@ -260,11 +263,7 @@ export class ResearchRepository {
    */
   async finish(job: LeasedJob, record: DomainRecord, delivery: (status: ResearchStatus) => string): Promise<{ recorded: boolean; ended: ResearchStatus | null }> {
     const now = this.now();
-    return this.db.transaction(async (trx) => {
-      let held = trx('jobs').where({ id: job.id, lease_token: job.leaseToken, status: 'running' }).first('id', 'config_id');
-      if (this.mysql) held = held.forUpdate();
-      const owner = await held;
-      if (!owner) return { recorded: false, ended: null };
+    const held = await this.jobs.whileHeld(job, async (trx, owner): Promise<{ recorded: boolean; ended: ResearchStatus | null }> => {
       const researchId = owner.config_id as string;
       const failed = record.status === 'failed' ? record.error : null;
       await trx('research_domains')
@@ -278,14 +277,12 @@ export class ResearchRepository {
           note: failed?.note ?? null,
           finished_at_ms: now,
         });
-      await trx('jobs')
-        .where({ id: job.id })
-        .update({ status: record.status, error_code: failed?.error_code ?? null, note: failed?.note ?? null, finished_at_ms: now, lease_token: null, lease_until_ms: null });
+      await this.jobs.end(job, { status: record.status, error_code: failed?.error_code ?? null, note: failed?.note ?? null, finished_at_ms: now }, trx);
       await trx('research_jobs')
         .where({ id: researchId })
         .increment(record.status === 'completed' ? 'completed_domains' : 'failed_domains', 1);
       let read = trx('research_jobs').where({ id: researchId }).first();
-      if (this.mysql) read = read.forUpdate();
+      if (isMysql(trx)) read = read.forUpdate();
       const row = (await read) as ResearchRow;
       const finished = Number(row.completed_domains) + Number(row.failed_domains) >= Number(row.total_domains);
       if (!finished || row.finished_at_ms !== null) return { recorded: true, ended: null };
@@ -295,6 +292,7 @@ export class ResearchRepository {
         await appendDelivery(trx, { accountId: row.account_id, configId: null, kind: 'research', sendTo: 'webhook', url: row.webhook_url, body: delivery(ended), jobId: researchId, now });
       }
       return { recorded: true, ended };
-    });
+    }, ['config_id']);
+    return held ?? { recorded: false, ended: null };
   }
 }

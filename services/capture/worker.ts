@@ -9,7 +9,9 @@
  * instance with a browser free for it, in the jobs queue's fair order (JobQueue.claim), and
  * counted in its account's running captures from its claim to its end. It asks on the
  * capture.jobQueued event, after every capture that ends here, and on a poll (jobs left by
- * a dead instance, whose lease ran out; accounts whose captures ended elsewhere).
+ * a dead instance, whose lease ran out; accounts whose captures ended elsewhere). The loop
+ * itself (claiming while there is room, the browser asked for before each claim, stopping) is
+ * shared/claim-loop.ts.
  *
  * Research is the lowest class of the jobs queue (below scheduled captures, with the queue's
  * starvation guard), and at most `researchSessions` domains run at once on an instance (fewer
@@ -20,6 +22,7 @@ import type { LoggerInstance, ServiceBroker } from 'moleculer';
 import { type JobKind, type ScreenshotRef, emit } from '../shared/contracts';
 import { billsAiCredits } from '../ai/public/ai-record';
 import { withCaptureCredits, withCredits } from '../billing/public/credits';
+import { ClaimLoop } from '../shared/claim-loop';
 import { failureOf, isUnavailable } from '../shared/errors';
 import { withOnlyLogContext } from '../shared/logging';
 import type { ConcurrencyLimits, Ticket } from './account-slots';
@@ -56,16 +59,12 @@ export interface JobTickets {
 }
 
 export class JobWorker {
-  private readonly inFlight = new Set<Promise<void>>();
-  private poller: NodeJS.Timeout | null = null;
-  /** Asking the pool for a browser, or claiming with one: one at a time. */
-  private asking = false;
+  /** Asks the pool for a browser, claims a job with it, runs it; one claim at a time. */
+  private readonly loop: ClaimLoop<ClaimedJob, BrowserSlot>;
   /** The last claim found a job: worth asking again when a capture ends here. */
   private jobsLeft = true;
-  private stopping = false;
   /** Research domains running here. */
   private researching = 0;
-  private readonly pollMs: number;
   private readonly maxAttempts: number;
   private readonly turns: ClaimTurns;
 
@@ -79,7 +78,6 @@ export class JobWorker {
     private readonly tickets: JobTickets,
     private readonly research: Pick<ResearchRunner, 'run' | 'fail'> | null = null,
   ) {
-    this.pollMs = options.pollMs ?? 2_000;
     this.maxAttempts = options.maxAttempts ?? 3;
     this.turns = {
       kinds: new ClassTurns<JobKind>(JOB_KINDS),
@@ -97,12 +95,26 @@ export class JobWorker {
       // Only the id and account count here.
       undo: (job) => tickets.finish({ ...job, limits: { maxConcurrent: 0, maxQueued: 0 } }),
     };
+    this.loop = new ClaimLoop<ClaimedJob, BrowserSlot>(
+      { claim: () => this.claim(), run: (job, slot) => this.runClaimed(job, slot) },
+      {
+        concurrency: options.sessions,
+        pollMs: options.pollMs ?? 2_000,
+        // Asked as the jobs class, with no account yet: the claim picks the job.
+        before: { acquire: () => browsers.acquire({ cls: 'jobs', ticket: null }), giveBack: (slot) => browsers.giveBack(slot) },
+        log: logger,
+        what: 'a job',
+      },
+    );
+  }
+
+  private get stopping(): boolean {
+    return this.loop.stopping;
   }
 
   /** Picks up jobs left queued (or orphaned by a dead instance) now and on every poll. */
   start(): void {
-    this.poller = setInterval(() => void this.pump(), this.pollMs);
-    void this.pump();
+    this.loop.start();
   }
 
   /**
@@ -111,54 +123,45 @@ export class JobWorker {
    * `idle()` waits for that.
    */
   async stop(graceMs: number): Promise<void> {
-    this.stopClaiming();
-    await Promise.race([this.idle(), new Promise((r) => setTimeout(r, graceMs).unref())]);
+    await this.loop.stop(graceMs);
   }
 
   /** Claims no more jobs (shutdown has begun); the running ones go on. */
   stopClaiming(): void {
-    this.stopping = true;
-    if (this.poller) clearInterval(this.poller);
+    this.loop.stopClaiming();
   }
 
+  /** Waits for the claim under way and the running jobs. */
   async idle(): Promise<void> {
-    await Promise.allSettled([...this.inFlight]);
+    await this.loop.idle();
   }
 
   /**
    * Asks the pool for a browser, then claims the next job for it (none: the browser goes back);
-   * again while jobs come, up to one per browser of this instance.
+   * again while jobs come, up to one per browser of this instance. Resolves once claimed.
    */
-  async pump(): Promise<void> {
-    if (this.asking || this.stopping || this.inFlight.size >= this.options.sessions) return;
-    this.asking = true;
-    let slot: BrowserSlot | null = null;
-    let claimed = false;
+  pump(): Promise<void> {
+    return this.loop.pump();
+  }
+
+  /** The next job in the queue's fair order; research domains only while fewer than researchSessions run here. */
+  private async claim(): Promise<ClaimedJob | null> {
+    const researchRoom = this.research !== null && this.researching < (this.options.researchSessions ?? 0);
+    const job = await this.queue.claim(this.turns, researchRoom ? JOB_KINDS : CAPTURE_KINDS);
+    this.jobsLeft = job !== null;
+    if (job?.kind === 'research') this.researching++;
+    return job;
+  }
+
+  /** Runs a job claimed with `slot`: a capture on it; a research domain asks for a browser for each of its pages, so this one goes back now. */
+  private async runClaimed(job: ClaimedJob, slot: BrowserSlot): Promise<void> {
+    if (job.kind !== 'research') return this.run(job, slot);
+    this.browsers.giveBack(slot);
     try {
-      slot = await this.browsers.acquire({ cls: 'jobs', ticket: null });
-      const researchRoom = this.research !== null && this.researching < (this.options.researchSessions ?? 0);
-      const job = this.stopping ? null : await this.queue.claim(this.turns, researchRoom ? JOB_KINDS : CAPTURE_KINDS);
-      this.jobsLeft = job !== null;
-      if (job) {
-        // A research domain asks for a browser for each of its pages: this one goes back now.
-        const given = job.kind === 'research' ? null : slot;
-        if (job.kind === 'research') this.researching++;
-        const run: Promise<void> = this.run(job, given).finally(() => {
-          if (job.kind === 'research') this.researching--;
-          this.inFlight.delete(run);
-          void this.pump();
-        });
-        if (given) slot = null;
-        claimed = true;
-        this.inFlight.add(run);
-      }
-    } catch (err) {
-      if (!this.stopping) this.logger.warn(`claiming a job failed: ${(err as Error).message}`);
+      await this.run(job);
     } finally {
-      if (slot) this.browsers.giveBack(slot);
-      this.asking = false;
+      this.researching--;
     }
-    if (claimed) void this.pump();
   }
 
   /**

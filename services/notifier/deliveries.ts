@@ -1,7 +1,6 @@
 /**
  * webhook_deliveries and webhook_attempts: the outbox as the notifier works it. A due
- * delivery is claimed under a lease (FOR UPDATE SKIP LOCKED on MySQL, as capture's jobs
- * are), so with any number of notifier instances one of them makes each attempt; the
+ * delivery is claimed under a lease (shared/lease.ts, as capture's jobs are), so with any number of notifier instances one of them makes each attempt; the
  * attempt is recorded, and the delivery moved on, only while that lease is held. A sender
  * that dies mid-attempt leaves the lease to run out, and the delivery is claimed again
  * (delivery is at least once; receivers de-duplicate by webhook-id).
@@ -9,8 +8,8 @@
 import type { Knex } from 'knex';
 import type { DeliveryStatus, DeliveryView } from '../shared/contracts';
 import type { DeliveryKind, DeliveryTarget } from './public/outbox';
+import { type LeaseColumns, Leases } from '../shared/lease';
 import { type Paging, pageOf, pageQuery } from '../shared/paging';
-import { randomId } from '../shared/secrets';
 
 /** A delivery this instance holds the lease of. */
 export interface ClaimedDelivery {
@@ -47,36 +46,49 @@ interface DeliveryRow {
   created_at_ms: number | string;
 }
 
+/** A due delivery as its claim reads it. */
+interface DueRow {
+  id: string;
+  account_id: string;
+  send_to: DeliveryTarget;
+  target_url: string;
+  body: string;
+  attempts: number | string;
+}
+
 const iso = (ms: number | string) => new Date(Number(ms)).toISOString();
 
+/** Where a delivery's lease is kept: only a pending delivery is held. */
+const DELIVERY_LEASE: LeaseColumns = { table: 'webhook_deliveries', held: { status: 'pending' } };
+
 export class DeliveryRepository {
+  private readonly lease: Leases;
+
   constructor(
     private readonly db: Knex,
-    private readonly leaseMs: number,
+    leaseMs: number,
     private readonly now: () => number,
-  ) {}
-
-  private get mysql(): boolean {
-    return this.db.client.config.client === 'mysql2';
+  ) {
+    this.lease = new Leases(db, DELIVERY_LEASE, leaseMs, now);
   }
 
   /** The oldest due delivery (pending and due, or claimed under a lease that ran out), claimed; or null. */
   async claim(): Promise<ClaimedDelivery | null> {
     const now = this.now();
-    const token = randomId(12);
-    return this.db.transaction(async (trx) => {
-      let query = trx('webhook_deliveries')
-        .where('status', 'pending')
-        .where('next_attempt_at_ms', '<=', now)
-        .where((q) => q.whereNull('lease_until_ms').orWhere('lease_until_ms', '<', now))
-        .orderBy('next_attempt_at_ms')
-        .first('id', 'account_id', 'send_to', 'target_url', 'body', 'attempts');
-      if (this.mysql) query = query.forUpdate().skipLocked();
-      const row = await query;
-      if (!row) return null;
-      await trx('webhook_deliveries').where({ id: row.id }).update({ lease_token: token, lease_until_ms: now + this.leaseMs });
-      return { id: row.id, accountId: row.account_id, sendTo: row.send_to, url: row.target_url, body: row.body, attempts: Number(row.attempts), leaseToken: token };
-    });
+    return this.lease.claim(
+      (trx) =>
+        this.lease
+          .unheld(trx('webhook_deliveries').where('status', 'pending').where('next_attempt_at_ms', '<=', now), now)
+          .orderBy('next_attempt_at_ms')
+          .limit(1)
+          .select('id', 'account_id', 'send_to', 'target_url', 'body', 'attempts'),
+      async ([row]: DueRow[], grant) => {
+        if (!row) return null;
+        const leaseToken = await grant(row.id);
+        return { id: row.id, accountId: row.account_id, sendTo: row.send_to, url: row.target_url, body: row.body, attempts: Number(row.attempts), leaseToken };
+      },
+      now,
+    );
   }
 
   /**
@@ -84,30 +96,27 @@ export class DeliveryRepository {
    * again at `nextAt`), only while the lease is held; false when it was lost.
    */
   async finish(d: ClaimedDelivery, attempt: AttemptRecord, next: { status: DeliveryStatus; nextAt: number | null }): Promise<boolean> {
-    return this.db.transaction(async (trx) => {
-      let held = trx('webhook_deliveries').where({ id: d.id, lease_token: d.leaseToken, status: 'pending' }).first('id');
-      if (this.mysql) held = held.forUpdate();
-      if (!(await held)) return false;
+    const recorded = await this.lease.whileHeld(d, async (trx) => {
       const number = d.attempts + 1;
       await trx('webhook_attempts').insert({ delivery_id: d.id, number, attempted_at_ms: attempt.at_ms, status_code: attempt.status_code, duration_ms: attempt.duration_ms, error: attempt.error });
-      await trx('webhook_deliveries')
-        .where({ id: d.id })
-        .update({
+      return this.lease.end(
+        d,
+        {
           status: next.status,
           attempts: number,
           next_attempt_at_ms: next.nextAt,
           last_error: attempt.error,
-          lease_token: null,
-          lease_until_ms: null,
           finished_at_ms: next.status === 'pending' ? null : this.now(),
-        });
-      return true;
+        },
+        trx,
+      );
     });
+    return recorded ?? false;
   }
 
   /** Gives a claimed delivery back without an attempt (this instance is stopping). */
   async release(d: ClaimedDelivery): Promise<void> {
-    await this.db('webhook_deliveries').where({ id: d.id, lease_token: d.leaseToken }).update({ lease_token: null, lease_until_ms: null });
+    await this.lease.end(d);
   }
 
   /** When the next pending delivery is due (for the poll), or null. */

@@ -2,10 +2,11 @@
  * The sender loop: claims due deliveries (on the capture.completed event, after every
  * attempt, and on a poll for retries that came due and leases that ran out), signs each
  * with the account's secrets, posts it, and records the attempt under the claim's lease.
- * At most `concurrency` attempts at once per instance.
+ * At most `concurrency` attempts at once per instance; the loop is shared/claim-loop.ts.
  */
 import type { LoggerInstance } from 'moleculer';
 import type { ClaimedDelivery, DeliveryRepository } from './deliveries';
+import { ClaimLoop } from '../shared/claim-loop';
 import { toEnvelope } from '../shared/errors';
 import { withOnlyLogContext } from '../shared/logging';
 import { type PostOptions, type PostResult, postJson } from './http-post';
@@ -21,11 +22,7 @@ export interface DispatcherOptions {
 }
 
 export class Dispatcher {
-  private readonly inFlight = new Set<Promise<void>>();
-  private poller: NodeJS.Timeout | null = null;
-  private claiming: Promise<void> | null = null;
-  private again = false;
-  private stopping = false;
+  private readonly loop: ClaimLoop<ClaimedDelivery>;
 
   constructor(
     private readonly deliveries: DeliveryRepository,
@@ -35,59 +32,30 @@ export class Dispatcher {
     private readonly now: () => number,
     /** Told of every recorded attempt's outcome (metrics.ts). */
     private readonly observer: AttemptObserver | null = null,
-  ) {}
+  ) {
+    this.loop = new ClaimLoop<ClaimedDelivery>(
+      { claim: () => this.deliveries.claim(), run: (d) => this.attempt(d) },
+      { concurrency: options.concurrency, pollMs: options.pollMs, log: logger, what: 'a webhook delivery' },
+    );
+  }
 
   /** Polls for due work; `autoPoll` false leaves it to pump() (tests with a controllable clock). */
   start(autoPoll: boolean): void {
-    if (autoPoll) this.poller = setInterval(() => void this.pump(), this.options.pollMs);
-    void this.pump();
+    this.loop.start(autoPoll);
   }
 
   /** Stops claiming and waits for the attempts under way (each is bounded by the timeout). */
   async stop(): Promise<void> {
-    this.stopping = true;
-    if (this.poller) clearInterval(this.poller);
-    await this.claiming;
-    await this.idle();
+    await this.loop.stop();
   }
 
   async idle(): Promise<void> {
-    while (this.inFlight.size || this.claiming) {
-      await Promise.allSettled([...this.inFlight, this.claiming]);
-    }
+    await this.loop.idle();
   }
 
   /** Claims due deliveries while this instance has room; resolves once they are claimed. */
   pump(): Promise<void> {
-    if (this.stopping) return Promise.resolve();
-    if (this.claiming) {
-      this.again = true;
-      return this.claiming;
-    }
-    this.claiming = this.claimAll().finally(() => {
-      this.claiming = null;
-      if (this.again) {
-        this.again = false;
-        void this.pump();
-      }
-    });
-    return this.claiming;
-  }
-
-  private async claimAll(): Promise<void> {
-    try {
-      while (!this.stopping && this.inFlight.size < this.options.concurrency) {
-        const d = await this.deliveries.claim();
-        if (!d) break;
-        const run: Promise<void> = this.attempt(d).finally(() => {
-          this.inFlight.delete(run);
-          void this.pump();
-        });
-        this.inFlight.add(run);
-      }
-    } catch (err) {
-      this.logger.warn(`claiming a webhook delivery failed: ${(err as Error).message}`);
-    }
+    return this.loop.pump();
   }
 
   /** One attempt, its lines tagged with the delivery's id (the webhook-id header receivers see), and nothing else. */

@@ -7,7 +7,7 @@
 import type { Knex } from 'knex';
 import type { Config } from '../shared/config';
 import type { ConfigView, ParamsOf, ResultOf } from '../shared/contracts';
-import { isUniqueViolation } from '../shared/database';
+import { isMysql, isUniqueViolation } from '../shared/database';
 import { serviceError } from '../shared/errors';
 import { embedUrl } from '../shared/links';
 import { fetchPage } from '../shared/paging';
@@ -49,10 +49,6 @@ export class ConfigRepository {
     private readonly links: Pick<Config, 'appUrl'>,
     private readonly now: () => number,
   ) {}
-
-  private get isMysql(): boolean {
-    return this.db.client.config.client === 'mysql2';
-  }
 
   private view(row: ConfigRow): ConfigView {
     return {
@@ -99,7 +95,7 @@ export class ConfigRepository {
   async update({ accountId, id, input }: ParamsOf<'scheduler.update'>): Promise<ConfigView> {
     return this.db.transaction(async (trx) => {
       let q = trx('screenshot_configs').where({ id, account_id: accountId }).first();
-      if (this.isMysql) q = q.forUpdate();
+      if (isMysql(trx)) q = q.forUpdate();
       const row = (await q) as ConfigRow | undefined;
       if (!row) throw serviceError('not_found', `No screenshot configuration "${id}" in this account.`);
       const given = { ...(JSON.parse(row.options) as Record<string, unknown>), ...input.given };

@@ -6,11 +6,15 @@
  * next slot is the first one after now). A slot's job is marked pending in the claim's
  * transaction and handed to capture after it, so a scheduler that dies in between loses no
  * slot: another hands the job over later, under the same id.
+ *
+ * The pending mark is a lease (shared/lease.ts): its token is the job's id, its time when it
+ * was marked; it runs out after PENDING_STALE_MS, and only the hand-over that holds it clears it.
  */
 import type { Knex } from 'knex';
 import schedule from 'node-schedule';
 import type { ParamsOf } from '../shared/contracts';
 import type { ConfigOptions } from '../shared/screenshot-options';
+import { type LeaseColumns, Leases } from '../shared/lease';
 import { randomId } from '../shared/secrets';
 import type { ConfigRow } from './configs';
 import { type Interval, nextRunAfter } from './schedule';
@@ -37,17 +41,19 @@ export type Started = Array<{ configId: string; jobId: string }>;
 
 type ClaimedRow = Pick<ConfigRow, 'id' | 'account_id' | 'capture_options'>;
 
+/** A slot's pending job as a lease: the job's id its token, its time when it was marked. */
+const PENDING_LEASE: LeaseColumns = { table: 'screenshot_configs', token: 'pending_job_id', time: { since: 'job_pending_since_ms' } };
+
 export class ScheduleRunner {
   private job: schedule.Job | null = null;
+  private readonly pending: Leases;
 
-  constructor(private readonly deps: ScheduleRunnerDeps) {}
+  constructor(private readonly deps: ScheduleRunnerDeps) {
+    this.pending = new Leases(deps.db, PENDING_LEASE, PENDING_STALE_MS, deps.now);
+  }
 
   private get db(): Knex {
     return this.deps.db;
-  }
-
-  private get isMysql(): boolean {
-    return this.db.client.config.client === 'mysql2';
   }
 
   /**
@@ -91,9 +97,7 @@ export class ScheduleRunner {
             started.push({ configId: row.id, jobId });
           } catch (err) {
             // The job could not be recorded: make the slot due again so the next tick retries it.
-            await this.db('screenshot_configs')
-              .where({ id: row.id, pending_job_id: jobId })
-              .update({ next_run_at_ms: Number(row.next_run_at_ms), pending_job_id: null, job_pending_since_ms: null });
+            await this.pending.end({ id: row.id, leaseToken: jobId }, { next_run_at_ms: Number(row.next_run_at_ms) });
             this.deps.log.warn(`could not start the scheduled capture of ${row.id}: ${(err as Error).message}`);
           }
         }),
@@ -105,25 +109,32 @@ export class ScheduleRunner {
 
   /** One batch of due configurations, moved to their next slot with their job marked pending, in one transaction. */
   private claimDue(at: number): Promise<Array<{ row: ConfigRow; jobId: string }>> {
-    return this.db.transaction(async (trx) => {
-      let q = trx('screenshot_configs').where('scheduled', true).where('next_run_at_ms', '<=', at).orderBy('next_run_at_ms').limit(TICK_BATCH);
-      if (this.isMysql) q = q.forUpdate().skipLocked();
-      const due = (await q.select('id', 'account_id', 'capture_options', 'scheduled_every', 'scheduled_interval', 'schedule_anchor_ms', 'next_run_at_ms')) as ConfigRow[];
-      const out: Array<{ row: ConfigRow; jobId: string }> = [];
-      for (const row of due) {
-        const jobId = randomId(12);
-        const next = nextRunAfter(Number(row.schedule_anchor_ms), Number(row.scheduled_every), row.scheduled_interval as Interval, at);
-        await trx('screenshot_configs').where({ id: row.id }).update({ next_run_at_ms: next, last_job_id: jobId, pending_job_id: jobId, job_pending_since_ms: at });
-        out.push({ row, jobId });
-      }
-      return out;
-    });
+    return this.pending.claim(
+      (trx) =>
+        trx('screenshot_configs')
+          .where('scheduled', true)
+          .where('next_run_at_ms', '<=', at)
+          .orderBy('next_run_at_ms')
+          .limit(TICK_BATCH)
+          .select('id', 'account_id', 'capture_options', 'scheduled_every', 'scheduled_interval', 'schedule_anchor_ms', 'next_run_at_ms'),
+      async (due: ConfigRow[], grant) => {
+        const out: Array<{ row: ConfigRow; jobId: string }> = [];
+        for (const row of due) {
+          const jobId = randomId(12);
+          const next = nextRunAfter(Number(row.schedule_anchor_ms), Number(row.scheduled_every), row.scheduled_interval as Interval, at);
+          await grant(row.id, { next_run_at_ms: next, last_job_id: jobId }, jobId);
+          out.push({ row, jobId });
+        }
+        return out;
+      },
+      at,
+    );
   }
 
   /** Hands a claimed slot's job to capture (idempotent by job id), then clears the slot's mark. */
   private async handOver(row: ClaimedRow, jobId: string): Promise<void> {
     await this.deps.enqueue({ accountId: row.account_id, configId: row.id, jobId, kind: 'scheduled', options: JSON.parse(row.capture_options ?? '{}') as ConfigOptions });
-    await this.db('screenshot_configs').where({ id: row.id, pending_job_id: jobId }).update({ pending_job_id: null, job_pending_since_ms: null });
+    await this.pending.end({ id: row.id, leaseToken: jobId });
   }
 
   /**
@@ -132,14 +143,15 @@ export class ScheduleRunner {
    * recorded, so it runs once (capture.enqueue ignores an id it already has).
    */
   private async recoverPending(at: number): Promise<Started> {
-    const stale = await this.db.transaction(async (trx) => {
-      let q = trx('screenshot_configs').whereNotNull('pending_job_id').where('job_pending_since_ms', '<', at - PENDING_STALE_MS).limit(TICK_BATCH);
-      if (this.isMysql) q = q.forUpdate().skipLocked();
-      const rows = (await q.select('id', 'account_id', 'capture_options', 'pending_job_id')) as Array<ClaimedRow & { pending_job_id: string }>;
-      // Marked again now: other schedulers leave them alone while this one hands them over.
-      for (const r of rows) await trx('screenshot_configs').where({ id: r.id }).update({ job_pending_since_ms: at });
-      return rows;
-    });
+    const stale = await this.pending.claim(
+      (trx) => this.pending.lapsed(trx('screenshot_configs'), at).limit(TICK_BATCH).select('id', 'account_id', 'capture_options', 'pending_job_id'),
+      async (rows: Array<ClaimedRow & { pending_job_id: string }>, grant) => {
+        // Marked again now, under the same job id: other schedulers leave them alone while this one hands them over.
+        for (const r of rows) await grant(r.id, {}, r.pending_job_id);
+        return rows;
+      },
+      at,
+    );
     const recovered: Started = [];
     for (const row of stale) {
       try {

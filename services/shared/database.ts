@@ -86,6 +86,16 @@ export async function migrateLatest(database: Config['database']): Promise<strin
   }
 }
 
+/**
+ * True on MySQL/MariaDB (the full stack), false on SQLite (embedded): row locks (FOR UPDATE,
+ * SKIP LOCKED) exist only there; SQLite serialises writers anyway. Takes a Knex, a
+ * transaction or a query builder.
+ */
+export function isMysql(db: { client: { config: Knex.Config } }): boolean {
+  const client = db.client.config.client;
+  return client === 'mysql2' || client === 'mysql';
+}
+
 /** True when the error is a unique-key violation on either database. */
 export function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string; errno?: number };

@@ -10,6 +10,7 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ChangeNotificationRecord } from '../../shared/contracts';
 import { appendDelivery } from './outbox';
+import { isMysql } from '../../shared/database';
 import { randomId } from '../../shared/secrets';
 
 /** What one `change` step read during a capture. */
@@ -77,7 +78,7 @@ export async function recordChangeReadings(
   readings: ChangeReadingInput[],
 ): Promise<ChangeNotificationRecord[]> {
   const alerts: ChangeNotificationRecord[] = [];
-  const mysql = trx.client.config.client === 'mysql2';
+  const mysql = isMysql(trx);
   for (const r of readings) {
     const key = { config_id: capture.configId, step_index: r.index, selector_hash: selectorHash(r.selector) };
     const value = normaliseText(r.text);

@@ -1,0 +1,160 @@
+/**
+ * The claim loop, written once for leased work (the job worker, the webhook dispatcher): claims
+ * work while this instance has room for it, runs each piece, and claims again when one ends.
+ *
+ * - pump(): claims now, one piece after another, until nothing is claimable or `concurrency`
+ *   pieces run. Called when work may have arrived (an event), when a piece ends, and on a poll
+ *   (work whose lease ran out on a dead instance, retries that came due).
+ * - A pump that arrives while a claim round is under way is recorded, not dropped: one more
+ *   round follows the current one (however many pumps arrived), and that pump's promise
+ *   resolves with it. The current round may have looked before the work that caused the pump
+ *   was committed; dropping the pump would leave that work to the next poll.
+ * - `before` (optional): what a claim needs in hand, asked for before each claim (the job
+ *   worker's browser, in the browser pool's fair order); handed to the work claimed with it,
+ *   given back when nothing was claimed (or the claim failed, or the loop is stopping).
+ * - stop(graceMs): claims no more, then waits up to `graceMs` for the claim under way and the
+ *   running work; idle() waits for them without a limit.
+ */
+import type { LoggerInstance } from 'moleculer';
+
+/** What the loop claims and runs. */
+export interface ClaimWork<W, R> {
+  /** The next piece of work, claimed with `held` in hand; null when none may start now. */
+  claim(held: R): Promise<W | null>;
+  /** Runs a claimed piece to its end; it owns `held` from now on. */
+  run(work: W, held: R): Promise<void>;
+}
+
+/** A resource each claim needs in hand (a browser). */
+export interface ClaimResource<R> {
+  /** Waits for one (and rejects when none can come: shutting down). */
+  acquire(): Promise<R>;
+  giveBack(held: R): void;
+}
+
+export interface ClaimLoopOptions<R> {
+  /** Pieces of work running at once, at most. */
+  concurrency: number;
+  /** pump() runs this often once started with polling. */
+  pollMs: number;
+  /** Asked for before each claim; given back when nothing was claimed. */
+  before?: ClaimResource<R>;
+  /** Where a failed claim is reported ("claiming <what> failed: ..."), unless the loop is stopping. */
+  log: Pick<LoggerInstance, 'warn' | 'error'>;
+  /** What is claimed, for the log ("a job", "a webhook delivery"). */
+  what: string;
+}
+
+export class ClaimLoop<W, R = undefined> {
+  private readonly inFlight = new Set<Promise<void>>();
+  private poller: NodeJS.Timeout | null = null;
+  /** The claim round under way. */
+  private claiming: Promise<void> | null = null;
+  /** The round a pump that arrived during `claiming` waits for. */
+  private again: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly work: ClaimWork<W, R>,
+    private readonly options: ClaimLoopOptions<R>,
+  ) {}
+
+  /** Claiming has stopped (shutdown has begun); what runs goes on. */
+  get stopping(): boolean {
+    return this.stopped;
+  }
+
+  /** Pieces of work running now. */
+  get running(): number {
+    return this.inFlight.size;
+  }
+
+  /** Claims now, and on every poll when `poll` (tests with a controllable clock pump by hand). */
+  start(poll = true): void {
+    if (poll && !this.poller) this.poller = setInterval(() => void this.pump(), this.options.pollMs);
+    void this.pump();
+  }
+
+  /**
+   * Claims while there is room; resolves once a claim round that began at or after this call
+   * has claimed what it could (the work claimed runs on).
+   */
+  pump(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (this.claiming) {
+      this.again ??= this.claiming.then(() => {
+        this.again = null;
+        return this.pump();
+      });
+      return this.again;
+    }
+    this.claiming = this.round().finally(() => {
+      this.claiming = null;
+    });
+    return this.claiming;
+  }
+
+  /** Claims no more (shutdown has begun): no round starts, the one under way ends at its next claim. */
+  stopClaiming(): void {
+    this.stopped = true;
+    if (this.poller) clearInterval(this.poller);
+    this.poller = null;
+  }
+
+  /**
+   * Claims no more, and waits up to `graceMs` (no limit by default) for the claim under way
+   * and the running work. What still runs then goes on; idle() waits for it.
+   */
+  async stop(graceMs = Number.POSITIVE_INFINITY): Promise<void> {
+    this.stopClaiming();
+    if (graceMs === Number.POSITIVE_INFINITY) return this.idle();
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+      timer.unref();
+    });
+    try {
+      await Promise.race([this.idle(), grace]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Waits until no claim is under way and no work runs. */
+  async idle(): Promise<void> {
+    while (this.inFlight.size || this.claiming || this.again) {
+      await Promise.allSettled([...this.inFlight, this.claiming, this.again]);
+    }
+  }
+
+  /** Claims one piece after another until none comes or there is no room. */
+  private async round(): Promise<void> {
+    try {
+      while (!this.stopped && this.inFlight.size < this.options.concurrency) {
+        const before = this.options.before;
+        const held = before ? await before.acquire() : (undefined as R);
+        let work: W | null = null;
+        try {
+          work = this.stopped ? null : await this.work.claim(held);
+        } finally {
+          if (work === null && before) before.giveBack(held);
+        }
+        if (work === null) break;
+        this.launch(work, held);
+      }
+    } catch (err) {
+      if (!this.stopped) this.options.log.warn(`claiming ${this.options.what} failed: ${(err as Error).message}`);
+    }
+  }
+
+  private launch(work: W, held: R): void {
+    const run: Promise<void> = this.work
+      .run(work, held)
+      .catch((err: unknown) => this.options.log.error(`running ${this.options.what} failed`, err))
+      .finally(() => {
+        this.inFlight.delete(run);
+        void this.pump();
+      });
+    this.inFlight.add(run);
+  }
+}
