@@ -273,6 +273,13 @@ export class BrowserPool {
     if (!slot.busy && this.slots.includes(slot)) this.remove(slot);
   }
 
+  /** Retires the browsers whose WebDriver session is one of `ids` (their Grid node is draining: grid-drain.ts). */
+  retireSessions(ids: ReadonlySet<string>): number {
+    const leaving = this.slots.filter((s) => !s.broken && ids.has(s.sessionId));
+    for (const slot of leaving) this.retire(slot);
+    return leaving.length;
+  }
+
   private remove(slot: BrowserSlot): void {
     const i = this.slots.indexOf(slot);
     if (i >= 0) this.slots.splice(i, 1);

@@ -87,6 +87,8 @@ export class BrowserSlot {
   broken = false;
   lastUsed = Date.now();
   userAgent = '';
+  /** The WebDriver session's id (on a Grid, how its node's slots name it). */
+  sessionId = '';
   /** This slot's egress gateway: every context it creates uses it as its proxy. */
   gateway: EgressGateway | null = null;
   /** The viewport the next prepared page is set up for: the one the last capture asked for. */
@@ -286,6 +288,7 @@ export async function launchSession(opts: LaunchOptions, id: number): Promise<Br
   try {
     const cdp = await CdpConnection.open(await cdpUrlOf(driver));
     const slot = new BrowserSlot(driver, cdp, id);
+    slot.sessionId = (await driver.getSession()).getId();
     if (opts.gateway) {
       try {
         slot.gateway = await opts.gateway();

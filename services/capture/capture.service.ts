@@ -29,6 +29,7 @@ import { egressPolicyFor } from '../shared/egress';
 import { EgressGateway } from './gateway';
 import { CaptureEngine, turnOf } from './engine';
 import { CaptureFiles } from './files';
+import { GridDrainWatch } from './grid-drain';
 import { JobQueue, jobStatusOf } from './jobs';
 import { CaptureMetrics } from './metrics';
 import { readingCapture } from './page-capture';
@@ -68,6 +69,7 @@ interface CaptureState {
   pipeline: CapturePipeline;
   worker: JobWorker;
   research: ResearchRepository;
+  drainWatch: GridDrainWatch | null;
 }
 
 /** The most bytes of JSON one part of a research report carries across the transporter (NATS takes 1 MB a message). */
@@ -275,19 +277,23 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
         pool.wake();
         worker.wake();
       });
-      s = { db, store, files, screenshots, queue, pool, admission, metrics, pipeline, worker, research };
+      // On a Grid, browsers leave a draining node between captures, so it can stop without cutting one.
+      const drainWatch = config.seleniumUrl ? new GridDrainWatch({ seleniumUrl: config.seleniumUrl, pool, log: this.logger }) : null;
+      s = { db, store, files, screenshots, queue, pool, admission, metrics, pipeline, worker, research, drainWatch };
     },
     async started() {
       // Filter lists are compiled once per process; doing it now keeps the first no_ads
       // capture from paying for it. A missing list is reported by the capture that needs it.
       void blockers.get().catch(() => undefined);
       await s.pool.start();
+      s.drainWatch?.start();
       s.admission.startRenewing();
       s.worker.start();
     },
     async stopped() {
       // Running jobs get the time budget of one capture to finish; what is still running
       // then fails with the browsers and goes back to the queue.
+      s.drainWatch?.stop();
       await s.worker.stop(config.capture.timeoutMs);
       await s.pool.stop();
       await s.worker.idle();

@@ -206,6 +206,28 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
     expect(pool.stats).to.deep.equal({ sessions: 2, busy: 0, queued: 0 });
   });
 
+  it('retires the browsers of the sessions named (a draining Grid node): idle ones at once, busy ones after their capture', async () => {
+    await startPool({ sessions: 3 });
+    const [idle, busy, elsewhere] = launched as [StubSlot, StubSlot, StubSlot];
+    Object.assign(idle, { sessionId: 's-idle' });
+    Object.assign(busy, { sessionId: 's-busy' });
+    Object.assign(elsewhere, { sessionId: 's-up' });
+    ready.add(busy.id);
+    expect(await pool.acquire()).to.equal(busy);
+    expect(pool.retireSessions(new Set(['s-idle', 's-busy', 's-gone']))).to.equal(2);
+    await settle();
+    sinon.assert.calledOnce(idle.quit);
+    sinon.assert.notCalled(busy.quit);
+    sinon.assert.notCalled(elsewhere.quit);
+    // Named again at the next look: not retired twice.
+    expect(pool.retireSessions(new Set(['s-busy']))).to.equal(0);
+    pool.release(busy);
+    await settle();
+    sinon.assert.calledOnce(busy.quit);
+    expect(launcher.callCount).to.equal(5);
+    expect(pool.stats).to.deep.equal({ sessions: 3, busy: 0, queued: 0 });
+  });
+
   it('retires a browser as soon as it is found gone, and starts another', async () => {
     await startPool({ sessions: 1 });
     const [slot] = launched as [StubSlot];

@@ -15,6 +15,7 @@ import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { brokerOptions } from '../../moleculer.config';
 import { captureService } from '../../services/capture/capture.service';
+import { DRAIN_CHECK_MS } from '../../services/capture/grid-drain';
 import { ALL_SERVICES, loadConfig } from '../../services/shared/config';
 import { type EnvSource, type K8sObject, containerEnv, find, kustomizeVersion, readYaml, render, serviceDeployments } from './render';
 
@@ -145,6 +146,16 @@ describe('deploy/kubernetes: rendered and checked without a cluster', () => {
           const grace = d.spec.template.spec.terminationGracePeriodSeconds;
           expect(grace, `${d.metadata.name}: terminationGracePeriodSeconds`).to.be.at.least(preStopS + drainMs / 1000 + 10);
         }
+      });
+
+      it('gives a draining Chrome node the time for its browsers to move off it between captures', () => {
+        // preStop drains the node; the capture instances see it within DRAIN_CHECK_MS and move
+        // each browser after its capture, which CAPTURE_TIMEOUT_MS bounds (grid-drain.ts).
+        const capture = loadConfig(plainEnv(containerEnv(objects(), containerOf(find(objects(), 'Deployment', 'capture'), 'snapservice'))));
+        const node = find(objects(), 'Deployment', 'chrome-node');
+        const command = containerOf(node, 'chrome-node').lifecycle?.preStop?.exec?.command?.join(' ') ?? '';
+        expect(command).to.contain('/se/grid/node/drain');
+        expect(node.spec.template.spec.terminationGracePeriodSeconds).to.be.at.least(DRAIN_CHECK_MS / 1000 + capture.capture.timeoutMs / 1000 + 10);
       });
 
       it("has the Chrome nodes reach each capture pod's egress gateways at the pod's IP", () => {
