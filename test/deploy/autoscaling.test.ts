@@ -6,8 +6,11 @@
  * scale-up may add at most what its policy allows per period; a scale-down takes the highest
  * desired count of its stabilization window and removes at most its policy's pods per period.
  * The series: captures in flight (busy + waiting + queued jobs) of a burst, a steady stretch
- * and a drain, with jitter. The numbers come from the rendered manifest, not from here.
+ * and a drain, recorded from the service (bench/demand-record.ts). The numbers come from the
+ * rendered manifest and the recording, not from here.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
 import { type K8sObject, find, render } from './render';
 
@@ -21,16 +24,16 @@ interface Rules {
   policies: Policy[];
 }
 
-/** Captures in flight every 15 s: 2 min quiet, a 4 min burst to 28, 25 min steady about 9, then nothing. */
-function series(): number[] {
-  const out: number[] = [];
-  const jitter = (i: number) => [0, 1, -1, 0, 1, 0, -1, 1][i % 8] as number;
-  for (let i = 0; i < 8; i++) out.push(2 + (i % 2));
-  for (let i = 0; i < 16; i++) out.push(Math.min(28, 6 + i * 4) + jitter(i));
-  for (let i = 0; i < 100; i++) out.push(9 + jitter(i));
-  for (let i = 0; i < 60; i++) out.push(i < 4 ? 4 - i : 0);
-  return out;
+/**
+ * Captures in flight as the scaler's query reads them, recorded from the service under load
+ * by bench/demand-record.ts (2 callers, a burst of 28, 14 steady, then none; one sample a
+ * second, played here as one poll each).
+ */
+interface Recording {
+  phases: Record<'quiet' | 'burst' | 'steady' | 'drain', { from: number; to: number; callers: number }>;
+  samples: number[];
 }
+const recording = (): Recording => JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'test', 'deploy', 'capture-demand.recorded.json'), 'utf8')) as Recording;
 
 /** Replicas after each poll. */
 function simulate(so: K8sObject, metric: number[]): number[] {
@@ -68,16 +71,16 @@ function simulate(so: K8sObject, metric: number[]): number[] {
 describe('autoscaling of capture instances, simulated on a burst, a steady stretch and a drain', () => {
   let so: K8sObject;
   let metric: number[];
+  let phases: Recording['phases'];
   let replicas: number[];
   before(function () {
     this.timeout(30_000);
     so = find(render('overlays/large'), 'ScaledObject', 'capture');
-    metric = series();
+    ({ samples: metric, phases } = recording());
     replicas = simulate(so, metric);
     if (process.env.SIM_TRACE) console.log(metric.map((m, i) => `${m}:${replicas[i]}`).join(' '));
   });
   const step = () => so.spec.pollingInterval as number;
-  const at = (minutes: number) => Math.round((minutes * 60) / step());
 
   it('stays within its minimum and maximum', () => {
     expect(Math.min(...replicas)).to.equal(so.spec.minReplicaCount);
@@ -99,12 +102,13 @@ describe('autoscaling of capture instances, simulated on a burst, a steady stret
   });
 
   it('holds steady while the demand is steady (no flapping on jitter)', () => {
-    const steady = replicas.slice(at(2 + 4 + 20), at(2 + 4 + 25));
+    // The last 20 polls (5 minutes) of the steady stretch, well after the burst's queue drained.
+    const steady = replicas.slice(phases.steady.to - 20, phases.steady.to);
     expect(new Set(steady).size, `replicas in the steady stretch: ${steady}`).to.equal(1);
   });
 
   it('waits out its cool-down after the drain, then removes one pod at a time down to its minimum', () => {
-    const drainAt = at(2 + 4 + 25);
+    const drainAt = phases.drain.from;
     const cooldown = so.spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.stabilizationWindowSeconds / step();
     const before = replicas[drainAt - 1] as number;
     // The last poll whose demand still called for that many instances: the cool-down runs from there.
