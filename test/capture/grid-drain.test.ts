@@ -8,6 +8,7 @@
 import { expect } from 'chai';
 import { snapSuite } from '../support/capture-helpers';
 import { type Grid, gridModule } from '../support/grid';
+import { alive } from '../support/processes';
 import { sleep, until } from '../support/wait';
 
 interface NodeStatus {
@@ -16,15 +17,6 @@ interface NodeStatus {
   availability: string;
   slots: Array<{ session: { sessionId: string } | null }>;
 }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('snap on a Grid whose node is drained', function () {
   this.timeout(180_000);

@@ -98,19 +98,21 @@ export function processesMarked(name: string, value: string): number[] {
   return found;
 }
 
+/** Whether a process of that id is running (or a zombie not yet reaped). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * What is still running, after waiting up to `timeoutMs` for it to go: those of `pids`, and
  * every process carrying SNAP_TEST_MARK=`mark` (browsers and ChromeDrivers inherit it).
  */
 export async function processesLeft(mark: string, pids: number[] = [], timeoutMs = 30_000): Promise<number[]> {
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
   const left = () => [...new Set([...pids.filter(alive), ...processesMarked('SNAP_TEST_MARK', mark)])];
   const end = Date.now() + timeoutMs;
   let now = left();
