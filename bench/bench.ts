@@ -63,9 +63,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { withTimeout } from '../services/capture/browser-slot';
 import { loadConfig, type Config } from '../services/shared/config';
-import { call } from '../services/shared/contracts';
 import { type System, startSystem, stopSystem } from '../runtime/system';
-import { type FloorTab, IsolatedPool, type Work, floorCapture, openFloorTab, snapOnce } from './floor';
+import { type FloorTab, IsolatedPool, type Work, benchAccount, floorCapture, openFloorTab, snapOnce } from './floor';
 import { FORMAT, QUALITY, VIEWPORT, envSubset, publishResults, snapQuery, stopOnSignals } from './run';
 import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './pages';
 import { STALL_FACTOR, medianRatioInterval, percentile, stalledCapture } from './stats';
@@ -352,14 +351,10 @@ async function runFloor(
 // ------------------------------------------------------------------------------------------
 
 /** A bench account on a system, and the /snap URL of each row for it. */
-async function snapTarget({ broker, api }: System, pages: PageServer): Promise<(row: Row) => string> {
+async function snapTarget(system: System, pages: PageServer): Promise<(row: Row) => string> {
   // The bench's one account may use every browser it measures (its plan's limits never hold it).
-  await call(broker, 'billing.upsertPlan', { name: 'bench', paid: true, screenshot_limit: 10_000_000, max_concurrent: 64, max_queued: 64 });
-  const { access_token } = await call(broker, 'billing.createAccount', { plan: 'bench' });
-  const base = `http://127.0.0.1:${api?.port()}`;
-  return (row) => {
-    return `${base}/snap?${snapQuery(access_token, pages.origin + pages.pages[row.page], row.snap)}`;
-  };
+  const { accessToken, base } = await benchAccount(system);
+  return (row) => `${base}/snap?${snapQuery(accessToken, pages.origin + pages.pages[row.page], row.snap)}`;
 }
 
 /**

@@ -9,6 +9,8 @@ import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { type BrowserSlot, launchSession, withTimeout } from '../services/capture/browser-slot';
 import type { Config } from '../services/shared/config';
+import { call } from '../services/shared/contracts';
+import type { System } from '../runtime/system';
 import { FORMAT, QUALITY, VIEWPORT } from './run';
 
 export const STEP_TIMEOUT_MS = 60_000;
@@ -216,4 +218,11 @@ export function snapOnce(agent: http.Agent, url: string): Promise<number> {
     req.on('timeout', () => req.destroy(new Error('/snap request timed out')));
     req.on('error', reject);
   });
+}
+
+/** A bench account on a system, on a plan whose limits never hold it, and the system's base URL. */
+export async function benchAccount({ broker, api }: System): Promise<{ accessToken: string; base: string }> {
+  await call(broker, 'billing.upsertPlan', { name: 'bench', paid: true, screenshot_limit: 10_000_000, max_concurrent: 64, max_queued: 64 });
+  const { access_token } = await call(broker, 'billing.createAccount', { plan: 'bench' });
+  return { accessToken: access_token, base: `http://127.0.0.1:${api?.port()}` };
 }
