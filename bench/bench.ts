@@ -67,6 +67,7 @@ import { type System, startSystem, stopSystem } from '../runtime/system';
 import { type FloorTab, IsolatedPool, type Work, benchAccount, floorCapture, openFloorTab, snapOnce } from './floor';
 import { FORMAT, QUALITY, VIEWPORT, envSubset, publishResults, snapQuery, stopOnSignals } from './run';
 import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './pages';
+import { machineCpuMs } from './procs';
 import { STALL_FACTOR, medianRatioInterval, percentile, stalledCapture } from './stats';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -180,18 +181,6 @@ interface Stats {
   selfCpuMs: number;
 }
 
-/** Busy CPU time of the whole machine so far, ms (from /proc/stat; 0 where there is none). */
-function machineCpuMs(): number {
-  try {
-    const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
-    // user nice system idle iowait irq softirq steal: everything but idle and iowait is busy.
-    const busy = fields[0]! + fields[1]! + fields[2]! + fields[5]! + fields[6]! + (fields[7] ?? 0);
-    return (busy * 1000) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return 0;
-  }
-}
-const CLOCK_TICKS_PER_SECOND = 100;
 
 function selfCpuMs(): number {
   const u = process.cpuUsage();

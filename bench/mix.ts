@@ -48,7 +48,7 @@ import { loadConfig } from '../services/shared/config';
 import { type FloorTab, IsolatedPool, type Work, benchAccount, floorCapture, openFloorTab, snapOnce } from './floor';
 import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './pages';
 import { descendantsNamed, machineCpuMs, processes, treesUse } from './procs';
-import { envSubset, publishResults, snapQuery, stopOnSignals } from './run';
+import { envSubset, publishResults, runBench, snapQuery } from './run';
 import { MIX_WEIGHTS, type MixItem, type MixPage, mixSequence, siteName, startFloorProxy, startSitesDns } from './sites';
 import { medianRatioInterval, percentile, stalledCapture } from './stats';
 
@@ -303,122 +303,102 @@ function report(results: Record<number, Record<Side, Figures>>, info: { chromium
 // main
 // ------------------------------------------------------------------------------------------
 
-async function main(): Promise<void> {
+runBench('mix', async (cleanups) => {
   const t0 = performance.now();
-  const cleanups: Array<() => Promise<void>> = [];
-  let cleaning: Promise<void> | null = null;
-  const cleanup = () => {
-    cleaning ??= (async () => {
-      for (const fn of cleanups.splice(0).reverse()) await fn().catch((err: Error) => progress(`cleanup: ${err.message}`));
-    })();
-    return cleaning;
-  };
-  const removeSignalHandlers = stopOnSignals(cleanup, progress);
   const load = [os.loadavg()[0]!];
-  try {
-    progress('starting the Selenium Grid, the page server and the DNS server');
-    const [grid, pages, dns] = await Promise.all([
-      gridModule.startGrid({ mode: 'standalone', maxSessions: 3 * SESSIONS, port: 0, sessionTimeout: 300 }),
-      startPageServerProcess(),
-      startSitesDns(SITES),
-    ]);
-    cleanups.push(() => grid.stop(), () => pages.stop(), () => dns.stop());
-    const proxy = await startFloorProxy(dns.address);
-    cleanups.push(() => proxy.stop());
-    const port = new URL(pages.origin).port;
-    const urlOf = (item: MixItem) => `http://${siteName(item.site)}:${port}${pages.pages[item.page]}`;
+  progress('starting the Selenium Grid, the page server and the DNS server');
+  const [grid, pages, dns] = await Promise.all([
+    gridModule.startGrid({ mode: 'standalone', maxSessions: 3 * SESSIONS, port: 0, sessionTimeout: 300 }),
+    startPageServerProcess(),
+    startSitesDns(SITES),
+  ]);
+  cleanups.push(() => grid.stop(), () => pages.stop(), () => dns.stop());
+  const proxy = await startFloorProxy(dns.address);
+  cleanups.push(() => proxy.stop());
+  const port = new URL(pages.origin).port;
+  const urlOf = (item: MixItem) => `http://${siteName(item.site)}:${port}${pages.pages[item.page]}`;
 
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'snap-mix-'));
-    cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
-    const passThrough = Object.fromEntries(['CHROME_BIN', 'CHROMEDRIVER_BIN', 'CHROME_EXTRA_ARGS'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
-    const config = loadConfig({
-      ...passThrough,
-      DATA_DIR: dataDir,
-      SELENIUM_URL: grid.url,
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      EGRESS_GATEWAY: 'on',
-      EGRESS_DNS_SERVERS: dns.address,
-      CAPTURE_SESSIONS: String(SESSIONS),
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_MAX: '0',
-    });
-    const gridPid = grid.pids[0]!;
-    const drivers = () => new Set(descendantsNamed(processes(), gridPid, 'chromedriver'));
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'snap-mix-'));
+  cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const passThrough = Object.fromEntries(['CHROME_BIN', 'CHROMEDRIVER_BIN', 'CHROME_EXTRA_ARGS'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
+  const config = loadConfig({
+    ...passThrough,
+    DATA_DIR: dataDir,
+    SELENIUM_URL: grid.url,
+    ALLOW_PRIVATE_NETWORKS: 'true',
+    EGRESS_GATEWAY: 'on',
+    EGRESS_DNS_SERVERS: dns.address,
+    CAPTURE_SESSIONS: String(SESSIONS),
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_MAX: '0',
+  });
+  const gridPid = grid.pids[0]!;
+  const drivers = () => new Set(descendantsNamed(processes(), gridPid, 'chromedriver'));
 
-    const tabs = new Set<FloorTab>();
-    cleanups.push(async () => {
-      await Promise.all([...tabs].map((t) => t.slot.quit()));
-    });
-    const open = async (n: number, first: number) =>
-      Promise.all(
-        Array.from({ length: n }, async (_, i) => {
-          const tab = await withTimeout(openFloorTab(config, first + i, proxy.proxyServer), 120_000, 'opening a Grid session');
-          tabs.add(tab);
-          return tab;
-        }),
-      );
-    // The warm tabs one at a time, so each one's ChromeDriver is known (worker w uses tab w).
-    progress(`opening ${SESSIONS} warm-tab sessions and ${SESSIONS} for the isolated floor`);
-    const warmTabs: FloorTab[] = [];
-    const warmRoots: number[] = [];
-    for (let i = 0; i < SESSIONS; i++) {
-      const known = drivers();
-      warmTabs.push(...(await open(1, 200 + i)));
-      warmRoots.push(...[...drivers()].filter((p) => !known.has(p)));
-    }
-    let known = drivers();
-    const isolatedTabs = await open(SESSIONS, 300);
-    const isolatedRoots = [...drivers()].filter((p) => !known.has(p));
-    const isolatedPool = new IsolatedPool(
-      isolatedTabs.map((t) => t.slot),
-      proxy.proxyServer,
+  const tabs = new Set<FloorTab>();
+  cleanups.push(async () => {
+    await Promise.all([...tabs].map((t) => t.slot.quit()));
+  });
+  const open = async (n: number, first: number) =>
+    Promise.all(
+      Array.from({ length: n }, async (_, i) => {
+        const tab = await withTimeout(openFloorTab(config, first + i, proxy.proxyServer), 120_000, 'opening a Grid session');
+        tabs.add(tab);
+        return tab;
+      }),
     );
-    cleanups.push(() => isolatedPool.close());
-    const chromium = (await warmTabs[0]!.slot.cdp.send<{ product: string }>('Browser.getVersion')).product;
-
-    progress(`starting the system (SQLite, ${SESSIONS} capture sessions, gateway on, EGRESS_DNS_SERVERS=${dns.address})`);
-    known = drivers();
-    const systems: System[] = [];
-    cleanups.push(async () => {
-      await Promise.all(systems.splice(0).map((s) => stopSystem(s)));
-    });
-    const system = await withTimeout(startSystem(config), 180_000, 'starting the system');
-    systems.push(system);
-    const floorRoots = new Set([...warmRoots, ...isolatedRoots]);
-    const snapRoots = () => [process.pid, ...[...drivers()].filter((p) => !floorRoots.has(p))];
-    const { accessToken, base } = await benchAccount(system);
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 2 * SESSIONS });
-    cleanups.push(async () => agent.destroy());
-
-    const sides: SideRuntime[] = [
-      { side: 'warm', roots: (c) => warmRoots.slice(0, c), op: (w, item) => floorCapture(warmTabs[w]!, urlOf(item), WORK[item.page], true), cursor: 0 },
-      { side: 'isolated', roots: () => isolatedRoots, op: (_w, item) => isolatedPool.capture(urlOf(item), WORK[item.page]), cursor: 0 },
-      // This process is counted by turn (selfCpuMs), not as a tree: only its ChromeDrivers here (pages, the DNS server's replies excluded).
-      { side: 'snap', roots: () => snapRoots().slice(1), op: (_w, item) => snapOnce(agent, `${base}/snap?${snapQuery(accessToken, urlOf(item), SNAP_OPTIONS[item.page])}`), cursor: 0 },
-    ];
-    const seq = mixSequence(Math.max(SITES, 10), SITES);
-    const results: Record<number, Record<Side, Figures>> = {};
-    for (const c of CONCURRENCY) {
-      progress(`concurrency ${c}: ${ITERATIONS[c]} captures per side`);
-      const cells = await runCell(sides, seq, c);
-      results[c] = Object.fromEntries(SIDES.map((s) => [s, figures(cells[s])])) as Record<Side, Figures>;
-      for (const s of SIDES) {
-        const fg = results[c]![s];
-        progress(`${s.padEnd(8)} c=${c}: p50 ${f0(fg.p50)} ms, p95 ${f0(fg.p95)} ms, ${f2(fg.perSecond)}/s, CPU ${f0(fg.cpuMs)} ms (self ${f0(fg.selfMs)}), RSS ${f0(fg.rssMiB)} MiB`);
-      }
-    }
-    load.push(os.loadavg()[0]!);
-    publishResults('mix', report(results, { chromium, seconds: (performance.now() - t0) / 1000, load, pages }), FULL_RUN, progress);
-  } finally {
-    await cleanup();
-    removeSignalHandlers();
+  // The warm tabs one at a time, so each one's ChromeDriver is known (worker w uses tab w).
+  progress(`opening ${SESSIONS} warm-tab sessions and ${SESSIONS} for the isolated floor`);
+  const warmTabs: FloorTab[] = [];
+  const warmRoots: number[] = [];
+  for (let i = 0; i < SESSIONS; i++) {
+    const known = drivers();
+    warmTabs.push(...(await open(1, 200 + i)));
+    warmRoots.push(...[...drivers()].filter((p) => !known.has(p)));
   }
-}
+  let known = drivers();
+  const isolatedTabs = await open(SESSIONS, 300);
+  const isolatedRoots = [...drivers()].filter((p) => !known.has(p));
+  const isolatedPool = new IsolatedPool(
+    isolatedTabs.map((t) => t.slot),
+    proxy.proxyServer,
+  );
+  cleanups.push(() => isolatedPool.close());
+  const chromium = (await warmTabs[0]!.slot.cdp.send<{ product: string }>('Browser.getVersion')).product;
 
-main().catch((err: Error) => {
-  process.stderr.write(`[mix] FAILED: ${err.stack ?? err.message}\n`);
-  process.exitCode = 1;
-  setTimeout(() => process.exit(1), 10_000).unref();
+  progress(`starting the system (SQLite, ${SESSIONS} capture sessions, gateway on, EGRESS_DNS_SERVERS=${dns.address})`);
+  known = drivers();
+  const systems: System[] = [];
+  cleanups.push(async () => {
+    await Promise.all(systems.splice(0).map((s) => stopSystem(s)));
+  });
+  const system = await withTimeout(startSystem(config), 180_000, 'starting the system');
+  systems.push(system);
+  const floorRoots = new Set([...warmRoots, ...isolatedRoots]);
+  const snapRoots = () => [process.pid, ...[...drivers()].filter((p) => !floorRoots.has(p))];
+  const { accessToken, base } = await benchAccount(system);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 2 * SESSIONS });
+  cleanups.push(async () => agent.destroy());
+
+  const sides: SideRuntime[] = [
+    { side: 'warm', roots: (c) => warmRoots.slice(0, c), op: (w, item) => floorCapture(warmTabs[w]!, urlOf(item), WORK[item.page], true), cursor: 0 },
+    { side: 'isolated', roots: () => isolatedRoots, op: (_w, item) => isolatedPool.capture(urlOf(item), WORK[item.page]), cursor: 0 },
+    // This process is counted by turn (selfCpuMs), not as a tree: only its ChromeDrivers here (pages, the DNS server's replies excluded).
+    { side: 'snap', roots: () => snapRoots().slice(1), op: (_w, item) => snapOnce(agent, `${base}/snap?${snapQuery(accessToken, urlOf(item), SNAP_OPTIONS[item.page])}`), cursor: 0 },
+  ];
+  const seq = mixSequence(Math.max(SITES, 10), SITES);
+  const results: Record<number, Record<Side, Figures>> = {};
+  for (const c of CONCURRENCY) {
+    progress(`concurrency ${c}: ${ITERATIONS[c]} captures per side`);
+    const cells = await runCell(sides, seq, c);
+    results[c] = Object.fromEntries(SIDES.map((s) => [s, figures(cells[s])])) as Record<Side, Figures>;
+    for (const s of SIDES) {
+      const fg = results[c]![s];
+      progress(`${s.padEnd(8)} c=${c}: p50 ${f0(fg.p50)} ms, p95 ${f0(fg.p95)} ms, ${f2(fg.perSecond)}/s, CPU ${f0(fg.cpuMs)} ms (self ${f0(fg.selfMs)}), RSS ${f0(fg.rssMiB)} MiB`);
+    }
+  }
+  load.push(os.loadavg()[0]!);
+  publishResults('mix', report(results, { chromium, seconds: (performance.now() - t0) / 1000, load, pages }), FULL_RUN, progress);
 });

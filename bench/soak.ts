@@ -31,7 +31,7 @@ import { loadConfig } from '../services/shared/config';
 import { benchAccount, snapOnce } from './floor';
 import { SCRIPT_SELECTOR, startPageServerProcess } from './pages';
 import { descendantsNamed, processes, tree, treesUse } from './procs';
-import { envPositiveInt, publishResults, snapQuery, stopOnSignals } from './run';
+import { envPositiveInt, publishResults, runBench, snapQuery } from './run';
 import { MIX_WEIGHTS, type MixItem, type MixPage, mixSequence, siteName, startSitesDns } from './sites';
 import { percentile } from './stats';
 
@@ -118,159 +118,136 @@ function watchPoolWarnings(): { reasons: Map<string, number>; restore(): void } 
 
 const mib = (b: number) => (b / 2 ** 20).toFixed(1);
 
-async function main(): Promise<void> {
+runBench('soak', async (cleanups, stopping) => {
   const t0 = performance.now();
-  const cleanups: Array<() => Promise<void>> = [];
-  let cleaning: Promise<void> | null = null;
-  const cleanup = () => {
-    cleaning ??= (async () => {
-      for (const fn of cleanups.splice(0).reverse()) await fn().catch((err: Error) => progress(`cleanup: ${err.message}`));
-    })();
-    return cleaning;
-  };
-  let stopping = false;
-  const removeSignalHandlers = stopOnSignals(cleanup, progress, () => {
-    stopping = true;
-  });
   const load = [os.loadavg()[0]!];
-  try {
-    const [pages, dns] = await Promise.all([startPageServerProcess(), startSitesDns(SITES)]);
-    cleanups.push(() => pages.stop(), () => dns.stop());
-    const port = new URL(pages.origin).port;
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'snap-soak-'));
-    cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
-    const passThrough = Object.fromEntries(['CHROME_BIN', 'CHROMEDRIVER_BIN', 'CHROME_EXTRA_ARGS'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
-    const config = loadConfig({
-      ...passThrough,
-      DATA_DIR: dataDir,
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      EGRESS_DNS_SERVERS: dns.address,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_MAX: '0',
-    });
-    const warnings = watchPoolWarnings();
-    cleanups.push(async () => warnings.restore());
-    progress(`starting the embedded system (SQLite, a local ChromeDriver, ${config.capture.sessions} capture sessions)`);
-    const systems: System[] = [];
-    cleanups.push(async () => {
-      await Promise.all(systems.splice(0).map((s) => stopSystem(s)));
-    });
-    const system = await withTimeout(startSystem(config), 180_000, 'starting the system');
-    systems.push(system);
-    const { accessToken, base } = await benchAccount(system);
-    const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-    cleanups.push(async () => agent.destroy());
+  const [pages, dns] = await Promise.all([startPageServerProcess(), startSitesDns(SITES)]);
+  cleanups.push(() => pages.stop(), () => dns.stop());
+  const port = new URL(pages.origin).port;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'snap-soak-'));
+  cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const passThrough = Object.fromEntries(['CHROME_BIN', 'CHROMEDRIVER_BIN', 'CHROME_EXTRA_ARGS'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
+  const config = loadConfig({
+    ...passThrough,
+    DATA_DIR: dataDir,
+    ALLOW_PRIVATE_NETWORKS: 'true',
+    EGRESS_DNS_SERVERS: dns.address,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_MAX: '0',
+  });
+  const warnings = watchPoolWarnings();
+  cleanups.push(async () => warnings.restore());
+  progress(`starting the embedded system (SQLite, a local ChromeDriver, ${config.capture.sessions} capture sessions)`);
+  const systems: System[] = [];
+  cleanups.push(async () => {
+    await Promise.all(systems.splice(0).map((s) => stopSystem(s)));
+  });
+  const system = await withTimeout(startSystem(config), 180_000, 'starting the system');
+  systems.push(system);
+  const { accessToken, base } = await benchAccount(system);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  cleanups.push(async () => agent.destroy());
 
-    const driversNow = () => descendantsNamed(processes(), process.pid, 'chromedriver');
-    const initialDrivers = new Set(driversNow());
-    const seenDrivers = new Set(initialDrivers);
-    const driverWatch = setInterval(() => {
-      for (const p of driversNow()) seenDrivers.add(p);
-    }, 1_000);
-    cleanups.push(async () => clearInterval(driverWatch));
-
-    const seq = mixSequence(CAPTURES, SITES);
-    const latencies: Array<{ i: number; page: MixPage; ms: number }> = [];
-    const failures = new Map<string, number>();
-    const samples: Sample[] = [];
-    const sample = (captures: number) => {
-      const drivers = driversNow();
-      const procs = processes();
-      const browsers = treesUse(drivers, [], procs);
-      const treeSize = drivers.reduce((n, d) => n + tree(procs, d).length, 0);
-      const mem = process.memoryUsage();
-      samples.push({ captures, serviceRss: mem.rss, heapUsed: mem.heapUsed, browsersRss: browsers.rssBytes, browserProcesses: treeSize, fds: fdCount(), dataBytes: dirBytes(dataDir) });
-    };
-    sample(0);
-    let next = 0;
-    let done = 0;
-    const urlOf = (item: MixItem) => `http://${siteName(item.site)}:${port}${pages.pages[item.page]}`;
-    progress(`${CAPTURES} captures at concurrency ${CONCURRENCY} (warm-up ${WARMUP})`);
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (next < CAPTURES && !stopping) {
-          const i = next++;
-          const item = seq[i]!;
-          const s = performance.now();
-          try {
-            await snapOnce(agent, `${base}/snap?${snapQuery(accessToken, urlOf(item), SNAP_OPTIONS[item.page])}`);
-            latencies.push({ i, page: item.page, ms: performance.now() - s });
-          } catch (err) {
-            const key = (err as Error).message.slice(0, 120);
-            failures.set(key, (failures.get(key) ?? 0) + 1);
-          }
-          done++;
-          if (done % SAMPLE_EVERY === 0) sample(done);
-          if (done % 500 === 0) progress(`${done} of ${CAPTURES} (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
-        }
-      }),
-    );
-    if (done % SAMPLE_EVERY !== 0) sample(done);
+  const driversNow = () => descendantsNamed(processes(), process.pid, 'chromedriver');
+  const initialDrivers = new Set(driversNow());
+  const seenDrivers = new Set(initialDrivers);
+  const driverWatch = setInterval(() => {
     for (const p of driversNow()) seenDrivers.add(p);
-    load.push(os.loadavg()[0]!);
-    const seconds = (performance.now() - t0) / 1000;
+  }, 1_000);
+  cleanups.push(async () => clearInterval(driverWatch));
 
-    // ---- report
-    const byOrder = [...latencies].sort((a, b) => a.i - b.i);
-    const measured = byOrder.filter((l) => l.i >= WARMUP);
-    const window = Math.min(1000, Math.floor(measured.length / 4));
-    const p95 = (xs: Array<{ ms: number }>) => percentile(xs.map((l) => l.ms).sort((a, b) => a - b), 0.95);
-    const p50 = (xs: Array<{ ms: number }>) => percentile(xs.map((l) => l.ms).sort((a, b) => a - b), 0.5);
-    const first = measured.slice(0, window);
-    const last = measured.slice(-window);
-    const drift = p95(last) / p95(first);
-    const after = samples.filter((s) => s.captures >= WARMUP);
-    const growth = (f: (s: Sample) => number) => slope(after.map((s) => s.captures), after.map(f)) * 1000;
-    const restarts = seenDrivers.size - initialDrivers.size;
-    const explained = [...warnings.reasons.values()].reduce((a, b) => a + b, 0);
-    const cpus = os.cpus();
-    const end = samples[samples.length - 1]!;
-    const start = after[0] ?? samples[0]!;
-    const lines: string[] = [];
-    lines.push('# Soak: the mixed workload on the embedded default (bench/soak.ts)', '');
-    lines.push(
-      `Run ${new Date().toISOString()} (${seconds.toFixed(0)} s in all)${FULL_RUN ? '' : `, reduced (SOAK_CAPTURES=${CAPTURES})`}. ` +
-        `Machine: ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB RAM, Node ${process.version}. ` +
-        `Load average (1 min) at the start and at the end: ${load.map((l) => l.toFixed(2)).join(' / ')}.`,
-      '',
-      `${CAPTURES} GET /snap (wait=0, ttl=0) of the mix (${Object.entries(MIX_WEIGHTS)
-        .map(([p, w]) => `${w} ${p}`)
-        .join(', ')} in every ten, over ${SITES} site names) at concurrency ${CONCURRENCY}, on the embedded default: one process, SQLite, a local ChromeDriver, ` +
-        `${config.capture.sessions} capture sessions, the egress gateway on. ${latencies.length} answered 200, ${CAPTURES - latencies.length} failed` +
-        `${failures.size ? ` (${[...failures].map(([m, n]) => `${n}x ${m}`).join('; ')})` : ''}; ${((latencies.length / seconds) * 1).toFixed(2)} captures/s. ` +
-        `Growth is measured after ${WARMUP} warm-up captures, over samples taken every ${SAMPLE_EVERY} captures (least squares).`,
-      '',
-      '| measure | after warm-up | at the end | growth per 1000 captures |',
-      '|---|---:|---:|---:|',
-      `| service process RSS (MiB) | ${mib(start.serviceRss)} | ${mib(end.serviceRss)} | ${mib(growth((s) => s.serviceRss))} |`,
-      `| service V8 heap used (MiB) | ${mib(start.heapUsed)} | ${mib(end.heapUsed)} | ${mib(growth((s) => s.heapUsed))} |`,
-      `| browsers' RSS, ChromeDrivers' trees (MiB) | ${mib(start.browsersRss)} | ${mib(end.browsersRss)} | ${mib(growth((s) => s.browsersRss))} |`,
-      `| processes in the browsers' trees | ${start.browserProcesses} | ${end.browserProcesses} | ${growth((s) => s.browserProcesses).toFixed(1)} |`,
-      `| open file descriptors (service) | ${start.fds} | ${end.fds} | ${growth((s) => s.fds).toFixed(1)} |`,
-      `| data directory (MiB: the archive's images and SQLite, growing by design) | ${mib(start.dataBytes)} | ${mib(end.dataBytes)} | ${mib(growth((s) => s.dataBytes))} |`,
-      '',
-      `Latency, ms (p50 / p95): the first ${window} captures after the warm-up ${p50(first).toFixed(0)} / ${p95(first).toFixed(0)}, the last ${window} ${p50(last).toFixed(0)} / ${p95(last).toFixed(0)}.`,
-      '',
-      `Browser restarts: ${restarts}${restarts ? ` (${[...warnings.reasons].map(([r, n]) => `${r}: ${n}`).join(', ')}${restarts > explained ? `${explained ? ', ' : ''}other (no warning): ${restarts - explained}` : ''})` : ''}; ` +
-        'planned: none (the pool has no planned recycle; it replaces a browser only when it is lost, stops answering or breaks).',
-      '',
-      `- The last ${window} captures' p95 within ${P95_DRIFT * 100}% of the first ${window}'s after the warm-up: **${Math.abs(drift - 1) <= P95_DRIFT ? 'MET' : 'NOT MET'}** (${drift.toFixed(2)}x).`,
-      `- No browser restarted for any reason: **${restarts === 0 ? 'MET' : 'NOT MET'}** (${restarts}).`,
-      `- Every capture answered: **${failures.size === 0 ? 'MET' : 'NOT MET'}** (${CAPTURES - latencies.length} failed).`,
-      '',
-    );
-    warnings.restore();
-    publishResults('soak', lines.join('\n'), FULL_RUN && !stopping, progress);
-  } finally {
-    await cleanup();
-    removeSignalHandlers();
-  }
-}
+  const seq = mixSequence(CAPTURES, SITES);
+  const latencies: Array<{ i: number; page: MixPage; ms: number }> = [];
+  const failures = new Map<string, number>();
+  const samples: Sample[] = [];
+  const sample = (captures: number) => {
+    const drivers = driversNow();
+    const procs = processes();
+    const browsers = treesUse(drivers, [], procs);
+    const treeSize = drivers.reduce((n, d) => n + tree(procs, d).length, 0);
+    const mem = process.memoryUsage();
+    samples.push({ captures, serviceRss: mem.rss, heapUsed: mem.heapUsed, browsersRss: browsers.rssBytes, browserProcesses: treeSize, fds: fdCount(), dataBytes: dirBytes(dataDir) });
+  };
+  sample(0);
+  let next = 0;
+  let done = 0;
+  const urlOf = (item: MixItem) => `http://${siteName(item.site)}:${port}${pages.pages[item.page]}`;
+  progress(`${CAPTURES} captures at concurrency ${CONCURRENCY} (warm-up ${WARMUP})`);
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < CAPTURES && !stopping()) {
+        const i = next++;
+        const item = seq[i]!;
+        const s = performance.now();
+        try {
+          await snapOnce(agent, `${base}/snap?${snapQuery(accessToken, urlOf(item), SNAP_OPTIONS[item.page])}`);
+          latencies.push({ i, page: item.page, ms: performance.now() - s });
+        } catch (err) {
+          const key = (err as Error).message.slice(0, 120);
+          failures.set(key, (failures.get(key) ?? 0) + 1);
+        }
+        done++;
+        if (done % SAMPLE_EVERY === 0) sample(done);
+        if (done % 500 === 0) progress(`${done} of ${CAPTURES} (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+      }
+    }),
+  );
+  if (done % SAMPLE_EVERY !== 0) sample(done);
+  for (const p of driversNow()) seenDrivers.add(p);
+  load.push(os.loadavg()[0]!);
+  const seconds = (performance.now() - t0) / 1000;
 
-main().catch((err: Error) => {
-  process.stderr.write(`[soak] FAILED: ${err.stack ?? err.message}\n`);
-  process.exitCode = 1;
-  setTimeout(() => process.exit(1), 10_000).unref();
+  // ---- report
+  const byOrder = [...latencies].sort((a, b) => a.i - b.i);
+  const measured = byOrder.filter((l) => l.i >= WARMUP);
+  const window = Math.min(1000, Math.floor(measured.length / 4));
+  const p95 = (xs: Array<{ ms: number }>) => percentile(xs.map((l) => l.ms).sort((a, b) => a - b), 0.95);
+  const p50 = (xs: Array<{ ms: number }>) => percentile(xs.map((l) => l.ms).sort((a, b) => a - b), 0.5);
+  const first = measured.slice(0, window);
+  const last = measured.slice(-window);
+  const drift = p95(last) / p95(first);
+  const after = samples.filter((s) => s.captures >= WARMUP);
+  const growth = (f: (s: Sample) => number) => slope(after.map((s) => s.captures), after.map(f)) * 1000;
+  const restarts = seenDrivers.size - initialDrivers.size;
+  const explained = [...warnings.reasons.values()].reduce((a, b) => a + b, 0);
+  const cpus = os.cpus();
+  const end = samples[samples.length - 1]!;
+  const start = after[0] ?? samples[0]!;
+  const lines: string[] = [];
+  lines.push('# Soak: the mixed workload on the embedded default (bench/soak.ts)', '');
+  lines.push(
+    `Run ${new Date().toISOString()} (${seconds.toFixed(0)} s in all)${FULL_RUN ? '' : `, reduced (SOAK_CAPTURES=${CAPTURES})`}. ` +
+      `Machine: ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB RAM, Node ${process.version}. ` +
+      `Load average (1 min) at the start and at the end: ${load.map((l) => l.toFixed(2)).join(' / ')}.`,
+    '',
+    `${CAPTURES} GET /snap (wait=0, ttl=0) of the mix (${Object.entries(MIX_WEIGHTS)
+      .map(([p, w]) => `${w} ${p}`)
+      .join(', ')} in every ten, over ${SITES} site names) at concurrency ${CONCURRENCY}, on the embedded default: one process, SQLite, a local ChromeDriver, ` +
+      `${config.capture.sessions} capture sessions, the egress gateway on. ${latencies.length} answered 200, ${CAPTURES - latencies.length} failed` +
+      `${failures.size ? ` (${[...failures].map(([m, n]) => `${n}x ${m}`).join('; ')})` : ''}; ${((latencies.length / seconds) * 1).toFixed(2)} captures/s. ` +
+      `Growth is measured after ${WARMUP} warm-up captures, over samples taken every ${SAMPLE_EVERY} captures (least squares).`,
+    '',
+    '| measure | after warm-up | at the end | growth per 1000 captures |',
+    '|---|---:|---:|---:|',
+    `| service process RSS (MiB) | ${mib(start.serviceRss)} | ${mib(end.serviceRss)} | ${mib(growth((s) => s.serviceRss))} |`,
+    `| service V8 heap used (MiB) | ${mib(start.heapUsed)} | ${mib(end.heapUsed)} | ${mib(growth((s) => s.heapUsed))} |`,
+    `| browsers' RSS, ChromeDrivers' trees (MiB) | ${mib(start.browsersRss)} | ${mib(end.browsersRss)} | ${mib(growth((s) => s.browsersRss))} |`,
+    `| processes in the browsers' trees | ${start.browserProcesses} | ${end.browserProcesses} | ${growth((s) => s.browserProcesses).toFixed(1)} |`,
+    `| open file descriptors (service) | ${start.fds} | ${end.fds} | ${growth((s) => s.fds).toFixed(1)} |`,
+    `| data directory (MiB: the archive's images and SQLite, growing by design) | ${mib(start.dataBytes)} | ${mib(end.dataBytes)} | ${mib(growth((s) => s.dataBytes))} |`,
+    '',
+    `Latency, ms (p50 / p95): the first ${window} captures after the warm-up ${p50(first).toFixed(0)} / ${p95(first).toFixed(0)}, the last ${window} ${p50(last).toFixed(0)} / ${p95(last).toFixed(0)}.`,
+    '',
+    `Browser restarts: ${restarts}${restarts ? ` (${[...warnings.reasons].map(([r, n]) => `${r}: ${n}`).join(', ')}${restarts > explained ? `${explained ? ', ' : ''}other (no warning): ${restarts - explained}` : ''})` : ''}; ` +
+      'planned: none (the pool has no planned recycle; it replaces a browser only when it is lost, stops answering or breaks).',
+    '',
+    `- The last ${window} captures' p95 within ${P95_DRIFT * 100}% of the first ${window}'s after the warm-up: **${Math.abs(drift - 1) <= P95_DRIFT ? 'MET' : 'NOT MET'}** (${drift.toFixed(2)}x).`,
+    `- No browser restarted for any reason: **${restarts === 0 ? 'MET' : 'NOT MET'}** (${restarts}).`,
+    `- Every capture answered: **${failures.size === 0 ? 'MET' : 'NOT MET'}** (${CAPTURES - latencies.length} failed).`,
+    '',
+  );
+  warnings.restore();
+  publishResults('soak', lines.join('\n'), FULL_RUN && !stopping(), progress);
 });
