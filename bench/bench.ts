@@ -61,12 +61,13 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { type BrowserSlot, launchSession, withTimeout } from '../services/capture/browser-slot';
+import { withTimeout } from '../services/capture/browser-slot';
 import { loadConfig, type Config } from '../services/shared/config';
-import { call } from '../services/shared/contracts';
 import { type System, startSystem, stopSystem } from '../runtime/system';
+import { type FloorTab, IsolatedPool, type Work, benchAccount, floorCapture, openFloorTab, snapOnce } from './floor';
 import { FORMAT, QUALITY, VIEWPORT, envSubset, publishResults, snapQuery, stopOnSignals } from './run';
 import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './pages';
+import { machineCpuMs } from './procs';
 import { STALL_FACTOR, medianRatioInterval, percentile, stalledCapture } from './stats';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -74,10 +75,6 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const ALL_CONCURRENCY = [1, 2, 4] as const;
 const PAGE_NAMES = ['simple', 'heavy', 'script', 'long'] as const;
 type PageName = (typeof PAGE_NAMES)[number];
-const STEP_TIMEOUT_MS = 60_000;
-
-/** What a capture does between the load event and the screenshot, in the floors (raw CDP) as in /snap (its options). */
-type Work = { kind: 'viewport' } | { kind: 'wait_for'; selector: string } | { kind: 'fullpage' };
 
 /** A row of the tables: a page, the /snap options that capture it, and the floors' same complete work. */
 interface Row {
@@ -184,18 +181,6 @@ interface Stats {
   selfCpuMs: number;
 }
 
-/** Busy CPU time of the whole machine so far, ms (from /proc/stat; 0 where there is none). */
-function machineCpuMs(): number {
-  try {
-    const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
-    // user nice system idle iowait irq softirq steal: everything but idle and iowait is busy.
-    const busy = fields[0]! + fields[1]! + fields[2]! + fields[5]! + fields[6]! + (fields[7] ?? 0);
-    return (busy * 1000) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return 0;
-  }
-}
-const CLOCK_TICKS_PER_SECOND = 100;
 
 function selfCpuMs(): number {
   const u = process.cpuUsage();
@@ -261,176 +246,6 @@ async function measure(label: string, workers: number, op: (worker: number) => P
 // ------------------------------------------------------------------------------------------
 // (a) the floor: raw CDP in the same Grid sessions
 // ------------------------------------------------------------------------------------------
-
-interface FloorTab {
-  slot: BrowserSlot;
-  sessionId: string;
-}
-
-/** A page (target in its own window) in a fresh browser context, with the bench's viewport. */
-async function openPage(slot: BrowserSlot): Promise<{ contextId: string; sessionId: string }> {
-  const { cdp } = slot;
-  const { browserContextId } = await cdp.send<{ browserContextId: string }>('Target.createBrowserContext', { disposeOnDetach: false });
-  const { targetId } = await cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId, newWindow: true });
-  const { sessionId } = await cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
-  await cdp.send('Page.enable', {}, sessionId);
-  await cdp.send('Emulation.setDeviceMetricsOverride', { ...VIEWPORT, deviceScaleFactor: 1, mobile: false }, sessionId);
-  return { contextId: browserContextId, sessionId };
-}
-
-async function openFloorTab(config: Readonly<Config>, id: number): Promise<FloorTab> {
-  const slot = await launchSession(
-    { seleniumUrl: config.seleniumUrl, chromeBin: config.capture.chromeBin, chromedriverBin: config.capture.chromedriverBin, extraArgs: config.capture.extraArgs },
-    id,
-  );
-  try {
-    return { slot, sessionId: (await openPage(slot)).sessionId };
-  } catch (err) {
-    await slot.quit();
-    throw err;
-  }
-}
-
-/** Evaluates an expression in the tab's page, awaiting the promise it returns, and gives back its value. */
-async function evaluate<T>(tab: FloorTab, expression: string, what: string): Promise<T> {
-  const r = await withTimeout(
-    tab.slot.cdp.send<{ result: { value: T }; exceptionDetails?: { text: string } }>('Runtime.evaluate', { expression, awaitPromise: true, returnByValue: true }, tab.sessionId),
-    STEP_TIMEOUT_MS,
-    what,
-  );
-  if (r.exceptionDetails) throw new Error(`floor: ${what}: ${r.exceptionDetails.text}`);
-  return r.result.value;
-}
-
-/** Resolves as soon as an element matches (at once if one does), on the page's own mutations: the floor does not poll. */
-const selectorPresent = (selector: string) =>
-  `new Promise((resolve) => { const sel = ${JSON.stringify(selector)}; if (document.querySelector(sel)) return resolve(true);` +
-  ' const mo = new MutationObserver(() => { if (document.querySelector(sel)) { mo.disconnect(); resolve(true); } });' +
-  ' mo.observe(document, { childList: true, subtree: true }); })';
-
-const DOCUMENT_HEIGHT = 'Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0)';
-
-/**
- * Waits until every image has pixels or has failed (a lazy image not yet started has neither,
- * so it is waited for), then reports how many have pixels and the document's height.
- */
-const IMAGES_SETTLED =
-  'Promise.all([...document.images].map((img) => img.complete && img.naturalWidth > 0 ? null : new Promise((resolve) => {' +
-  ' img.addEventListener("load", resolve, { once: true }); img.addEventListener("error", resolve, { once: true }); })))' +
-  `.then(() => ({ loaded: [...document.images].filter((img) => img.naturalWidth > 0).length, total: document.images.length, height: ${DOCUMENT_HEIGHT} }))`;
-
-/**
- * fullpage's complete work: the viewport grown to the document's height by device metrics (so
- * lazy images start loading), a wait until every image has loaded, the height measured again
- * (and the viewport grown again if it changed). An image that did not load fails the run: a
- * floor that captured blank areas would not be doing the work.
- */
-async function growToFullPage(tab: FloorTab): Promise<void> {
-  let height = await evaluate<number>(tab, DOCUMENT_HEIGHT, 'measuring the page');
-  for (let round = 0; round < 3; round++) {
-    await tab.slot.cdp.send('Emulation.setDeviceMetricsOverride', { width: VIEWPORT.width, height, deviceScaleFactor: 1, mobile: false }, tab.sessionId);
-    const settled = await evaluate<{ loaded: number; total: number; height: number }>(tab, IMAGES_SETTLED, 'waiting for the images');
-    if (settled.loaded < settled.total) throw new Error(`floor: ${settled.total - settled.loaded} of ${settled.total} images did not load`);
-    if (settled.height === height) return;
-    height = settled.height;
-  }
-}
-
-/**
- * One floor iteration: navigate, wait for the load event, the row's complete work, screenshot.
- * Returns the image size. A reused tab goes back to the bench's viewport after a full-page capture.
- */
-async function floorCapture(tab: FloorTab, url: string, work: Work, reused: boolean): Promise<number> {
-  const { cdp } = tab.slot;
-  const loaded = cdp.waitFor('Page.loadEventFired', tab.sessionId, STEP_TIMEOUT_MS);
-  loaded.catch(() => undefined);
-  const nav = await cdp.send<{ errorText?: string }>('Page.navigate', { url }, tab.sessionId);
-  if (nav.errorText) throw new Error(`floor: navigating to ${url} failed: ${nav.errorText}`);
-  await loaded;
-  if (work.kind === 'wait_for') await evaluate(tab, selectorPresent(work.selector), `waiting for ${work.selector}`);
-  if (work.kind === 'fullpage') await growToFullPage(tab);
-  const shot = await cdp.send<{ data: string }>('Page.captureScreenshot', { format: FORMAT, quality: QUALITY }, tab.sessionId);
-  if (work.kind === 'fullpage' && reused) await cdp.send('Emulation.setDeviceMetricsOverride', { ...VIEWPORT, deviceScaleFactor: 1, mobile: false }, tab.sessionId);
-  return Buffer.from(shot.data, 'base64').length;
-}
-
-/** One browser of the isolated floor and the page it has prepared for its next capture. */
-interface IsolatedSession {
-  slot: BrowserSlot;
-  next: Promise<{ contextId: string; sessionId: string }>;
-  ready: boolean;
-  busy: boolean;
-  lastUsed: number;
-}
-
-/**
- * (c) The isolated floor: as many browsers as the service has (SNAP_SESSIONS), each with a
- * fresh context and window prepared for its next capture. A capture takes an idle browser
- * whose page is ready, least recently used first; afterwards that browser disposes the used
- * context and prepares the next page in the background. The design's ideal, on the same
- * resources the service gets, with nothing of the service in it.
- */
-class IsolatedPool {
-  private readonly sessions: IsolatedSession[];
-
-  constructor(slots: BrowserSlot[]) {
-    this.sessions = slots.map((slot) => ({ slot, next: openPage(slot), ready: false, busy: false, lastUsed: 0 }));
-    for (const s of this.sessions) this.markReadyWhenPrepared(s);
-  }
-
-  async capture(url: string, work: Work): Promise<number> {
-    const s = this.pick();
-    s.busy = true;
-    let page: { contextId: string; sessionId: string } | null = null;
-    try {
-      page = await s.next;
-      return await floorCapture({ slot: s.slot, sessionId: page.sessionId }, url, work, false);
-    } finally {
-      s.busy = false;
-      s.lastUsed = performance.now();
-      this.recycle(s, page?.contextId ?? null);
-    }
-  }
-
-  /** Disposes every prepared context (the sessions themselves are quit by their owner). */
-  async close(): Promise<void> {
-    await Promise.all(
-      this.sessions.map(async (s) => {
-        const page = await s.next.catch(() => null);
-        if (page) await s.slot.cdp.send('Target.disposeBrowserContext', { browserContextId: page.contextId }).catch(() => undefined);
-      }),
-    );
-  }
-
-  private pick(): IsolatedSession {
-    let best: IsolatedSession | undefined;
-    for (const s of this.sessions) {
-      if (s.busy) continue;
-      if (!best || (s.ready && !best.ready) || (s.ready === best.ready && s.lastUsed < best.lastUsed)) best = s;
-    }
-    // Never more workers than sessions (concurrency at most SNAP_SESSIONS).
-    if (!best) throw new Error('isolated floor: more workers than browsers');
-    return best;
-  }
-
-  /** Disposes the used context, then prepares the next page, in the background. */
-  private recycle(s: IsolatedSession, usedContextId: string | null): void {
-    const disposed = usedContextId ? s.slot.cdp.send('Target.disposeBrowserContext', { browserContextId: usedContextId }) : Promise.resolve();
-    s.next = disposed.then(() => openPage(s.slot));
-    this.markReadyWhenPrepared(s);
-  }
-
-  private markReadyWhenPrepared(s: IsolatedSession): void {
-    s.ready = false;
-    const next = s.next;
-    next.then(
-      () => {
-        if (s.next === next) s.ready = true;
-      },
-      () => undefined,
-    );
-  }
-}
 
 /** By row name, then concurrency. */
 type Results = Record<string, Record<number, Stats>>;
@@ -524,39 +339,11 @@ async function runFloor(
 // (b) GET /snap end to end
 // ------------------------------------------------------------------------------------------
 
-function snapOnce(agent: http.Agent, url: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(url, { agent, timeout: STEP_TIMEOUT_MS * 2 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (d: Buffer) => chunks.push(d));
-      res.on('error', reject);
-      res.on('end', () => {
-        const body = Buffer.concat(chunks);
-        if (res.statusCode !== 200 || res.headers['content-type'] !== `image/${FORMAT}`) {
-          reject(new Error(`/snap answered ${res.statusCode} ${res.headers['content-type']}: ${body.toString('utf8').slice(0, 300)}`));
-          return;
-        }
-        if (res.headers['x-cache'] !== 'MISS') {
-          reject(new Error(`/snap answered X-Cache ${res.headers['x-cache']}; every capture must be fresh`));
-          return;
-        }
-        resolve(body.length);
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('/snap request timed out')));
-    req.on('error', reject);
-  });
-}
-
 /** A bench account on a system, and the /snap URL of each row for it. */
-async function snapTarget({ broker, api }: System, pages: PageServer): Promise<(row: Row) => string> {
+async function snapTarget(system: System, pages: PageServer): Promise<(row: Row) => string> {
   // The bench's one account may use every browser it measures (its plan's limits never hold it).
-  await call(broker, 'billing.upsertPlan', { name: 'bench', paid: true, screenshot_limit: 10_000_000, max_concurrent: 64, max_queued: 64 });
-  const { access_token } = await call(broker, 'billing.createAccount', { plan: 'bench' });
-  const base = `http://127.0.0.1:${api?.port()}`;
-  return (row) => {
-    return `${base}/snap?${snapQuery(access_token, pages.origin + pages.pages[row.page], row.snap)}`;
-  };
+  const { accessToken, base } = await benchAccount(system);
+  return (row) => `${base}/snap?${snapQuery(accessToken, pages.origin + pages.pages[row.page], row.snap)}`;
 }
 
 /**

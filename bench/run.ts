@@ -61,11 +61,46 @@ export function stopOnSignals(cleanup: () => Promise<void>, progress: (msg: stri
   };
 }
 
+/**
+ * A bench script's main: `body` pushes onto `cleanups` how to stop whatever it starts; they run
+ * in reverse order at the end, on failure, and on SIGINT or SIGTERM (`stopping()` turns true
+ * first). A failure is printed and the process exits 1 (after 10 s at most, should a start-up
+ * that timed out still hold the event loop).
+ */
+export function runBench(tag: string, body: (cleanups: Array<() => Promise<void>>, stopping: () => boolean) => Promise<void>): void {
+  const progress = (msg: string) => process.stderr.write(`[${tag}] ${msg}\n`);
+  const cleanups: Array<() => Promise<void>> = [];
+  let cleaning: Promise<void> | null = null;
+  const cleanup = () => {
+    cleaning ??= (async () => {
+      for (const fn of cleanups.splice(0).reverse()) await fn().catch((err: Error) => progress(`cleanup: ${err.message}`));
+    })();
+    return cleaning;
+  };
+  let stopped = false;
+  const removeSignalHandlers = stopOnSignals(cleanup, progress, () => {
+    stopped = true;
+  });
+  const run = async () => {
+    try {
+      await body(cleanups, () => stopped);
+    } finally {
+      await cleanup();
+      removeSignalHandlers();
+    }
+  };
+  run().catch((err: Error) => {
+    progress(`FAILED: ${err.stack ?? err.message}`);
+    process.exitCode = 1;
+    setTimeout(() => process.exit(1), 10_000).unref();
+  });
+}
+
 /** The page the results go to: docs/benchmark.md, whose "Current results" hold one block per bench. */
 export const BENCH_DOC = path.resolve(__dirname, '..', '..', 'docs', 'benchmark.md');
 
 /** The benches, each with its block in docs/benchmark.md. */
-export type ResultsSection = 'snap' | 'lists' | 'ttl' | 'stack' | 'fairness';
+export type ResultsSection = 'snap' | 'mix' | 'soak' | 'lists' | 'ttl' | 'stack' | 'fairness';
 
 /** The two lines that bound a bench's block in docs/benchmark.md. */
 export function resultsMarkers(section: ResultsSection): { begin: string; end: string } {

@@ -43,6 +43,7 @@ import { STACK_DEFAULTS, Stack } from '../ops/stack';
 import { TICK_BATCH } from '../services/scheduler/schedule-runner';
 import { FORMAT, QUALITY, VIEWPORT, envPositiveInt, envSubset, publishResults, snapQuery, stopOnSignals } from './run';
 import { type PageServer, startPageServer } from './pages';
+import { machineCpuMs, processes } from './procs';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -51,7 +52,6 @@ const TOTAL_SESSIONS = 4;
 const SCHEDULERS = 3;
 const ALL_LAYOUTS = ['1x1', '2x1', '1x2', '2x2'] as const;
 const ALL_PARTS = ['spread', 'scheduler'] as const;
-const CLOCK_TICKS_PER_SECOND = 100;
 
 const progress = (msg: string) => process.stderr.write(`[bench:stack] ${msg}\n`);
 
@@ -67,44 +67,6 @@ const FULL_RUN = LAYOUTS.length === ALL_LAYOUTS.length && PARTS.length === ALL_P
 // ------------------------------------------------------------------------------------------
 // CPU: the whole machine (/proc/stat) and processes (/proc/<pid>/stat)
 // ------------------------------------------------------------------------------------------
-
-/** Busy CPU time of the whole machine so far, ms. */
-function machineCpuMs(): number {
-  const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
-  // user nice system idle iowait irq softirq steal: everything but idle and iowait is busy.
-  const busy = fields[0]! + fields[1]! + fields[2]! + fields[5]! + fields[6]! + (fields[7] ?? 0);
-  return (busy * 1000) / CLOCK_TICKS_PER_SECOND;
-}
-
-interface Proc {
-  pid: number;
-  ppid: number;
-  comm: string;
-  /** utime + stime, ms. */
-  ownMs: number;
-  /** cutime + cstime: its children that exited and were waited for, ms. */
-  childrenMs: number;
-}
-
-function processes(): Map<number, Proc> {
-  const out = new Map<number, Proc>();
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    let text: string;
-    try {
-      text = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
-    } catch {
-      continue; // gone
-    }
-    const close = text.lastIndexOf(')');
-    const comm = text.slice(text.indexOf('(') + 1, close);
-    const f = text.slice(close + 2).split(' ');
-    // After "(comm) ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime ...
-    const t = (i: number) => (Number(f[i]) * 1000) / CLOCK_TICKS_PER_SECOND;
-    out.set(Number(name), { pid: Number(name), ppid: Number(f[1]), comm, ownMs: t(11) + t(12), childrenMs: t(13) + t(14) });
-  }
-  return out;
-}
 
 /** The shared servers every stack uses (and, on this machine, other people's tests too). */
 const BACKING = ['mariadbd', 'mysqld', 'nats-server', 'redis-server'];

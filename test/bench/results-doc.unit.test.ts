@@ -12,7 +12,7 @@ import { expect } from 'chai';
 import sinon from 'sinon';
 import { BENCH_DOC, type ResultsSection, nestHeadings, publishResults, resultsMarkers, withResults } from '../../bench/run';
 
-const SECTIONS: ResultsSection[] = ['snap', 'lists', 'ttl', 'stack', 'fairness'];
+const SECTIONS: ResultsSection[] = ['snap', 'mix', 'soak', 'lists', 'ttl', 'stack', 'fairness'];
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
 /** A page with prose around two blocks, as docs/benchmark.md is laid out. */
@@ -81,7 +81,7 @@ describe('bench: the results written into docs/benchmark.md', () => {
   });
 
   it('each bench script publishes into its own block', () => {
-    const scripts: Record<ResultsSection, string> = { snap: 'bench.ts', lists: 'lists.ts', ttl: 'ttl.ts', stack: 'stack.ts', fairness: 'fairness.ts' };
+    const scripts: Record<ResultsSection, string> = { snap: 'bench.ts', mix: 'mix.ts', soak: 'soak.ts', lists: 'lists.ts', ttl: 'ttl.ts', stack: 'stack.ts', fairness: 'fairness.ts' };
     for (const section of SECTIONS) {
       const source = fs.readFileSync(path.join(ROOT, 'bench', scripts[section]), 'utf8');
       expect(source, scripts[section]).to.include(`publishResults('${section}',`);
