@@ -205,14 +205,12 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
           gateway: gw ? () => EgressGateway.start({ policy, bindHost: gw.bindHost, advertisedHost: gw.advertisedHost, idleTimeoutMs: gw.idleTimeoutMs, connectTimeoutMs: gw.connectTimeoutMs }) : null,
         },
         { sessions: config.capture.sessions, queueMax: config.capture.queueMax, queueTimeoutMs: config.capture.queueTimeoutMs, keepAliveMs: 20_000 },
-        this.logger,
-        launchSession,
-        admission,
+        { log: this.logger, launcher: launchSession, gate: admission },
       );
       const metrics = new CaptureMetrics(pool, config.capture, db, this.logger);
-      const engine = new CaptureEngine(pool, policy, () => blockers.get(), config.capture.timeoutMs);
+      const engine = new CaptureEngine({ pool, policy, blocker: () => blockers.get(), timeoutMs: config.capture.timeoutMs });
       // Research's captures also read each page (its text and links).
-      const readingEngine = new CaptureEngine(pool, policy, () => blockers.get(), config.capture.timeoutMs, readingCapture);
+      const readingEngine = new CaptureEngine({ pool, policy, blocker: () => blockers.get(), timeoutMs: config.capture.timeoutMs, runPage: readingCapture });
       const analyst: Analyst = {
         check: (accountId, options) => call(this.broker, 'ai.check', { accountId, options }),
         // The provider call is bounded by AI_TIMEOUT_MS; the broker's timeout is a backstop.
@@ -237,13 +235,13 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
           await call(broker, 'billing.charge', { accountId, amounts: { bandwidth_bytes: bytes } });
         },
       };
-      const pipeline = new CapturePipeline(engine, files, screenshots, queue, analyst, router, metrics, this.logger);
+      const pipeline = new CapturePipeline({ engine, files, screenshots, queue, analyst, router, observer: metrics, log: this.logger });
       const research = new ResearchRepository(db, config);
       const researchRunner = new ResearchRunner({
         repo: research,
         // A research page is captured as a job: below /snap in the pool's order (its domain's
         // run holds the account's place in its counts).
-        engine: { capture: (options: SnapOptions) => readingEngine.capture(options, async (out) => out, null, undefined, turnOf({ cls: 'jobs', ticket: null })) },
+        engine: { capture: (options: SnapOptions) => readingEngine.capture(options, { turn: turnOf({ cls: 'jobs', ticket: null }) }) },
         store,
         analyst: {
           check: (work) => call(broker, 'ai.check', { accountId: work.accountId, options: { ...work.aiOptions, analyze_image_with_ai: true } }),
@@ -261,14 +259,8 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
         log: this.logger,
       });
       const worker = new JobWorker(
-        this.broker,
-        queue,
-        pipeline,
-        this.logger,
+        { broker: this.broker, queue, pipeline, logger: this.logger, browsers: pool, tickets: admission, research: researchRunner },
         { sessions: config.capture.sessions, leaseMs, researchSessions: config.capture.researchSessions },
-        pool,
-        admission,
-        researchRunner,
       );
       // A capture that ends here may let its account start another: waiting snaps and jobs.
       admission.onFinished(() => {

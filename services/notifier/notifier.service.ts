@@ -90,16 +90,12 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
       const policy = egressPolicyFor(config);
       const metrics = new NotifierMetrics(db, this.logger);
       const dispatcher = new Dispatcher(
-        deliveries,
-        secrets,
-        this.logger,
+        { deliveries, secrets, logger: this.logger, now, observer: metrics },
         {
           concurrency: config.webhooks.concurrency,
           pollMs: config.webhooks.pollMs,
           post: { timeoutMs: config.webhooks.timeoutMs, admit: (host) => policy.admit(host) },
         },
-        now,
-        metrics,
       );
       s = { db, deliveries, alerts: new ChangeNotifications(db), secrets, dispatcher, metrics };
     },
