@@ -409,19 +409,14 @@ class GridProcesses {
   }
 }
 
+/** What a process with browsers is started with: the Grid's and the node's config, its address. */
+function nodeArgs(nodeToml, host, port) {
+  return ['--config', GRID_TOML, '--config', nodeToml, '--host', host, '--port', String(port)];
+}
+
 /** One process, hub and node in one. */
 function launchStandalone(grid, { nodeToml, host, gridPort }) {
-  grid.launch('standalone', [
-    'standalone',
-    '--config',
-    GRID_TOML,
-    '--config',
-    nodeToml,
-    '--host',
-    host,
-    '--port',
-    String(gridPort),
-  ]);
+  grid.launch('standalone', ['standalone', ...nodeArgs(nodeToml, host, gridPort)]);
 }
 
 /** A hub, then `nodes` Node processes that register with it over its event bus. */
@@ -450,14 +445,7 @@ async function launchHub(grid, { nodeToml, host, probeHost, gridPort, nodes, url
     usedPorts.add(nodePort);
     grid.launch(`node-${i}`, [
       'node',
-      '--config',
-      GRID_TOML,
-      '--config',
-      nodeToml,
-      '--host',
-      host,
-      '--port',
-      String(nodePort),
+      ...nodeArgs(nodeToml, host, nodePort),
       '--publish-events',
       `tcp://${probeHost}:${pub}`,
       '--subscribe-events',
