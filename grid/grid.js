@@ -213,6 +213,39 @@ process.stdin.resume();
  *                    pids: number[], stop: () => Promise<void>}>}
  */
 async function startGrid(opts = {}) {
+  const o = gridOptions(opts);
+  const { mode, nodes, maxSessions, host, log } = o;
+
+  const deps = await ensureSystemDeps({ log });
+  const probeHost = host === '0.0.0.0' ? '127.0.0.1' : host;
+  const gridPort = await choosePort(o.port, probeHost);
+  const url = `http://${probeHost}:${gridPort}`;
+  const dir = prepareLogDir(deps, o);
+  const grid = new GridProcesses({ ...dir, deps, url, javaArgs: o.javaArgs, keepLogs: o.keepLogs, log });
+
+  try {
+    if (mode === 'standalone') launchStandalone(grid, { nodeToml: dir.nodeToml, host, gridPort });
+    else await launchHub(grid, { nodeToml: dir.nodeToml, host, probeHost, gridPort, nodes, url });
+    await waitUntilReady(grid, { url, mode, nodes, timeoutMs: o.timeoutMs, logDir: dir.logDir, log });
+  } catch (err) {
+    grid.failed = true;
+    await grid.stop().catch(() => {});
+    throw err;
+  }
+
+  return {
+    url,
+    logDir: dir.logDir,
+    mode,
+    nodes: mode === 'hub' ? nodes : 1,
+    maxSessions,
+    pids: grid.procs.map((p) => p.child.pid),
+    stop: () => grid.stop(),
+  };
+}
+
+/** startGrid's options with their defaults, checked. */
+function gridOptions(opts) {
   const {
     mode = 'standalone',
     nodes = 1,
@@ -231,16 +264,20 @@ async function startGrid(opts = {}) {
   if (!(Number.isInteger(nodes) && nodes >= 1)) throw new Error(`startGrid: nodes must be >= 1`);
   if (!(Number.isInteger(maxSessions) && maxSessions >= 1)) throw new Error(`startGrid: maxSessions must be >= 1`);
   if (mode === 'standalone' && nodes !== 1) throw new Error('startGrid: standalone mode has exactly one node');
+  return { mode, nodes, maxSessions, port, host, sessionTimeout, timeoutMs, javaArgs, keepLogs, log };
+}
 
-  const deps = await ensureSystemDeps({ log });
-  const probeHost = host === '0.0.0.0' ? '127.0.0.1' : host;
-
+/** The Grid's port: a free one for 0, else the one asked for, refused when it is taken. */
+async function choosePort(port, probeHost) {
   const gridPort = port === 0 ? await freePort(probeHost) : port;
   if (port !== 0 && (await portInUse(gridPort, probeHost))) {
     throw new Error(`startGrid: port ${gridPort} on ${probeHost} is already in use (another Grid running?)`);
   }
-  const url = `http://${probeHost}:${gridPort}`;
+  return gridPort;
+}
 
+/** The Grid's temp dir: logs, the browsers' TMPDIR, the node's config and the pid file. */
+function prepareLogDir(deps, { maxSessions, sessionTimeout, host }) {
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'selenium-grid-'));
   const browserTmp = path.join(logDir, 'tmp'); // Chromium profiles land here (TMPDIR) → removed on stop
   fs.mkdirSync(browserTmp);
@@ -256,45 +293,57 @@ async function startGrid(opts = {}) {
     }),
   );
   const pidFile = path.join(logDir, 'pgids');
+  return { logDir, browserTmp, nodeToml, pidFile };
+}
 
-  /** @type {{name: string, child: import('child_process').ChildProcess, logFile: string, exited: boolean, code: any}[]} */
-  const procs = [];
-  let stopping = null;
-  let failed = false; // keep the log dir for the operator when start-up failed
+/**
+ * The Grid's java processes (each in its own process group), the watchdog that reaps them if
+ * this process dies, and their stop.
+ */
+class GridProcesses {
+  constructor({ logDir, browserTmp, pidFile, deps, url, javaArgs, keepLogs, log }) {
+    Object.assign(this, { logDir, browserTmp, pidFile, deps, url, javaArgs, keepLogs, log });
+    /** @type {{name: string, child: import('child_process').ChildProcess, logFile: string, exited: boolean, code: any}[]} */
+    this.procs = [];
+    this.stopping = null;
+    this.failed = false; // keep the log dir for the operator when start-up failed
 
-  const writePidFile = () => {
+    // Watchdog (see above). Its stdin pipe must not keep our event loop alive.
+    const watchdog = spawn(process.execPath, ['-e', WATCHDOG_SRC, pidFile, logDir, keepLogs ? '1' : '0'], {
+      detached: true,
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
+    watchdog.unref();
+    watchdog.stdin.on('error', () => {});
+    if (typeof watchdog.stdin.unref === 'function') watchdog.stdin.unref();
+    this.watchdog = watchdog;
+
+    // On a normal exit of this process kill everything at once; the watchdog (whose pipe closes
+    // with us) then reaps stragglers and removes the temp dir.
+    this.onExit = () => {
+      for (const p of this.procs) if (!p.exited) killGroup(p.child.pid, 'SIGKILL');
+    };
+    process.on('exit', this.onExit);
+  }
+
+  writePidFile() {
     try {
-      fs.writeFileSync(pidFile, procs.filter((p) => !p.exited).map((p) => p.child.pid).join('\n'));
+      fs.writeFileSync(this.pidFile, this.procs.filter((p) => !p.exited).map((p) => p.child.pid).join('\n'));
     } catch {
       /* log dir removed */
     }
-  };
+  }
 
-  // Watchdog (see above). Its stdin pipe must not keep our event loop alive.
-  const watchdog = spawn(process.execPath, ['-e', WATCHDOG_SRC, pidFile, logDir, keepLogs ? '1' : '0'], {
-    detached: true,
-    stdio: ['pipe', 'ignore', 'ignore'],
-  });
-  watchdog.unref();
-  watchdog.stdin.on('error', () => {});
-  if (typeof watchdog.stdin.unref === 'function') watchdog.stdin.unref();
-
-  // On a normal exit of this process kill everything at once; the watchdog (whose pipe closes
-  // with us) then reaps stragglers and removes the temp dir.
-  const onExit = () => {
-    for (const p of procs) if (!p.exited) killGroup(p.child.pid, 'SIGKILL');
-  };
-  process.on('exit', onExit);
-
-  const launch = (name, args) => {
+  launch(name, args) {
+    const { deps, logDir } = this;
     const logFile = path.join(logDir, `${name}.log`);
     const fd = fs.openSync(logFile, 'a');
-    const fullArgs = [...javaArgs, '-jar', deps.seleniumJar, ...args];
+    const fullArgs = [...this.javaArgs, '-jar', deps.seleniumJar, ...args];
     fs.writeSync(fd, `# ${deps.javaBin} ${fullArgs.join(' ')}\n`);
     const child = spawn(deps.javaBin, fullArgs, {
       detached: true, // own process group: stop() signals java + chromedriver + chromium together
       stdio: ['ignore', fd, fd],
-      env: { ...process.env, TMPDIR: browserTmp },
+      env: { ...process.env, TMPDIR: this.browserTmp },
       cwd: logDir,
     });
     fs.closeSync(fd);
@@ -308,17 +357,18 @@ async function startGrid(opts = {}) {
       rec.exited = true;
       rec.code = String(err);
     });
-    procs.push(rec);
-    writePidFile();
-    log(`[grid] started ${name} (pid ${child.pid}), log: ${logFile}`);
+    this.procs.push(rec);
+    this.writePidFile();
+    this.log(`[grid] started ${name} (pid ${child.pid}), log: ${logFile}`);
     return rec;
-  };
+  }
 
-  const stop = () => {
-    if (stopping) return stopping;
-    stopping = (async () => {
+  stop() {
+    if (this.stopping) return this.stopping;
+    const { log } = this;
+    this.stopping = (async () => {
       // Nodes first (they deregister), then the hub.
-      const order = [...procs].reverse();
+      const order = [...this.procs].reverse();
       for (const p of order) killGroup(p.child.pid, 'SIGTERM');
       const deadline = Date.now() + 10000;
       while (Date.now() < deadline && order.some((p) => groupAlive(p.child.pid))) await sleep(100);
@@ -330,10 +380,10 @@ async function startGrid(opts = {}) {
       }
       const deadline2 = Date.now() + 5000;
       while (Date.now() < deadline2 && order.some((p) => groupAlive(p.child.pid))) await sleep(50);
-      process.removeListener('exit', onExit);
+      process.removeListener('exit', this.onExit);
       try {
-        watchdog.stdin.end();
-        watchdog.kill('SIGKILL');
+        this.watchdog.stdin.end();
+        this.watchdog.kill('SIGKILL');
       } catch {
         /* ignore */
       }
@@ -341,103 +391,84 @@ async function startGrid(opts = {}) {
       if (leftover.length) {
         log(`[grid] WARNING: process groups still alive after stop: ${leftover.map((p) => p.child.pid).join(', ')}`);
       }
-      if (!keepLogs && !failed && !leftover.length) fs.rmSync(logDir, { recursive: true, force: true });
-      else fs.rmSync(browserTmp, { recursive: true, force: true });
-      log(`[grid] stopped ${url}`);
+      if (!this.keepLogs && !this.failed && !leftover.length) fs.rmSync(this.logDir, { recursive: true, force: true });
+      else fs.rmSync(this.browserTmp, { recursive: true, force: true });
+      log(`[grid] stopped ${this.url}`);
     })();
-    return stopping;
-  };
-
-  const fail = async (why) => {
-    failed = true;
-    await stop().catch(() => {});
-    const tails = procs
-      .map((p) => `--- ${p.name} (${p.logFile}) ---\n${readTail(p.logFile, 25)}`)
-      .join('\n');
-    throw new Error(`Selenium Grid failed to start: ${why}\nLogs in ${logDir}\n${tails}`);
-  };
-
-  try {
-    const common = ['--config', GRID_TOML];
-    if (mode === 'standalone') {
-      launch('standalone', [
-        'standalone',
-        ...common,
-        '--config',
-        nodeToml,
-        '--host',
-        host,
-        '--port',
-        String(gridPort),
-      ]);
-    } else {
-      const pub = await freePort(probeHost);
-      let sub = await freePort(probeHost);
-      while (sub === pub) sub = await freePort(probeHost);
-      const bindAddr = host === '0.0.0.0' ? '*' : host;
-      launch('hub', [
-        'hub',
-        ...common,
-        '--host',
-        host,
-        '--port',
-        String(gridPort),
-        '--publish-events',
-        `tcp://${bindAddr}:${pub}`,
-        '--subscribe-events',
-        `tcp://${bindAddr}:${sub}`,
-      ]);
-      const usedPorts = new Set([gridPort, pub, sub]);
-      for (let i = 1; i <= nodes; i++) {
-        let nodePort = await freePort(probeHost);
-        while (usedPorts.has(nodePort)) nodePort = await freePort(probeHost);
-        usedPorts.add(nodePort);
-        launch(`node-${i}`, [
-          'node',
-          '--config',
-          GRID_TOML,
-          '--config',
-          nodeToml,
-          '--host',
-          host,
-          '--port',
-          String(nodePort),
-          '--publish-events',
-          `tcp://${probeHost}:${pub}`,
-          '--subscribe-events',
-          `tcp://${probeHost}:${sub}`,
-          '--grid-url',
-          url,
-        ]);
-      }
-    }
-
-    const started = Date.now();
-    await waitReady(url, {
-      timeoutMs,
-      minNodes: mode === 'hub' ? nodes : 1,
-      intervalMs: 200,
-      giveUp: () => {
-        const dead = procs.find((p) => p.exited);
-        return dead && `${dead.name} exited early (${dead.code})`;
-      },
-    }).catch((err) => fail(err.message));
-    log(`[grid] ${mode} ready at ${url} in ${Date.now() - started} ms (logs: ${logDir})`);
-  } catch (err) {
-    failed = true;
-    await stop().catch(() => {});
-    throw err;
+    return this.stopping;
   }
 
-  return {
-    url,
-    logDir,
-    mode,
-    nodes: mode === 'hub' ? nodes : 1,
-    maxSessions,
-    pids: procs.map((p) => p.child.pid),
-    stop,
-  };
+  /** Stops what started and throws why, with the tail of each process's log. */
+  async fail(why) {
+    this.failed = true;
+    await this.stop().catch(() => {});
+    const tails = this.procs
+      .map((p) => `--- ${p.name} (${p.logFile}) ---\n${readTail(p.logFile, 25)}`)
+      .join('\n');
+    throw new Error(`Selenium Grid failed to start: ${why}\nLogs in ${this.logDir}\n${tails}`);
+  }
+}
+
+/** What a process with browsers is started with: the Grid's and the node's config, its address. */
+function nodeArgs(nodeToml, host, port) {
+  return ['--config', GRID_TOML, '--config', nodeToml, '--host', host, '--port', String(port)];
+}
+
+/** One process, hub and node in one. */
+function launchStandalone(grid, { nodeToml, host, gridPort }) {
+  grid.launch('standalone', ['standalone', ...nodeArgs(nodeToml, host, gridPort)]);
+}
+
+/** A hub, then `nodes` Node processes that register with it over its event bus. */
+async function launchHub(grid, { nodeToml, host, probeHost, gridPort, nodes, url }) {
+  const pub = await freePort(probeHost);
+  let sub = await freePort(probeHost);
+  while (sub === pub) sub = await freePort(probeHost);
+  const bindAddr = host === '0.0.0.0' ? '*' : host;
+  grid.launch('hub', [
+    'hub',
+    '--config',
+    GRID_TOML,
+    '--host',
+    host,
+    '--port',
+    String(gridPort),
+    '--publish-events',
+    `tcp://${bindAddr}:${pub}`,
+    '--subscribe-events',
+    `tcp://${bindAddr}:${sub}`,
+  ]);
+  const usedPorts = new Set([gridPort, pub, sub]);
+  for (let i = 1; i <= nodes; i++) {
+    let nodePort = await freePort(probeHost);
+    while (usedPorts.has(nodePort)) nodePort = await freePort(probeHost);
+    usedPorts.add(nodePort);
+    grid.launch(`node-${i}`, [
+      'node',
+      ...nodeArgs(nodeToml, host, nodePort),
+      '--publish-events',
+      `tcp://${probeHost}:${pub}`,
+      '--subscribe-events',
+      `tcp://${probeHost}:${sub}`,
+      '--grid-url',
+      url,
+    ]);
+  }
+}
+
+/** Waits for /status to say ready with every node; a process that exits early fails the start. */
+async function waitUntilReady(grid, { url, mode, nodes, timeoutMs, logDir, log }) {
+  const started = Date.now();
+  await waitReady(url, {
+    timeoutMs,
+    minNodes: mode === 'hub' ? nodes : 1,
+    intervalMs: 200,
+    giveUp: () => {
+      const dead = grid.procs.find((p) => p.exited);
+      return dead && `${dead.name} exited early (${dead.code})`;
+    },
+  }).catch((err) => grid.fail(err.message));
+  log(`[grid] ${mode} ready at ${url} in ${Date.now() - started} ms (logs: ${logDir})`);
 }
 
 module.exports = { startGrid, renderNodeToml, CHROME_ARGS };

@@ -6,11 +6,10 @@
  * POST /ai/analyze's analysis of any image in image-analysis.ts, its images fetched by image-fetch.ts;
  * domain research's extraction of fields from a site's pages in research-extraction.ts.
  */
-import type { ServiceSchema } from 'moleculer';
 import type { Config } from '../shared/config';
-import type { Handler, OwnAiProvider } from '../shared/contracts';
+import type { OwnAiProvider } from '../shared/contracts';
 import { withCredits } from '../billing/public/credits';
-import { acquireDatabase, releaseDatabase } from '../shared/database';
+import { defineService, ServiceDatabase } from '../shared/define-service';
 import { egressPolicyFor } from '../shared/egress';
 import { SecretBox } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
@@ -34,6 +33,7 @@ export interface AiDeps {
 
 export function aiService(deps: AiDeps): ServiceUnit {
   const { config } = deps;
+  const database = new ServiceDatabase(config.database);
   let own: OwnProviders;
   let analysis: CaptureAnalysis;
   let images: ImageAnalysis;
@@ -46,25 +46,25 @@ export function aiService(deps: AiDeps): ServiceUnit {
   // Actions that call a provider: its own bound (AI_TIMEOUT_MS, retries included) plus room
   // for the rest, above the broker's short default.
   const providerCallMs = config.ai.timeoutMs + 15_000;
-  const schema: ServiceSchema = {
-    name: 'ai',
+  const schema = defineService('ai', {
+    database,
     actions: {
-      verifiedProviders: { handler: ((ctx) => own.verifiedProviders(ctx.params.accountId)) as Handler<'ai.verifiedProviders'> },
-      putKey: { timeout: providerCallMs, handler: ((ctx) => own.putKey(ctx.params)) as Handler<'ai.putKey'> },
-      listProviders: { handler: ((ctx) => own.listProviders(ctx.params.accountId)) as Handler<'ai.listProviders'> },
-      listModels: { timeout: providerCallMs, handler: ((ctx) => own.listModels(ctx.params)) as Handler<'ai.listModels'> },
-      testProvider: { timeout: providerCallMs, handler: ((ctx) => own.testProvider(ctx.params)) as Handler<'ai.testProvider'> },
-      removeKey: { handler: ((ctx) => own.removeKey(ctx.params)) as Handler<'ai.removeKey'> },
-      check: { timeout: providerCallMs, handler: ((ctx) => analysis.check(ctx.params.accountId, ctx.params.options)) as Handler<'ai.check'> },
-      analyze: { timeout: providerCallMs, handler: ((ctx) => analysis.analyze(ctx.params.accountId, ctx.params.options, ctx.params.image)) as Handler<'ai.analyze'> },
-      analyzeImages: { timeout: providerCallMs + config.ai.imageTimeoutMs, handler: ((ctx) => images.analyze(ctx.params)) as Handler<'ai.analyzeImages'> },
-      research: { timeout: providerCallMs, handler: ((ctx) => research.extract(ctx.params)) as Handler<'ai.research'> },
-      metrics: { handler: (() => metrics.snapshot()) as Handler<'ai.metrics'> },
+      verifiedProviders: (ctx) => own.verifiedProviders(ctx.params.accountId),
+      putKey: { timeout: providerCallMs, handler: (ctx) => own.putKey(ctx.params) },
+      listProviders: (ctx) => own.listProviders(ctx.params.accountId),
+      listModels: { timeout: providerCallMs, handler: (ctx) => own.listModels(ctx.params) },
+      testProvider: { timeout: providerCallMs, handler: (ctx) => own.testProvider(ctx.params) },
+      removeKey: (ctx) => own.removeKey(ctx.params),
+      check: { timeout: providerCallMs, handler: (ctx) => analysis.check(ctx.params.accountId, ctx.params.options) },
+      analyze: { timeout: providerCallMs, handler: (ctx) => analysis.analyze(ctx.params.accountId, ctx.params.options, ctx.params.image) },
+      analyzeImages: { timeout: providerCallMs + config.ai.imageTimeoutMs, handler: (ctx) => images.analyze(ctx.params) },
+      research: { timeout: providerCallMs, handler: (ctx) => research.extract(ctx.params) },
+      metrics: () => metrics.snapshot(),
     },
     created() {
       const secrets = new SecretBox(config);
       own = new OwnProviders({
-        keys: new ProviderKeyRepository(acquireDatabase(config.database)),
+        keys: new ProviderKeyRepository(database.knex),
         secrets,
         models: new ModelCache(deps.now),
         clientFor,
@@ -97,8 +97,7 @@ export function aiService(deps: AiDeps): ServiceUnit {
     },
     async stopped() {
       await store.close();
-      await releaseDatabase(config.database);
     },
-  };
+  });
   return { schema, handle: {} };
 }

@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { LoggerInstance, ServiceSchema } from 'moleculer';
+import type { LoggerInstance } from 'moleculer';
 import type { ServiceUnit } from '../shared/service-unit';
 import type { Config } from '../shared/config';
 import { buildHttpServer, openApiDocument, type RouteDef } from './http';
@@ -24,7 +24,7 @@ import { CHANGE_NOTIFICATION_ROUTES, WEBHOOK_ROUTES } from './webhook-routes';
 import { ApiMetrics } from './metrics';
 import { oauthRoutes } from './oauth-routes';
 import { installMcpEndpoint, mcpRoutes } from './mcp-http';
-import type { Handler } from '../shared/contracts';
+import { defineService } from '../shared/define-service';
 
 export function apiRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks' | 'capture' | 'metricsToken' | 'introspectionClient' | 'ai' | 'baseUrl'>): RouteDef[] {
   const policy = egressPolicyFor(config);
@@ -61,10 +61,9 @@ export function apiService(deps: { config: Readonly<Config>; store?: FileStore }
   let port = config.port;
   let logger: LoggerInstance;
   const metrics = new ApiMetrics();
-  const schema: ServiceSchema = {
-    name: 'api',
+  const schema = defineService('api', {
     actions: {
-      metrics: { handler: (() => metrics.snapshot()) as Handler<'api.metrics'> },
+      metrics: () => metrics.snapshot(),
     },
     created() {
       logger = this.logger;
@@ -92,7 +91,7 @@ export function apiService(deps: { config: Readonly<Config>; store?: FileStore }
       await app.close();
       await store.close();
     },
-  };
+  });
   const handle: ApiHandle = {
     async listen() {
       await app.listen({ port: config.port, host: config.host });

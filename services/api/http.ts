@@ -25,30 +25,49 @@ export interface RequestObserver {
   clientMarkers(markers: ClientMarker[]): void;
 }
 
-export interface RouteContext<P = unknown> {
+/** What a public route's handler (no access_token) is given. */
+export interface PublicRouteContext<P = unknown> {
   /** The route's params as its shape's parse returned them (the raw ones when it declares none). */
   params: P;
   /** The merged parameters as sent, without access_token (configurations echo them). */
   raw: RawParams;
   /** Path parameters, e.g. :job_id. */
   path: Record<string, string>;
-  account: AccountContext;
   request: FastifyRequest;
   reply: FastifyReply;
   broker: ServiceBroker;
 }
 
+/** What a route that needs an access_token is given: the same, and the key's account. */
+export interface RouteContext<P = unknown> extends PublicRouteContext<P> {
+  account: AccountContext;
+}
+
 /**
- * A route. The handler is a method, so a RouteDef<P> is a RouteDef (of unknown params) and
- * one table holds every route; `route()` ties a handler's params type to its shape.
+ * A route: one that needs an access_token (AccountRoute, the default) or a public one
+ * (PublicRoute, `auth: false`), whose handler has no account at all. The handler is a
+ * method, so a RouteDef<P> is a RouteDef (of unknown params) and one table holds every
+ * route; `route()` and `publicRoute()` tie a handler's params type to its shape.
  */
-export interface RouteDef<P = unknown> {
+export type RouteDef<P = unknown> = AccountRoute<P> | PublicRoute<P>;
+
+export interface AccountRoute<P = unknown> extends RouteShape<P> {
+  auth?: true;
+  handler(ctx: RouteContext<P>): Promise<unknown>;
+}
+
+export interface PublicRoute<P = unknown> extends RouteShape<P> {
+  /** Answers without an access_token. */
+  auth: false;
+  handler(ctx: PublicRouteContext<P>): Promise<unknown>;
+}
+
+/** What every route declares besides its handler. */
+interface RouteShape<P> {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
   url: string;
   summary: string;
   tag: string;
-  /** Needs an access_token (default true). */
-  auth?: boolean;
   /** The parameters: documented in /openapi.json, validated before the handler runs. */
   params?: ParamShape<P>;
   /**
@@ -57,11 +76,15 @@ export interface RouteDef<P = unknown> {
    */
   response: JsonSchema | { contentTypes: string[]; json?: JsonSchema };
   errors: ErrorCode[];
-  handler(ctx: RouteContext<P>): Promise<unknown>;
 }
 
 /** A route whose handler must take the params its declared shape produces (a mismatch does not compile). */
-export function route<P>(def: RouteDef<P>): RouteDef<P> {
+export function route<P>(def: AccountRoute<P>): AccountRoute<P> {
+  return def;
+}
+
+/** The same for a route that answers without an access_token. */
+export function publicRoute<P>(def: PublicRoute<P>): PublicRoute<P> {
   return def;
 }
 
@@ -202,17 +225,17 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
           const raw = mergeParams(request);
           const markers = takeClientMarkers(raw, request, answersJson);
           if (markers.length) observer?.clientMarkers(markers);
-          const account =
-            def.auth === false ? (undefined as unknown as AccountContext) : await authenticate(broker, tokenOf(raw, request));
-          const result = await def.handler({
+          const context = () => ({
             params: def.params ? def.params.parse(raw) : raw,
             raw,
             path: (request.params ?? {}) as Record<string, string>,
-            account,
             request,
             reply,
             broker,
           });
+          // The key before the parameters: without a valid key, a request is answered 401 whatever its parameters.
+          const result =
+            def.auth === false ? await def.handler(context()) : await def.handler({ account: await authenticate(broker, tokenOf(raw, request)), ...context() });
           if (reply.sent) return reply;
           return result;
         } catch (err) {

@@ -18,7 +18,7 @@ import type { LoggerInstance, ServiceBroker } from 'moleculer';
 import type { Config } from '../shared/config';
 import type { AccountContext } from '../shared/contracts';
 import { serviceError, toEnvelope } from '../shared/errors';
-import { type OpenApiDocument, type RouteDef, authenticate, route, sendError, tokenOf, withAuthenticatedKey } from './http';
+import { type OpenApiDocument, type RouteDef, authenticate, publicRoute, sendError, tokenOf, withAuthenticatedKey } from './http';
 import type { ApiMetrics } from './metrics';
 import { type ApiCaller, MCP_USER_AGENT, createMcpServer, mcpTools } from './mcp-server';
 import type { RawParams } from './request-schemas';
@@ -31,7 +31,7 @@ const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource/mcp';
 /** The protected resource metadata (RFC 9728) of the MCP endpoint: the API key, as a bearer token in the header. */
 export function mcpRoutes(config: Pick<Config, 'baseUrl'>): RouteDef[] {
   return [
-    route({
+    publicRoute({
       method: 'GET',
       url: PROTECTED_RESOURCE_PATH,
       summary: 'How the MCP endpoint (POST /mcp) is authenticated (RFC 9728): the account\'s API key as "Authorization: Bearer <key>".',

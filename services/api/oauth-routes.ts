@@ -12,7 +12,7 @@ import type { Config } from '../shared/config';
 import { call } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
 import { sameSecret } from '../shared/secrets';
-import { type RouteDef, route } from './http';
+import { type RouteDef, publicRoute } from './http';
 import { objectParams } from './request-schemas';
 
 /** The scopes an introspected key carries: the MCP server lets a token through with any scope starting mcp_. */
@@ -45,7 +45,7 @@ function checkClient(header: string | undefined, client: NonNullable<Config['int
 
 export function oauthRoutes(config: Pick<Config, 'introspectionClient'>): RouteDef[] {
   return [
-    route({
+    publicRoute({
       method: 'POST',
       url: '/oauth/introspect',
       summary:

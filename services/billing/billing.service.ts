@@ -4,11 +4,9 @@
  * reserves, commits and refunds credits. Every other service asks billing; none reads its
  * tables.
  */
-import type { Context, ServiceSchema } from 'moleculer';
-import type { Knex } from 'knex';
 import type { Config } from '../shared/config';
-import { acquireDatabase, releaseDatabase } from '../shared/database';
-import type { AccountContext, FeatureRequest, Handler, Reservation, UsageAmounts, UsageKind } from '../shared/contracts';
+import type { AccountContext, Reservation, UsageAmounts, UsageKind } from '../shared/contracts';
+import { defineService, ServiceDatabase } from '../shared/define-service';
 import { serviceError } from '../shared/errors';
 import { checkFeatures } from './public/plan-gates';
 import { randomId } from '../shared/secrets';
@@ -33,7 +31,6 @@ const EXHAUSTED: Record<UsageKind, { code: 'screenshot_limit_reached' | 'ai_cred
 };
 
 interface BillingState {
-  db: Knex;
   accounts: AccountRepository;
   store: UsageStore;
   now: () => Date;
@@ -41,11 +38,12 @@ interface BillingState {
 
 export function billingService(deps: BillingDeps): ServiceUnit {
   const { config } = deps;
+  const database = new ServiceDatabase(config.database);
   let state: BillingState;
   let metrics: BillingMetrics;
 
-  const authenticate: Handler<'billing.authenticate'> = async (ctx) => {
-    const account = await state.accounts.byToken(ctx.params.token);
+  const authenticate = async (token: string): Promise<AccountContext> => {
+    const account = await state.accounts.byToken(token);
     if (!account) {
       throw serviceError('access_token_invalid', 'The access_token is unknown or was revoked; use the key shown when the account was created or last rotated.');
     }
@@ -83,72 +81,55 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     return reservation;
   }
 
-  const reserve: Handler<'billing.reserve'> = async (ctx) => {
-    const { account, amounts, features, reservationId } = ctx.params;
-    if (features) checkFeatures(account, features);
-    return reserveFor(account, amounts, reservationId);
-  };
-
   const accountById = async (accountId: string): Promise<AccountContext> => {
     const account = await state.accounts.byId(accountId);
     if (!account) throw serviceError('not_found', `No account "${accountId}".`);
     return account;
   };
 
-  const reserveForAccount: Handler<'billing.reserveFor'> = async (ctx) => {
-    const account = await accountById(ctx.params.accountId);
-    return reserveFor(account, ctx.params.amounts, ctx.params.reservationId, ctx.params.month);
-  };
-
   /** Usage that must be counted whatever the limit (it was used already): reserved against no limit, then committed. */
-  const charge: Handler<'billing.charge'> = async (ctx) => {
+  const charge = async (accountId: string, amounts: UsageAmounts): Promise<{ charged: true }> => {
     const at = state.now();
-    const reservation = { id: randomId(12), accountId: ctx.params.accountId, month: monthOf(at), amounts: ctx.params.amounts };
+    const reservation = { id: randomId(12), accountId, month: monthOf(at), amounts };
     const unlimited = { screenshots: Number.MAX_SAFE_INTEGER, ai_credits: Number.MAX_SAFE_INTEGER, bandwidth_bytes: Number.MAX_SAFE_INTEGER, research_domains: Number.MAX_SAFE_INTEGER };
     await state.store.reserve(reservation, unlimited, counterExpiry(at));
     await state.store.commit(reservation);
     return { charged: true as const };
   };
 
-  const usage: Handler<'billing.usage'> = async (ctx) => {
-    const month = monthOf(state.now());
-    return { limits: limitsFor(ctx.params.account), usage: await state.store.usage(ctx.params.account.accountId, month), month };
-  };
-
-  const schema: ServiceSchema = {
-    name: 'billing',
+  const schema = defineService('billing', {
+    database,
     actions: {
-      authenticate: { params: { token: 'string' }, handler: authenticate },
-      checkFeatures: {
-        handler: async (ctx: Context<{ account: AccountContext; features: FeatureRequest }>) => {
-          checkFeatures(ctx.params.account, ctx.params.features);
-          return { ok: true as const };
-        },
+      authenticate: (ctx) => authenticate(ctx.params.token),
+      checkFeatures: async (ctx) => {
+        checkFeatures(ctx.params.account, ctx.params.features);
+        return { ok: true as const };
       },
-      reserve: { handler: reserve },
-      reserveFor: { handler: reserveForAccount },
-      commit: { handler: (async (ctx) => ({ committed: await state.store.commit(ctx.params.reservation) })) as Handler<'billing.commit'> },
-      refund: { handler: (async (ctx) => ({ refunded: await state.store.refund(ctx.params.reservation) })) as Handler<'billing.refund'> },
-      usage: { handler: usage },
-      account: { handler: ((ctx) => accountById(ctx.params.accountId)) as Handler<'billing.account'> },
-      charge: { handler: charge },
-      createAccount: {
-        handler: (async (ctx) => state.accounts.create(ctx.params.plan, ctx.params.addons ?? {})) as Handler<'billing.createAccount'>,
+      reserve: async (ctx) => {
+        const { account, amounts, features, reservationId } = ctx.params;
+        if (features) checkFeatures(account, features);
+        return reserveFor(account, amounts, reservationId);
       },
-      listAccounts: { handler: (async () => state.accounts.list()) as Handler<'billing.listAccounts'> },
-      setPlan: {
-        handler: (async (ctx) => state.accounts.setPlan(ctx.params.accountId, ctx.params.plan, ctx.params.addons)) as Handler<'billing.setPlan'>,
+      reserveFor: async (ctx) => reserveFor(await accountById(ctx.params.accountId), ctx.params.amounts, ctx.params.reservationId, ctx.params.month),
+      commit: async (ctx) => ({ committed: await state.store.commit(ctx.params.reservation) }),
+      refund: async (ctx) => ({ refunded: await state.store.refund(ctx.params.reservation) }),
+      usage: async (ctx) => {
+        const month = monthOf(state.now());
+        return { limits: limitsFor(ctx.params.account), usage: await state.store.usage(ctx.params.account.accountId, month), month };
       },
-      rotateKey: { handler: (async (ctx) => state.accounts.rotateKey(ctx.params.accountId)) as Handler<'billing.rotateKey'> },
-      listPlans: { handler: (async () => state.accounts.listPlans()) as Handler<'billing.listPlans'> },
-      upsertPlan: { handler: (async (ctx) => state.accounts.upsertPlan(ctx.params)) as Handler<'billing.upsertPlan'> },
-      metrics: { handler: (() => metrics.snapshot()) as Handler<'billing.metrics'> },
+      account: (ctx) => accountById(ctx.params.accountId),
+      charge: (ctx) => charge(ctx.params.accountId, ctx.params.amounts),
+      createAccount: async (ctx) => state.accounts.create(ctx.params.plan, ctx.params.addons ?? {}),
+      listAccounts: async () => state.accounts.list(),
+      setPlan: async (ctx) => state.accounts.setPlan(ctx.params.accountId, ctx.params.plan, ctx.params.addons),
+      rotateKey: async (ctx) => state.accounts.rotateKey(ctx.params.accountId),
+      listPlans: async () => state.accounts.listPlans(),
+      upsertPlan: async (ctx) => state.accounts.upsertPlan(ctx.params),
+      metrics: () => metrics.snapshot(),
     },
     created() {
-      const db = acquireDatabase(config.database);
       state = {
-        db,
-        accounts: new AccountRepository(db),
+        accounts: new AccountRepository(database.knex),
         store: deps.store ?? (config.redisUrl ? new RedisUsageStore(config.redisUrl, config.redisPrefix) : new MemoryUsageStore()),
         now: deps.now ?? (() => new Date()),
       };
@@ -156,8 +137,7 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     },
     async stopped() {
       await state.store.close();
-      await releaseDatabase(config.database);
     },
-  };
+  });
   return { schema, handle: {} };
 }

@@ -88,13 +88,25 @@ export class BrowserPool {
   private keepAlive: NodeJS.Timeout | null = null;
   private lastLaunchError: Error | null = null;
 
+  private readonly log: { warn(...a: unknown[]): void; info(...a: unknown[]): void };
+  private readonly launcher: (opts: LaunchOptions, id: number) => Promise<BrowserSlot>;
+  private readonly gate: TurnGate;
+
   constructor(
     private readonly launch: LaunchOptions,
     private readonly opts: PoolOptions,
-    private readonly log: { warn(...a: unknown[]): void; info(...a: unknown[]): void },
-    private readonly launcher: (opts: LaunchOptions, id: number) => Promise<BrowserSlot> = launchSession,
-    private readonly gate: TurnGate = OPEN_GATE,
-  ) {}
+    deps: {
+      log: { warn(...a: unknown[]): void; info(...a: unknown[]): void };
+      /** Starts one browser session (launchSession by default; unit tests stand in for the browser). */
+      launcher?: (opts: LaunchOptions, id: number) => Promise<BrowserSlot>;
+      /** Whose turn it is to start, over every capture instance (admission.ts); open by default. */
+      gate?: TurnGate;
+    },
+  ) {
+    this.log = deps.log;
+    this.launcher = deps.launcher ?? launchSession;
+    this.gate = deps.gate ?? OPEN_GATE;
+  }
 
   /**
    * Opens every session now, so the first captures find warm browsers. Waits a bounded

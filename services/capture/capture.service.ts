@@ -11,10 +11,9 @@
  * work in research.ts and its tables in research-jobs.ts.
  */
 import type { Knex } from 'knex';
-import type { ServiceSchema } from 'moleculer';
 import type { Config } from '../shared/config';
 import { type EventHandler, type Handler, call, emit } from '../shared/contracts';
-import { acquireDatabase, releaseDatabase } from '../shared/database';
+import { defineService, ServiceDatabase } from '../shared/define-service';
 import { failureOf, serviceError } from '../shared/errors';
 import { type SnapOptions, captureKey } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
@@ -77,6 +76,7 @@ const REPORT_PART_BYTES = 256 * 1024;
 
 export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
   const { config } = deps;
+  const database = new ServiceDatabase(config.database);
   let s: CaptureState;
   const blockers = new BlockerLoader();
 
@@ -156,30 +156,30 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
     return part;
   };
 
-  const schema: ServiceSchema = {
-    name: 'capture',
+  const schema = defineService('capture', {
+    database,
     actions: {
       // The broker's timeout is a backstop; the engine enforces the capture's own budget.
       take: { handler: take, timeout: config.capture.timeoutMs + config.capture.queueTimeoutMs + config.ai.timeoutMs + 30_000 },
-      findRecent: { handler: ((ctx) => s.screenshots.findRecent(ctx.params.accountId, ctx.params.cacheKey, ctx.params.since)) as Handler<'capture.findRecent'> },
-      enqueue: { handler: enqueue },
-      jobStatus: { handler: jobStatus },
-      listForConfig: { handler: ((ctx) => s.screenshots.listForConfig(ctx.params.accountId, ctx.params.configId, ctx.params.paging)) as Handler<'capture.listForConfig'> },
-      listForAccount: { handler: ((ctx) => s.screenshots.listForAccount(ctx.params.accountId, ctx.params.paging)) as Handler<'capture.listForAccount'> },
-      latestImage: { handler: ((ctx) => s.screenshots.latestImage(ctx.params.configId)) as Handler<'capture.latestImage'> },
-      thumbnail: { handler: thumbnail },
+      findRecent: (ctx) => s.screenshots.findRecent(ctx.params.accountId, ctx.params.cacheKey, ctx.params.since),
+      enqueue: enqueue,
+      jobStatus: jobStatus,
+      listForConfig: (ctx) => s.screenshots.listForConfig(ctx.params.accountId, ctx.params.configId, ctx.params.paging),
+      listForAccount: (ctx) => s.screenshots.listForAccount(ctx.params.accountId, ctx.params.paging),
+      latestImage: (ctx) => s.screenshots.latestImage(ctx.params.configId),
+      thumbnail: thumbnail,
       // Removes every file of a configuration: may take a while on a large archive.
       deleteForConfig: { handler: deleteForConfig, timeout: 120_000 },
-      metrics: { handler: (() => s.metrics.snapshot()) as Handler<'capture.metrics'> },
-      pressure: { handler: (async () => s.metrics.pressure()) as Handler<'capture.pressure'> },
-      researchCreate: { handler: researchCreate },
-      researchStatus: { handler: researchStatus },
-      researchList: { handler: ((ctx) => s.research.list(ctx.params.accountId, ctx.params.paging)) as Handler<'capture.researchList'> },
-      researchReport: { handler: researchReport },
+      metrics: () => s.metrics.snapshot(),
+      pressure: async () => s.metrics.pressure(),
+      researchCreate: researchCreate,
+      researchStatus: researchStatus,
+      researchList: (ctx) => s.research.list(ctx.params.accountId, ctx.params.paging),
+      researchReport: researchReport,
     },
     events: { 'capture.jobQueued': queued },
     created() {
-      const db = acquireDatabase(config.database);
+      const db = database.knex;
       const store = deps.store ?? createFileStore(config);
       const files = new CaptureFiles(store);
       const screenshots = new ScreenshotRepository(db, config);
@@ -207,14 +207,12 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
           gateway: gw ? () => EgressGateway.start({ policy, bindHost: gw.bindHost, advertisedHost: gw.advertisedHost, idleTimeoutMs: gw.idleTimeoutMs, connectTimeoutMs: gw.connectTimeoutMs }) : null,
         },
         { sessions: config.capture.sessions, queueMax: config.capture.queueMax, queueTimeoutMs: config.capture.queueTimeoutMs, keepAliveMs: 20_000 },
-        this.logger,
-        launchSession,
-        admission,
+        { log: this.logger, launcher: launchSession, gate: admission },
       );
       const metrics = new CaptureMetrics(pool, config.capture, db, this.logger);
-      const engine = new CaptureEngine(pool, policy, () => blockers.get(), config.capture.timeoutMs);
+      const engine = new CaptureEngine({ pool, policy, blocker: () => blockers.get(), timeoutMs: config.capture.timeoutMs });
       // Research's captures also read each page (its text and links).
-      const readingEngine = new CaptureEngine(pool, policy, () => blockers.get(), config.capture.timeoutMs, readingCapture);
+      const readingEngine = new CaptureEngine({ pool, policy, blocker: () => blockers.get(), timeoutMs: config.capture.timeoutMs, runPage: readingCapture });
       const analyst: Analyst = {
         check: (accountId, options) => call(this.broker, 'ai.check', { accountId, options }),
         // The provider call is bounded by AI_TIMEOUT_MS; the broker's timeout is a backstop.
@@ -239,13 +237,13 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
           await call(broker, 'billing.charge', { accountId, amounts: { bandwidth_bytes: bytes } });
         },
       };
-      const pipeline = new CapturePipeline(engine, files, screenshots, queue, analyst, router, metrics, this.logger);
+      const pipeline = new CapturePipeline({ engine, files, screenshots, queue, analyst, router, observer: metrics, log: this.logger });
       const research = new ResearchRepository(db, config);
       const researchRunner = new ResearchRunner({
         repo: research,
         // A research page is captured as a job: below /snap in the pool's order (its domain's
         // run holds the account's place in its counts).
-        engine: { capture: (options: SnapOptions) => readingEngine.capture(options, async (out) => out, null, undefined, turnOf({ cls: 'jobs', ticket: null })) },
+        engine: { capture: (options: SnapOptions) => readingEngine.capture(options, { turn: turnOf({ cls: 'jobs', ticket: null }) }) },
         store,
         analyst: {
           check: (work) => call(broker, 'ai.check', { accountId: work.accountId, options: { ...work.aiOptions, analyze_image_with_ai: true } }),
@@ -263,14 +261,8 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
         log: this.logger,
       });
       const worker = new JobWorker(
-        this.broker,
-        queue,
-        pipeline,
-        this.logger,
+        { broker: this.broker, queue, pipeline, logger: this.logger, browsers: pool, tickets: admission, research: researchRunner },
         { sessions: config.capture.sessions, leaseMs, researchSessions: config.capture.researchSessions },
-        pool,
-        admission,
-        researchRunner,
       );
       // A capture that ends here may let its account start another: waiting snaps and jobs.
       admission.onFinished(() => {
@@ -299,9 +291,8 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       await s.worker.idle();
       await s.admission.stop();
       await s.store.close();
-      await releaseDatabase(config.database);
     },
-  };
+  });
   const drain = () => {
     s?.worker.stopClaiming();
     s?.pool.drain();

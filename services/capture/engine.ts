@@ -56,15 +56,40 @@ export function turnOf(claim: Claim, slot: BrowserSlot | null = null): CaptureTu
   return { claim, slot, asked: false, waitedMs: 0, heldMs: 0 };
 }
 
+export interface CaptureEngineDeps {
+  pool: BrowserPool;
+  policy: EgressPolicy;
+  blocker: BlockerSource;
+  /** One capture's time budget, from the moment it has a browser. */
+  timeoutMs: number;
+  /** What runs on the page (capturePage by default); unit tests stand in for the browser here. */
+  runPage?: typeof capturePage;
+}
+
+/** How one capture runs, beyond its options. */
+export interface CaptureHow {
+  /** The proxy the capture goes out through (its slot's gateway chains to it). */
+  upstream?: string | null;
+  /** The caller's writes and answer: the used context is disposed after them. */
+  answered?: Promise<unknown>;
+  /** How it gets its browser; by default as a snap without a ticket. */
+  turn?: CaptureTurn;
+}
+
 export class CaptureEngine {
-  constructor(
-    private readonly pool: BrowserPool,
-    private readonly policy: EgressPolicy,
-    private readonly blocker: BlockerSource,
-    private readonly timeoutMs: number,
-    /** What runs on the page; unit tests stand in for the browser here. */
-    private readonly runPage: typeof capturePage = capturePage,
-  ) {}
+  private readonly pool: BrowserPool;
+  private readonly policy: EgressPolicy;
+  private readonly blocker: BlockerSource;
+  private readonly timeoutMs: number;
+  private readonly runPage: typeof capturePage;
+
+  constructor(deps: CaptureEngineDeps) {
+    this.pool = deps.pool;
+    this.policy = deps.policy;
+    this.blocker = deps.blocker;
+    this.timeoutMs = deps.timeoutMs;
+    this.runPage = deps.runPage ?? capturePage;
+  }
 
   /**
    * Captures, then hands the output to `finish` (the thumbnail) before the used context is
@@ -73,18 +98,13 @@ export class CaptureEngine {
    * (no uploads). The disposal then waits for `answered` too, when given (the caller's
    * writes and answer), unless the browser is needed sooner (BrowserSlot.recycle).
    */
-  capture(options: SnapOptions): Promise<CaptureOutput>;
-  capture<T>(options: SnapOptions, finish: (out: CaptureOutput) => Promise<T>, upstream?: string | null, answered?: Promise<unknown>, turn?: CaptureTurn): Promise<T>;
-  async capture<T>(
-    options: SnapOptions,
-    finish?: (out: CaptureOutput) => Promise<T>,
-    upstream: string | null = null,
-    answered?: Promise<unknown>,
-    turn: CaptureTurn = turnOf({ cls: 'snap', ticket: null }),
-  ): Promise<T | CaptureOutput> {
+  capture<T>(options: SnapOptions, how: CaptureHow & { finish: (out: CaptureOutput) => Promise<T> }): Promise<T>;
+  capture(options: SnapOptions, how?: CaptureHow): Promise<CaptureOutput>;
+  async capture<T>(options: SnapOptions, how: CaptureHow & { finish?: (out: CaptureOutput) => Promise<T> } = {}): Promise<T | CaptureOutput> {
+    const run = { finish: how.finish, upstream: how.upstream ?? null, answered: how.answered, turn: how.turn ?? turnOf({ cls: 'snap', ticket: null }) };
     // Set when the first browser starts the capture; a capture taken again keeps it.
     const budget = { deadline: 0 };
-    const attempt = () => this.attempt(options, budget, finish, upstream, answered, turn);
+    const attempt = () => this.attempt(options, budget, run);
     try {
       return await attempt();
     } catch (err) {
@@ -104,15 +124,12 @@ export class CaptureEngine {
     }
   }
 
-  /** `upstream`: the proxy the capture goes out through (its slot's gateway chains to it). */
   private async attempt<T>(
     options: SnapOptions,
     budget: { deadline: number },
-    finish: ((out: CaptureOutput) => Promise<T>) | undefined,
-    upstream: string | null,
-    answered: Promise<unknown> | undefined,
-    turn: CaptureTurn,
+    run: { finish: ((out: CaptureOutput) => Promise<T>) | undefined; upstream: string | null; answered: Promise<unknown> | undefined; turn: CaptureTurn },
   ): Promise<T | CaptureOutput> {
+    const { finish, upstream, answered, turn } = run;
     const asked = performance.now();
     turn.asked = true;
     let slot: BrowserSlot;

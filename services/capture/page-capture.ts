@@ -11,10 +11,8 @@ import { serviceError } from '../shared/errors';
 import type { SnapOptions } from '../shared/screenshot-options';
 import type { EgressPolicy } from '../shared/egress';
 import type { GatewayCapture } from './gateway';
-// BEGIN page blocking and consent (blocking.ts, consent.ts)
 import { type BlockerSource, injectCosmetics, wantsBlocking } from './blocking';
 import { ConsentHandler } from './consent';
-// END page blocking and consent
 import { type ChangeReading, runActions } from './actions';
 import { type PageReading, READ_PAGE } from './page-reading';
 import { documentHeight, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
@@ -209,12 +207,11 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
   if (!inline) await admitUrl(policy, o.url, 'url: ');
 
   await prepare(page, o, ctx.userAgent);
-  // BEGIN page blocking and consent: requests are paused for the egress policy or for blocking;
-  // autoconsent is installed before navigating.
+  // Requests are paused for the egress policy or for blocking; autoconsent is installed
+  // before navigating.
   const blocker = wantsBlocking(o) ? await ctx.blocker() : null;
   const guard = await guardRequests(page, policy, blocker ? { blocker, o } : null, ctx.gateway ?? null, inline);
   const consent = o.no_cookie_banners ? await ConsentHandler.attach(page, { scriptsDisabled: o.disable_js }) : null;
-  // END page blocking and consent
   try {
     // The pointer is parked as soon as the page's document is parsed (DOMContentLoaded), so the
     // frame the move asks for is drawn while the page's images still load, not in the image's turn.
@@ -228,9 +225,9 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
       offParsed();
     }
     parked ??= parkPointer(page, o);
-    if (consent) await consent.settle(deadline); // page blocking and consent
+    if (consent) await consent.settle(deadline);
     if (o.wait_for) await waitFor(page, o.wait_for, deadline);
-    if (blocker) await injectCosmetics(page, blocker, o); // page blocking and consent
+    if (blocker) await injectCosmetics(page, blocker, o);
     await inject(page, o);
     // multi_step_actions: after the injections, before scrolling and the global wait. A
     // step's navigation passes the same egress policy as the main URL.
@@ -289,7 +286,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
     throw err;
   } finally {
     guard.stop();
-    consent?.stop(); // page blocking and consent
+    consent?.stop();
   }
 }
 

@@ -49,18 +49,38 @@ function egressRoute(route: CaptureRoute | null): EgressRoute {
   return route ? 'custom_proxy' : 'direct';
 }
 
+export interface CapturePipelineDeps {
+  engine: Pick<CaptureEngine, 'capture'>;
+  files: CaptureFiles;
+  screenshots: ScreenshotRepository;
+  queue: JobQueue;
+  analyst: Analyst;
+  router: Router;
+  /** Told of every capture's outcome, duration and egress bytes (metrics.ts). */
+  observer?: CaptureObserver | null;
+  log?: Pick<LoggerInstance, 'debug' | 'info'>;
+}
+
 export class CapturePipeline {
-  constructor(
-    private readonly engine: Pick<CaptureEngine, 'capture'>,
-    private readonly files: CaptureFiles,
-    private readonly screenshots: ScreenshotRepository,
-    private readonly queue: JobQueue,
-    private readonly analyst: Analyst,
-    private readonly router: Router,
-    /** Told of every capture's outcome, duration and egress bytes (metrics.ts). */
-    private readonly observer: CaptureObserver | null = null,
-    private readonly log: Pick<LoggerInstance, 'debug' | 'info'> = { debug: () => undefined, info: () => undefined },
-  ) {}
+  private readonly engine: Pick<CaptureEngine, 'capture'>;
+  private readonly files: CaptureFiles;
+  private readonly screenshots: ScreenshotRepository;
+  private readonly queue: JobQueue;
+  private readonly analyst: Analyst;
+  private readonly router: Router;
+  private readonly observer: CaptureObserver | null;
+  private readonly log: Pick<LoggerInstance, 'debug' | 'info'>;
+
+  constructor(deps: CapturePipelineDeps) {
+    this.engine = deps.engine;
+    this.files = deps.files;
+    this.screenshots = deps.screenshots;
+    this.queue = deps.queue;
+    this.analyst = deps.analyst;
+    this.router = deps.router;
+    this.observer = deps.observer ?? null;
+    this.log = deps.log ?? { debug: () => undefined, info: () => undefined };
+  }
 
   /**
    * Captures and records the job's screenshot. Null when the lease was lost while the
@@ -115,16 +135,15 @@ export class CapturePipeline {
     this.log.debug({ url: options.url, via: route?.upstream ?? null }, 'capture started');
     if (route?.location) await this.router.checkBandwidth(job.accountId);
     let bytes = 0;
-    const rendered = await this.engine.capture(
-      options,
-      async (out) => {
+    const rendered = await this.engine.capture(options, {
+      finish: async (out) => {
         bytes = out.egressBytes ?? 0;
         return this.files.render(options)(out);
       },
-      route?.upstream ?? null,
+      upstream: route?.upstream ?? null,
       answered,
       turn,
-    );
+    });
     this.observer?.egressBytes(egressRoute(route), bytes);
     try {
       if (route?.location && bytes > 0) await this.router.chargeBandwidth(job.accountId, bytes);
@@ -137,7 +156,7 @@ export class CapturePipeline {
     const readings = rendered.out.changes ?? [];
     const ai = analysing ? await this.analyse(job.accountId, options, files) : null;
     const routed = { location: route?.location ?? null, customProxy: route?.customProxy ?? null, bandwidthBytes: route?.location ? bytes : 0 };
-    const row = ScreenshotRepository.newRow(job, options, files, ai, Date.now(), routed);
+    const row = ScreenshotRepository.newRow(job, { options, files, ai, now: Date.now(), route: routed });
     // A configuration's webhook_url: the delivery is written with the screenshot, in one transaction.
     const webhookUrl = (options as ConfigOptions).webhook_url;
     const id = await this.queue.complete(job, async (trx) => {

@@ -59,12 +59,17 @@ export class ScreenshotRepository {
   /** The row a finished capture inserts (see insert). */
   static newRow(
     job: ScreenshotOwner,
-    options: SnapOptions,
-    files: StoredFiles,
-    ai: AiRecord | null,
-    now = Date.now(),
-    route: { location: string | null; customProxy: string | null; bandwidthBytes: number } = { location: null, customProxy: null, bandwidthBytes: 0 },
+    capture: {
+      options: SnapOptions;
+      files: StoredFiles;
+      ai: AiRecord | null;
+      /** When it was taken (default now). */
+      now?: number;
+      /** The real location or own proxy it went through (default none). */
+      route?: { location: string | null; customProxy: string | null; bandwidthBytes: number };
+    },
   ): NewScreenshot {
+    const { options, files, ai, now = Date.now(), route = { location: null, customProxy: null, bandwidthBytes: 0 } } = capture;
     return {
       account_id: job.accountId,
       config_id: job.configId,

@@ -58,6 +58,19 @@ export interface JobTickets {
   lastStarts(accountIds: string[]): Promise<Map<string, number>>;
 }
 
+export interface JobWorkerDeps {
+  broker: ServiceBroker;
+  queue: JobQueue;
+  pipeline: Pick<CapturePipeline, 'run'>;
+  logger: Pick<LoggerInstance, 'info' | 'warn' | 'error'>;
+  /** The browsers a claim waits for. */
+  browsers: Pick<BrowserPool, 'acquire' | 'giveBack'>;
+  /** The accounts' limits a claim respects. */
+  tickets: JobTickets;
+  /** Runs research domains; without it they are not claimed here. */
+  research?: Pick<ResearchRunner, 'run' | 'fail'> | null;
+}
+
 export class JobWorker {
   /** Asks the pool for a browser, claims a job with it, runs it; one claim at a time. */
   private readonly loop: ClaimLoop<ClaimedJob, BrowserSlot>;
@@ -68,16 +81,26 @@ export class JobWorker {
   private readonly maxAttempts: number;
   private readonly turns: ClaimTurns;
 
+  private readonly broker: ServiceBroker;
+  private readonly queue: JobQueue;
+  private readonly pipeline: Pick<CapturePipeline, 'run'>;
+  private readonly logger: Pick<LoggerInstance, 'info' | 'warn' | 'error'>;
+  private readonly browsers: Pick<BrowserPool, 'acquire' | 'giveBack'>;
+  private readonly tickets: JobTickets;
+  private readonly research: Pick<ResearchRunner, 'run' | 'fail'> | null;
+
   constructor(
-    private readonly broker: ServiceBroker,
-    private readonly queue: JobQueue,
-    private readonly pipeline: Pick<CapturePipeline, 'run'>,
-    private readonly logger: Pick<LoggerInstance, 'info' | 'warn' | 'error'>,
+    deps: JobWorkerDeps,
     private readonly options: WorkerOptions,
-    private readonly browsers: Pick<BrowserPool, 'acquire' | 'giveBack'>,
-    private readonly tickets: JobTickets,
-    private readonly research: Pick<ResearchRunner, 'run' | 'fail'> | null = null,
   ) {
+    this.broker = deps.broker;
+    this.queue = deps.queue;
+    this.pipeline = deps.pipeline;
+    this.logger = deps.logger;
+    this.browsers = deps.browsers;
+    this.tickets = deps.tickets;
+    this.research = deps.research ?? null;
+    const { tickets, browsers, logger } = deps;
     this.maxAttempts = options.maxAttempts ?? 3;
     this.turns = {
       kinds: new ClassTurns<JobKind>(JOB_KINDS),

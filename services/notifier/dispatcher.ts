@@ -21,21 +21,35 @@ export interface DispatcherOptions {
   post: PostOptions;
 }
 
+export interface DispatcherDeps {
+  deliveries: DeliveryRepository;
+  secrets: SigningSecrets;
+  logger: Pick<LoggerInstance, 'info' | 'warn' | 'error'>;
+  now: () => number;
+  /** Told of every recorded attempt's outcome (metrics.ts). */
+  observer?: AttemptObserver | null;
+}
+
 export class Dispatcher {
   private readonly loop: ClaimLoop<ClaimedDelivery>;
+  private readonly deliveries: DeliveryRepository;
+  private readonly secrets: SigningSecrets;
+  private readonly logger: Pick<LoggerInstance, 'info' | 'warn' | 'error'>;
+  private readonly now: () => number;
+  private readonly observer: AttemptObserver | null;
 
   constructor(
-    private readonly deliveries: DeliveryRepository,
-    private readonly secrets: SigningSecrets,
-    private readonly logger: Pick<LoggerInstance, 'info' | 'warn' | 'error'>,
+    deps: DispatcherDeps,
     private readonly options: DispatcherOptions,
-    private readonly now: () => number,
-    /** Told of every recorded attempt's outcome (metrics.ts). */
-    private readonly observer: AttemptObserver | null = null,
   ) {
+    this.deliveries = deps.deliveries;
+    this.secrets = deps.secrets;
+    this.logger = deps.logger;
+    this.now = deps.now;
+    this.observer = deps.observer ?? null;
     this.loop = new ClaimLoop<ClaimedDelivery>(
       { claim: () => this.deliveries.claim(), run: (d) => this.attempt(d) },
-      { concurrency: options.concurrency, pollMs: options.pollMs, log: logger, what: 'a webhook delivery' },
+      { concurrency: options.concurrency, pollMs: options.pollMs, log: this.logger, what: 'a webhook delivery' },
     );
   }
 

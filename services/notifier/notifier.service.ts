@@ -9,10 +9,8 @@
  * the schedule in retry-policy.ts, the wire in http-post.ts, the loop in dispatcher.ts.
  */
 import type { Knex } from 'knex';
-import type { ServiceSchema } from 'moleculer';
 import type { Config } from '../shared/config';
-import type { EventHandler, Handler } from '../shared/contracts';
-import { acquireDatabase, releaseDatabase } from '../shared/database';
+import { defineService, ServiceDatabase } from '../shared/define-service';
 import { egressPolicyFor } from '../shared/egress';
 import { serviceError } from '../shared/errors';
 import { SecretBox } from '../shared/secrets';
@@ -50,48 +48,41 @@ interface NotifierState {
 export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle> {
   const { config } = deps;
   const now = deps.now ?? Date.now;
+  const database = new ServiceDatabase(config.database);
   let s: NotifierState;
 
-  const listDeliveries: Handler<'notifier.listDeliveries'> = async (ctx) => {
-    const { accountId, configId, status, paging } = ctx.params;
-    return s.deliveries.list(accountId, { ...(configId ? { configId } : {}), ...(status ? { status } : {}) }, paging);
-  };
-
-  const retryDelivery: Handler<'notifier.retryDelivery'> = async (ctx) => {
-    const view = await s.deliveries.retry(ctx.params.accountId, ctx.params.id);
-    if (!view) throw serviceError('not_found', `No webhook delivery "${ctx.params.id}" in this account.`);
-    void s.dispatcher.pump();
-    return view;
-  };
-
-  const completed: EventHandler<'capture.completed'> = () => void s.dispatcher.pump();
-  const researchEnded: EventHandler<'capture.researchEnded'> = () => void s.dispatcher.pump();
-
-  const schema: ServiceSchema = {
-    name: 'notifier',
+  const schema = defineService('notifier', {
+    database,
     actions: {
-      webhookSecret: { handler: (async (ctx) => ({ secret: await s.secrets.current(ctx.params.accountId) })) as Handler<'notifier.webhookSecret'> },
-      rotateSecret: { handler: (async (ctx) => s.secrets.rotate(ctx.params.accountId)) as Handler<'notifier.rotateSecret'> },
-      listDeliveries: { handler: listDeliveries },
-      retryDelivery: { handler: retryDelivery },
-      listChangeNotifications: {
-        handler: ((ctx) => s.alerts.list(ctx.params.accountId, ctx.params.configId, ctx.params.paging)) as Handler<'notifier.listChangeNotifications'>,
+      webhookSecret: async (ctx) => ({ secret: await s.secrets.current(ctx.params.accountId) }),
+      rotateSecret: async (ctx) => s.secrets.rotate(ctx.params.accountId),
+      listDeliveries: async (ctx) => {
+        const { accountId, configId, status, paging } = ctx.params;
+        return s.deliveries.list(accountId, { ...(configId ? { configId } : {}), ...(status ? { status } : {}) }, paging);
       },
-      deleteForConfig: {
-        handler: (async (ctx) => {
-          const { accountId, configId } = ctx.params;
-          await s.db.transaction(async (trx) => {
-            await s.alerts.deleteForConfig(trx, accountId, configId);
-            await s.deliveries.deleteForConfig(trx, accountId, configId);
-          });
-          return { ok: true as const };
-        }) as Handler<'notifier.deleteForConfig'>,
+      retryDelivery: async (ctx) => {
+        const view = await s.deliveries.retry(ctx.params.accountId, ctx.params.id);
+        if (!view) throw serviceError('not_found', `No webhook delivery "${ctx.params.id}" in this account.`);
+        void s.dispatcher.pump();
+        return view;
       },
-      metrics: { handler: (() => s.metrics.snapshot()) as Handler<'notifier.metrics'> },
+      listChangeNotifications: (ctx) => s.alerts.list(ctx.params.accountId, ctx.params.configId, ctx.params.paging),
+      deleteForConfig: async (ctx) => {
+        const { accountId, configId } = ctx.params;
+        await s.db.transaction(async (trx) => {
+          await s.alerts.deleteForConfig(trx, accountId, configId);
+          await s.deliveries.deleteForConfig(trx, accountId, configId);
+        });
+        return { ok: true as const };
+      },
+      metrics: () => s.metrics.snapshot(),
     },
-    events: { 'capture.completed': completed, 'capture.researchEnded': researchEnded },
+    events: {
+      'capture.completed': () => void s.dispatcher.pump(),
+      'capture.researchEnded': () => void s.dispatcher.pump(),
+    },
     created() {
-      const db = acquireDatabase(config.database);
+      const db = database.knex;
       // A lease outlasts the attempt it covers, so it only runs out when its sender died.
       const deliveries = new DeliveryRepository(db, 2 * config.webhooks.timeoutMs + 5_000, now);
       const secrets = new SigningSecrets(db, new SecretBox(config), now);
@@ -99,16 +90,12 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
       const policy = egressPolicyFor(config);
       const metrics = new NotifierMetrics(db, this.logger);
       const dispatcher = new Dispatcher(
-        deliveries,
-        secrets,
-        this.logger,
+        { deliveries, secrets, logger: this.logger, now, observer: metrics },
         {
           concurrency: config.webhooks.concurrency,
           pollMs: config.webhooks.pollMs,
           post: { timeoutMs: config.webhooks.timeoutMs, admit: (host) => policy.admit(host) },
         },
-        now,
-        metrics,
       );
       s = { db, deliveries, alerts: new ChangeNotifications(db), secrets, dispatcher, metrics };
     },
@@ -117,8 +104,7 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
     },
     async stopped() {
       await s.dispatcher.stop();
-      await releaseDatabase(config.database);
     },
-  };
+  });
   return { schema, handle: { pump: () => s.dispatcher.pump().then(() => s.dispatcher.idle()) } };
 }

@@ -4,10 +4,9 @@
  * due configurations and starting one capture job per slot (schedule-runner.ts). Any
  * number of scheduler instances may run: a due slot is claimed by exactly one.
  */
-import type { ServiceSchema } from 'moleculer';
 import type { Config } from '../shared/config';
-import { type Handler, call } from '../shared/contracts';
-import { acquireDatabase, releaseDatabase } from '../shared/database';
+import { call } from '../shared/contracts';
+import { defineService, ServiceDatabase } from '../shared/define-service';
 import type { ServiceUnit } from '../shared/service-unit';
 import { ConfigRepository } from './configs';
 import { ScheduleRunner, type Started } from './schedule-runner';
@@ -28,35 +27,27 @@ export interface SchedulerHandle {
 export function schedulerService(deps: SchedulerDeps): ServiceUnit<SchedulerHandle> {
   const { config } = deps;
   const now = deps.now ?? Date.now;
+  const database = new ServiceDatabase(config.database);
   let configs: ConfigRepository;
   let runner: ScheduleRunner;
 
-  const create: Handler<'scheduler.create'> = (ctx) => configs.create(ctx.params);
-  const get: Handler<'scheduler.get'> = (ctx) => configs.get(ctx.params.accountId, ctx.params.id);
-  const update: Handler<'scheduler.update'> = (ctx) => configs.update(ctx.params);
-  const list: Handler<'scheduler.list'> = (ctx) => configs.list(ctx.params);
-  const remove: Handler<'scheduler.remove'> = (ctx) => configs.remove(ctx.params.accountId, ctx.params.id);
-  const noteJob: Handler<'scheduler.noteJob'> = async (ctx) => {
-    await configs.noteJob(ctx.params.configId, ctx.params.jobId);
-    return { ok: true };
-  };
-  const embedInfo: Handler<'scheduler.embedInfo'> = (ctx) => configs.embedInfo(ctx.params.id);
-  const snapConfig: Handler<'scheduler.snapConfig'> = (ctx) => configs.snapConfig(ctx.params);
-
-  const schema: ServiceSchema = {
-    name: 'scheduler',
+  const schema = defineService('scheduler', {
+    database,
     actions: {
-      create: { handler: create },
-      get: { handler: get },
-      update: { handler: update },
-      list: { handler: list },
-      remove: { handler: remove },
-      noteJob: { handler: noteJob },
-      embedInfo: { handler: embedInfo },
-      snapConfig: { handler: snapConfig },
+      create: (ctx) => configs.create(ctx.params),
+      get: (ctx) => configs.get(ctx.params.accountId, ctx.params.id),
+      update: (ctx) => configs.update(ctx.params),
+      list: (ctx) => configs.list(ctx.params),
+      remove: (ctx) => configs.remove(ctx.params.accountId, ctx.params.id),
+      noteJob: async (ctx) => {
+        await configs.noteJob(ctx.params.configId, ctx.params.jobId);
+        return { ok: true as const };
+      },
+      embedInfo: (ctx) => configs.embedInfo(ctx.params.id),
+      snapConfig: (ctx) => configs.snapConfig(ctx.params),
     },
     created() {
-      const db = acquireDatabase(config.database);
+      const db = database.knex;
       configs = new ConfigRepository(db, config, now);
       runner = new ScheduleRunner({ db, now, log: this.logger, enqueue: (job) => call(this.broker, 'capture.enqueue', job) });
     },
@@ -65,8 +56,7 @@ export function schedulerService(deps: SchedulerDeps): ServiceUnit<SchedulerHand
     },
     async stopped() {
       runner.stop();
-      await releaseDatabase(config.database);
     },
-  };
+  });
   return { schema, handle: { tick: () => runner.tick() } };
 }

@@ -2,7 +2,7 @@ import net from 'node:net';
 import { expect } from 'chai';
 import type { FastifyInstance } from 'fastify';
 import { ServiceBroker } from 'moleculer';
-import { buildHttpServer, route } from '../../services/api/http';
+import { buildHttpServer, publicRoute } from '../../services/api/http';
 import { loadConfig } from '../../services/shared/config';
 import { backendConfig } from '../support/backends';
 import { expectEnvelope } from '../support/errors';
@@ -148,10 +148,10 @@ describe('http: a request the server gives up on is answered in the envelope', (
     entered = new Promise((resolve) => {
       enter = resolve;
     });
-    const common = { summary: 'test', tag: 'test', auth: false, response: { type: 'object' }, errors: [] };
+    const common = { summary: 'test', tag: 'test', auth: false as const, response: { type: 'object' }, errors: [] };
     app = buildHttpServer(new ServiceBroker({ logger: false }), loadConfig({}), [
-      route({ ...common, method: 'GET', url: '/fast', handler: async () => ({ success: true }) }),
-      route({
+      publicRoute({ ...common, method: 'GET', url: '/fast', handler: async () => ({ success: true }) }),
+      publicRoute({
         ...common,
         method: 'GET',
         url: '/slow',

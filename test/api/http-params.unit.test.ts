@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { FastifyInstance } from 'fastify';
 import { ServiceBroker } from 'moleculer';
-import { type RouteContext, buildHttpServer, route } from '../../services/api/http';
+import { type PublicRouteContext, buildHttpServer, publicRoute } from '../../services/api/http';
 import { PAGING_PARAMS } from '../../services/api/paging-params';
 import { KEY_ONLY_PARAMS, SNAP_PARAMS } from '../../services/api/request-schemas';
 import { loadConfig } from '../../services/shared/config';
@@ -11,8 +11,8 @@ import { loadConfig } from '../../services/shared/config';
  * valid, typed values (and the raw ones beside them), and never runs for a bad request.
  */
 describe("http: a route's declared params are validated before its handler", () => {
-  const seen: Array<Pick<RouteContext, 'params' | 'raw'>> = [];
-  const record = async ({ params, raw }: RouteContext) => {
+  const seen: Array<Pick<PublicRouteContext, 'params' | 'raw'>> = [];
+  const record = async ({ params, raw }: PublicRouteContext) => {
     seen.push({ params, raw });
     return { success: true };
   };
@@ -20,11 +20,11 @@ describe("http: a route's declared params are validated before its handler", () 
 
   before(() => {
     const broker = new ServiceBroker({ logger: false });
-    const common = { summary: 'test', tag: 'test', auth: false, response: { type: 'object' }, errors: [] };
+    const common = { summary: 'test', tag: 'test', auth: false as const, response: { type: 'object' }, errors: [] };
     app = buildHttpServer(broker, loadConfig({}), [
-      route({ ...common, method: 'GET', url: '/options', params: SNAP_PARAMS, handler: record }),
-      route({ ...common, method: 'GET', url: '/key-only', params: KEY_ONLY_PARAMS, handler: record }),
-      route({ ...common, method: 'GET', url: '/paged', params: PAGING_PARAMS, handler: record }),
+      publicRoute({ ...common, method: 'GET', url: '/options', params: SNAP_PARAMS, handler: record }),
+      publicRoute({ ...common, method: 'GET', url: '/key-only', params: KEY_ONLY_PARAMS, handler: record }),
+      publicRoute({ ...common, method: 'GET', url: '/paged', params: PAGING_PARAMS, handler: record }),
     ]);
   });
   after(() => app.close());

@@ -253,12 +253,17 @@ describe('multi_step_actions in the capture engine', function () {
       // "fixture.test" stands for a public site: Chromium resolves it to the fixture server.
       { seleniumUrl: grid.url, chromeBin: capture.chromeBin, chromedriverBin: capture.chromedriverBin, extraArgs: ['--host-resolver-rules=MAP fixture.test 127.0.0.1'] },
       { sessions: 1, queueMax: 4, queueTimeoutMs: 30_000, keepAliveMs: 20_000 },
-      { warn: () => undefined, info: () => undefined },
+      { log: { warn: () => undefined, info: () => undefined } },
     );
     await pool.start();
-    open = new CaptureEngine(pool, new EgressPolicy(true), () => blockers.get(), 15_000);
+    open = new CaptureEngine({ pool, policy: new EgressPolicy(true), blocker: () => blockers.get(), timeoutMs: 15_000 });
     // The real policy, with fixture.test resolving (for the policy) to a public address.
-    guarded = new CaptureEngine(pool, new EgressPolicy(false, async (host) => (host === 'fixture.test' ? ['93.184.215.14'] : ['127.0.0.1'])), () => blockers.get(), 15_000);
+    guarded = new CaptureEngine({
+      pool,
+      policy: new EgressPolicy(false, async (host) => (host === 'fixture.test' ? ['93.184.215.14'] : ['127.0.0.1'])),
+      blocker: () => blockers.get(),
+      timeoutMs: 15_000,
+    });
   });
   after(async () => {
     await pool?.stop();
@@ -320,7 +325,7 @@ describe('multi_step_actions in the capture engine', function () {
 
   it('an evaluateJs whose promise never settles fails before the capture’s time budget runs out', async () => {
     // Without the step's own limit this would end as 504 capture_timeout.
-    const short = new CaptureEngine(pool, new EgressPolicy(true), () => blockers.get(), 3_000);
+    const short = new CaptureEngine({ pool, policy: new EgressPolicy(true), blocker: () => blockers.get(), timeoutMs: 3_000 });
     const err = await rejection(capture(short, { url: `${fx.origin}/second`, multi_step_actions: [{ type: 'evaluateJs', value: 'new Promise(() => {})' }] }));
     expect(err.type).to.equal('action_failed');
     expect(err.message).to.match(/^multi_step_actions\[0\] \(evaluateJs\): the result did not settle within \d+ ms\.$/);

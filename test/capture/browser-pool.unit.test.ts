@@ -40,7 +40,7 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
   }
 
   async function startPool(opts: Partial<PoolOptions> = {}, admission?: Admission): Promise<BrowserPool> {
-    pool = new BrowserPool(LAUNCH, { sessions: 2, queueMax: 2, queueTimeoutMs: QUEUE_TIMEOUT_MS, keepAliveMs: KEEP_ALIVE_MS, ...opts }, log, launcher, admission);
+    pool = new BrowserPool(LAUNCH, { sessions: 2, queueMax: 2, queueTimeoutMs: QUEUE_TIMEOUT_MS, keepAliveMs: KEEP_ALIVE_MS, ...opts }, { log, launcher, gate: admission });
     await pool.start();
     return pool;
   }

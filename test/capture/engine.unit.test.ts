@@ -67,7 +67,7 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
   beforeEach(() => {
     pool = sinon.createStubInstance(BrowserPool);
     runPage = sinon.stub<[CaptureContext, SnapOptions], Promise<CaptureOutput>>();
-    engine = new CaptureEngine(pool, policy, blocker, TIMEOUT_MS, runPage);
+    engine = new CaptureEngine({ pool, policy, blocker, timeoutMs: TIMEOUT_MS, runPage });
   });
   afterEach(() => sinon.restore());
 
@@ -105,7 +105,7 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     pool.acquire.resolves(slot);
     runPage.resolves(OUTPUT);
     const finish = sinon.stub<[CaptureOutput], Promise<string>>().resolves('thumbnail made');
-    expect(await engine.capture(OPTIONS, finish)).to.equal('thumbnail made');
+    expect(await engine.capture(OPTIONS, { finish })).to.equal('thumbnail made');
     sinon.assert.calledOnceWithExactly(finish, OUTPUT);
     sinon.assert.calledOnceWithExactly(slot.recycle, pageOf(1), sinon.match.number, undefined);
     sinon.assert.callOrder(slot.takePage, runPage, finish, slot.recycle, pool.release);
@@ -116,7 +116,7 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     pool.acquire.resolves(slot);
     runPage.resolves(OUTPUT);
     const answered = new Promise<void>(() => undefined);
-    await engine.capture(OPTIONS, async (out) => out, null, answered);
+    await engine.capture(OPTIONS, { finish: async (out) => out, answered });
     sinon.assert.calledOnceWithExactly(slot.recycle, pageOf(1), sinon.match.number, answered);
   });
 
@@ -253,7 +253,7 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     pool.acquire.callsFake(() => new Promise((resolve) => setTimeout(() => resolve(slot), TIMEOUT_MS - 1_000)));
     runPage.callsFake(() => new Promise((resolve) => setTimeout(() => resolve(OUTPUT), TIMEOUT_MS / 2)));
     const turn = turnOf({ cls: 'snap', ticket: null });
-    const settled = engine.capture(OPTIONS, async (out) => out, null, undefined, turn).then(
+    const settled = engine.capture(OPTIONS, { finish: async (out) => out, turn }).then(
       (out) => out,
       (e: Error) => e,
     );
@@ -268,7 +268,7 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     const { slot } = stubSlot(1);
     runPage.resolves(OUTPUT);
     const turn = turnOf({ cls: 'jobs', ticket: null }, slot);
-    expect(await engine.capture(OPTIONS, async (out) => out, null, undefined, turn)).to.equal(OUTPUT);
+    expect(await engine.capture(OPTIONS, { finish: async (out) => out, turn })).to.equal(OUTPUT);
     sinon.assert.notCalled(pool.acquire);
     sinon.assert.calledOnceWithExactly(pool.release, slot);
     expect(turn.slot).to.equal(null);

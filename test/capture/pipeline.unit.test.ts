@@ -9,7 +9,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import type { Knex } from 'knex';
 import sinon from 'sinon';
-import type { CaptureEngine } from '../../services/capture/engine';
+import type { CaptureEngine, CaptureHow } from '../../services/capture/engine';
 import { CaptureFiles } from '../../services/capture/files';
 import { JobQueue } from '../../services/capture/jobs';
 import type { CaptureOutput } from '../../services/capture/page-capture';
@@ -59,14 +59,14 @@ describe('CapturePipeline (unit: engine stubbed, SQLite and local files)', () =>
     queue = new JobQueue(db, 60_000);
     screenshots = new ScreenshotRepository(db, { appUrl: 'http://app', cdnUrl: 'http://cdn' });
     answered = undefined;
-    capture = sinon.stub().callsFake(async (_o: SnapOptions, finish: (out: CaptureOutput) => Promise<unknown>, _upstream: string | null, a?: Promise<unknown>) => {
-      answered = a;
-      return finish(OUTPUT);
+    capture = sinon.stub().callsFake(async (_o: SnapOptions, how: CaptureHow & { finish: (out: CaptureOutput) => Promise<unknown> }) => {
+      answered = how.answered;
+      return how.finish(OUTPUT);
     });
     const engine: Pick<CaptureEngine, 'capture'> = { capture } as unknown as Pick<CaptureEngine, 'capture'>;
     const analyst: Analyst = { check: sinon.stub().resolves(), analyze: sinon.stub().rejects(new Error('no analysis here')) };
     const router: Router = { route: sinon.stub().resolves(null), checkBandwidth: sinon.stub().resolves(), chargeBandwidth: sinon.stub().resolves() };
-    pipeline = new CapturePipeline(engine, new CaptureFiles(new LocalFileStore(path.join(dir, 'files'))), screenshots, queue, analyst, router);
+    pipeline = new CapturePipeline({ engine, files: new CaptureFiles(new LocalFileStore(path.join(dir, 'files'))), screenshots, queue, analyst, router });
   });
 
   afterEach(async () => {
@@ -92,8 +92,8 @@ describe('CapturePipeline (unit: engine stubbed, SQLite and local files)', () =>
   });
 
   it('lets the browser clean up when the capture fails too', async () => {
-    capture.callsFake(async (_o: SnapOptions, _finish: unknown, _upstream: string | null, a?: Promise<unknown>) => {
-      answered = a;
+    capture.callsFake(async (_o: SnapOptions, how: CaptureHow) => {
+      answered = how.answered;
       throw serviceError('page_load_failed', 'The page could not be loaded.');
     });
     const failure = await pipeline.snap(await start('j2'), OPTIONS).then(

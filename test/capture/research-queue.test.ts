@@ -76,7 +76,7 @@ describe('research domains on the jobs queue (SQLite, worker with stubbed work)'
       finish: sinon.stub().resolves(),
       lastStarts: sinon.stub().resolves(new Map()),
     };
-    worker = new JobWorker(broker, queue, pipeline, logger, { sessions, leaseMs: 30_000, pollMs: 60_000, researchSessions }, browsers, tickets, runner);
+    worker = new JobWorker({ broker, queue, pipeline, logger, browsers, tickets, research: runner }, { sessions, leaseMs: 30_000, pollMs: 60_000, researchSessions });
     return worker;
   }
 

@@ -52,7 +52,7 @@ function setup(sessions = 2) {
     finish: sinon.stub().resolves(),
     lastStarts: sinon.stub().resolves(new Map()),
   };
-  const worker = new JobWorker(broker, queue, pipeline, logger, { sessions, leaseMs: 30_000, pollMs: 60_000 }, browsers, tickets);
+  const worker = new JobWorker({ broker, queue, pipeline, logger, browsers, tickets }, { sessions, leaseMs: 30_000, pollMs: 60_000 });
   const billingCalls = () => call.getCalls().map((c) => c.args[0] as string);
   return { worker, queue, pipeline, logger, call, emit, billingCalls, browsers, tickets };
 }
