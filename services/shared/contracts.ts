@@ -9,7 +9,7 @@ import type { ServiceBroker, Context } from 'moleculer';
 import type { ResearchExtraction, ResearchField, ResearchPageInput, ResearchReport, ResearchStatus } from './domain-research';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { Paging } from './paging';
-import { type AnalysisOptions, type ConfigOptions, type ScreenshotOptions, type SnapOptions, textEnum } from './screenshot-options';
+import { type AnalysisOptions, type ConfigOptions, type SnapOptions, textEnum } from './screenshot-options';
 
 export type UsageKind = 'screenshots' | 'ai_credits' | 'bandwidth_bytes' | 'research_domains';
 export type UsageAmounts = Partial<Record<UsageKind, number>>;

@@ -6,7 +6,6 @@
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import knex, { type Knex } from 'knex';
-import type { Config } from '../../services/shared/config';
 import { call } from '../../services/shared/contracts';
 import { knexConfig } from '../../services/shared/database';
 import { NATS_URL, backendConfig, uniqueName } from '../support/backends';
