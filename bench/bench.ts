@@ -94,10 +94,34 @@ interface Row {
 const ROWS: readonly Row[] = [
   { name: 'simple', label: 'simple', page: 'simple', work: { kind: 'viewport' }, snap: {}, concurrency: ALL_CONCURRENCY, floorRow: 'simple' },
   { name: 'heavy', label: 'heavy', page: 'heavy', work: { kind: 'viewport' }, snap: {}, concurrency: ALL_CONCURRENCY, floorRow: 'heavy' },
-  { name: 'script', label: 'script (wait_for)', page: 'script', work: { kind: 'wait_for', selector: SCRIPT_SELECTOR }, snap: { wait_for: SCRIPT_SELECTOR }, concurrency: ALL_CONCURRENCY, floorRow: 'script' },
-  { name: 'long', label: 'long (fullpage)', page: 'long', work: { kind: 'fullpage' }, snap: { fullpage: 'true' }, concurrency: ALL_CONCURRENCY, floorRow: 'long' },
+  {
+    name: 'script',
+    label: 'script (wait_for)',
+    page: 'script',
+    work: { kind: 'wait_for', selector: SCRIPT_SELECTOR },
+    snap: { wait_for: SCRIPT_SELECTOR },
+    concurrency: ALL_CONCURRENCY,
+    floorRow: 'script',
+  },
+  {
+    name: 'long',
+    label: 'long (fullpage)',
+    page: 'long',
+    work: { kind: 'fullpage' },
+    snap: { fullpage: 'true' },
+    concurrency: ALL_CONCURRENCY,
+    floorRow: 'long',
+  },
   // The same complete capture, reached by scrolling through the page: its floor is fullpage's.
-  { name: 'long_advanced', label: 'long (fullpage_advanced)', page: 'long', work: { kind: 'fullpage' }, snap: { fullpage_advanced: 'true' }, concurrency: [1], floorRow: 'long' },
+  {
+    name: 'long_advanced',
+    label: 'long (fullpage_advanced)',
+    page: 'long',
+    work: { kind: 'fullpage' },
+    snap: { fullpage_advanced: 'true' },
+    concurrency: [1],
+    floorRow: 'long',
+  },
 ];
 
 /**
@@ -181,7 +205,6 @@ interface Stats {
   selfCpuMs: number;
 }
 
-
 function selfCpuMs(): number {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
@@ -237,7 +260,8 @@ async function measure(label: string, workers: number, op: (worker: number) => P
   const result = await runCell(workers, ITERATIONS[workers]!, op);
   const s = stats(result);
   progress(
-    `${label}: p50 ${s.p50.toFixed(0)} ms, p95 ${s.p95.toFixed(0)} ms, ${s.perSecond.toFixed(2)} captures/s (${result.samples.length} in ${(result.wallMs / 1000).toFixed(1)} s), ` +
+    `${label}: p50 ${s.p50.toFixed(0)} ms, p95 ${s.p95.toFixed(0)} ms, ${s.perSecond.toFixed(2)} captures/s (${result.samples.length} ` +
+      `in ${(result.wallMs / 1000).toFixed(1)} s), ` +
       `CPU per capture ${s.machineCpuMs.toFixed(0)} ms (this process ${s.selfCpuMs.toFixed(0)} ms)`,
   );
   return s;
@@ -385,7 +409,11 @@ interface Alternated {
  * on every side alike and the ratios compare like with like.
  */
 async function runAlternated(isolatedPool: IsolatedPool, system: System, off: System | null, pages: PageServer): Promise<Alternated> {
-  const out: Alternated = { isolated: emptyResults(RUN_ROWS.filter((r) => r.floorRow === r.name)), snap: emptyResults(RUN_ROWS), none: off ? emptyResults(RUN_ROWS) : null };
+  const out: Alternated = {
+    isolated: emptyResults(RUN_ROWS.filter((r) => r.floorRow === r.name)),
+    snap: emptyResults(RUN_ROWS),
+    none: off ? emptyResults(RUN_ROWS) : null,
+  };
   const snapUrl = await snapTarget(system, pages);
   const noneUrl = off ? await snapTarget(off, pages) : null;
   for (const c of CONCURRENCY) {
@@ -397,7 +425,8 @@ async function runAlternated(isolatedPool: IsolatedPool, system: System, off: Sy
         type Side = { name: string; results: Results; key: string; op: () => Promise<number>; blocks: CellResult[] };
         const sides: Side[] = [];
         // A row measured only on /snap (fullpage_advanced) is compared with its page's isolated floor, measured in that page's row.
-        if (row.floorRow === row.name) sides.push({ name: 'isolated', results: out.isolated, key: row.name, op: () => isolatedPool.capture(url, row.work), blocks: [] });
+        if (row.floorRow === row.name)
+          sides.push({ name: 'isolated', results: out.isolated, key: row.name, op: () => isolatedPool.capture(url, row.work), blocks: [] });
         const snapAt = snapUrl(row);
         sides.push({ name: 'snap', results: out.snap, key: row.name, op: () => snapOnce(agent, snapAt), blocks: [] });
         // The gateway's cost is measured where its targets are: concurrency 1 and 4.
@@ -418,7 +447,8 @@ async function runAlternated(isolatedPool: IsolatedPool, system: System, off: Sy
           const st = stats(merged);
           side.results[side.key]![c] = st;
           progress(
-            `${side.name.padEnd(10)} ${row.name.padEnd(6)} c=${c}: p50 ${ms(st.p50)} ms, p95 ${ms(st.p95)} ms, ${rate(st.perSecond)} captures/s (${merged.samples.length}), ` +
+            `${side.name.padEnd(10)} ${row.name.padEnd(6)} c=${c}: p50 ${ms(st.p50)} ms, p95 ${ms(st.p95)} ms, ${rate(st.perSecond)} captures/s ` +
+              `(${merged.samples.length}), ` +
               `CPU per capture ${ms(st.machineCpuMs)} ms (this process ${ms(st.selfCpuMs)} ms)`,
           );
         }
@@ -478,14 +508,26 @@ function targetLines(isolated: Results, snap: Results): string[] {
   const pageRows = ROWS.filter((r) => r.floorRow === r.name);
   const named = (name: string) => ROWS.filter((r) => r.name === name);
   return [
-    verdict(`/snap p50 at concurrency 1 at most ${TARGETS.p50AtC1}x the isolated floor, every page (DESIGN.md section 4)`, pageRows, p50AtC1, (r) => r <= TARGETS.p50AtC1, p50Interval),
+    verdict(
+      `/snap p50 at concurrency 1 at most ${TARGETS.p50AtC1}x the isolated floor, every page (DESIGN.md section 4)`,
+      pageRows,
+      p50AtC1,
+      (r) => r <= TARGETS.p50AtC1,
+      p50Interval,
+    ),
     verdict(
       `/snap throughput at concurrency 4 at least ${TARGETS.throughputAtC4}x the isolated floor, every page (DESIGN.md section 4)`,
       pageRows,
       throughputAtC4,
       (r) => r >= TARGETS.throughputAtC4,
     ),
-    verdict(`fullpage on the long page: p50 at most ${TARGETS.fullpageP50}x the isolated floor (issue 11)`, named('long'), p50AtC1, (r) => r <= TARGETS.fullpageP50, p50Interval),
+    verdict(
+      `fullpage on the long page: p50 at most ${TARGETS.fullpageP50}x the isolated floor (issue 11)`,
+      named('long'),
+      p50AtC1,
+      (r) => r <= TARGETS.fullpageP50,
+      p50Interval,
+    ),
     verdict(
       `fullpage_advanced on the long page: p50 at most ${TARGETS.fullpageAdvancedP50}x the isolated floor's complete full-page capture (issue 11)`,
       named('long_advanced'),
@@ -523,7 +565,8 @@ function report(floor: Results, isolated: Results, snap: Results, info: FloorInf
       `Viewport ${VIEWPORT.width}x${VIEWPORT.height}, ${FORMAT} quality ${QUALITY}. ` +
       `Iterations per cell: ${CONCURRENCY.map((c) => `c=${c}: ${ITERATIONS[c]}`).join(', ')}, after ${WARMUP_PER_WORKER} warm-up iterations per worker. ` +
       'Floor = raw CDP in N Grid sessions (navigate + load event + the complete work + captureScreenshot, tab reused); ' +
-      `snap = GET /snap over HTTP (wait=0, ttl=0, CAPTURE_SESSIONS=${SNAP_SESSIONS}, SQLite), timed until the body is read, alternated with the isolated floor (and the no-gateway system): ` +
+      `snap = GET /snap over HTTP (wait=0, ttl=0, CAPTURE_SESSIONS=${SNAP_SESSIONS}, SQLite), timed until the body is read, alternated with the isolated ` +
+      `floor (and the no-gateway system): ` +
       `capture by capture at concurrency 1, in ${BLOCKS} blocks per side above it. ` +
       `Complete work: script (wait_for=${SCRIPT_SELECTOR}): the floors wait until the selector matches; long (fullpage): the viewport grown to ` +
       "the document's height by device metrics, every image loaded, the height measured again, then one screenshot of it all; " +
@@ -533,7 +576,8 @@ function report(floor: Results, isolated: Results, snap: Results, info: FloorInf
     '',
   );
   lines.push(
-    '| page | concurrency | floor p50 ms | floor p95 ms | floor captures/s | snap p50 ms | snap p95 ms | snap captures/s | p50 ratio (snap/floor) | throughput ratio (snap/floor) | CPU ms per capture, floor / snap (service) |',
+    '| page | concurrency | floor p50 ms | floor p95 ms | floor captures/s | snap p50 ms | snap p95 ms | snap captures/s | p50 ratio (snap/floor) | ' +
+      'throughput ratio (snap/floor) | CPU ms per capture, floor / snap (service) |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   );
   for (const row of RUN_ROWS) {
@@ -549,7 +593,8 @@ function report(floor: Results, isolated: Results, snap: Results, info: FloorInf
   }
   lines.push('');
   lines.push(
-    'Targets, against the isolated floor (below; p50 at concurrency 1, throughput at concurrency 4). In brackets beside a p50 ratio, its 95% bootstrap interval: ' +
+    'Targets, against the isolated floor (below; p50 at concurrency 1, throughput at concurrency 4). In brackets beside a p50 ratio, its 95% ' +
+      'bootstrap interval: ' +
       'where the ratio could have landed with other samples of the same captures.',
     '',
     ...targetLines(isolated, snap),
@@ -586,10 +631,12 @@ function report(floor: Results, isolated: Results, snap: Results, info: FloorInf
     `Isolated floor = raw CDP doing the browser work DESIGN.md section 4 requires of every capture, on ${SNAP_SESSIONS} Grid sessions as the service has: ` +
       "a fresh browser context and window per capture, prepared in the background after the browser's previous capture (whose context is disposed first), " +
       'taken from an idle browser whose page is ready, least recently used first (as the service does); then the same navigate + load event + ' +
-      'complete work + captureScreenshot as the floor. None of the service is involved. Its ratio to the floor is what the isolation the design requires costs ' +
+      'complete work + captureScreenshot as the floor. None of the service is involved. Its ratio to the floor is what the isolation the design ' +
+      'requires costs ' +
       'on this machine; the ratio of /snap to it is what the service adds, and what the targets are set against.',
     '',
-    '| page | concurrency | isolated p50 ms | isolated p95 ms | isolated captures/s | CPU ms per capture, floor / isolated / snap | p50 ratio (isolated/floor) | throughput ratio (isolated/floor) | p50 ratio (snap/isolated) | throughput ratio (snap/isolated) |',
+    '| page | concurrency | isolated p50 ms | isolated p95 ms | isolated captures/s | CPU ms per capture, floor / isolated / snap | p50 ratio ' +
+      '(isolated/floor) | throughput ratio (isolated/floor) | p50 ratio (snap/isolated) | throughput ratio (snap/isolated) |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   );
   for (const row of RUN_ROWS) {
@@ -599,7 +646,8 @@ function report(floor: Results, isolated: Results, snap: Results, info: FloorInf
       const s = snap[row.name]?.[c];
       if (!f || !i || !s) continue;
       lines.push(
-        `| ${row.label} | ${c} | ${ms(i.p50)} | ${ms(i.p95)} | ${rate(i.perSecond)} | ${ms(f.machineCpuMs)} / ${ms(i.machineCpuMs)} / ${ms(s.machineCpuMs)} | ` +
+        `| ${row.label} | ${c} | ${ms(i.p50)} | ${ms(i.p95)} | ${rate(i.perSecond)} | ${ms(f.machineCpuMs)} / ${ms(i.machineCpuMs)} ` +
+          `/ ${ms(s.machineCpuMs)} | ` +
           `${ratio(i.p50 / f.p50)} | ${ratio(i.perSecond / f.perSecond)} | ${ratio(s.p50 / i.p50)} | ${ratio(s.perSecond / i.perSecond)} |`,
       );
     }
@@ -619,7 +667,8 @@ function stallReport(sides: Record<string, Results>): string {
     for (const row of RUN_ROWS) {
       for (const [c, st] of Object.entries(results[row.name] ?? {})) {
         const stalled = stalledCapture(st.samples);
-        if (stalled !== null) stalls.push(`${side}, ${row.label} at concurrency ${c}: one capture took ${(stalled / 1000).toFixed(1)} s (p50 ${ms(st.p50)} ms)`);
+        if (stalled !== null)
+          stalls.push(`${side}, ${row.label} at concurrency ${c}: one capture took ${(stalled / 1000).toFixed(1)} s (p50 ${ms(st.p50)} ms)`);
       }
     }
   }
@@ -634,7 +683,8 @@ function gatewayReport(withGateway: Results, direct: Results | null): string {
     '## What the egress gateway costs',
     '',
     `GET /snap on the system above (with the gateway) and on a second system up beside it with EGRESS_GATEWAY=off (browser contexts without a proxy, ` +
-      `the policy applied by interception in the page only), ${SNAP_SESSIONS} capture sessions each, measured in the same alternated blocks as the isolated floor.`,
+      `the policy applied by interception in the page only), ${SNAP_SESSIONS} capture sessions each, measured in the same alternated blocks as the ` +
+      `isolated floor.`,
     '',
     '| page | concurrency | snap p50 ms, gateway / none | p50 ratio | snap captures/s, gateway / none | throughput ratio |',
     '|---|---:|---:|---:|---:|---:|',
@@ -650,7 +700,9 @@ function gatewayReport(withGateway: Results, direct: Results | null): string {
       if (!g || !d) continue;
       const p50Ratio = g.p50 / d.p50;
       const rateRatio = g.perSecond / d.perSecond;
-      lines.push(`| ${row.label} | ${c} | ${ms(g.p50)} / ${ms(d.p50)} | ${ratio(p50Ratio)} | ${rate(g.perSecond)} / ${rate(d.perSecond)} | ${ratio(rateRatio)} |`);
+      lines.push(
+        `| ${row.label} | ${c} | ${ms(g.p50)} / ${ms(d.p50)} | ${ratio(p50Ratio)} | ${rate(g.perSecond)} / ${rate(d.perSecond)} | ${ratio(rateRatio)} |`,
+      );
       if (c === 1) {
         p50s.push(`${row.label} ${ratio(p50Ratio)}`);
         p50Met &&= p50Ratio <= 1.1;
@@ -663,8 +715,10 @@ function gatewayReport(withGateway: Results, direct: Results | null): string {
   }
   lines.push(
     '',
-    `- The gateway adds at most 10% to /snap's p50 at concurrency 1: ${p50s.length ? `**${p50Met ? 'MET' : 'NOT MET'}** (${p50s.join(', ')})` : 'not measured in this run'}.`,
-    `- The gateway takes at most 10% of /snap's throughput at concurrency 4: ${rates.length ? `**${rateMet ? 'MET' : 'NOT MET'}** (${rates.join(', ')})` : 'not measured in this run'}.`,
+    `- The gateway adds at most 10% to /snap's p50 at concurrency ` +
+      `1: ${p50s.length ? `**${p50Met ? 'MET' : 'NOT MET'}** (${p50s.join(', ')})` : 'not measured in this run'}.`,
+    `- The gateway takes at most 10% of /snap's throughput at concurrency ` +
+      `4: ${rates.length ? `**${rateMet ? 'MET' : 'NOT MET'}** (${rates.join(', ')})` : 'not measured in this run'}.`,
     '',
   );
   return lines.join('\n');
@@ -691,13 +745,18 @@ async function main(): Promise<void> {
   const load = [os.loadavg()[0]!];
   try {
     progress('starting the Selenium Grid and the page server');
-    const [grid, pages] = await Promise.all([gridModule.startGrid({ mode: 'standalone', maxSessions: 3 * SNAP_SESSIONS, port: 0, sessionTimeout: 300 }), startPageServerProcess()]);
+    const [grid, pages] = await Promise.all([
+      gridModule.startGrid({ mode: 'standalone', maxSessions: 3 * SNAP_SESSIONS, port: 0, sessionTimeout: 300 }),
+      startPageServerProcess(),
+    ]);
     cleanups.push(() => grid.stop());
     cleanups.push(() => pages.stop());
 
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'snap-bench-'));
     cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
-    const passThrough = Object.fromEntries(['CHROME_BIN', 'CHROMEDRIVER_BIN', 'CHROME_EXTRA_ARGS', 'EGRESS_GATEWAY'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
+    const passThrough = Object.fromEntries(
+      ['CHROME_BIN', 'CHROMEDRIVER_BIN', 'CHROME_EXTRA_ARGS', 'EGRESS_GATEWAY'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]),
+    );
     const env = {
       ...passThrough,
       DATA_DIR: dataDir,

@@ -55,15 +55,15 @@ export function captureDemand(text: string): number {
 async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'snap-demand-'));
   const config = loadConfig({
-      DATA_DIR: dataDir,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      RATE_LIMIT_MAX: '0',
-      CAPTURE_SESSIONS: '4',
-      CAPTURE_QUEUE_MAX: '100',
-      CAPTURE_QUEUE_TIMEOUT_MS: '120000',
+    DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    ALLOW_PRIVATE_NETWORKS: 'true',
+    RATE_LIMIT_MAX: '0',
+    CAPTURE_SESSIONS: '4',
+    CAPTURE_QUEUE_MAX: '100',
+    CAPTURE_QUEUE_TIMEOUT_MS: '120000',
     METRICS_TOKEN,
   });
   const pages = await startPageServerProcess();

@@ -195,7 +195,20 @@ async function measure(dep: Deployment, pages: PageServer): Promise<PartResult> 
   const url = (token: string, page: 'simple' | 'heavy', n: string) => `${dep.base}/snap?${snapQuery(token, `${pages.origin}${pages.pages[page]}?n=${n}`)}`;
   const bAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const aAgent = new http.Agent({ keepAlive: true, maxSockets: BURST + 8 });
-  const r: PartResult = { label: dep.label, alone: [], loaded: [], bRefused: [], aDone: 0, aRefused: 0, aRefusedWithoutRetryAfter: 0, aOther: [], aLost: 0, charged: { a: 0, b: 0 }, expected: { a: 0, b: 0 }, seconds: 0 };
+  const r: PartResult = {
+    label: dep.label,
+    alone: [],
+    loaded: [],
+    bRefused: [],
+    aDone: 0,
+    aRefused: 0,
+    aRefusedWithoutRetryAfter: 0,
+    aOther: [],
+    aLost: 0,
+    charged: { a: 0, b: 0 },
+    expected: { a: 0, b: 0 },
+    seconds: 0,
+  };
   let bDone = 0;
   const bOnce = async (n: string): Promise<Answer> => {
     const answer = await snap(bAgent, url(dep.accounts.b, 'simple', n));
@@ -239,7 +252,10 @@ async function measure(dep: Deployment, pages: PageServer): Promise<PartResult> 
         if (answer.status === 200) r.loaded.push(answer.ms);
       }
       await Promise.all(burst);
-      progress(`${dep.label}: round ${round}/${ROUNDS}: B alone p95 ${p95(r.alone).toFixed(0)} ms, during bursts p95 ${p95(r.loaded).toFixed(0)} ms; A done ${r.aDone}, refused ${r.aRefused}`);
+      progress(
+        `${dep.label}: round ${round}/${ROUNDS}: B alone p95 ${p95(r.alone).toFixed(0)} ms, during bursts p95 ${p95(r.loaded).toFixed(0)} ms; A ` +
+          `done ${r.aDone}, refused ${r.aRefused}`,
+      );
     }
     r.expected = { a: r.aDone, b: bDone };
     r.charged = { a: await charged(dep.base, dep.accounts.a), b: await charged(dep.base, dep.accounts.b) };
@@ -259,14 +275,27 @@ const p50 = (xs: number[]) => percentile(sorted(xs), 0.5);
 function verdicts(r: PartResult): Array<[string, boolean, string]> {
   const ratio = p95(r.loaded) / p95(r.alone);
   return [
-    [`B's p95 during A's bursts at most ${P95_LIMIT}x its p95 alone`, ratio <= P95_LIMIT, `${ratio.toFixed(2)}x (${p95(r.loaded).toFixed(0)} / ${p95(r.alone).toFixed(0)} ms)`],
-    ["none of B's captures refused", r.bRefused.length === 0, r.bRefused.length ? `${r.bRefused.length} refused: ${[...new Set(r.bRefused.map((a) => `${a.status} ${a.errorCode}`))].join(', ')}` : '0 refused'],
+    [
+      `B's p95 during A's bursts at most ${P95_LIMIT}x its p95 alone`,
+      ratio <= P95_LIMIT,
+      `${ratio.toFixed(2)}x (${p95(r.loaded).toFixed(0)} / ${p95(r.alone).toFixed(0)} ms)`,
+    ],
+    [
+      "none of B's captures refused",
+      r.bRefused.length === 0,
+      r.bRefused.length ? `${r.bRefused.length} refused: ${[...new Set(r.bRefused.map((a) => `${a.status} ${a.errorCode}`))].join(', ')}` : '0 refused',
+    ],
     [
       "each of A's captures done or refused with 429 concurrency_limit_reached and Retry-After, none lost",
       r.aOther.length === 0 && r.aLost === 0 && r.aRefusedWithoutRetryAfter === 0,
-      `${r.aDone} done, ${r.aRefused} refused (${r.aRefusedWithoutRetryAfter} without Retry-After), ${r.aOther.length} other${r.aOther.length ? ` (${[...new Set(r.aOther.map((a) => `${a.status} ${a.errorCode}`))].join(', ')})` : ''}, ${r.aLost} lost`,
+      `${r.aDone} done, ${r.aRefused} refused (${r.aRefusedWithoutRetryAfter} without Retry-After), ${r.aOther.length} ` +
+        `other${r.aOther.length ? ` (${[...new Set(r.aOther.map((a) => `${a.status} ${a.errorCode}`))].join(', ')})` : ''}, ${r.aLost} lost`,
     ],
-    ['each account charged exactly its captures done (nothing for a refusal)', r.charged.a === r.expected.a && r.charged.b === r.expected.b, `A ${r.charged.a} of ${r.expected.a} done, B ${r.charged.b} of ${r.expected.b}`],
+    [
+      'each account charged exactly its captures done (nothing for a refusal)',
+      r.charged.a === r.expected.a && r.charged.b === r.expected.b,
+      `A ${r.charged.a} of ${r.expected.a} done, B ${r.charged.b} of ${r.expected.b}`,
+    ],
   ];
 }
 
@@ -275,19 +304,25 @@ function report(results: PartResult[], loads: number[], totalSeconds: number): s
   const lines = [
     '# Fair sharing under load (bench/fairness.ts)',
     '',
-    `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${os.cpus().length} cores (${cpu}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.versions.node}; ` +
+    `Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${os.cpus().length} cores (${cpu}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, ` +
+      `Node ${process.versions.node}; ` +
       `load average ${loads.map((l) => l.toFixed(1)).join(' → ')}; ${totalSeconds.toFixed(0)} s in all.`,
     '',
-    `Two accounts on the default \`paid\` plan (1 capture at once, 8 waiting). In each of ${ROUNDS} rounds: B alone, ${ALONE} captures of the simple page one at a time; ` +
-      `then A sends ${BURST} GET /snap of the heavy page at once, and B goes on one capture at a time until every one of A's is answered. Latencies are whole requests (ms).`,
+    `Two accounts on the default \`paid\` plan (1 capture at once, 8 waiting). In each of ${ROUNDS} rounds: B alone, ${ALONE} captures of the simple page ` +
+      `one at a time; ` +
+      `then A sends ${BURST} GET /snap of the heavy page at once, and B goes on one capture at a time until every one of A's is answered. Latencies are ` +
+      `whole requests (ms).`,
     '',
-    '| deployment | B alone: n, p50, p95 | B during A\'s bursts: n, p50, p95 | p95 ratio | B refused | A: done / 429 with Retry-After / other / lost | charged A, B (captures done) |',
+    "| deployment | B alone: n, p50, p95 | B during A's bursts: n, p50, p95 | p95 ratio | B refused | A: done / 429 with Retry-After / other / lost | " +
+      'charged A, B (captures done) |',
     '|---|---|---|---:|---:|---|---|',
   ];
   for (const r of results) {
     lines.push(
-      `| ${r.label} | ${r.alone.length}, ${p50(r.alone).toFixed(0)}, ${p95(r.alone).toFixed(0)} | ${r.loaded.length}, ${p50(r.loaded).toFixed(0)}, ${p95(r.loaded).toFixed(0)} | ` +
-        `${(p95(r.loaded) / p95(r.alone)).toFixed(2)}x | ${r.bRefused.length} | ${r.aDone} / ${r.aRefused - r.aRefusedWithoutRetryAfter} / ${r.aOther.length + r.aRefusedWithoutRetryAfter} / ${r.aLost} | ` +
+      `| ${r.label} | ${r.alone.length}, ${p50(r.alone).toFixed(0)}, ${p95(r.alone).toFixed(0)} ` +
+        `| ${r.loaded.length}, ${p50(r.loaded).toFixed(0)}, ${p95(r.loaded).toFixed(0)} | ` +
+        `${(p95(r.loaded) / p95(r.alone)).toFixed(2)}x | ${r.bRefused.length} | ${r.aDone} / ${r.aRefused - r.aRefusedWithoutRetryAfter} ` +
+        `/ ${r.aOther.length + r.aRefusedWithoutRetryAfter} / ${r.aLost} | ` +
         `${r.charged.a} (${r.expected.a}), ${r.charged.b} (${r.expected.b}) |`,
     );
   }

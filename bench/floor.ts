@@ -40,7 +40,12 @@ export async function openPage(slot: BrowserSlot, proxyServer?: string): Promise
 
 export async function openFloorTab(config: Readonly<Config>, id: number, proxyServer?: string): Promise<FloorTab> {
   const slot = await launchSession(
-    { seleniumUrl: config.seleniumUrl, chromeBin: config.capture.chromeBin, chromedriverBin: config.capture.chromedriverBin, extraArgs: config.capture.extraArgs },
+    {
+      seleniumUrl: config.seleniumUrl,
+      chromeBin: config.capture.chromeBin,
+      chromedriverBin: config.capture.chromedriverBin,
+      extraArgs: config.capture.extraArgs,
+    },
     id,
   );
   try {
@@ -54,7 +59,11 @@ export async function openFloorTab(config: Readonly<Config>, id: number, proxySe
 /** Evaluates an expression in the tab's page, awaiting the promise it returns, and gives back its value. */
 export async function evaluate<T>(tab: FloorTab, expression: string, what: string): Promise<T> {
   const r = await withTimeout(
-    tab.slot.cdp.send<{ result: { value: T }; exceptionDetails?: { text: string } }>('Runtime.evaluate', { expression, awaitPromise: true, returnByValue: true }, tab.sessionId),
+    tab.slot.cdp.send<{ result: { value: T }; exceptionDetails?: { text: string } }>(
+      'Runtime.evaluate',
+      { expression, awaitPromise: true, returnByValue: true },
+      tab.sessionId,
+    ),
     STEP_TIMEOUT_MS,
     what,
   );
@@ -110,7 +119,8 @@ export async function floorCapture(tab: FloorTab, url: string, work: Work, reuse
   if (work.kind === 'wait_for') await evaluate(tab, selectorPresent(work.selector), `waiting for ${work.selector}`);
   if (work.kind === 'fullpage') await growToFullPage(tab);
   const shot = await cdp.send<{ data: string }>('Page.captureScreenshot', { format: FORMAT, quality: QUALITY }, tab.sessionId);
-  if (work.kind === 'fullpage' && reused) await cdp.send('Emulation.setDeviceMetricsOverride', { ...VIEWPORT, deviceScaleFactor: 1, mobile: false }, tab.sessionId);
+  if (work.kind === 'fullpage' && reused)
+    await cdp.send('Emulation.setDeviceMetricsOverride', { ...VIEWPORT, deviceScaleFactor: 1, mobile: false }, tab.sessionId);
   return Buffer.from(shot.data, 'base64').length;
 }
 
@@ -194,7 +204,6 @@ export class IsolatedPool {
     );
   }
 }
-
 
 export function snapOnce(agent: http.Agent, url: string): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -109,7 +109,13 @@ async function measureAll(db: Knex, cases: Case[]): Promise<Measured[]> {
   for (const [i, c] of cases.entries()) {
     const sorted = times[i]!.sort((a, b) => a - b);
     const q = warm[i]!.query;
-    out.push({ label: c.label, target: c.target, median: sorted[Math.floor(sorted.length / 2)]!, rows: warm[i]!.rows, plan: q ? await planOf(db, q.sql, q.bindings) : '' });
+    out.push({
+      label: c.label,
+      target: c.target,
+      median: sorted[Math.floor(sorted.length / 2)]!,
+      rows: warm[i]!.rows,
+      plan: q ? await planOf(db, q.sql, q.bindings) : '',
+    });
   }
   return out;
 }
@@ -123,7 +129,8 @@ async function benchDatabase(name: string, db: Knex): Promise<{ lines: string[];
   if (db.client.config.client === 'mysql2') await db.raw('ANALYZE TABLE screenshots');
   const repo = new ScreenshotRepository(db, LINKS);
   const lines = [
-    `### ${name}: ${ROWS} screenshots in one account, ${BIG_CONFIG_ROWS} of them in one configuration (+${ROWS * 0.2} in other accounts), filled in ${((Date.now() - t) / 1000).toFixed(1)} s`,
+    `### ${name}: ${ROWS} screenshots in one account, ${BIG_CONFIG_ROWS} of them in one configuration (+${ROWS * 0.2} in other accounts), filled ` +
+      `in ${((Date.now() - t) / 1000).toFixed(1)} s`,
     '',
     `| query | rows | median | under ${TARGET_MS} ms | plan |`,
     '|---|---:|---:|---|---|',
@@ -153,7 +160,11 @@ async function benchDatabase(name: string, db: Knex): Promise<{ lines: string[];
         ).length,
     },
     { label: 'account list, after a date, ASC, 100', target: false, run: account({ afterMs: Date.UTC(2026, 1, 1), order: 'ASC', limit: 100 }) },
-    { label: 'ttl lookup (findRecent)', target: false, run: async () => ((await repo.findRecent(ACCOUNT, '1'.padStart(64, '0'), Date.UTC(2026, 0, 20))) ? 1 : 0) },
+    {
+      label: 'ttl lookup (findRecent)',
+      target: false,
+      run: async () => ((await repo.findRecent(ACCOUNT, '1'.padStart(64, '0'), Date.UTC(2026, 0, 20))) ? 1 : 0),
+    },
   ]);
   const verdict = (m: Measured) => (m.target || m.label.includes('page 50') ? (m.median < TARGET_MS ? 'yes' : '**no**') : '');
   for (const m of measured) lines.push(`| ${m.label} | ${m.rows} | ${m.median.toFixed(1)} ms | ${verdict(m)} | ${m.plan} |`);
@@ -166,8 +177,10 @@ async function main(): Promise<void> {
   const out: string[] = [
     '## Archive lists at scale',
     '',
-    `Run ${new Date().toISOString()} on ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB RAM, Node ${process.version}. ` +
-      `Each list read through ScreenshotRepository (query and mapping), newest first unless said, limit 1000 (the spec default and maximum); median of ${RUNS} rounds after a warm-up, every row once per round.`,
+    `Run ${new Date().toISOString()} on ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB RAM, ` +
+      `Node ${process.version}. ` +
+      `Each list read through ScreenshotRepository (query and mapping), newest first unless said, limit 1000 (the spec default and maximum); median ` +
+      `of ${RUNS} rounds after a warm-up, every row once per round.`,
     '',
   ];
   const verdicts: Measured[] = [];
@@ -194,7 +207,8 @@ async function main(): Promise<void> {
   }
   const missed = verdicts.filter((m) => m.median >= TARGET_MS);
   out.push(
-    `Load average (1 min) before and after: ${loadBefore.toFixed(2)} / ${os.loadavg()[0]!.toFixed(2)} (anything else running on the machine skews the numbers).`,
+    `Load average (1 min) before and after: ${loadBefore.toFixed(2)} / ${os.loadavg()[0]!.toFixed(2)} (anything else running on the machine skews the ` +
+      `numbers).`,
     '',
   );
   out.push(

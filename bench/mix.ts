@@ -65,7 +65,12 @@ const SIDES = ['warm', 'isolated', 'snap'] as const;
 type Side = (typeof SIDES)[number];
 const SIDE_LABEL: Record<Side, string> = { warm: 'warm-tab floor', isolated: 'isolated floor', snap: 'GET /snap' };
 
-const WORK: Record<MixPage, Work> = { simple: { kind: 'viewport' }, heavy: { kind: 'viewport' }, script: { kind: 'wait_for', selector: SCRIPT_SELECTOR }, long: { kind: 'fullpage' } };
+const WORK: Record<MixPage, Work> = {
+  simple: { kind: 'viewport' },
+  heavy: { kind: 'viewport' },
+  script: { kind: 'wait_for', selector: SCRIPT_SELECTOR },
+  long: { kind: 'fullpage' },
+};
 const SNAP_OPTIONS: Record<MixPage, Record<string, string>> = { simple: {}, heavy: {}, script: { wait_for: SCRIPT_SELECTOR }, long: { fullpage: 'true' } };
 
 function positive(name: string, raw: string): number {
@@ -89,7 +94,12 @@ const CONCURRENCY = envSubset('BENCH_MIX_CONCURRENCY', ALL_CONCURRENCY);
 const FULL_RUN = ['BENCH_MIX_ITERATIONS', 'BENCH_MIX_WARMUP', 'BENCH_MIX_SITES', 'BENCH_MIX_CONCURRENCY'].every((k) => !process.env[k]?.trim());
 
 const gridModule = require(path.join(ROOT, 'grid', 'grid.js')) as {
-  startGrid(opts: { mode: 'standalone'; maxSessions: number; port: number; sessionTimeout?: number }): Promise<{ url: string; pids: number[]; stop(): Promise<void> }>;
+  startGrid(opts: {
+    mode: 'standalone';
+    maxSessions: number;
+    port: number;
+    sessionTimeout?: number;
+  }): Promise<{ url: string; pids: number[]; stop(): Promise<void> }>;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -161,7 +171,9 @@ async function runBlock(rt: SideRuntime, seq: MixItem[], workers: number, count:
 
 /** One cell: the sides in turns, reversed every other round; each side's browsers' CPU over the whole cell. */
 async function runCell(sides: SideRuntime[], seq: MixItem[], c: number): Promise<Record<Side, SideCell>> {
-  const cells = Object.fromEntries(sides.map((s) => [s.side, { samples: [], wallMs: 0, ownCpuMs: 0, selfCpuMs: 0, machineCpuMs: 0, rss: [], bytes: 0 } as SideCell])) as Record<Side, SideCell>;
+  const cells = Object.fromEntries(
+    sides.map((s) => [s.side, { samples: [], wallMs: 0, ownCpuMs: 0, selfCpuMs: 0, machineCpuMs: 0, rss: [], bytes: 0 } as SideCell]),
+  ) as Record<Side, SideCell>;
   for (const rt of sides) await runBlock(rt, seq, c, WARMUP, null);
   const before = new Map(sides.map((rt) => [rt.side, treesUse(rt.roots(c)).cpuMs]));
   const blocks = c === 1 ? ITERATIONS[1]! : BLOCKS;
@@ -228,22 +240,29 @@ function report(results: Record<number, Record<Side, Figures>>, info: { chromium
   lines.push('# Benchmark: the mixed workload against the warm-tab floor (bench/mix.ts)', '');
   lines.push(
     `Run ${new Date().toISOString()} (${f0(info.seconds)} s in all)${FULL_RUN ? '' : ', reduced (BENCH_MIX_* set)'}. ` +
-      `Machine: ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB RAM, Node ${process.version}, ${info.chromium}. ` +
+      `Machine: ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB RAM, ` +
+      `Node ${process.version}, ${info.chromium}. ` +
       `Load average (1 min) at the start and at the end: ${info.load.map(f2).join(' / ')}.`,
     '',
-    `Workload: ${mix} in every ten captures, in a fixed shuffled order, each on the next of ${SITES} site names (site-N.test, resolved by the bench's DNS server to the page server on 127.0.0.1; ` +
+    `Workload: ${mix} in every ten captures, in a fixed shuffled order, each on the next of ${SITES} site names (site-N.test, resolved by the bench's DNS ` +
+      `server to the page server on 127.0.0.1; ` +
       "the service's egress gateway asks it as EGRESS_DNS_SERVERS, the floors' contexts go through a plain forward proxy asking it with the same resolver). " +
       'Every side captures the same sequence with the complete work (script: wait_for; long: fullpage). ' +
       `Measured captures per side: ${CONCURRENCY.map((c) => `c=${c}: ${ITERATIONS[c]}`).join(', ')}, after ${WARMUP} warm-up captures per side and cell; ` +
       `the sides take turns capture by capture at concurrency 1, in ${BLOCKS} blocks per side at concurrency 4, the order reversed every other round. ` +
-      `Warm-tab floor: raw CDP, one reused tab per worker (a Grid session each). Isolated floor: raw CDP, a fresh context and window per capture prepared in the background on ${SESSIONS} browsers. ` +
+      `Warm-tab floor: raw CDP, one reused tab per worker (a Grid session each). Isolated floor: raw CDP, a fresh context and window per capture prepared ` +
+      `in the background on ${SESSIONS} browsers. ` +
       `GET /snap: wait=0, ttl=0, CAPTURE_SESSIONS=${SESSIONS}, SQLite, the egress gateway on.`,
     '',
-    "CPU per capture: each side's browsers (its ChromeDrivers' process trees under the Grid, from /proc/<pid>/stat, over the whole cell) plus this process during the side's turns " +
-      '(for /snap the service; for the floors their CDP client and proxy), divided by its captures; the whole machine (/proc/stat) during its turns beside it. ' +
-      "Resident memory: the sum of the side's process trees' RSS (for /snap with this process, which also holds the bench) after each of its blocks, mean and peak. The Grid's JVM is in none.",
+    "CPU per capture: each side's browsers (its ChromeDrivers' process trees under the Grid, from /proc/<pid>/stat, over the whole cell) plus this process " +
+      "during the side's turns " +
+      '(for /snap the service; for the floors their CDP client and proxy), divided by its captures; the whole machine (/proc/stat) during its turns ' +
+      'beside it. ' +
+      "Resident memory: the sum of the side's process trees' RSS (for /snap with this process, which also holds the bench) after each of its blocks, mean " +
+      "and peak. The Grid's JVM is in none.",
     '',
-    '| side | concurrency | p50 ms | p95 ms | captures/s | CPU ms per capture (this process) | machine CPU ms per capture | RSS MiB, mean / peak | p50 ratio to warm | throughput ratio to warm | CPU ratio to warm |',
+    '| side | concurrency | p50 ms | p95 ms | captures/s | CPU ms per capture (this process) | machine CPU ms per capture | RSS MiB, mean / peak | p50 ratio ' +
+      'to warm | throughput ratio to warm | CPU ratio to warm |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   );
   for (const c of CONCURRENCY) {
@@ -253,17 +272,31 @@ function report(results: Record<number, Record<Side, Figures>>, info: { chromium
       const s = r[side];
       const w = r.warm;
       lines.push(
-        `| ${SIDE_LABEL[side]} | ${c} | ${f0(s.p50)} | ${f0(s.p95)} | ${f2(s.perSecond)} | ${f0(s.cpuMs)} (${f0(s.selfMs)}) | ${f0(s.machineMs)} | ${f0(s.rssMiB)} / ${f0(s.rssMaxMiB)} | ` +
+        `| ${SIDE_LABEL[side]} | ${c} | ${f0(s.p50)} | ${f0(s.p95)} | ${f2(s.perSecond)} | ${f0(s.cpuMs)} (${f0(s.selfMs)}) | ${f0(s.machineMs)} ` +
+          `| ${f0(s.rssMiB)} / ${f0(s.rssMaxMiB)} | ` +
           `${x(s.p50 / w.p50)} | ${x(s.perSecond / w.perSecond)} | ${x(s.cpuMs / w.cpuMs)} |`,
       );
     }
   }
   lines.push('', 'p50 ms by page within the mix (warm / isolated / snap):', '');
-  lines.push('| concurrency | ' + Object.keys(MIX_WEIGHTS).join(' | ') + ' |', `|---:|${Object.keys(MIX_WEIGHTS).map(() => '---:').join('|')}|`);
+  lines.push(
+    '| concurrency | ' + Object.keys(MIX_WEIGHTS).join(' | ') + ' |',
+    `|---:|${Object.keys(MIX_WEIGHTS)
+      .map(() => '---:')
+      .join('|')}|`,
+  );
   for (const c of CONCURRENCY) {
     const r = results[c];
     if (!r) continue;
-    const p50Of = (v: number[] | undefined) => (v?.length ? f0(percentile([...v].sort((a, b) => a - b), 0.5)) : '–');
+    const p50Of = (v: number[] | undefined) =>
+      v?.length
+        ? f0(
+            percentile(
+              [...v].sort((a, b) => a - b),
+              0.5,
+            ),
+          )
+        : '–';
     const cell = (page: string) => SIDES.map((side) => p50Of(r[side].byPage[page])).join(' / ');
     lines.push(`| ${c} | ${Object.keys(MIX_WEIGHTS).map(cell).join(' | ')} |`);
   }
@@ -274,17 +307,22 @@ function report(results: Record<number, Record<Side, Figures>>, info: { chromium
   if (c1) {
     const r = c1.snap.p50 / c1.warm.p50;
     const i = medianRatioInterval(c1.warm.samples, c1.snap.samples);
-    lines.push(`- /snap p50 at concurrency 1 at most ${MIX_TARGETS.p50AtC1}x the warm-tab floor: ${word(r <= MIX_TARGETS.p50AtC1)} (${x(r)} [${x(i.low)}–${x(i.high)}]; ${f0(c1.snap.p50)} / ${f0(c1.warm.p50)} ms).`);
+    lines.push(
+      `- /snap p50 at concurrency 1 at most ${MIX_TARGETS.p50AtC1}x the warm-tab floor: ${word(r <= MIX_TARGETS.p50AtC1)} (${x(r)} ` +
+        `[${x(i.low)}–${x(i.high)}]; ${f0(c1.snap.p50)} / ${f0(c1.warm.p50)} ms).`,
+    );
   } else lines.push(`- /snap p50 at concurrency 1 at most ${MIX_TARGETS.p50AtC1}x the warm-tab floor: **NOT MEASURED in this run**.`);
   if (c4) {
     const r = c4.snap.perSecond / c4.warm.perSecond;
     lines.push(
-      `- /snap throughput at concurrency 4 at least ${MIX_TARGETS.throughputAtC4}x the warm-tab floor: ${word(r >= MIX_TARGETS.throughputAtC4)} (${x(r)}; ${f2(c4.snap.perSecond)} / ${f2(c4.warm.perSecond)} captures/s).`,
+      `- /snap throughput at concurrency 4 at least ${MIX_TARGETS.throughputAtC4}x the warm-tab floor: ${word(r >= MIX_TARGETS.throughputAtC4)} ` +
+        `(${x(r)}; ${f2(c4.snap.perSecond)} / ${f2(c4.warm.perSecond)} captures/s).`,
     );
   } else lines.push(`- /snap throughput at concurrency 4 at least ${MIX_TARGETS.throughputAtC4}x the warm-tab floor: **NOT MEASURED in this run**.`);
   const cpuRatios = CONCURRENCY.filter((c) => results[c]).map((c) => ({ c, r: results[c]!.snap.cpuMs / results[c]!.warm.cpuMs }));
   lines.push(
-    `- /snap CPU per capture at most ${MIX_TARGETS.cpuPerCapture}x the warm-tab floor: ${word(cpuRatios.every((v) => v.r <= MIX_TARGETS.cpuPerCapture))} (${cpuRatios.map((v) => `concurrency ${v.c}: ${x(v.r)}`).join(', ')}).`,
+    `- /snap CPU per capture at most ${MIX_TARGETS.cpuPerCapture}x the warm-tab floor: ${word(cpuRatios.every((v) => v.r <= MIX_TARGETS.cpuPerCapture))} ` +
+      `(${cpuRatios.map((v) => `concurrency ${v.c}: ${x(v.r)}`).join(', ')}).`,
   );
   const stalls: string[] = [];
   for (const c of CONCURRENCY) {
@@ -312,7 +350,11 @@ runBench('mix', async (cleanups) => {
     startPageServerProcess(),
     startSitesDns(SITES),
   ]);
-  cleanups.push(() => grid.stop(), () => pages.stop(), () => dns.stop());
+  cleanups.push(
+    () => grid.stop(),
+    () => pages.stop(),
+    () => dns.stop(),
+  );
   const proxy = await startFloorProxy(dns.address);
   cleanups.push(() => proxy.stop());
   const port = new URL(pages.origin).port;
@@ -386,7 +428,12 @@ runBench('mix', async (cleanups) => {
     { side: 'warm', roots: (c) => warmRoots.slice(0, c), op: (w, item) => floorCapture(warmTabs[w]!, urlOf(item), WORK[item.page], true), cursor: 0 },
     { side: 'isolated', roots: () => isolatedRoots, op: (_w, item) => isolatedPool.capture(urlOf(item), WORK[item.page]), cursor: 0 },
     // This process is counted by turn (selfCpuMs), not as a tree: only its ChromeDrivers here (pages, the DNS server's replies excluded).
-    { side: 'snap', roots: () => snapRoots().slice(1), op: (_w, item) => snapOnce(agent, `${base}/snap?${snapQuery(accessToken, urlOf(item), SNAP_OPTIONS[item.page])}`), cursor: 0 },
+    {
+      side: 'snap',
+      roots: () => snapRoots().slice(1),
+      op: (_w, item) => snapOnce(agent, `${base}/snap?${snapQuery(accessToken, urlOf(item), SNAP_OPTIONS[item.page])}`),
+      cursor: 0,
+    },
   ];
   const seq = mixSequence(Math.max(SITES, 10), SITES);
   const results: Record<number, Record<Side, Figures>> = {};
@@ -396,7 +443,10 @@ runBench('mix', async (cleanups) => {
     results[c] = Object.fromEntries(SIDES.map((s) => [s, figures(cells[s])])) as Record<Side, Figures>;
     for (const s of SIDES) {
       const fg = results[c]![s];
-      progress(`${s.padEnd(8)} c=${c}: p50 ${f0(fg.p50)} ms, p95 ${f0(fg.p95)} ms, ${f2(fg.perSecond)}/s, CPU ${f0(fg.cpuMs)} ms (self ${f0(fg.selfMs)}), RSS ${f0(fg.rssMiB)} MiB`);
+      progress(
+        `${s.padEnd(8)} c=${c}: p50 ${f0(fg.p50)} ms, p95 ${f0(fg.p95)} ms, ${f2(fg.perSecond)}/s, CPU ${f0(fg.cpuMs)} ms (self ${f0(fg.selfMs)}), ` +
+          `RSS ${f0(fg.rssMiB)} MiB`,
+      );
     }
   }
   load.push(os.loadavg()[0]!);

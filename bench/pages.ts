@@ -79,14 +79,19 @@ async function makeImages(): Promise<Images> {
   return images;
 }
 
-const WORDS = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua enim ad minim veniam quis nostrud'.split(' ');
+const WORDS = (
+  'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor ' +
+  'incididunt ut labore et dolore magna aliqua enim ad minim veniam quis nostrud'
+).split(' ');
 
 function heavyPage(imagePaths: string[]): string {
   const rand = rng(42);
   const words = (n: number) => Array.from({ length: n }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(' ');
   const css = [
     'html,body{margin:0;font-family:sans-serif;color:#222;background:linear-gradient(180deg,#f7f9fc,#e9eef7)}',
-    '.hero{height:260px;position:relative;overflow:hidden;background:radial-gradient(circle at 20% 30%,rgba(255,120,80,.85),transparent 40%),radial-gradient(circle at 80% 60%,rgba(80,160,255,.8),transparent 45%),conic-gradient(from 45deg,#ffd86f,#fc6262,#7b6cff,#3ad1b8,#ffd86f);box-shadow:inset 0 -40px 80px rgba(0,0,0,.35)}',
+    '.hero{height:260px;position:relative;overflow:hidden;background:radial-gradient(circle at 20% 30%,rgba(255,120,80,.85),transparent ' +
+      '40%),radial-gradient(circle at 80% 60%,rgba(80,160,255,.8),transparent 45%),conic-gradient(from ' +
+      '45deg,#ffd86f,#fc6262,#7b6cff,#3ad1b8,#ffd86f);box-shadow:inset 0 -40px 80px rgba(0,0,0,.35)}',
     '.hero h1{position:absolute;left:32px;bottom:24px;margin:0;font-size:48px;color:#fff;text-shadow:0 4px 16px rgba(0,0,0,.5)}',
     '.hero svg{position:absolute;right:0;top:0;opacity:.9}',
     '.gallery{display:grid;grid-template-columns:repeat(6,1fr);gap:8px;padding:8px}',
@@ -99,14 +104,19 @@ function heavyPage(imagePaths: string[]): string {
   ];
   for (let i = 0; i < 12; i++) {
     const h = i * 30;
-    css.push(`.c${i}{background:linear-gradient(${i * 30}deg,hsl(${h},80%,92%),hsl(${(h + 60) % 360},70%,80%)),radial-gradient(circle at 90% 10%,hsla(${h},90%,60%,.4),transparent 60%)}`);
+    css.push(
+      `.c${i}{background:linear-gradient(${i * 30}deg,hsl(${h},80%,92%),hsl(${(h + 60) % 360},70%,80%)),radial-gradient(circle at 90% ` +
+        `10%,hsla(${h},90%,60%,.4),transparent 60%)}`,
+    );
   }
   // The big inline SVG: gradients and a couple of thousand shapes.
   const svg: string[] = [
     '<svg width="700" height="260" viewBox="0 0 700 260" xmlns="http://www.w3.org/2000/svg"><defs>',
     ...Array.from(
       { length: 8 },
-      (_, i) => `<radialGradient id="g${i}"><stop offset="0" stop-color="hsl(${i * 45},90%,65%)"/><stop offset="1" stop-color="hsl(${i * 45 + 90},80%,35%)" stop-opacity=".2"/></radialGradient>`,
+      (_, i) =>
+        `<radialGradient id="g${i}"><stop offset="0" stop-color="hsl(${i * 45},90%,65%)"/><stop offset="1" stop-color="hsl(${i * 45 + 90},80%,35%)" ` +
+        `stop-opacity=".2"/></radialGradient>`,
     ),
     '</defs>',
   ];
@@ -114,8 +124,16 @@ function heavyPage(imagePaths: string[]): string {
     const x = (rand() * 700).toFixed(1);
     const y = (rand() * 260).toFixed(1);
     if (i % 3 === 0) svg.push(`<circle cx="${x}" cy="${y}" r="${(2 + rand() * 14).toFixed(1)}" fill="url(#g${i % 8})"/>`);
-    else if (i % 3 === 1) svg.push(`<rect x="${x}" y="${y}" width="${(4 + rand() * 20).toFixed(1)}" height="${(4 + rand() * 20).toFixed(1)}" fill="hsl(${i % 360},70%,60%)" opacity=".6" transform="rotate(${i % 90} ${x} ${y})"/>`);
-    else svg.push(`<path d="M${x} ${y} q ${(rand() * 40 - 20).toFixed(1)} ${(rand() * 40 - 20).toFixed(1)} ${(rand() * 40).toFixed(1)} 0" stroke="hsl(${(i * 7) % 360},60%,40%)" fill="none" stroke-width="1.5"/>`);
+    else if (i % 3 === 1)
+      svg.push(
+        `<rect x="${x}" y="${y}" width="${(4 + rand() * 20).toFixed(1)}" height="${(4 + rand() * 20).toFixed(1)}" fill="hsl(${i % 360},70%,60%)" ` +
+          `opacity=".6" transform="rotate(${i % 90} ${x} ${y})"/>`,
+      );
+    else
+      svg.push(
+        `<path d="M${x} ${y} q ${(rand() * 40 - 20).toFixed(1)} ${(rand() * 40 - 20).toFixed(1)} ${(rand() * 40).toFixed(1)} 0" ` +
+          `stroke="hsl(${(i * 7) % 360},60%,40%)" fill="none" stroke-width="1.5"/>`,
+      );
   }
   svg.push('</svg>');
   const cards: string[] = [];
@@ -135,7 +153,8 @@ function heavyPage(imagePaths: string[]): string {
   return doc(
     'Heavy',
     `<style>${css.join('')}</style>`,
-    `<div class="hero">${svg.join('')}<h1>A heavy page</h1></div><section class="gallery">${gallery}</section><section class="cards">${cards.join('')}</section>${script}`,
+    `<div class="hero">${svg.join('')}<h1>A heavy page</h1></div><section class="gallery">${gallery}</section><section ` +
+      `class="cards">${cards.join('')}</section>${script}`,
   );
 }
 
@@ -168,7 +187,8 @@ function longPage(imagePaths: string[]): string {
   return doc(
     'Long',
     `<style>html,body{margin:0;font-family:sans-serif;color:#222}section{box-sizing:border-box;height:${section}px;overflow:hidden;padding:32px 160px;` +
-      'background:linear-gradient(180deg,#f4f6fb,#e3e8f3)}section:nth-child(even){background:linear-gradient(180deg,#fbf7f0,#f1e7d6)}h2{margin:0 0 12px}img{display:block}</style>',
+      'background:linear-gradient(180deg,#f4f6fb,#e3e8f3)}section:nth-child(even){background:linear-gradient(180deg,#fbf7f0,#f1e7d6)}h2{margin:0 0 ' +
+      '12px}img{display:block}</style>',
     sections.join(''),
   );
 }
@@ -186,7 +206,8 @@ function scriptData(): string {
 const SCRIPT_PAGE = doc(
   'Script',
   '<style>html,body{margin:0;font-family:sans-serif;color:#222}h1{margin:24px}#feed{display:grid;grid-template-columns:repeat(4,1fr);gap:10px;padding:10px}' +
-    '.card{border-radius:10px;padding:10px;background:#eef3fb;box-shadow:0 2px 8px rgba(20,30,60,.2);font-size:12px}.card h3{margin:0 0 6px;font-size:14px}</style>',
+    '.card{border-radius:10px;padding:10px;background:#eef3fb;box-shadow:0 2px 8px rgba(20,30,60,.2);font-size:12px}.card h3{margin:0 0 ' +
+    '6px;font-size:14px}</style>',
   '<h1>A page filled by script</h1><div id="feed"><p>Loading…</p></div>' +
     '<script>addEventListener("load",()=>{fetch("/script/data").then((r)=>r.json()).then((items)=>{' +
     'const cards=items.map((it)=>{const a=document.createElement("article");a.className="card";const h=document.createElement("h3");h.textContent=it.title;' +

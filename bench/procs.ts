@@ -43,7 +43,14 @@ export function processes(): Map<number, Proc> {
     // After "(comm) ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime
     // priority nice num_threads itrealvalue starttime vsize rss ...
     const t = (i: number) => (Number(f[i]) * 1000) / CLOCK_TICKS_PER_SECOND;
-    out.set(Number(name), { pid: Number(name), ppid: Number(f[1]), comm, ownMs: t(11) + t(12), childrenMs: t(13) + t(14), rssBytes: Number(f[21]) * PAGE_BYTES });
+    out.set(Number(name), {
+      pid: Number(name),
+      ppid: Number(f[1]),
+      comm,
+      ownMs: t(11) + t(12),
+      childrenMs: t(13) + t(14),
+      rssBytes: Number(f[21]) * PAGE_BYTES,
+    });
   }
   return out;
 }

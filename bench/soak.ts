@@ -122,7 +122,10 @@ runBench('soak', async (cleanups, stopping) => {
   const t0 = performance.now();
   const load = [os.loadavg()[0]!];
   const [pages, dns] = await Promise.all([startPageServerProcess(), startSitesDns(SITES)]);
-  cleanups.push(() => pages.stop(), () => dns.stop());
+  cleanups.push(
+    () => pages.stop(),
+    () => dns.stop(),
+  );
   const port = new URL(pages.origin).port;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'snap-soak-'));
   cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
@@ -168,7 +171,15 @@ runBench('soak', async (cleanups, stopping) => {
     const browsers = treesUse(drivers, [], procs);
     const treeSize = drivers.reduce((n, d) => n + tree(procs, d).length, 0);
     const mem = process.memoryUsage();
-    samples.push({ captures, serviceRss: mem.rss, heapUsed: mem.heapUsed, browsersRss: browsers.rssBytes, browserProcesses: treeSize, fds: fdCount(), dataBytes: dirBytes(dataDir) });
+    samples.push({
+      captures,
+      serviceRss: mem.rss,
+      heapUsed: mem.heapUsed,
+      browsersRss: browsers.rssBytes,
+      browserProcesses: treeSize,
+      fds: fdCount(),
+      dataBytes: dirBytes(dataDir),
+    });
   };
   sample(0);
   let next = 0;
@@ -203,13 +214,25 @@ runBench('soak', async (cleanups, stopping) => {
   const byOrder = [...latencies].sort((a, b) => a.i - b.i);
   const measured = byOrder.filter((l) => l.i >= WARMUP);
   const window = Math.min(1000, Math.floor(measured.length / 4));
-  const p95 = (xs: Array<{ ms: number }>) => percentile(xs.map((l) => l.ms).sort((a, b) => a - b), 0.95);
-  const p50 = (xs: Array<{ ms: number }>) => percentile(xs.map((l) => l.ms).sort((a, b) => a - b), 0.5);
+  const p95 = (xs: Array<{ ms: number }>) =>
+    percentile(
+      xs.map((l) => l.ms).sort((a, b) => a - b),
+      0.95,
+    );
+  const p50 = (xs: Array<{ ms: number }>) =>
+    percentile(
+      xs.map((l) => l.ms).sort((a, b) => a - b),
+      0.5,
+    );
   const first = measured.slice(0, window);
   const last = measured.slice(-window);
   const drift = p95(last) / p95(first);
   const after = samples.filter((s) => s.captures >= WARMUP);
-  const growth = (f: (s: Sample) => number) => slope(after.map((s) => s.captures), after.map(f)) * 1000;
+  const growth = (f: (s: Sample) => number) =>
+    slope(
+      after.map((s) => s.captures),
+      after.map(f),
+    ) * 1000;
   const restarts = seenDrivers.size - initialDrivers.size;
   const explained = [...warnings.reasons.values()].reduce((a, b) => a + b, 0);
   const cpus = os.cpus();
@@ -224,7 +247,9 @@ runBench('soak', async (cleanups, stopping) => {
     '',
     `${CAPTURES} GET /snap (wait=0, ttl=0) of the mix (${Object.entries(MIX_WEIGHTS)
       .map(([p, w]) => `${w} ${p}`)
-      .join(', ')} in every ten, over ${SITES} site names) at concurrency ${CONCURRENCY}, on the embedded default: one process, SQLite, a local ChromeDriver, ` +
+      .join(
+        ', ',
+      )} in every ten, over ${SITES} site names) at concurrency ${CONCURRENCY}, on the embedded default: one process, SQLite, a local ChromeDriver, ` +
       `${config.capture.sessions} capture sessions, the egress gateway on. ${latencies.length} answered 200, ${CAPTURES - latencies.length} failed` +
       `${failures.size ? ` (${[...failures].map(([m, n]) => `${n}x ${m}`).join('; ')})` : ''}; ${((latencies.length / seconds) * 1).toFixed(2)} captures/s. ` +
       `Growth is measured after ${WARMUP} warm-up captures, over samples taken every ${SAMPLE_EVERY} captures (least squares).`,
@@ -236,14 +261,17 @@ runBench('soak', async (cleanups, stopping) => {
     `| browsers' RSS, ChromeDrivers' trees (MiB) | ${mib(start.browsersRss)} | ${mib(end.browsersRss)} | ${mib(growth((s) => s.browsersRss))} |`,
     `| processes in the browsers' trees | ${start.browserProcesses} | ${end.browserProcesses} | ${growth((s) => s.browserProcesses).toFixed(1)} |`,
     `| open file descriptors (service) | ${start.fds} | ${end.fds} | ${growth((s) => s.fds).toFixed(1)} |`,
-    `| data directory (MiB: the archive's images and SQLite, growing by design) | ${mib(start.dataBytes)} | ${mib(end.dataBytes)} | ${mib(growth((s) => s.dataBytes))} |`,
+    `| data directory (MiB: the archive's images and SQLite, growing by design) | ${mib(start.dataBytes)} | ${mib(end.dataBytes)} ` +
+      `| ${mib(growth((s) => s.dataBytes))} |`,
     '',
-    `Latency, ms (p50 / p95): the first ${window} captures after the warm-up ${p50(first).toFixed(0)} / ${p95(first).toFixed(0)}, the last ${window} ${p50(last).toFixed(0)} / ${p95(last).toFixed(0)}.`,
+    `Latency, ms (p50 / p95): the first ${window} captures after the warm-up ${p50(first).toFixed(0)} / ${p95(first).toFixed(0)}, the ` +
+      `last ${window} ${p50(last).toFixed(0)} / ${p95(last).toFixed(0)}.`,
     '',
-    `Browser restarts: ${restarts}${restarts ? ` (${[...warnings.reasons].map(([r, n]) => `${r}: ${n}`).join(', ')}${restarts > explained ? `${explained ? ', ' : ''}other (no warning): ${restarts - explained}` : ''})` : ''}; ` +
+    `Browser restarts: ${restarts}${restarts ? ` (${restartReasons(warnings.reasons, restarts, explained)})` : ''}; ` +
       'planned: none (the pool has no planned recycle; it replaces a browser only when it is lost, stops answering or breaks).',
     '',
-    `- The last ${window} captures' p95 within ${P95_DRIFT * 100}% of the first ${window}'s after the warm-up: **${Math.abs(drift - 1) <= P95_DRIFT ? 'MET' : 'NOT MET'}** (${drift.toFixed(2)}x).`,
+    `- The last ${window} captures' p95 within ${P95_DRIFT * 100}% of the first ${window}'s after the warm-up: ` +
+      `**${Math.abs(drift - 1) <= P95_DRIFT ? 'MET' : 'NOT MET'}** (${drift.toFixed(2)}x).`,
     `- No browser restarted for any reason: **${restarts === 0 ? 'MET' : 'NOT MET'}** (${restarts}).`,
     `- Every capture answered: **${failures.size === 0 ? 'MET' : 'NOT MET'}** (${CAPTURES - latencies.length} failed).`,
     '',
@@ -251,3 +279,10 @@ runBench('soak', async (cleanups, stopping) => {
   warnings.restore();
   publishResults('soak', lines.join('\n'), FULL_RUN && !stopping(), progress);
 });
+
+/** The restarts' reasons, as "reason: n, …", with those no warning explained as "other". */
+function restartReasons(reasons: Map<string, number>, restarts: number, explained: number): string {
+  const named = [...reasons].map(([r, n]) => `${r}: ${n}`);
+  if (restarts > explained) named.push(`other (no warning): ${restarts - explained}`);
+  return named.join(', ');
+}

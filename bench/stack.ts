@@ -110,7 +110,8 @@ function cpuSample(roots: number[]): CpuSample {
   return { at: performance.now(), machineMs: machineCpuMs(), trees, backingMs };
 }
 
-const treeDelta = (a: CpuSample, b: CpuSample, pids: number[]) => pids.reduce((s, pid) => s + Math.max(0, (b.trees.get(pid) ?? 0) - (a.trees.get(pid) ?? 0)), 0);
+const treeDelta = (a: CpuSample, b: CpuSample, pids: number[]) =>
+  pids.reduce((s, pid) => s + Math.max(0, (b.trees.get(pid) ?? 0) - (a.trees.get(pid) ?? 0)), 0);
 
 // ------------------------------------------------------------------------------------------
 // stacks
@@ -119,9 +120,15 @@ const treeDelta = (a: CpuSample, b: CpuSample, pids: number[]) => pids.reduce((s
 /** Stacks running now, stopped by cleanup whatever happens. */
 const running = new Set<Stack>();
 
-async function startStack(label: string, o: { captureInstances: number; gridNodes: number; schedulerInstances: number; sessionsPerCapture: number; env: Record<string, string> }): Promise<Stack> {
+async function startStack(
+  label: string,
+  o: { captureInstances: number; gridNodes: number; schedulerInstances: number; sessionsPerCapture: number; env: Record<string, string> },
+): Promise<Stack> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snap-bench-stack-'));
-  progress(`${label}: starting a stack (${o.captureInstances} capture x ${o.sessionsPerCapture} sessions, ${o.gridNodes} Grid node(s), ${o.schedulerInstances} scheduler(s)) in ${dir}`);
+  progress(
+    `${label}: starting a stack (${o.captureInstances} capture x ${o.sessionsPerCapture} sessions, ${o.gridNodes} Grid node(s), ${o.schedulerInstances} ` +
+      `scheduler(s)) in ${dir}`,
+  );
   const t = performance.now();
   const stack = await Stack.start({
     ...STACK_DEFAULTS,
@@ -176,7 +183,10 @@ const agents = new Set<http.Agent>();
 /** Fails if a service process of the stack has exited (the stack does not restart them here). */
 function checkAlive(stack: Stack): void {
   const dead = [...stack.instances.values()].filter((i) => i.child.exitCode !== null || i.child.signalCode !== null);
-  if (dead.length) throw new Error(`stack processes exited during the run: ${dead.map((i) => `${i.name} (${i.child.signalCode ?? i.child.exitCode}, ${i.logFile})`).join(', ')}`);
+  if (dead.length)
+    throw new Error(
+      `stack processes exited during the run: ${dead.map((i) => `${i.name} (${i.child.signalCode ?? i.child.exitCode}, ${i.logFile})`).join(', ')}`,
+    );
 }
 
 function admin(stack: Stack, args: string[]): string {
@@ -398,8 +408,10 @@ async function runSpread(pages: PageServer): Promise<LayoutResult[]> {
     const results = open.map(layoutResult);
     for (const r of results) {
       progress(
-        `${r.layout}: ${r.perSecond.toFixed(2)} captures/s, p50 ${r.p50.toFixed(0)} ms, p95 ${r.p95.toFixed(0)} ms; CPU per capture: stack ${(r.servicesCpuMs + r.gridCpuMs).toFixed(0)} ms ` +
-          `(services ${r.servicesCpuMs.toFixed(0)}, Grid and browsers ${r.gridCpuMs.toFixed(0)}), MariaDB+NATS+Redis ${r.backingCpuMs.toFixed(0)} ms, machine ${r.machineCpuMs.toFixed(0)} ms; sessions per node ${r.perNode.join('+')}`,
+        `${r.layout}: ${r.perSecond.toFixed(2)} captures/s, p50 ${r.p50.toFixed(0)} ms, p95 ${r.p95.toFixed(0)} ms; CPU per capture: ` +
+          `stack ${(r.servicesCpuMs + r.gridCpuMs).toFixed(0)} ms ` +
+          `(services ${r.servicesCpuMs.toFixed(0)}, Grid and browsers ${r.gridCpuMs.toFixed(0)}), MariaDB+NATS+Redis ${r.backingCpuMs.toFixed(0)} ms, ` +
+          `machine ${r.machineCpuMs.toFixed(0)} ms; sessions per node ${r.perNode.join('+')}`,
       );
     }
     failed = false;
@@ -484,7 +496,8 @@ async function runSchedulerRound(): Promise<RoundResult> {
       body: JSON.stringify({ access_token, url: hold.url, wait: 0, scheduled_screenshot: true, scheduled_every: 1, scheduled_interval: 'days' }),
     });
     const createdBody = (await created.json()) as { screenshot_configuration_id?: string };
-    if (created.status !== 200 || !createdBody.screenshot_configuration_id) throw new Error(`creating a configuration answered ${created.status}: ${JSON.stringify(createdBody)}`);
+    if (created.status !== 200 || !createdBody.screenshot_configuration_id)
+      throw new Error(`creating a configuration answered ${created.status}: ${JSON.stringify(createdBody)}`);
     const template = await db('screenshot_configs').where({ id: createdBody.screenshot_configuration_id }).first();
 
     // The copies, not due yet (a month ahead) while they are written.
@@ -527,19 +540,33 @@ async function runSchedulerRound(): Promise<RoundResult> {
 
     // A double firing would show within a few ticks: wait for some, then count jobs per configuration.
     await new Promise((r) => setTimeout(r, 4_000));
-    const perConfig = (await db('jobs').where({ kind: 'scheduled' }).groupBy('config_id').select('config_id').count({ n: '*' })) as Array<{ config_id: string; n: number | string }>;
+    const perConfig = (await db('jobs').where({ kind: 'scheduled' }).groupBy('config_id').select('config_id').count({ n: '*' })) as Array<{
+      config_id: string;
+      n: number | string;
+    }>;
     const twice = perConfig.filter((r) => Number(r.n) !== 1);
     const strangers = perConfig.filter((r) => !r.config_id.startsWith('sbench'));
     if (twice.length || strangers.length || perConfig.length !== CONFIGS) {
       throw new Error(
         `NOT exactly once: ${perConfig.length} configurations with scheduled jobs (of ${CONFIGS}); ${twice.length} with more than one ` +
-          `(e.g. ${twice.slice(0, 5).map((r) => `${r.config_id}: ${r.n}`).join(', ')}); ${strangers.length} jobs of other configurations`,
+          `(e.g. ${twice
+            .slice(0, 5)
+            .map((r) => `${r.config_id}: ${r.n}`)
+            .join(', ')}); ${strangers.length} jobs of other configurations`,
       );
     }
-    const notMoved = Number(((await db('screenshot_configs').where('id', 'like', 'sbench%').where('next_run_at_ms', '<=', Date.now()).count({ n: '*' }).first()) as { n: number | string }).n);
+    const notMoved = Number(
+      (
+        (await db('screenshot_configs').where('id', 'like', 'sbench%').where('next_run_at_ms', '<=', Date.now()).count({ n: '*' }).first()) as {
+          n: number | string;
+        }
+      ).n,
+    );
     if (notMoved) throw new Error(`${notMoved} configurations fired but still due`);
 
-    const jobs = ((await db('jobs').where({ kind: 'scheduled' }).select('config_id', 'created_at_ms')) as Array<{ config_id: string; created_at_ms: number | string }>).map((r) => ({
+    const jobs = (
+      (await db('jobs').where({ kind: 'scheduled' }).select('config_id', 'created_at_ms')) as Array<{ config_id: string; created_at_ms: number | string }>
+    ).map((r) => ({
       config: r.config_id,
       ms: Number(r.created_at_ms) - instant,
     }));
@@ -569,7 +596,8 @@ async function runSchedulerRound(): Promise<RoundResult> {
     };
     progress(
       `scheduler round: every one of ${CONFIGS} configurations fired exactly once; first job after ${r.firstJobMs} ms, last after ${r.lastJobMs} ms ` +
-        `(${r.jobsPerSecond.toFixed(0)} jobs/s); scheduler CPU ${r.schedulerCpuMs.map((c) => (c / 1000).toFixed(1)).join(' / ')} s, capture ${(r.captureCpuMs / 1000).toFixed(1)} s, ` +
+        `(${r.jobsPerSecond.toFixed(0)} jobs/s); scheduler CPU ${r.schedulerCpuMs.map((c) => (c / 1000).toFixed(1)).join(' / ')} s, ` +
+        `capture ${(r.captureCpuMs / 1000).toFixed(1)} s, ` +
         `MariaDB+NATS+Redis ${(r.backingCpuMs / 1000).toFixed(1)} s, machine ${(r.machineCpuMs / 1000).toFixed(1)} s`,
     );
     failed = false;
@@ -595,30 +623,38 @@ function spreadReport(results: LayoutResult[]): string[] {
   const lines = [
     '## Spreading out: capture instances x Grid nodes',
     '',
-    `Each layout is a stack of its own (ops/stack.ts: separate processes over NATS, MariaDB, Redis; one scheduler), with ${TOTAL_SESSIONS} browser sessions in all ` +
+    `Each layout is a stack of its own (ops/stack.ts: separate processes over NATS, MariaDB, Redis; one scheduler), with ${TOTAL_SESSIONS} browser ` +
+      `sessions in all ` +
       `(CAPTURE_SESSIONS = ${TOTAL_SESSIONS} / capture instances; each Grid node offers every session, and the hub spreads them over its nodes). ` +
       `All the layouts' stacks are up at once, idle but for the one measured. After ${WARMUP_PER_WORKER * CONCURRENCY} warm-up captures each, ` +
       `${CAPTURES} GET /snap of the bench's simple page (wait=0, ttl=0: each a fresh capture; ` +
-      `${VIEWPORT.width}x${VIEWPORT.height} ${FORMAT} quality ${QUALITY}) at concurrency ${CONCURRENCY}, timed until the body is read, in ${BLOCKS} blocks per layout ` +
+      `${VIEWPORT.width}x${VIEWPORT.height} ${FORMAT} quality ${QUALITY}) at concurrency ${CONCURRENCY}, timed until the body is read, in ${BLOCKS} blocks ` +
+      `per layout ` +
       `alternated between layouts (each block after ${CONCURRENCY} more warm-up captures), so drift in the machine's speed falls on every layout alike; ` +
-      'captures/s = captures / the blocks\' summed wall time. ' +
+      "captures/s = captures / the blocks' summed wall time. " +
       "CPU per capture: the stack's own processes over the measured window (service processes; the Grid's JVMs, ChromeDrivers and browsers, " +
-      "each process tree from /proc/<pid>/stat, renderers counted once their browser reaps them), the shared MariaDB, NATS and Redis servers (other work on the machine uses them too), " +
-      'and the whole machine (/proc/stat: everything running, other people\'s work included).',
+      'each process tree from /proc/<pid>/stat, renderers counted once their browser reaps them), the shared MariaDB, NATS and Redis servers (other work on ' +
+      'the machine uses them too), ' +
+      "and the whole machine (/proc/stat: everything running, other people's work included).",
     '',
     '**On two cores this shows what spreading out costs, not a speed-up**: the browsers already use both cores at 1x1, so more capture ' +
-      'instances and Grid nodes can only add processes (a JVM per node, a Node.js process per capture instance), NATS hops and Grid routing on the same two cores. ' +
+      'instances and Grid nodes can only add processes (a JVM per node, a Node.js process per capture instance), NATS hops and Grid routing on the same ' +
+      'two cores. ' +
       'More instances and nodes pay off on more machines; these numbers show what each one adds per capture.',
     '',
-    '| layout (capture x nodes) | CAPTURE_SESSIONS | sessions per node | processes (services + Grid) | captures/s | ratio to 1x1 | p50 ms | p95 ms | stack CPU ms per capture (services + Grid and browsers) | ratio to 1x1 | MariaDB+NATS+Redis CPU ms per capture | machine CPU ms per capture | load (1 min) at the start of each block |',
+    '| layout (capture x nodes) | CAPTURE_SESSIONS | sessions per node | processes (services + Grid) | captures/s | ratio to 1x1 | p50 ms | p95 ms | stack ' +
+      'CPU ms per capture (services + Grid and browsers) | ratio to 1x1 | MariaDB+NATS+Redis CPU ms per capture | machine CPU ms per capture | load (1 min) ' +
+      'at the start of each block |',
     '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const r of results) {
     const stackCpu = r.servicesCpuMs + r.gridCpuMs;
     const baseCpu = base ? base.servicesCpuMs + base.gridCpuMs : Number.NaN;
     lines.push(
-      `| ${r.layout} | ${r.sessionsPerCapture} | ${r.perNode.join(' + ')} | ${r.processes} | ${r.perSecond.toFixed(2)} | ${base ? x(r.perSecond / base.perSecond) : '–'} | ` +
-        `${r.p50.toFixed(0)} | ${r.p95.toFixed(0)} | ${stackCpu.toFixed(0)} (${r.servicesCpuMs.toFixed(0)} + ${r.gridCpuMs.toFixed(0)}) | ${base ? x(stackCpu / baseCpu) : '–'} | ` +
+      `| ${r.layout} | ${r.sessionsPerCapture} | ${r.perNode.join(' + ')} | ${r.processes} | ${r.perSecond.toFixed(2)} ` +
+        `| ${base ? x(r.perSecond / base.perSecond) : '–'} | ` +
+        `${r.p50.toFixed(0)} | ${r.p95.toFixed(0)} | ${stackCpu.toFixed(0)} (${r.servicesCpuMs.toFixed(0)} + ${r.gridCpuMs.toFixed(0)}) ` +
+        `| ${base ? x(stackCpu / baseCpu) : '–'} | ` +
         `${r.backingCpuMs.toFixed(0)} | ${r.machineCpuMs.toFixed(0)} | ${r.loads.map((v) => v.toFixed(1)).join(', ')} |`,
     );
   }
@@ -643,27 +679,36 @@ function roundReport(r: RoundResult | null): string[] {
   const lines = [
     '## The scheduler round: configurations due at once',
     '',
-    `A stack with ${SCHEDULERS} scheduler instances (SCHEDULER_TICK_SECONDS=1) and one capture instance with one browser session, kept busy by a page that answers only after 90 s ` +
-      `(so the captures do not take the machine: what is measured is the firing). ${r.configs} scheduled configurations (daily), copies of one created through the API, ` +
-      `were written straight into screenshot_configs (${r.insertSeconds.toFixed(1)} s) a month ahead, then made due at one instant by one UPDATE (${r.updateMs} ms). ` +
+    `A stack with ${SCHEDULERS} scheduler instances (SCHEDULER_TICK_SECONDS=1) and one capture instance with one browser session, kept busy by a page that ` +
+      `answers only after 90 s ` +
+      `(so the captures do not take the machine: what is measured is the firing). ${r.configs} scheduled configurations (daily), copies of one created ` +
+      `through the API, ` +
+      `were written straight into screenshot_configs (${r.insertSeconds.toFixed(1)} s) a month ahead, then made due at one instant by one UPDATE ` +
+      `(${r.updateMs} ms). ` +
       "Measured from that instant: each job's created_at_ms (written by capture.enqueue), and the count of scheduled jobs polled every 100 ms. " +
       'Then, after 4 s more, the jobs per configuration: each configuration fired exactly once (the bench fails otherwise) and none is still due.',
     '',
-    '| configurations | schedulers | first job after | last job after (round time) | jobs/s | seen complete by polling after | CPU of each scheduler over the round | capture instance CPU | MariaDB+NATS+Redis CPU | machine CPU | load (1 min) at start |',
+    '| configurations | schedulers | first job after | last job after (round time) | jobs/s | seen complete by polling after | CPU of each scheduler over ' +
+      'the round | capture instance CPU | MariaDB+NATS+Redis CPU | machine CPU | load (1 min) at start |',
     '|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|',
-    `| ${r.configs} | ${SCHEDULERS} | ${(r.firstJobMs / 1000).toFixed(2)} s | ${(r.lastJobMs / 1000).toFixed(1)} s | ${r.jobsPerSecond.toFixed(0)} | ${(r.observedMs / 1000).toFixed(1)} s | ` +
-      `${r.schedulerCpuMs.map((c) => `${(c / 1000).toFixed(1)} s (${((c / total) * 100).toFixed(0)}%)`).join(' / ')} | ${(r.captureCpuMs / 1000).toFixed(1)} s | ` +
+    `| ${r.configs} | ${SCHEDULERS} | ${(r.firstJobMs / 1000).toFixed(2)} s | ${(r.lastJobMs / 1000).toFixed(1)} s | ${r.jobsPerSecond.toFixed(0)} ` +
+      `| ${(r.observedMs / 1000).toFixed(1)} s | ` +
+      `${r.schedulerCpuMs.map((c) => `${(c / 1000).toFixed(1)} s (${((c / total) * 100).toFixed(0)}%)`).join(' / ')} ` +
+      `| ${(r.captureCpuMs / 1000).toFixed(1)} s | ` +
       `${(r.backingCpuMs / 1000).toFixed(1)} s | ${(r.machineCpuMs / 1000).toFixed(1)} s | ${r.load.toFixed(2)} |`,
     '',
     `Jobs recorded per second after the instant: ${r.perSecond.join(', ')}.`,
     '',
     `Exactly once: **MET** (${r.configs} configurations, one scheduled job each).`,
     '',
-    `**Where the time goes.** Each scheduler instance runs one tick at a time, once a second here; a tick claims due configurations in batches of ${TICK_BATCH} ` +
+    `**Where the time goes.** Each scheduler instance runs one tick at a time, once a second here; a tick claims due configurations in batches ` +
+      `of ${TICK_BATCH} ` +
       '(a transaction: a locking SELECT ... SKIP LOCKED and one UPDATE per row, which also marks its job pending) and hands each batch to capture at once ' +
       '(capture.enqueue: a NATS request and an INSERT per job), then claims the next batch, until none is due (services/scheduler/schedule-runner.ts). ' +
-      `So the round is bounded by that work, shared by ${SCHEDULERS} schedulers, and by MariaDB: over the round the schedulers used ${r.schedulerCpuMs.map((c) => `${(c / 1000).toFixed(1)} s`).join(' / ')} of CPU, ` +
-      `the capture instance ${(r.captureCpuMs / 1000).toFixed(1)} s and MariaDB, NATS and Redis ${(r.backingCpuMs / 1000).toFixed(1)} s (the machine ${(r.machineCpuMs / 1000).toFixed(1)} s in ${(r.lastJobMs / 1000).toFixed(1)} s on 2 cores). ` +
+      `So the round is bounded by that work, shared by ${SCHEDULERS} schedulers, and by MariaDB: over the round the schedulers ` +
+      `used ${r.schedulerCpuMs.map((c) => `${(c / 1000).toFixed(1)} s`).join(' / ')} of CPU, ` +
+      `the capture instance ${(r.captureCpuMs / 1000).toFixed(1)} s and MariaDB, NATS and Redis ${(r.backingCpuMs / 1000).toFixed(1)} s (the ` +
+      `machine ${(r.machineCpuMs / 1000).toFixed(1)} s in ${(r.lastJobMs / 1000).toFixed(1)} s on 2 cores). ` +
       'Before the batches were claimed in a loop, a tick took one batch of 50, which capped three schedulers at 150 a second (66 s for 10 000).',
     '',
   ];
@@ -675,8 +720,10 @@ function report(layouts: LayoutResult[], round: RoundResult | null, totalSeconds
   const lines = [
     '# Benchmark: the full stack as separate processes',
     '',
-    `Run ${new Date().toISOString()} (${totalSeconds.toFixed(0)} s in all)${FULL_RUN ? '' : `, reduced: layouts ${LAYOUTS.join(',')}, parts ${PARTS.join(',')}`}. ` +
-      `Machine: ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores (a shared virtual machine), ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB RAM, ` +
+    `Run ${new Date().toISOString()} (${totalSeconds.toFixed(0)} s in ` +
+      `all)${FULL_RUN ? '' : `, reduced: layouts ${LAYOUTS.join(',')}, parts ${PARTS.join(',')}`}. ` +
+      `Machine: ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores (a shared virtual machine), ${(os.totalmem() / 1024 ** 3).toFixed(1)} ` +
+      `GiB RAM, ` +
       `${os.type()} ${os.release()}, Node ${process.version}. Load average (1 min) at the start and at the end: ${loads.map((l) => l.toFixed(2)).join(' / ')}` +
       `${Math.max(...loads) > 1.5 ? ' — **a busy machine: other work was running, so these are noisy figures**' : ''}.`,
     '',
@@ -702,7 +749,8 @@ async function main(): Promise<void> {
   };
   const removeSignalHandlers = stopOnSignals(cleanup, progress, () => aborted.abort());
   const loads = [os.loadavg()[0]!];
-  if (loads[0]! > os.cpus().length / 2) progress(`warning: load average ${loads[0]!.toFixed(2)} on ${os.cpus().length} cores; other work will skew the numbers`);
+  if (loads[0]! > os.cpus().length / 2)
+    progress(`warning: load average ${loads[0]!.toFixed(2)} on ${os.cpus().length} cores; other work will skew the numbers`);
   try {
     const layouts: LayoutResult[] = [];
     if (PARTS.includes('spread')) {

@@ -46,7 +46,13 @@ async function get(url: string): Promise<{ status: number; cache: string | null;
 }
 
 async function benchBackend(label: string, backend: Backend, pageUrl: string): Promise<Cell[]> {
-  const b = await backendConfig(backend, { ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '1', HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000' });
+  const b = await backendConfig(backend, {
+    ALLOW_PRIVATE_NETWORKS: 'true',
+    CAPTURE_SESSIONS: '1',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_MAX: '1000000',
+  });
   const system = await startSystem(b.config);
   try {
     const { access_token } = await call(system.broker, 'billing.createAccount', { plan: 'free', addons: {} });
@@ -95,8 +101,10 @@ async function main(): Promise<void> {
   const text = [
     '## A ttl hit, end to end',
     '',
-    `Run ${new Date().toISOString()} on ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB RAM, Node ${process.version}; ` +
-      `load average (1 min) at the end ${os.loadavg()[0]!.toFixed(2)}. GET /snap of a 1280x800 JPEG capture of the simple bench page, repeated with ttl=3600: ` +
+    `Run ${new Date().toISOString()} on ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB RAM, ` +
+      `Node ${process.version}; ` +
+      `load average (1 min) at the end ${os.loadavg()[0]!.toFixed(2)}. GET /snap of a 1280x800 JPEG capture of the simple bench page, repeated with ` +
+      `ttl=3600: ` +
       `${REQUESTS} requests one at a time on a kept-alive connection after ${WARMUP} warm-up ones, timed until the body is read.`,
     '',
     '| system | answer | body bytes | p50 ms | p95 ms |',

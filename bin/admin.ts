@@ -80,12 +80,16 @@ async function main(): Promise<number> {
   }
   const base = loadConfig();
   // The notifier runs without sending (no poll, nothing pumped): the CLI only reads and rotates secrets.
-  const services: Array<'billing' | 'notifier' | 'proxy'> = group === 'webhook-secret' ? ['billing', 'notifier'] : group === 'real-locations' ? ['proxy'] : ['billing'];
-  const { broker } = await startSystem({ ...base, services, transporter: null, logLevel: 'warn' }, {
-    notifier: { autoPoll: false, send: false },
-    // Its stdout is its answer (scripts read --json from it); log lines go to stderr.
-    logStream: process.stderr,
-  });
+  const services: Array<'billing' | 'notifier' | 'proxy'> =
+    group === 'webhook-secret' ? ['billing', 'notifier'] : group === 'real-locations' ? ['proxy'] : ['billing'];
+  const { broker } = await startSystem(
+    { ...base, services, transporter: null, logLevel: 'warn' },
+    {
+      notifier: { autoPoll: false, send: false },
+      // Its stdout is its answer (scripts read --json from it); log lines go to stderr.
+      logStream: process.stderr,
+    },
+  );
   const print = (value: unknown, human: () => string) => console.log(json ? JSON.stringify(value, null, 2) : human());
   try {
     const key = `${group} ${command ?? ''}`.trim();
@@ -100,7 +104,16 @@ async function main(): Promise<number> {
         const accounts = await call(broker, 'billing.listAccounts', {});
         print(accounts, () =>
           accounts.length
-            ? accounts.map((a) => `${a.account_id}  plan=${a.plan}  addons=${Object.entries(a.addons).map(([k, v]) => (v === 1 ? k : `${k}:${v}`)).join(',') || '-'}  keys=${a.active_keys}  created=${a.created_at}`).join('\n')
+            ? accounts
+                .map(
+                  (a) =>
+                    `${a.account_id}  plan=${a.plan}  addons=${
+                      Object.entries(a.addons)
+                        .map(([k, v]) => (v === 1 ? k : `${k}:${v}`))
+                        .join(',') || '-'
+                    }  keys=${a.active_keys}  created=${a.created_at}`,
+                )
+                .join('\n')
             : 'No accounts yet.',
         );
         return 0;
@@ -136,8 +149,16 @@ async function main(): Promise<number> {
         };
         const paidFlag = flag(flags, 'paid', false);
         if (paidFlag !== undefined && paidFlag !== 'true' && paidFlag !== 'false') throw new UsageError(`--paid must be true or false, got "${paidFlag}"`);
-        const fields = { screenshot_limit: number('screenshots'), max_concurrent: number('concurrency'), max_queued: number('queue'), paid: paidFlag === undefined ? undefined : paidFlag === 'true' };
-        const plan = await call(broker, 'billing.upsertPlan', { name: target, ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) });
+        const fields = {
+          screenshot_limit: number('screenshots'),
+          max_concurrent: number('concurrency'),
+          max_queued: number('queue'),
+          paid: paidFlag === undefined ? undefined : paidFlag === 'true',
+        };
+        const plan = await call(broker, 'billing.upsertPlan', {
+          name: target,
+          ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)),
+        });
         print(plan, () => describePlan(plan));
         return 0;
       }
@@ -151,7 +172,12 @@ async function main(): Promise<number> {
           print({ account_id: target, ...shown }, () => `webhook signing secret of ${target}: ${shown.secret}`);
         } else {
           const rotated = await call(broker, 'notifier.rotateSecret', { accountId: target });
-          print({ account_id: target, ...rotated }, () => `new webhook signing secret of ${target}: ${rotated.secret}\nThe old secret keeps signing (a second signature) until ${rotated.previous_valid_until}.`);
+          print(
+            { account_id: target, ...rotated },
+            () =>
+              `new webhook signing secret of ${target}: ${rotated.secret}\nThe old secret keeps signing (a second signature) ` +
+              `until ${rotated.previous_valid_until}.`,
+          );
         }
         return 0;
       }

@@ -55,7 +55,12 @@ async function connect(api: ApiCaller, base: string): Promise<OpenApiDocument> {
     } catch {
       // Not this API's answer: its status says enough.
     }
-    throw new Error(`the service at ${base} answered ${limits.status} (${String(answer.error_code ?? 'not this API')}) to the key in SNAPSERVICE_API_KEY. ${String(answer.note ?? '')}`.trim());
+    throw new Error(
+      (
+        `the service at ${base} answered ${limits.status} (${String(answer.error_code ?? 'not this API')}) ` +
+        `to the key in SNAPSERVICE_API_KEY. ${String(answer.note ?? '')}`
+      ).trim(),
+    );
   }
   const document = await api.send({ method: 'GET', path: '/openapi.json' });
   if (document.status !== 200) throw new Error(`${base}/openapi.json answered ${document.status}: is SNAPSERVICE_URL this screenshot service?`);

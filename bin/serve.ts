@@ -72,7 +72,10 @@ async function main(): Promise<void> {
   }
   // Written whatever LOG_LEVEL says, like the ready line below: supervisors (npm run stack) wait for it.
   process.stdout.write(`${startupLine('info', `Services started: ${config.services.join(',')}`, config.logFormat, broker.nodeID)}\n`);
-  if (ops) process.stdout.write(`${startupLine('info', `Ops endpoints on port ${ops.port}: /health and /metrics of this process`, config.logFormat, broker.nodeID)}\n`);
+  if (ops)
+    process.stdout.write(
+      `${startupLine('info', `Ops endpoints on port ${ops.port}: /health and /metrics of this process`, config.logFormat, broker.nodeID)}\n`,
+    );
   if (config.services.includes('api')) {
     // Written whatever LOG_LEVEL says: scripts and tests wait for this line.
     const ready = `Screenshot service ready on ${config.baseUrl} (health: ${config.baseUrl}/health, docs: ${config.baseUrl}/docs)`;

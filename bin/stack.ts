@@ -127,7 +127,14 @@ async function supervise(): Promise<void> {
       pid: process.pid,
       url: s.url,
       ready: true,
-      env: { DATABASE_URL: s.databaseUrl, REDIS_URL: opts.redisUrl, REDIS_PREFIX: s.redisPrefix, TRANSPORTER: opts.natsUrl, NAMESPACE: s.namespace, SECRETS_KEY: s.secretsKey },
+      env: {
+        DATABASE_URL: s.databaseUrl,
+        REDIS_URL: opts.redisUrl,
+        REDIS_PREFIX: s.redisPrefix,
+        TRANSPORTER: opts.natsUrl,
+        NAMESPACE: s.namespace,
+        SECRETS_KEY: s.secretsKey,
+      },
       processes: Object.fromEntries([...s.instances.values()].map((i) => [i.name, i.child.pid as number])),
       grid: { url: s.gridUrl ?? '', pids: s.gridPids },
     });
@@ -158,7 +165,9 @@ async function start(): Promise<void> {
       return;
     }
     if (s?.error || !alive(child.pid as number)) {
-      fail(`The stack did not start: ${s?.error ?? 'the supervisor exited'}\n--- ${SUPERVISOR_LOG} ---\n${fs.readFileSync(SUPERVISOR_LOG, 'utf8').slice(-4000)}`);
+      fail(
+        `The stack did not start: ${s?.error ?? 'the supervisor exited'}\n--- ${SUPERVISOR_LOG} ---\n${fs.readFileSync(SUPERVISOR_LOG, 'utf8').slice(-4000)}`,
+      );
     }
     await sleep(500);
   }

@@ -34,7 +34,7 @@ async function migrateUnderLock(database: Extract<Config['database'], { client: 
       return await migrateLatest(database);
     } catch (err) {
       if ((err as Error).name !== 'MigrationLocked') throw err;
-      console.log('Knex\'s migration lock was held with no migration running (one was stopped mid-way); freeing it.');
+      console.log("Knex's migration lock was held with no migration running (one was stopped mid-way); freeing it.");
       const db = acquireDatabase(database);
       try {
         await db.migrate.forceFreeMigrationsLock();

@@ -254,9 +254,7 @@ function gridOptions(opts) {
     host = process.env.GRID_HOST || DEFAULTS.host,
     sessionTimeout = DEFAULTS.sessionTimeout,
     timeoutMs = 90000,
-    javaArgs = process.env.GRID_JAVA_OPTS
-      ? process.env.GRID_JAVA_OPTS.trim().split(/\s+/)
-      : ['-Xms64m', '-Xmx512m', '-XX:+UseSerialGC'],
+    javaArgs = process.env.GRID_JAVA_OPTS ? process.env.GRID_JAVA_OPTS.trim().split(/\s+/) : ['-Xms64m', '-Xmx512m', '-XX:+UseSerialGC'],
     keepLogs = false,
     log = () => {},
   } = opts;
@@ -328,7 +326,13 @@ class GridProcesses {
 
   writePidFile() {
     try {
-      fs.writeFileSync(this.pidFile, this.procs.filter((p) => !p.exited).map((p) => p.child.pid).join('\n'));
+      fs.writeFileSync(
+        this.pidFile,
+        this.procs
+          .filter((p) => !p.exited)
+          .map((p) => p.child.pid)
+          .join('\n'),
+      );
     } catch {
       /* log dir removed */
     }
@@ -402,9 +406,7 @@ class GridProcesses {
   async fail(why) {
     this.failed = true;
     await this.stop().catch(() => {});
-    const tails = this.procs
-      .map((p) => `--- ${p.name} (${p.logFile}) ---\n${readTail(p.logFile, 25)}`)
-      .join('\n');
+    const tails = this.procs.map((p) => `--- ${p.name} (${p.logFile}) ---\n${readTail(p.logFile, 25)}`).join('\n');
     throw new Error(`Selenium Grid failed to start: ${why}\nLogs in ${this.logDir}\n${tails}`);
   }
 }

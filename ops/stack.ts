@@ -207,7 +207,8 @@ export class Stack {
     });
     const end = Date.now() + 120_000;
     while (Date.now() < end) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited (${child.signalCode ?? child.exitCode}) while starting; see ${logFile}`);
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`${name} exited (${child.signalCode ?? child.exitCode}) while starting; see ${logFile}`);
       if (/Services started: /.test(readFrom(logFile, from))) return;
       await new Promise((r) => setTimeout(r, 200));
     }

@@ -9,7 +9,14 @@ import http from 'node:http';
 import type { ServiceBroker } from 'moleculer';
 import { call } from '../services/shared/contracts';
 import { type ErrorCode, toEnvelope } from '../services/shared/errors';
-import { METERED_SERVICES, type MetricsSnapshot, PROMETHEUS_CONTENT_TYPE, type ScrapeReport, checkMetricsToken, mergeSnapshots } from '../services/shared/metrics';
+import {
+  METERED_SERVICES,
+  type MetricsSnapshot,
+  PROMETHEUS_CONTENT_TYPE,
+  type ScrapeReport,
+  checkMetricsToken,
+  mergeSnapshots,
+} from '../services/shared/metrics';
 
 export interface OpsServer {
   port: number;
@@ -42,12 +49,19 @@ async function ownMetrics(broker: ServiceBroker, runs: (service: string) => bool
 }
 
 /** `metricsToken`: METRICS_TOKEN, which /metrics then needs here too (as on the api). */
-export async function startOpsServer(broker: ServiceBroker, services: readonly string[], port: number, host: string, metricsToken: string | null): Promise<OpsServer> {
+export async function startOpsServer(
+  broker: ServiceBroker,
+  services: readonly string[],
+  port: number,
+  host: string,
+  metricsToken: string | null,
+): Promise<OpsServer> {
   const runs = (service: string) => services.includes(service);
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const answer = async () => {
-      if (req.method !== 'GET' && req.method !== 'HEAD') return envelope(res, 405, 'method_not_allowed', 'The ops port answers GET /health and GET /metrics only.');
+      if (req.method !== 'GET' && req.method !== 'HEAD')
+        return envelope(res, 405, 'method_not_allowed', 'The ops port answers GET /health and GET /metrics only.');
       if (path === '/health') {
         const why = await notReady(broker, runs);
         if (why) return envelope(res, 503, 'not_ready', why);

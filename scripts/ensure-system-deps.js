@@ -145,8 +145,7 @@ async function aptInstall(pkgs, log) {
   if (await aptCandidateExists(UBLOCK_PKG)) wanted.push(UBLOCK_PKG);
   else log(`[ensure-system-deps] optional package ${UBLOCK_PKG} not available, skipping it`);
 
-  const install = (list) =>
-    run('apt-get', [...lockOpt, 'install', '-y', '--no-install-recommends', ...list], { env });
+  const install = (list) => run('apt-get', [...lockOpt, 'install', '-y', '--no-install-recommends', ...list], { env });
   log(`[ensure-system-deps] apt-get install -y --no-install-recommends ${wanted.join(' ')}`);
   let r = await install(wanted);
   let done = wanted;

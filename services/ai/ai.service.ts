@@ -75,7 +75,14 @@ export function aiService(deps: AiDeps): ServiceUnit {
       const backends = {
         own,
         service: service
-          ? { client: createAiClient(service.provider, { apiKey: service.apiKey ?? undefined, baseUrl: service.baseUrl ?? undefined, timeoutMs: config.ai.timeoutMs }), model: service.model }
+          ? {
+              client: createAiClient(service.provider, {
+                apiKey: service.apiKey ?? undefined,
+                baseUrl: service.baseUrl ?? undefined,
+                timeoutMs: config.ai.timeoutMs,
+              }),
+              model: service.model,
+            }
           : null,
       };
       analysis = new CaptureAnalysis({ ...backends, store, logError: (message, err) => this.logger.error(message, err), observer: metrics });
@@ -93,7 +100,8 @@ export function aiService(deps: AiDeps): ServiceUnit {
         logError: (message, err) => this.logger.error(message, err),
         observer: metrics.of('research'),
       });
-      if (!secrets.configured) this.logger.warn('SECRETS_KEY is not set: own AI provider keys cannot be stored until it is (PUT /ai/providers answers 503 secrets_not_configured).');
+      if (!secrets.configured)
+        this.logger.warn('SECRETS_KEY is not set: own AI provider keys cannot be stored until it is (PUT /ai/providers answers 503 secrets_not_configured).');
     },
     async stopped() {
       await store.close();

@@ -60,7 +60,10 @@ export async function fitImage(data: Buffer, contentType: ImageContentType): Pro
   if (width <= IMAGE_LIMITS.side && height <= IMAGE_LIMITS.side && data.length <= IMAGE_LIMITS.bytes) return { data, contentType };
   let side: number = IMAGE_LIMITS.side;
   for (;;) {
-    const scaled = await sharp(data, { ignoreIcc: true }).resize({ width: side, height: side, fit: 'inside', withoutEnlargement: true }).jpeg({ quality: 80 }).toBuffer();
+    const scaled = await sharp(data, { ignoreIcc: true })
+      .resize({ width: side, height: side, fit: 'inside', withoutEnlargement: true })
+      .jpeg({ quality: 80 })
+      .toBuffer();
     if (scaled.length <= IMAGE_LIMITS.bytes || side <= 1_000) return { data: scaled, contentType: 'image/jpeg' };
     side = Math.floor(side * 0.7);
   }
@@ -97,7 +100,6 @@ export class CaptureAnalysis {
       return failedRecord(options, target?.model ?? options.ai_model ?? null, error);
     }
   }
-
 }
 
 /** A stored capture's image, as the providers accept it (fitImage). */
@@ -115,19 +117,20 @@ export async function storedImage(store: Pick<FileStore, 'get'>, image: StoredIm
  * (OwnProviders.resolve, with the spec's errors).
  */
 export async function targetOf(deps: Pick<CaptureAnalysisDeps, 'own' | 'service'>, accountId: string, options: AnalysisOptions): Promise<Target> {
-    const provider = providerOf(options);
-    if (provider === 'service') {
-      const service = deps.service;
-      if (!service) {
-        throw serviceError(
-          'ai_service_not_configured',
-          "This server's operator has not configured its own AI backend (SERVICE_AI_PROVIDER), so ai_provider=service cannot analyse. Use your own provider key (ai_provider=anthropic, openai or openrouter), or leave analyze_image_with_ai out.",
-        );
-      }
-      return { provider, client: service.client, model: service.model, reportedModel: null };
+  const provider = providerOf(options);
+  if (provider === 'service') {
+    const service = deps.service;
+    if (!service) {
+      throw serviceError(
+        'ai_service_not_configured',
+        "This server's operator has not configured its own AI backend (SERVICE_AI_PROVIDER), so ai_provider=service cannot analyse. Use your own provider " +
+          'key (ai_provider=anthropic, openai or openrouter), or leave analyze_image_with_ai out.',
+      );
     }
-    const own = await deps.own.resolve(accountId, provider, options.ai_model);
-    return { provider, ...own, reportedModel: own.model };
+    return { provider, client: service.client, model: service.model, reportedModel: null };
+  }
+  const own = await deps.own.resolve(accountId, provider, options.ai_model);
+  return { provider, ...own, reportedModel: own.model };
 }
 
 /**
@@ -137,10 +140,18 @@ export async function targetOf(deps: Pick<CaptureAnalysisDeps, 'own' | 'service'
 export function errorOf(err: unknown, provider: AiProvider): { error_code: string; note: string } {
   if (err instanceof AiFailure) {
     if (provider === 'service' && (err.code === 'ai_provider_key_rejected' || err.code === 'ai_provider_billing')) {
-      return { error_code: err.code, note: "This server's AI backend refused the analysis (its operator's key or billing); the capture is kept and the AI credit was not spent. Retry later, or use your own provider key." };
+      return {
+        error_code: err.code,
+        note:
+          "This server's AI backend refused the analysis (its operator's key or billing); the capture is kept and the AI credit was not spent. Retry " +
+          'later, or use your own provider key.',
+      };
     }
     return { error_code: err.code, note: err.note };
   }
   const failure = failureOf(err);
-  return { error_code: failure.code, note: failure.known ? failure.note : 'The analysis failed on our side; it was logged. The capture is kept and the AI credit was not spent.' };
+  return {
+    error_code: failure.code,
+    note: failure.known ? failure.note : 'The analysis failed on our side; it was logged. The capture is kept and the AI credit was not spent.',
+  };
 }

@@ -43,7 +43,8 @@ export function promptsTask(prompts: readonly string[], imageCount: number): Ana
   const keys = prompts.map((_, i) => answerKey(i));
   return {
     system:
-      `You answer prompts about images. You are given ${imageCount} numbered image${imageCount > 1 ? 's' : ''} and ${prompts.length} numbered prompt${prompts.length > 1 ? 's' : ''}. ` +
+      `You answer prompts about images. You are given ${imageCount} numbered image${imageCount > 1 ? 's' : ''} and ${prompts.length} numbered ` +
+      `prompt${prompts.length > 1 ? 's' : ''}. ` +
       'Answer each prompt on its own, in the answer field of the same number; a prompt may refer to any of the images, by its number or by what it shows. ' +
       'Answer from what the images show, in the language of the prompt.',
     text: prompts.map((p, i) => `Prompt ${i + 1}:\n${p}`).join('\n\n'),
@@ -57,7 +58,10 @@ export function promptsTask(prompts: readonly string[], imageCount: number): Ana
       const a = (answer && typeof answer === 'object' && !Array.isArray(answer) ? answer : {}) as Record<string, unknown>;
       const bad = keys.findIndex((k) => typeof a[k] !== 'string' || (a[k] as string).trim() === '');
       if (bad >= 0) {
-        throw new AiFailure('ai_response_invalid', `The model's answer has no text for prompt ${bad + 1}. Try again; if it keeps failing, use fewer or clearer prompts, or another model.`);
+        throw new AiFailure(
+          'ai_response_invalid',
+          `The model's answer has no text for prompt ${bad + 1}. Try again; if it keeps failing, use fewer or clearer prompts, or another model.`,
+        );
       }
       return Object.fromEntries(keys.map((k) => [k, (a[k] as string).trim()]));
     },
@@ -70,7 +74,10 @@ export function promptsTask(prompts: readonly string[], imageCount: number): Ana
  */
 export function providerFailure(failure: AiFailure, provider: AiProvider): Error {
   if (provider === 'service' && (failure.code === 'ai_provider_key_rejected' || failure.code === 'ai_provider_billing')) {
-    return serviceError('ai_provider_error', "This server's AI backend refused the request (its operator's key or billing); no AI credit was spent. Retry later, or use your own provider key.");
+    return serviceError(
+      'ai_provider_error',
+      "This server's AI backend refused the request (its operator's key or billing); no AI credit was spent. Retry later, or use your own provider key.",
+    );
   }
   return httpErrorOf(failure);
 }
@@ -106,7 +113,13 @@ export class ImageAnalysis {
       return {
         ai_provider: provider,
         ai_model: target.reportedModel,
-        images: images.map((image, i) => ({ url: urls[i] ?? '', content_type: image.contentType, width: image.width, height: image.height, bytes: image.data.length })),
+        images: images.map((image, i) => ({
+          url: urls[i] ?? '',
+          content_type: image.contentType,
+          width: image.width,
+          height: image.height,
+          bytes: image.data.length,
+        })),
         results: prompts.map((prompt, i) => ({ prompt, ai_response: String(answers[answerKey(i)] ?? '') })),
         ai_credits_used: credits,
       };

@@ -85,12 +85,19 @@ export class ImageSource {
 
   /** Checks where `url` may be fetched from: the resolved, allowed address (or a stored file); throws the caller's error. */
   private async admitOne(index: number, url: URL, shownAs: URL = url): Promise<{ address: string; family: 4 | 6 }> {
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refused('url_not_allowed', index, shownAs, `uses ${url.protocol}; images are fetched over http and https only.`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw refused('url_not_allowed', index, shownAs, `uses ${url.protocol}; images are fetched over http and https only.`);
     const admission = await this.deps.admit(url.hostname);
     if (admission.allowed) return admission;
     if (admission.unresolvable) throw refused('image_unreachable', index, shownAs, `could not be fetched: ${url.hostname} ${admission.reason}.`);
     const where = url === shownAs ? url.hostname : `it redirects to ${shown(url)}, whose host ${url.hostname}`;
-    throw refused('url_not_allowed', index, shownAs, `is not allowed: ${where} ${admission.reason}. Images are fetched from the public internet only (an operator can allow an internal address with EGRESS_ALLOW_ADDRESSES).`);
+    throw refused(
+      'url_not_allowed',
+      index,
+      shownAs,
+      `is not allowed: ${where} ${admission.reason}. Images are fetched from the public internet only (an operator can allow an internal address with ` +
+        `EGRESS_ALLOW_ADDRESSES).`,
+    );
   }
 
   /** Resolves and checks every URL's host once, in order; the first refusal is thrown. Nothing is fetched. */
@@ -117,7 +124,12 @@ export class ImageSource {
     if (data.length > this.maxBytes) throw refused('image_too_large', a.index, a.url, `is ${mb(data.length)}; an image may be at most ${mb(this.maxBytes)}.`);
     const contentType = sniffImageType(data);
     if (!contentType) {
-      throw refused('image_not_supported', a.index, a.url, 'is not a PNG, JPEG, WebP or GIF image (judged by its bytes, whatever its name or Content-Type says).');
+      throw refused(
+        'image_not_supported',
+        a.index,
+        a.url,
+        'is not a PNG, JPEG, WebP or GIF image (judged by its bytes, whatever its name or Content-Type says).',
+      );
     }
     let width = 0;
     let height = 0;
@@ -152,7 +164,12 @@ export class ImageSource {
   }
 
   /** One request: the body (within the limit), or where it redirects to. */
-  private get(a: AdmittedUrl, url: URL, pinned: { address: string; family: 4 | 6 }, deadline: number): Promise<{ kind: 'body'; data: Buffer } | { kind: 'redirect'; location: string }> {
+  private get(
+    a: AdmittedUrl,
+    url: URL,
+    pinned: { address: string; family: 4 | 6 },
+    deadline: number,
+  ): Promise<{ kind: 'body'; data: Buffer } | { kind: 'redirect'; location: string }> {
     const seconds = Math.round(this.deps.timeoutMs / 100) / 10;
     const client = url.protocol === 'https:' ? https : http;
     return new Promise((resolve, reject) => {
@@ -168,10 +185,19 @@ export class ImageSource {
         method: 'GET',
         lookup: pinnedLookup(pinned),
         agent: false,
-        headers: { accept: 'image/png,image/jpeg,image/webp,image/gif;q=0.9,*/*;q=0.5', 'accept-encoding': 'identity', 'user-agent': 'snapservice-image-fetch/1' },
+        headers: {
+          accept: 'image/png,image/jpeg,image/webp,image/gif;q=0.9,*/*;q=0.5',
+          'accept-encoding': 'identity',
+          'user-agent': 'snapservice-image-fetch/1',
+        },
       });
-      const timer = setTimeout(() => fail(refused('image_unreachable', a.index, a.url, `could not be fetched within ${seconds} s.`)), Math.max(0, deadline - Date.now()));
-      req.on('error', (err) => fail(refused('image_unreachable', a.index, a.url, `could not be fetched (${(err as NodeJS.ErrnoException).code ?? err.message}).`)));
+      const timer = setTimeout(
+        () => fail(refused('image_unreachable', a.index, a.url, `could not be fetched within ${seconds} s.`)),
+        Math.max(0, deadline - Date.now()),
+      );
+      req.on('error', (err) =>
+        fail(refused('image_unreachable', a.index, a.url, `could not be fetched (${(err as NodeJS.ErrnoException).code ?? err.message}).`)),
+      );
       req.on('response', (res) => {
         const status = res.statusCode ?? 0;
         const location = res.headers.location;

@@ -22,7 +22,9 @@ export class AiMetrics implements AnalysisObserver {
 
   private readonly requests = new Counter({
     name: `${P}ai_requests_total`,
-    help: 'AI requests other than analyses of captures, by kind (images: POST /ai/analyze; research: one domain of a domain research job), provider, outcome (success, failure) and error_code (failures only).',
+    help:
+      'AI requests other than analyses of captures, by kind (images: POST /ai/analyze; research: one domain of a domain research job), provider, outcome ' +
+      '(success, failure) and error_code (failures only).',
     labelNames: ['kind', 'provider', 'outcome', 'error_code'],
     registers: [this.registry],
   });
@@ -34,7 +36,8 @@ export class AiMetrics implements AnalysisObserver {
   /** The observer of one kind of request besides captures' analyses. */
   of(kind: 'images' | 'research'): AnalysisObserver {
     return {
-      analysed: (provider, errorCode) => this.requests.inc(errorCode ? { kind, provider, outcome: 'failure', error_code: errorCode } : { kind, provider, outcome: 'success' }),
+      analysed: (provider, errorCode) =>
+        this.requests.inc(errorCode ? { kind, provider, outcome: 'failure', error_code: errorCode } : { kind, provider, outcome: 'success' }),
     };
   }
 

@@ -55,7 +55,8 @@ export class OwnProviders {
     if (!row?.verified || !row.keySealed) {
       throw serviceError(
         'ai_provider_not_configured',
-        `No verified ${label} key is stored for this account${row?.lastError ? ` (the last one stored was rejected: ${row.lastError})` : ''}. Store one with PUT /ai/providers/${provider}.`,
+        `No verified ${label} key is stored for this account${row?.lastError ? ` (the last one stored was rejected: ${row.lastError})` : ''}. Store one ` +
+          `with PUT /ai/providers/${provider}.`,
       );
     }
     let apiKey: string;
@@ -63,12 +64,21 @@ export class OwnProviders {
       apiKey = this.deps.secrets.open(row.keySealed);
     } catch (err) {
       if ((err as { type?: string }).type === 'secrets_not_configured') throw err;
-      throw serviceError('ai_provider_not_configured', `The stored ${label} key can no longer be read (the server's SECRETS_KEY changed); store it again with PUT /ai/providers/${provider}.`);
+      throw serviceError(
+        'ai_provider_not_configured',
+        `The stored ${label} key can no longer be read (the server's SECRETS_KEY changed); store it again with PUT /ai/providers/${provider}.`,
+      );
     }
     return { apiKey, row };
   }
 
-  async putKey(p: { account: AccountContext; provider: OwnAiProvider; apiKey: string; defaultModel?: string; defaultUpstream?: Upstream }): Promise<ProviderRecord> {
+  async putKey(p: {
+    account: AccountContext;
+    provider: OwnAiProvider;
+    apiKey: string;
+    defaultModel?: string;
+    defaultUpstream?: Upstream;
+  }): Promise<ProviderRecord> {
     const { account, provider, apiKey } = p;
     checkFeatures(account, { ownAi: true });
     checkUpstream(provider, p.defaultUpstream, 'default_upstream');
@@ -115,7 +125,9 @@ export class OwnProviders {
     const { client, model, upstream } = await this.resolve(account.accountId, provider, p.model);
     const image = await sampleImage();
     const started = performance.now();
-    const result = await asked(() => client.analyze({ images: [{ data: image, contentType: 'image/png' }], mode: 'simple', prompt: SAMPLE_PROMPT, model, upstream }));
+    const result = await asked(() =>
+      client.analyze({ images: [{ data: image, contentType: 'image/png' }], mode: 'simple', prompt: SAMPLE_PROMPT, model, upstream }),
+    );
     return { text: result.text, model: result.model, seconds: Math.round(performance.now() - started) / 1000 };
   }
 
@@ -125,7 +137,11 @@ export class OwnProviders {
    * upstream. Otherwise the spec's error: 412 ai_provider_not_configured, 400
    * ai_model_required or ai_model_not_supported, 503 ai_provider_unavailable.
    */
-  async resolve(accountId: string, provider: OwnAiProvider, requestedModel: string | undefined): Promise<{ client: AiClient; model: string; upstream?: Upstream }> {
+  async resolve(
+    accountId: string,
+    provider: OwnAiProvider,
+    requestedModel: string | undefined,
+  ): Promise<{ client: AiClient; model: string; upstream?: Upstream }> {
     const { apiKey, row } = await this.storedKey(accountId, provider);
     const upstream = row.defaultUpstream ?? undefined;
     const { models } = await asked(() => this.modelsFor(provider, provider === 'openrouter' ? undefined : apiKey, upstream));

@@ -75,7 +75,8 @@ export function chooseModel(provider: OwnAiProvider, requested: string | null | 
   if (provider === 'anthropic' && first) return first.id;
   throw serviceError(
     'ai_model_required',
-    `Name a ${PROVIDER_LABELS[provider]} model (model, or ai_model on captures), or store a default_model with PUT /ai/providers/${provider}. ${listed(models)}`,
+    `Name a ${PROVIDER_LABELS[provider]} model (model, or ai_model on captures), or store a default_model with PUT ` +
+      `/ai/providers/${provider}. ${listed(models)}`,
   );
 }
 
@@ -104,7 +105,11 @@ export function httpErrorOf(failure: AiFailure): Errors.MoleculerError {
 /** What a capture's options ask the provider for (the image and the model are added by the caller). */
 export function analysisRequestOf(o: AnalysisOptions): Pick<AnalysisRequest, 'mode' | 'prompt' | 'fields' | 'instructions'> {
   if (o.ai_prompt_mode === 'structured') {
-    return { mode: 'structured', fields: o.ai_structured_fields ?? [], ...(o.ai_structured_instructions ? { instructions: o.ai_structured_instructions } : {}) };
+    return {
+      mode: 'structured',
+      fields: o.ai_structured_fields ?? [],
+      ...(o.ai_structured_instructions ? { instructions: o.ai_structured_instructions } : {}),
+    };
   }
   return { mode: 'simple', ...(o.ai_prompt ? { prompt: o.ai_prompt } : {}) };
 }

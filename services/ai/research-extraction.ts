@@ -68,7 +68,12 @@ function cleaned(type: ResearchDataType, value: unknown): unknown {
 const ajv = new Ajv({ strict: false, allErrors: false });
 
 /** The wording, schema and check of one domain's extraction. */
-export function researchTask(domain: string, notes: string | null, fields: readonly ResearchField[], pages: readonly ResearchPageInput[]): AnalysisTask & { read(answer: Record<string, unknown>): Extract<ResearchExtraction, { ok: true }> } {
+export function researchTask(
+  domain: string,
+  notes: string | null,
+  fields: readonly ResearchField[],
+  pages: readonly ResearchPageInput[],
+): AnalysisTask & { read(answer: Record<string, unknown>): Extract<ResearchExtraction, { ok: true }> } {
   const properties = Object.fromEntries(
     fields.map((f, i) => [
       key(i),
@@ -89,19 +94,27 @@ export function researchTask(domain: string, notes: string | null, fields: reado
   const validate = ajv.compile(schema);
   return {
     system:
-      `You research one organisation from its own website, for a spreadsheet. You are given the screenshots and the visible text of ${pages.length} numbered page${pages.length > 1 ? 's' : ''} of ${domain}, and the fields to fill. ` +
+      `You research one organisation from its own website, for a spreadsheet. You are given the screenshots and the visible text of ${pages.length} ` +
+      `numbered page${pages.length > 1 ? 's' : ''} of ${domain}, and the fields to fill. ` +
       'For each field: set found to true only when these pages state the answer, give it in value, and give the number of the page it is stated on in page. ' +
-      'When the pages do not state it, set found to false, value to an empty value of its type and page to 0. Never guess, and never use anything you know from elsewhere.' +
+      'When the pages do not state it, set found to false, value to an empty value of its type and page to 0. Never guess, and never use anything you know ' +
+      'from elsewhere.' +
       (notes ? `\n\nNotes from the person who asked:\n${notes}` : ''),
     text: [
       ...pages.map((p, i) => `Page ${i + 1}: ${p.url}\nTitle: ${p.title}\nVisible text:\n${p.text}`),
-      `Fields:\n${fields.map((f, i) => `- ${key(i)}: "${f.data_field_name}" (${TYPE_WORDS[f.data_type]}): ${f.data_field_prompt_description || f.data_field_name}`).join('\n')}`,
+      `Fields:\n${fields
+        .map((f, i) => `- ${key(i)}: "${f.data_field_name}" ` + `(${TYPE_WORDS[f.data_type]}): ${f.data_field_prompt_description || f.data_field_name}`)
+        .join('\n')}`,
     ].join('\n\n---\n\n'),
     schema,
     check(answer) {
       if (!validate(answer)) {
         const e = validate.errors?.[0];
-        throw new AiFailure('ai_response_invalid', `The model's answer does not match the fields (${e?.instancePath || 'answer'} ${e?.message ?? 'is invalid'}). Try again; if it keeps failing, describe the fields more plainly or use another model.`);
+        throw new AiFailure(
+          'ai_response_invalid',
+          `The model's answer does not match the fields (${e?.instancePath || 'answer'} ${e?.message ?? 'is invalid'}). Try again; if it keeps failing, ` +
+            `describe the fields more plainly or use another model.`,
+        );
       }
       return answer as Record<string, unknown>;
     },
@@ -127,9 +140,17 @@ export class ResearchExtractor {
     const provider = providerOf(req.options);
     try {
       const target = await this.deps.targets(req.accountId, req.options);
-      const images = await Promise.all(req.pages.map(async (p, i) => ({ ...(await storedImage(this.deps.store, p.image)), label: `Page ${i + 1} (${p.url}):` })));
+      const images = await Promise.all(
+        req.pages.map(async (p, i) => ({ ...(await storedImage(this.deps.store, p.image)), label: `Page ${i + 1} (${p.url}):` })),
+      );
       const task = researchTask(req.domain, req.notes, req.fields, req.pages);
-      const result = await target.client.analyze({ images, task, mode: 'simple', model: target.model, ...(target.upstream ? { upstream: target.upstream } : {}) });
+      const result = await target.client.analyze({
+        images,
+        task,
+        mode: 'simple',
+        model: target.model,
+        ...(target.upstream ? { upstream: target.upstream } : {}),
+      });
       this.deps.observer?.analysed(provider, null);
       return task.read(result.structured ?? {});
     } catch (err) {

@@ -27,12 +27,17 @@ export function checkStructuredFields(o: Pick<ScreenshotOptions, 'ai_structured_
     const seen = new Set<string>();
     for (const [i, field] of (o.ai_structured_fields ?? []).entries()) {
       if (seen.has(field.name)) {
-        throw refuse(`ai_structured_fields[${i}].name: "${field.name}" is used by an earlier field; each field needs its own name (it becomes the key in the result).`);
+        throw refuse(
+          `ai_structured_fields[${i}].name: "${field.name}" is used by an earlier field; each field needs its own name (it becomes the key in the result).`,
+        );
       }
       seen.add(field.name);
     }
   }
   if (o.analyze_image_with_ai === true && o.ai_prompt_mode === 'structured' && !o.ai_structured_fields?.length) {
-    throw refuse('ai_prompt_mode=structured needs ai_structured_fields: a JSON array of 1 to 50 field definitions, each {"name", "type"} with "options" for enum and multi (and an optional "description").');
+    throw refuse(
+      'ai_prompt_mode=structured needs ai_structured_fields: a JSON array of 1 to 50 field definitions, each {"name", "type"} with "options" for enum and ' +
+        'multi (and an optional "description").',
+    );
   }
 }

@@ -21,7 +21,11 @@ const MODEL_ID = Type.String({ minLength: 1, maxLength: 200 });
 const PUT_KEY_PARAMS = objectParams(
   Type.Object(
     {
-      api_key: Type.String({ minLength: 1, maxLength: 1000, description: "The provider's API key: verified with the provider at once, stored encrypted, never returned." }),
+      api_key: Type.String({
+        minLength: 1,
+        maxLength: 1000,
+        description: "The provider's API key: verified with the provider at once, stored encrypted, never returned.",
+      }),
       default_model: Type.Optional({ ...MODEL_ID, description: 'Model for requests that name none; must be in the compatible list.' }),
       default_upstream: Type.Optional(textEnum(UPSTREAMS, { description: 'OpenRouter only: auto (default), anthropic, openai, google, meta.' })),
     },
@@ -78,7 +82,11 @@ async function listModels(ctx: RouteContext<ValuesOf<typeof MODELS_PARAMS>>) {
 }
 
 async function testProvider(ctx: RouteContext<ValuesOf<typeof TEST_PARAMS>>) {
-  const result = await call(ctx.broker, 'ai.testProvider', { account: ctx.account, provider: providerOf(ctx), ...(ctx.params.model ? { model: ctx.params.model } : {}) });
+  const result = await call(ctx.broker, 'ai.testProvider', {
+    account: ctx.account,
+    provider: providerOf(ctx),
+    ...(ctx.params.model ? { model: ctx.params.model } : {}),
+  });
   return { success: true, result };
 }
 
@@ -86,7 +94,8 @@ async function removeKey(ctx: RouteContext) {
   const provider = providerOf(ctx);
   const { removed } = await call(ctx.broker, 'ai.removeKey', { accountId: ctx.account.accountId, provider });
   const note = removed
-    ? `The ${provider} key was removed. Captures and configurations that use ai_provider=${provider} now fail with ai_provider_not_configured until a key is stored again; they never fall back to AI credits.`
+    ? `The ${provider} key was removed. Captures and configurations that use ai_provider=${provider} now fail with ai_provider_not_configured until a key ` +
+      `is stored again; they never fall back to AI credits.`
     : `No ${provider} key was stored; nothing changed.`;
   return { success: true, note };
 }

@@ -32,15 +32,24 @@ const ANALYSIS_ONLY = ['ai_prompt', 'ai_prompt_mode', 'ai_structured_fields', 'a
  * `options` are those the capture will run with (for PATCH, the stored ones with the change
  * merged in); `given` those this request names (by default the same).
  */
-export async function checkAnalysis(caller: ServiceBroker | Context, accountId: string, options: AnalysisOptions, given: Partial<AnalysisOptions> = options): Promise<void> {
+export async function checkAnalysis(
+  caller: ServiceBroker | Context,
+  accountId: string,
+  options: AnalysisOptions,
+  given: Partial<AnalysisOptions> = options,
+): Promise<void> {
   if (options.analyze_image_with_ai === true) {
     await call(caller, 'ai.check', { accountId, options });
     return;
   }
   const named = ANALYSIS_ONLY.find((name) => given[name] !== undefined);
   if (named) {
-    throw serviceError('invalid_parameter', `${named}: requires analyze_image_with_ai=true (it sets up an AI analysis of the capture); add analyze_image_with_ai=true or leave ${named} out.`, {
-      param: named,
-    });
+    throw serviceError(
+      'invalid_parameter',
+      `${named}: requires analyze_image_with_ai=true (it sets up an AI analysis of the capture); add analyze_image_with_ai=true or leave ${named} out.`,
+      {
+        param: named,
+      },
+    );
   }
 }

@@ -26,7 +26,10 @@ import { oauthRoutes } from './oauth-routes';
 import { installMcpEndpoint, mcpRoutes } from './mcp-http';
 import { defineService } from '../shared/define-service';
 
-export function apiRoutes(store: FileStore, config: Pick<Config, 'allowPrivateNetworks' | 'capture' | 'metricsToken' | 'introspectionClient' | 'ai' | 'baseUrl'>): RouteDef[] {
+export function apiRoutes(
+  store: FileStore,
+  config: Pick<Config, 'allowPrivateNetworks' | 'capture' | 'metricsToken' | 'introspectionClient' | 'ai' | 'baseUrl'>,
+): RouteDef[] {
   const policy = egressPolicyFor(config);
   return [
     ...operationRoutes(config),
@@ -70,19 +73,24 @@ export function apiService(deps: { config: Readonly<Config>; store?: FileStore }
       store = deps.store ?? createFileStore(config);
       const routes = apiRoutes(store, config);
       const document = openApiDocument(routes, config);
-      app = buildHttpServer(this.broker, config, [
-        ...routes,
-        {
-          method: 'GET',
-          url: '/openapi.json',
-          summary: 'This document.',
-          tag: 'operations',
-          auth: false,
-          response: { type: 'object' },
-          errors: [],
-          handler: async () => document,
-        },
-      ], metrics);
+      app = buildHttpServer(
+        this.broker,
+        config,
+        [
+          ...routes,
+          {
+            method: 'GET',
+            url: '/openapi.json',
+            summary: 'This document.',
+            tag: 'operations',
+            auth: false,
+            response: { type: 'object' },
+            errors: [],
+            handler: async () => document,
+          },
+        ],
+        metrics,
+      );
       installMcpEndpoint(app, { broker: this.broker, config, document, metrics });
       app.register(swagger, { mode: 'static', specification: { document: document as never } });
       app.register(swaggerUi, { routePrefix: '/docs' });

@@ -47,7 +47,9 @@ export function takeClientMarkers(params: RawParams, request: FastifyRequest, an
     if (!(name in params)) continue;
     const value = params[name];
     if (!isBooleanLike(value)) {
-      throw serviceError('invalid_parameter', `${name}: marks a call from an official client and takes true or false, got ${JSON.stringify(value)}.`, { param: name });
+      throw serviceError('invalid_parameter', `${name}: marks a call from an official client and takes true or false, got ${JSON.stringify(value)}.`, {
+        param: name,
+      });
     }
     delete params[name];
     seen.push({ client, marker: name });

@@ -76,7 +76,10 @@ const LIFETIME_ATTRIBUTES = new Set(['expires', 'max-age', 'samesite', 'priority
 /** "a=1; b=2" (several cookies) or "sid=abc; Path=/; HttpOnly" (attributes of the cookie before them). */
 function cookieString(text: string): Item[] {
   const items: Item[] = [];
-  for (const part of text.split(';').map((p) => p.trim()).filter((p) => p !== '')) {
+  for (const part of text
+    .split(';')
+    .map((p) => p.trim())
+    .filter((p) => p !== '')) {
     const eq = part.indexOf('=');
     const name = (eq < 0 ? part : part.slice(0, eq)).trim();
     const value = eq < 0 ? '' : part.slice(eq + 1).trim();
@@ -138,7 +141,8 @@ export function actionList(value: unknown): unknown {
     } catch (err) {
       throw serviceError(
         'invalid_parameter',
-        `multi_step_actions[${i}]: must be one step as a JSON object, such as {"type": "click", "selector": "#buy"}; parsing failed: ${(err as Error).message}.`,
+        `multi_step_actions[${i}]: must be one step as a JSON object, such as {"type": "click", "selector": "#buy"}; parsing ` +
+          `failed: ${(err as Error).message}.`,
         { param: 'multi_step_actions' },
       );
     }

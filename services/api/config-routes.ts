@@ -21,10 +21,14 @@ import { PAGING_PARAMS } from './paging-params';
 import { snapRecord } from './snap-routes';
 import { CONFIG_CREATE_PARAMS, CONFIG_UPDATE_PARAMS, type ConfigChanges, KEY_ONLY_PARAMS, givenOptions } from './request-schemas';
 
-
 /** Per-configuration list and job status: the four (L) fields, taken_at_timestamp in unix seconds. */
 function listed(ref: ScreenshotRef) {
-  return { direct_link: ref.direct_link, direct_thumbnail_link: ref.direct_thumbnail_link, taken_at_timestamp: Math.floor(ref.taken_at_ms / 1000), job_id: ref.job_id };
+  return {
+    direct_link: ref.direct_link,
+    direct_thumbnail_link: ref.direct_thumbnail_link,
+    taken_at_timestamp: Math.floor(ref.taken_at_ms / 1000),
+    job_id: ref.job_id,
+  };
 }
 
 /** Account-wide list: the snap record's fields plus the ones only this list carries. */
@@ -126,7 +130,8 @@ async function updateConfig(ctx: RouteContext<ConfigChanges>, policy: TargetPoli
   if (Object.keys(changes).length === 0) {
     throw serviceError(
       'invalid_parameter',
-      'No parameter to change arrived: send the options to change (such as url, wait or scheduled_screenshot=true with scheduled_every and scheduled_interval) as a JSON body, form fields or query parameters.',
+      'No parameter to change arrived: send the options to change (such as url, wait or scheduled_screenshot=true with scheduled_every and ' +
+        'scheduled_interval) as a JSON body, form fields or query parameters.',
     );
   }
   // The stored options, under the change, are what the configuration will run with (merged as the scheduler merges them).
@@ -182,7 +187,8 @@ let placeholder: Promise<Buffer> | null = null;
 function servicePlaceholder(): Promise<Buffer> {
   placeholder ??= sharp(
     Buffer.from(
-      '<svg xmlns="http://www.w3.org/2000/svg" width="800" height="500"><rect width="100%" height="100%" fill="#eef0f3"/><text x="50%" y="50%" font-family="sans-serif" font-size="28" fill="#8a93a0" text-anchor="middle">The first capture is on its way</text></svg>',
+      '<svg xmlns="http://www.w3.org/2000/svg" width="800" height="500"><rect width="100%" height="100%" fill="#eef0f3"/><text x="50%" y="50%" ' +
+        'font-family="sans-serif" font-size="28" fill="#8a93a0" text-anchor="middle">The first capture is on its way</text></svg>',
     ),
   )
     .png()
@@ -215,8 +221,24 @@ function embedRoute(store: FileStore): RouteDef {
 }
 
 const CONFIG_ERRORS = ['invalid_parameter', 'not_found'] as const;
-const AI_ERRORS = ['ai_provider_not_configured', 'ai_model_required', 'ai_model_not_supported', 'ai_provider_unavailable', 'invalid_ai_structured_fields', 'ai_service_not_configured'] as const;
-const START_ERRORS = ['byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'custom_proxy_not_found', ...AI_ERRORS, 'screenshot_limit_reached', 'ai_credits_exhausted'] as const;
+const AI_ERRORS = [
+  'ai_provider_not_configured',
+  'ai_model_required',
+  'ai_model_not_supported',
+  'ai_provider_unavailable',
+  'invalid_ai_structured_fields',
+  'ai_service_not_configured',
+] as const;
+const START_ERRORS = [
+  'byok_plan_required',
+  'byok_addon_required',
+  'byo_proxy_plan_required',
+  'byo_proxy_addon_required',
+  'custom_proxy_not_found',
+  ...AI_ERRORS,
+  'screenshot_limit_reached',
+  'ai_credits_exhausted',
+] as const;
 const ok = (properties: Record<string, unknown>) => ({ type: 'object', properties: { success: { type: 'boolean' }, ...properties } });
 
 export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[] {
@@ -238,7 +260,14 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       tag: 'configurations',
       params: KEY_ONLY_PARAMS,
       response: ok({ job_id: { type: 'string' }, embed_url: { type: 'string' } }),
-      errors: [...CONFIG_ERRORS, ...AI_ERRORS, 'screenshot_limit_reached', 'ai_credits_exhausted', 'custom_proxy_not_found', 'real_location_bandwidth_exhausted'],
+      errors: [
+        ...CONFIG_ERRORS,
+        ...AI_ERRORS,
+        'screenshot_limit_reached',
+        'ai_credits_exhausted',
+        'custom_proxy_not_found',
+        'real_location_bandwidth_exhausted',
+      ],
       handler: (ctx) => captureNow(ctx, policy),
     }),
     route({
@@ -258,7 +287,17 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       tag: 'configurations',
       params: CONFIG_UPDATE_PARAMS,
       response: ok({ config: { type: 'object' } }),
-      errors: [...CONFIG_ERRORS, 'ai_provider_unsupported', 'url_not_allowed', 'byok_plan_required', 'byok_addon_required', 'byo_proxy_plan_required', 'byo_proxy_addon_required', 'custom_proxy_not_found', ...AI_ERRORS],
+      errors: [
+        ...CONFIG_ERRORS,
+        'ai_provider_unsupported',
+        'url_not_allowed',
+        'byok_plan_required',
+        'byok_addon_required',
+        'byo_proxy_plan_required',
+        'byo_proxy_addon_required',
+        'custom_proxy_not_found',
+        ...AI_ERRORS,
+      ],
       handler: (ctx) => updateConfig(ctx, policy),
     }),
     route({
@@ -294,7 +333,7 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
     route({
       method: 'GET',
       url: '/screenshots',
-      summary: "Every screenshot of the account, paged (full records).",
+      summary: 'Every screenshot of the account, paged (full records).',
       tag: 'archive',
       params: PAGING_PARAMS,
       response: ok({ screenshots: { type: 'array' }, has_more: { type: 'boolean' } }),
@@ -308,7 +347,16 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       tag: 'configurations',
       params: KEY_ONLY_PARAMS,
       response: ok({ status: { type: 'string' }, job_id: { type: 'string' }, screenshot: { type: 'object' } }),
-      errors: [...CONFIG_ERRORS, 'page_load_failed', 'selector_not_found', 'capture_timeout', 'url_not_allowed', 'screenshot_limit_reached', 'ai_credits_exhausted', 'ai_provider_not_configured'],
+      errors: [
+        ...CONFIG_ERRORS,
+        'page_load_failed',
+        'selector_not_found',
+        'capture_timeout',
+        'url_not_allowed',
+        'screenshot_limit_reached',
+        'ai_credits_exhausted',
+        'ai_provider_not_configured',
+      ],
       handler: jobStatus,
     }),
     embedRoute(store),

@@ -210,7 +210,10 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
     try {
       done(null, JSON.parse(text));
     } catch (err) {
-      done(serviceError('invalid_parameter', `The JSON body could not be parsed (${(err as Error).message}); send a valid JSON object.`) as unknown as Error, undefined);
+      done(
+        serviceError('invalid_parameter', `The JSON body could not be parsed (${(err as Error).message}); send a valid JSON object.`) as unknown as Error,
+        undefined,
+      );
     }
   });
 
@@ -255,7 +258,14 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
     // Errors Fastify raises before a handler runs (body too large, bad content type).
     if (err.statusCode === 413) return sendError(reply, serviceError('payload_too_large', `The request body is larger than ${config.bodyLimit} bytes.`), log);
     if (err.statusCode === 415) {
-      return sendError(reply, serviceError('unsupported_media_type', 'Send parameters as a query string, application/x-www-form-urlencoded form fields or a JSON body (application/json).'), log);
+      return sendError(
+        reply,
+        serviceError(
+          'unsupported_media_type',
+          'Send parameters as a query string, application/x-www-form-urlencoded form fields or a JSON body (application/json).',
+        ),
+        log,
+      );
     }
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500 && !(err as { type?: string }).type) {
       return sendError(reply, serviceError('invalid_parameter', `The request could not be read: ${err.message}.`), log);
@@ -309,8 +319,8 @@ export function openApiDocument(routes: RouteDef[], config: Readonly<Config>): O
     }
     const responses: Record<string, unknown> = {
       200: binary(def.response)
-          ? { description: 'OK', content: Object.fromEntries((binary(def.response) ?? []).map((t) => [t, { schema: schemaOf(def.response, t) }])) }
-          : { description: 'OK', content: { 'application/json': { schema: def.response } } },
+        ? { description: 'OK', content: Object.fromEntries((binary(def.response) ?? []).map((t) => [t, { schema: schemaOf(def.response, t) }])) }
+        : { description: 'OK', content: { 'application/json': { schema: def.response } } },
     };
     for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
       responses[status] = { description: `error_code: ${codes.join(', ')}`, content: { 'application/json': { schema: envelope } } };
@@ -339,7 +349,11 @@ export function openApiDocument(routes: RouteDef[], config: Readonly<Config>): O
   }
   return {
     openapi: '3.0.3',
-    info: { title: 'Screenshot capture service', version: '1.0.0', description: 'Parameters may be sent as a query string, form fields or a JSON body. Errors: {success:false, error_code, note}.' },
+    info: {
+      title: 'Screenshot capture service',
+      version: '1.0.0',
+      description: 'Parameters may be sent as a query string, form fields or a JSON body. Errors: {success:false, error_code, note}.',
+    },
     servers: [{ url: config.baseUrl }],
     components: {
       securitySchemes: {

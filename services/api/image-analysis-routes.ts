@@ -29,9 +29,13 @@ const ANALYZE_SCHEMA = Type.Object(
     prompts: Type.Array(Type.String({ minLength: 1, maxLength: MAX_PROMPT_LENGTH }), {
       minItems: 1,
       maxItems: MAX_PROMPTS,
-      description: `1 to ${MAX_PROMPTS} prompts of up to ${MAX_PROMPT_LENGTH} characters, each answered on its own; any may refer to any image. One AI credit each with ai_provider=service.`,
+      description:
+        `1 to ${MAX_PROMPTS} prompts of up to ${MAX_PROMPT_LENGTH} characters, each answered on its own; any may refer to any image. One AI ` +
+        `credit each with ai_provider=service.`,
     }),
-    ai_provider: Type.Optional(textEnum(AI_PROVIDERS, { description: 'service (AI credits, the default), or anthropic, openai, openrouter with your own key.' })),
+    ai_provider: Type.Optional(
+      textEnum(AI_PROVIDERS, { description: 'service (AI credits, the default), or anthropic, openai, openrouter with your own key.' }),
+    ),
     ai_model: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Model id for an own provider; ignored for service.' })),
   },
   { additionalProperties: false },
@@ -56,7 +60,10 @@ async function analyzeImages(ctx: RouteContext<AnalyzeParams>, policy: TargetPol
   const options: AnalysisOptions = { analyze_image_with_ai: true, ...(ai_provider ? { ai_provider } : {}), ...(ai_model ? { ai_model } : {}) };
   checkFeatures(ctx.account, requestedFeatures(options));
   await checkAnalysis(ctx.broker, ctx.account.accountId, options);
-  refuseLiteralUrls(urls.map((u, i) => [`urls[${i}]`, u] as const), policy);
+  refuseLiteralUrls(
+    urls.map((u, i) => [`urls[${i}]`, u] as const),
+    policy,
+  );
   const answer = await call(ctx.broker, 'ai.analyzeImages', { account: ctx.account, options, urls, prompts }, { timeout: timeoutMs });
   return { success: true, ...answer };
 }

@@ -64,7 +64,8 @@ function keyOf(query: RawParams, request: FastifyRequest): string {
     if (toEnvelope(err).body.error_code !== 'access_token_required') throw err;
     throw serviceError(
       'access_token_required',
-      `${MCP_PATH} needs the account's API key: configure the MCP client to send the header "Authorization: Bearer <key>" (a client that only takes a URL can use ${MCP_PATH}?access_token=<key>).`,
+      `${MCP_PATH} needs the account's API key: configure the MCP client to send the header "Authorization: Bearer <key>" (a client that only takes a URL ` +
+        `can use ${MCP_PATH}?access_token=<key>).`,
     );
   }
 }
@@ -115,7 +116,8 @@ export function installMcpEndpoint(app: FastifyInstance, deps: McpEndpointDeps):
         token = keyOf(query, request);
         account = await authenticate(broker, token);
         const extra = Object.keys(query);
-        if (extra.length > 0) throw serviceError('invalid_parameter', `${extra[0]}: ${MCP_PATH} takes no query parameter but access_token; the MCP messages go in the JSON body.`);
+        if (extra.length > 0)
+          throw serviceError('invalid_parameter', `${extra[0]}: ${MCP_PATH} takes no query parameter but access_token; the MCP messages go in the JSON body.`);
       } catch (err) {
         challenge(reply, err, config);
         return sendError(reply, err, log);

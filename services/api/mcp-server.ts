@@ -55,7 +55,8 @@ export const PROGRESS_INTERVAL_MS = 5_000;
 
 const INSTRUCTIONS =
   'A screenshot capture service. snap captures a web page and shows it to you (snap_html renders HTML you give); ' +
-  'create_screenshot_config saves a page to capture again (on a schedule, watching elements for changes), and the list tools read the archive and the change alerts. ' +
+  'create_screenshot_config saves a page to capture again (on a schedule, watching elements for changes), and the list tools read the archive and the ' +
+  'change alerts. ' +
   'Every capture costs a screenshot credit (get_account_limits). An error carries an error_code and a note that says what to change.';
 
 type Notify = (notification: ServerNotification) => Promise<void>;
@@ -65,7 +66,9 @@ function reportProgress(notify: Notify, token: string | number, what: string): (
   const started = Date.now();
   const send = () => {
     const seconds = Math.round((Date.now() - started) / 1000);
-    notify({ method: 'notifications/progress', params: { progressToken: token, progress: seconds, message: `${what}: ${seconds} s so far` } }).catch(() => undefined);
+    notify({ method: 'notifications/progress', params: { progressToken: token, progress: seconds, message: `${what}: ${seconds} s so far` } }).catch(
+      () => undefined,
+    );
   };
   send();
   const timer = setInterval(send, PROGRESS_INTERVAL_MS);
@@ -127,7 +130,8 @@ async function runTool(tool: ResolvedTool, args: Record<string, unknown>, api: A
     const answer = await api.send(toolRequest(tool, args));
     const body = parseJson(answer);
     // A text answer (a report asked for as CSV) is handed over as text.
-    if (!body && answer.status < 400 && answer.contentType.startsWith('text/')) return { result: { content: [{ type: 'text', text: answer.body.toString('utf8') }] }, outcome: 'ok' };
+    if (!body && answer.status < 400 && answer.contentType.startsWith('text/'))
+      return { result: { content: [{ type: 'text', text: answer.body.toString('utf8') }] }, outcome: 'ok' };
     if (!body) throw new Error(`${tool.spec.method} ${tool.spec.path} answered ${answer.status} ${answer.contentType}, not a JSON object`);
     if (answer.status >= 400 || body.success === false) {
       const code = isErrorCode(body.error_code) ? body.error_code : 'internal_error';

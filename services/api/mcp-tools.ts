@@ -46,7 +46,9 @@ export interface ToolSpec {
 
 const CONFIG_ID: PathArgument = {
   arg: 'screenshot_configuration_id',
-  description: "The configuration's id: screenshot_configuration_id as create_screenshot_config answered it (list_screenshot_configs lists them under ids.screenshot_config_id).",
+  description:
+    "The configuration's id: screenshot_configuration_id as create_screenshot_config answered it (list_screenshot_configs lists them under " +
+    'ids.screenshot_config_id).',
 };
 const RESEARCH_JOB_ID: PathArgument = {
   arg: 'job_id',
@@ -71,16 +73,21 @@ const READ: ToolSpec['hints'] = { readOnlyHint: true, destructiveHint: false, id
 const CAPTURES: ToolSpec['hints'] = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
 /** Overwrites or deletes what the account stored. */
 const OVERWRITES: ToolSpec['hints'] = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
-const PAGING = 'Paged: page (from 1), limit (1 to 1000, default 1000), after and before (unix timestamps, seconds or milliseconds), order (DESC newest first, the default, or ASC); has_more says whether another page follows.';
+const PAGING =
+  'Paged: page (from 1), limit (1 to 1000, default 1000), after and before (unix timestamps, seconds or milliseconds), order (DESC newest first, the ' +
+  'default, or ASC); has_more says whether another page follows.';
 
 export const MCP_TOOLS: readonly ToolSpec[] = [
   {
     name: 'snap',
     title: 'Capture a web page',
     description:
-      'Capture a web page now and look at it. Answers the screenshot as an image (scaled to fit 1568 px and 1.15 megapixels), its full-size direct_link, and the screenshot record (id, direct_link, embed_url, job_id, taken_at) as structured content. ' +
+      'Capture a web page now and look at it. Answers the screenshot as an image (scaled to fit 1568 px and 1.15 megapixels), its full-size direct_link, and ' +
+      'the screenshot record (id, direct_link, embed_url, job_id, taken_at) as structured content. ' +
       '1 screenshot credit; none when a capture of the same url and options younger than ttl seconds (default 86400) is reused: ttl=0 captures fresh. ' +
-      'Useful options: page_width and page_height (viewport, CSS pixels), fullpage, wait (ms) or wait_for (CSS selector), selectors (capture one element), image_format, scale_factor, no_cookie_banners, no_ads, multi_step_actions (clicks, typing, scrolling before the capture), real_location (capture from another country, one of list_real_locations), analyze_image_with_ai with ai_prompt (an AI answer about the capture, 1 AI credit). ' +
+      'Useful options: page_width and page_height (viewport, CSS pixels), fullpage, wait (ms) or wait_for (CSS selector), selectors (capture one element), ' +
+      'image_format, scale_factor, no_cookie_banners, no_ads, multi_step_actions (clicks, typing, scrolling before the capture), real_location (capture from ' +
+      'another country, one of list_real_locations), analyze_image_with_ai with ai_prompt (an AI answer about the capture, 1 AI credit). ' +
       'html_only=true answers the rendered HTML instead of an image. A bad option is answered as an error whose note says what to change.',
     method: 'POST',
     path: '/snap',
@@ -94,7 +101,8 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
     title: 'Render HTML and capture it',
     description:
       'Render an HTML document you give in html_content in the browser and look at the result: the same answer and options as snap, without url. ' +
-      'The document has no address of its own, so relative links lead nowhere: use absolute URLs for images, styles and scripts. 1 screenshot credit (ttl reuse as in snap).',
+      'The document has no address of its own, so relative links lead nowhere: use absolute URLs for images, styles and scripts. 1 screenshot credit (ttl ' +
+      'reuse as in snap).',
     method: 'POST',
     path: '/snap_html',
     fixed: SNAP_JSON,
@@ -106,9 +114,11 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
     name: 'create_screenshot_config',
     title: 'Save a screenshot configuration',
     description:
-      'Save a capture configuration (a url with capture options), optionally recurring (scheduled_screenshot=true with scheduled_every and scheduled_interval), and start its first capture at once. ' +
+      'Save a capture configuration (a url with capture options), optionally recurring (scheduled_screenshot=true with scheduled_every and ' +
+      'scheduled_interval), and start its first capture at once. ' +
       'Answers screenshot_configuration_id, embed_url (a public link to its latest image) and job_id: call get_job_status with job_id to see the capture. ' +
-      'A change step in multi_step_actions ({"type": "change", "selector": "#price", "send_to": "webhook", "url": "https://…"}) watches an element: when its text differs from the previous capture, a change alert is recorded (list_config_change_notifications) and sent. ' +
+      'A change step in multi_step_actions ({"type": "change", "selector": "#price", "send_to": "webhook", "url": "https://…"}) watches an element: when its ' +
+      'text differs from the previous capture, a change alert is recorded (list_config_change_notifications) and sent. ' +
       'webhook_url receives each capture. 1 screenshot credit per capture.',
     method: 'POST',
     path: '/screenshot_configs',
@@ -118,7 +128,8 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
     name: 'capture_screenshot',
     title: 'Capture a configuration now',
     description:
-      'Start a capture of a saved configuration now, with its stored options (its schedule is not disturbed). Answers job_id: call get_job_status with it until the capture is completed, which answers the screenshot. 1 screenshot credit.',
+      'Start a capture of a saved configuration now, with its stored options (its schedule is not disturbed). Answers job_id: call get_job_status with it ' +
+      'until the capture is completed, which answers the screenshot. 1 screenshot credit.',
     method: 'POST',
     path: '/screenshot_configs/:id/capture',
     pathArgs: { id: CONFIG_ID },
@@ -138,7 +149,8 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
     title: 'Change a screenshot configuration',
     description:
       'Change options of a saved configuration: give only what changes (url may be left out; the stored one is kept), the rest is kept. ' +
-      'A recurring configuration stays recurring only when the change carries scheduled_screenshot=true (with scheduled_every and scheduled_interval); without it the configuration becomes one-time. ' +
+      'A recurring configuration stays recurring only when the change carries scheduled_screenshot=true (with scheduled_every and scheduled_interval); ' +
+      'without it the configuration becomes one-time. ' +
       'Answers the configuration as it now is. Nothing is captured.',
     method: 'PATCH',
     path: '/screenshot_configs/:id',
@@ -149,7 +161,8 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
     name: 'get_job_status',
     title: 'Check a capture job',
     description:
-      'The state of a capture job: queued, running, completed or failed. A completed job answers its screenshot as an image with the full-size direct_link; a failed one is an error carrying the failure\'s error_code and note. ' +
+      'The state of a capture job: queued, running, completed or failed. A completed job answers its screenshot as an image with the full-size direct_link; ' +
+      "a failed one is an error carrying the failure's error_code and note. " +
       'While it is queued or running, call again in a few seconds.',
     method: 'GET',
     path: '/jobs/:job_id',
@@ -186,7 +199,9 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
   {
     name: 'list_all_screenshots',
     title: 'List all screenshots',
-    description: `Every screenshot of the account (snaps and configuration captures), as full records: direct_link, embed_url, job_id, taken_at, the AI analysis and the proxy used. ${PAGING}`,
+    description:
+      `Every screenshot of the account (snaps and configuration captures), as full records: direct_link, embed_url, job_id, taken_at, the AI ` +
+      `analysis and the proxy used. ${PAGING}`,
     method: 'GET',
     path: '/screenshots',
     hints: READ,
@@ -194,7 +209,9 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
   {
     name: 'list_config_change_notifications',
     title: "List a configuration's change alerts",
-    description: `The change alerts of one configuration: each names the change step (config), the previous_value and retrieved_value of the watched element, and when the change was seen. ${PAGING}`,
+    description:
+      `The change alerts of one configuration: each names the change step (config), the previous_value and retrieved_value of the watched ` +
+      `element, and when the change was seen. ${PAGING}`,
     method: 'GET',
     path: '/screenshot_configs/:id/change_notifications',
     pathArgs: { id: CONFIG_ID },
@@ -211,7 +228,9 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
   {
     name: 'list_real_locations',
     title: 'List real locations',
-    description: 'The real locations this server captures from (the values real_location takes): countries, US states, cities and regions. Empty when the server has none configured.',
+    description:
+      'The real locations this server captures from (the values real_location takes): countries, US states, cities and regions. Empty when the server has ' +
+      'none configured.',
     method: 'GET',
     path: '/real_locations',
     hints: READ,
@@ -220,7 +239,8 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
     name: 'get_account_limits',
     title: 'Read usage and limits',
     description:
-      "This month's usage and limits of the account: screenshots, AI analysis credits and real-location bandwidth, and the own AI providers and proxies set up. Check it before many captures.",
+      "This month's usage and limits of the account: screenshots, AI analysis credits and real-location bandwidth, and the own AI providers and proxies set " +
+      'up. Check it before many captures.',
     method: 'GET',
     path: '/account_limits',
     hints: READ,
@@ -229,8 +249,10 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
     name: 'analyze_any_image_with_ai',
     title: 'Ask AI about images',
     description:
-      'Ask an AI about up to 5 images at once: urls (1 to 5 public image URLs: PNG, JPEG, WebP or GIF, at most 20 MB each; a screenshot\'s direct_link works) and prompts (1 to 5, each up to 2500 characters; a prompt may refer to "image 1", "image 2" in the order given). ' +
-      'Answers one result per prompt (results[].ai_response) and what was read of each image. 1 AI credit per prompt with the service\'s AI (ai_provider=service, the default); none with your own provider key (ai_provider and ai_model, Bring Your Own AI). ' +
+      "Ask an AI about up to 5 images at once: urls (1 to 5 public image URLs: PNG, JPEG, WebP or GIF, at most 20 MB each; a screenshot's direct_link " +
+      'works) and prompts (1 to 5, each up to 2500 characters; a prompt may refer to "image 1", "image 2" in the order given). ' +
+      "Answers one result per prompt (results[].ai_response) and what was read of each image. 1 AI credit per prompt with the service's AI " +
+      '(ai_provider=service, the default); none with your own provider key (ai_provider and ai_model, Bring Your Own AI). ' +
       'An image that is private, too large, not an image or unreachable is answered as an error naming the URL.',
     method: 'POST',
     path: '/ai/analyze',
@@ -240,9 +262,11 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
     name: 'create_domain_research',
     title: 'Research a list of domains',
     description:
-      'Start an AI research job over a list of websites: domains (host names or URLs, 1 credit each) and structures, the fields to find on each site (data_type string, array, boolean or number; data_field_name; data_field_prompt_description saying what the field is). ' +
-      'Each site\'s home page and up to two pages it links to are read; a field the pages do not answer is null. Optional: name, additional_notes (context for the AI), webhook_url (a signed POST when it ends). ' +
-      'Answers the job\'s status with its job_id: poll get_domain_research_status, then read get_domain_research_report.',
+      'Start an AI research job over a list of websites: domains (host names or URLs, 1 credit each) and structures, the fields to find on each site ' +
+      '(data_type string, array, boolean or number; data_field_name; data_field_prompt_description saying what the field is). ' +
+      "Each site's home page and up to two pages it links to are read; a field the pages do not answer is null. Optional: name, additional_notes (context " +
+      'for the AI), webhook_url (a signed POST when it ends). ' +
+      "Answers the job's status with its job_id: poll get_domain_research_status, then read get_domain_research_report.",
     method: 'POST',
     path: '/api/domain_research_requests',
     hints: CAPTURES,
@@ -250,7 +274,8 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
   {
     name: 'get_domain_research_status',
     title: 'Check a domain research job',
-    description: 'The state of a domain research job: status (queued, running, completed, failed), percent_complete, completed_domains, failed_domains and total_domains.',
+    description:
+      'The state of a domain research job: status (queued, running, completed, failed), percent_complete, completed_domains, failed_domains and total_domains.',
     method: 'GET',
     path: '/api/domain_research_requests/:job_id/status',
     pathArgs: { job_id: RESEARCH_JOB_ID },
@@ -260,7 +285,8 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
     name: 'get_domain_research_report',
     title: 'Read a domain research report',
     description:
-      'The results of a domain research job, as far as it got: per domain its status, the value found for each field (null when the pages do not say), the page each value came from, and the pages read. format=csv answers a CSV (one row per domain, one column per field) as text instead of JSON.',
+      'The results of a domain research job, as far as it got: per domain its status, the value found for each field (null when the pages do not say), the ' +
+      'page each value came from, and the pages read. format=csv answers a CSV (one row per domain, one column per field) as text instead of JSON.',
     method: 'GET',
     path: '/api/domain_research_requests/:job_id/report',
     pathArgs: { job_id: RESEARCH_JOB_ID },
@@ -301,7 +327,8 @@ function routeParams(spec: ToolSpec, document: OpenApiDocument): { params: Recor
   if (!op) throw new Error(`MCP tool ${spec.name}: the API has no route ${spec.method} ${spec.path}`);
   const inPath = [...spec.path.matchAll(/:([a-z_]+)/g)].map((m) => m[1] as string);
   const declared = Object.keys(spec.pathArgs ?? {});
-  if (inPath.join() !== declared.join()) throw new Error(`MCP tool ${spec.name}: its path arguments (${declared.join(', ')}) are not the path's (${inPath.join(', ')})`);
+  if (inPath.join() !== declared.join())
+    throw new Error(`MCP tool ${spec.name}: its path arguments (${declared.join(', ')}) are not the path's (${inPath.join(', ')})`);
   if (spec.method === 'GET' || spec.method === 'DELETE') {
     const query = (op.parameters ?? []).filter((p) => p.in === 'query');
     return { params: Object.fromEntries(query.map((p) => [p.name, p.schema ?? {}])), required: query.filter((p) => p.required).map((p) => p.name) };
@@ -341,8 +368,10 @@ export function listedTool(tool: ResolvedTool, locations: readonly string[] | nu
 
 /** real_location with this server's catalogue as its values. */
 function realLocation(schema: JsonSchema, locations: readonly string[] | null): JsonSchema {
-  if (locations === null) return { ...schema, description: `${String(schema.description ?? '')} (The list could not be read just now: call list_real_locations.)` };
-  if (locations.length === 0) return { ...schema, description: `${String(schema.description ?? '')} This server has no real locations configured, so any value is refused.` };
+  if (locations === null)
+    return { ...schema, description: `${String(schema.description ?? '')} (The list could not be read just now: call list_real_locations.)` };
+  if (locations.length === 0)
+    return { ...schema, description: `${String(schema.description ?? '')} This server has no real locations configured, so any value is refused.` };
   return { ...schema, enum: [...locations] };
 }
 
@@ -373,7 +402,11 @@ export function toolRequest(tool: ResolvedTool, args: Record<string, unknown>): 
   }
   params.mcp = true;
   if (spec.method === 'GET' || spec.method === 'DELETE') {
-    const query = Object.fromEntries(Object.entries(params).filter(([, v]) => v !== undefined && v !== null).map(([k, v]) => [k, asText(v)]));
+    const query = Object.fromEntries(
+      Object.entries(params)
+        .filter(([, v]) => v !== undefined && v !== null)
+        .map(([k, v]) => [k, asText(v)]),
+    );
     return { method: spec.method, path, query };
   }
   return { method: spec.method, path, body: params };

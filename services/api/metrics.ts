@@ -19,7 +19,9 @@ export class ApiMetrics implements RequestObserver {
   constructor() {
     this.markers = new Counter({
       name: `${P}api_client_markers_total`,
-      help: 'Parameters and headers that only say which official client called (mcp, microsoft, json on an endpoint that always answers JSON, X-MCP-Subject), accepted and ignored, by client kind and marker.',
+      help:
+        'Parameters and headers that only say which official client called (mcp, microsoft, json on an endpoint that always answers JSON, ' +
+        'X-MCP-Subject), accepted and ignored, by client kind and marker.',
       labelNames: ['client', 'marker'],
       registers: [this.registry],
     });

@@ -33,7 +33,10 @@ const PARAMS = objectParams(
 function checkClient(header: string | undefined, client: NonNullable<Config['introspectionClient']>): void {
   const basic = header ? /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header)?.[1] : undefined;
   if (!basic) {
-    throw serviceError('access_token_required', 'Introspection needs the client credentials as "Authorization: Basic <base64 of MCP_INTROSPECTION_CLIENT_ID:MCP_INTROSPECTION_CLIENT_SECRET>".');
+    throw serviceError(
+      'access_token_required',
+      'Introspection needs the client credentials as "Authorization: Basic <base64 of MCP_INTROSPECTION_CLIENT_ID:MCP_INTROSPECTION_CLIENT_SECRET>".',
+    );
   }
   const decoded = Buffer.from(basic, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
@@ -49,7 +52,8 @@ export function oauthRoutes(config: Pick<Config, 'introspectionClient'>): RouteD
       method: 'POST',
       url: '/oauth/introspect',
       summary:
-        'RFC 7662 token introspection for the official PagePixels MCP server: is this API key good? Needs HTTP Basic client credentials (MCP_INTROSPECTION_CLIENT_ID/_SECRET); 404 when they are not configured.',
+        'RFC 7662 token introspection for the official PagePixels MCP server: is this API key good? Needs HTTP Basic client credentials ' +
+        '(MCP_INTROSPECTION_CLIENT_ID/_SECRET); 404 when they are not configured.',
       tag: 'operations',
       auth: false,
       params: PARAMS,
@@ -67,7 +71,11 @@ export function oauthRoutes(config: Pick<Config, 'introspectionClient'>): RouteD
       errors: ['not_found', 'access_token_required', 'access_token_invalid', 'invalid_parameter', 'rate_limited'],
       handler: async ({ broker, params, request }) => {
         const client = config.introspectionClient;
-        if (!client) throw serviceError('not_found', 'Token introspection is off on this server: the operator sets MCP_INTROSPECTION_CLIENT_ID and MCP_INTROSPECTION_CLIENT_SECRET to turn it on.');
+        if (!client)
+          throw serviceError(
+            'not_found',
+            'Token introspection is off on this server: the operator sets MCP_INTROSPECTION_CLIENT_ID and MCP_INTROSPECTION_CLIENT_SECRET to turn it on.',
+          );
         checkClient(request.headers.authorization, client);
         try {
           const account = await call(broker, 'billing.authenticate', { token: params.token });

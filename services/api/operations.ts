@@ -10,7 +10,16 @@ import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../shared/config';
 import type { NodePressure } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
-import { METERED_SERVICES, type MetricsSnapshot, type NodeAnswers, PROMETHEUS_CONTENT_TYPE, type ScrapeReport, callEveryNode, checkMetricsToken, mergeSnapshots } from '../shared/metrics';
+import {
+  METERED_SERVICES,
+  type MetricsSnapshot,
+  type NodeAnswers,
+  PROMETHEUS_CONTENT_TYPE,
+  type ScrapeReport,
+  callEveryNode,
+  checkMetricsToken,
+  mergeSnapshots,
+} from '../shared/metrics';
 import type { RouteDef } from './http';
 
 /** GET /pressure's answer (browserless' /pressure, in this API's snake_case). */
@@ -62,7 +71,10 @@ export function clusterPressure(nodes: NodeAnswers<NodePressure>, now: number): 
   };
   const unavailable = (reason: ClusterPressure['reason'], message: string): ClusterPressure => ({ date: now, is_available: false, reason, message, ...base });
   if (all.length === 0) {
-    return unavailable('no_capture_nodes', nodes.failed.length ? `No capture node answered (${nodes.failed.length} registered did not answer in time).` : 'No capture service is running.');
+    return unavailable(
+      'no_capture_nodes',
+      nodes.failed.length ? `No capture node answered (${nodes.failed.length} registered did not answer in time).` : 'No capture service is running.',
+    );
   }
   if (base.max_concurrent === 0) return unavailable('no_browsers', 'No capture node has a live browser (starting, or the Grid is unreachable).');
   if (!all.some(accepts)) return unavailable('full', 'Every browser is busy and every wait queue is full.');
@@ -74,9 +86,15 @@ export function notReadyBecause(nodes: NodeAnswers<NodePressure>): string | null
   if (nodes.answers.some((a) => a.value.slots > 0)) return null;
   const unreachable = nodes.failed.length ? ` ${nodes.failed.length} capture node(s) did not answer in time.` : '';
   if (nodes.answers.length === 0) {
-    return `Not ready: no capture service is running, so no capture can be taken.${unreachable} Start one (SERVICES=capture) on the same TRANSPORTER and NAMESPACE.`;
+    return (
+      `Not ready: no capture service is running, so no capture can be taken.${unreachable} Start one (SERVICES=capture) on the same TRANSPORTER and ` +
+      `NAMESPACE.`
+    );
   }
-  return `Not ready: ${nodes.answers.length} capture node(s) are running but none has a live browser yet (browsers still starting, or the Grid at SELENIUM_URL has no free slot).${unreachable}`;
+  return (
+    `Not ready: ${nodes.answers.length} capture node(s) are running but none has a live browser yet (browsers still starting, or the Grid at ` +
+    `SELENIUM_URL has no free slot).${unreachable}`
+  );
 }
 
 /** GET /metrics: every metered service's nodes, merged (shared/metrics.ts). */
@@ -142,7 +160,10 @@ export function operationRoutes(config: Pick<Config, 'metricsToken'>): RouteDef[
       errors: [],
       handler: async ({ broker, reply }) => {
         const pressure = clusterPressure(await callEveryNode(broker, 'capture.pressure', {}), Date.now());
-        return reply.code(pressure.is_available ? 200 : 503).header('cache-control', 'no-store').send({ pressure });
+        return reply
+          .code(pressure.is_available ? 200 : 503)
+          .header('cache-control', 'no-store')
+          .send({ pressure });
       },
     },
     {

@@ -27,7 +27,8 @@ const validate = ajv.compile<Static<typeof PAGING_SCHEMA>>(PAGING_SCHEMA);
 
 function parsePaging(raw: RawParams): Paging {
   const values: RawParams = {};
-  for (const [k, v] of Object.entries(raw)) if (v !== '' && v !== undefined && v !== null) values[k] = k === 'order' && typeof v === 'string' ? v.toUpperCase() : v;
+  for (const [k, v] of Object.entries(raw))
+    if (v !== '' && v !== undefined && v !== null) values[k] = k === 'order' && typeof v === 'string' ? v.toUpperCase() : v;
   if (!validate(values)) {
     const { note } = noteFor((validate.errors ?? [])[0] as ErrorObject, values, Object.keys(PAGING_SCHEMA.properties));
     throw serviceError('invalid_parameter', note);

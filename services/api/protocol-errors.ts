@@ -102,7 +102,8 @@ export function frameworkError(err: FastifyError, request: FastifyRequest): Erro
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
     return serviceError(
       'not_found',
-      `There is nothing at ${shown}: a path segment is longer than ${MAX_PARAM_LENGTH} characters, and no id here is; the endpoints are listed at /openapi.json.`,
+      `There is nothing at ${shown}: a path segment is longer than ${MAX_PARAM_LENGTH} characters, and no id here is; the endpoints are listed at ` +
+        `/openapi.json.`,
     );
   }
   if (err.code === 'FST_ERR_BAD_URL') {
@@ -159,5 +160,7 @@ export function methodNotAllowed(reply: FastifyReply, method: string, path: stri
 /** The answer to a request that arrives on an open connection while the server is closing. */
 export function closingError(reply: FastifyReply): Error {
   reply.header('connection', 'close');
-  return serviceError('capacity_exhausted', 'This server is shutting down; retry shortly (another instance, or this one once restarted, will answer).', { retryAfter: 1 });
+  return serviceError('capacity_exhausted', 'This server is shutting down; retry shortly (another instance, or this one once restarted, will answer).', {
+    retryAfter: 1,
+  });
 }

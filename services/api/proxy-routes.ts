@@ -65,14 +65,23 @@ async function listProxies({ broker, account }: RouteContext) {
 
 async function testProxy(ctx: RouteContext) {
   const { proxy, result } = await call(ctx.broker, 'proxy.test', { account: ctx.account, id: idOf(ctx) });
-  return { success: true, proxy: { id: proxy.id, label: proxy.label, verified: proxy.verified, exit_ip: proxy.exit_ip, last_test_ms: proxy.last_test_ms }, result };
+  return {
+    success: true,
+    proxy: { id: proxy.id, label: proxy.label, verified: proxy.verified, exit_ip: proxy.exit_ip, last_test_ms: proxy.last_test_ms },
+    result,
+  };
 }
 
 async function removeProxy(ctx: RouteContext) {
   const id = idOf(ctx);
   const { removed } = await call(ctx.broker, 'proxy.remove', { accountId: ctx.account.accountId, id });
   if (!removed) throw serviceError('not_found', `No proxy ${id} in this account.`);
-  return { success: true, note: `Proxy ${id} was removed. Captures and configurations that use custom_proxy_id=${id} now fail with custom_proxy_not_found; they never fall back to going out directly.` };
+  return {
+    success: true,
+    note:
+      `Proxy ${id} was removed. Captures and configurations that use custom_proxy_id=${id} now fail with custom_proxy_not_found; they never fall back ` +
+      `to going out directly.`,
+  };
 }
 
 const ok = <P extends Record<string, TSchema>>(properties: P) => Type.Object({ success: Type.Boolean(), ...properties });
@@ -107,7 +116,13 @@ export const PROXY_ROUTES: RouteDef[] = [
     tag: 'proxies',
     params: KEY_ONLY_PARAMS,
     response: ok({
-      proxy: Type.Object({ id: Type.Integer(), label: Type.String(), verified: Type.Boolean(), exit_ip: Type.Union([Type.String(), Type.Null()]), last_test_ms: Type.Union([Type.Integer(), Type.Null()]) }),
+      proxy: Type.Object({
+        id: Type.Integer(),
+        label: Type.String(),
+        verified: Type.Boolean(),
+        exit_ip: Type.Union([Type.String(), Type.Null()]),
+        last_test_ms: Type.Union([Type.Integer(), Type.Null()]),
+      }),
       result: RESULT,
     }),
     errors: ['not_found', 'invalid_proxy', ...GATES, ...TEST_FAILURES],

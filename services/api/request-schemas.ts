@@ -148,7 +148,9 @@ function normalise(raw: RawParams, accepted: ReadonlySet<string> = new Set()): R
     const read = readValue(spec, value);
     const other = sentAs.get(spec.name);
     if (other !== undefined && JSON.stringify(out[spec.name]) !== JSON.stringify(read)) {
-      throw serviceError('invalid_parameter', `${other} and ${sent} are the same option and were given different values; send one of them.`, { param: spec.name });
+      throw serviceError('invalid_parameter', `${other} and ${sent} are the same option and were given different values; send one of them.`, {
+        param: spec.name,
+      });
     }
     sentAs.set(spec.name, sent);
     out[spec.name] = read;
@@ -162,7 +164,11 @@ function checkRules(values: RawParams): void {
     throw serviceError('invalid_parameter', 'hover_on_selected: requires selectors (the element to hover).');
   }
   if (values.analyze_image_with_ai === true && values.html_only === true) {
-    throw serviceError('invalid_parameter', 'analyze_image_with_ai: an analysis reads the captured image, and html_only=true captures none; leave out one of the two.', { param: 'analyze_image_with_ai' });
+    throw serviceError(
+      'invalid_parameter',
+      'analyze_image_with_ai: an analysis reads the captured image, and html_only=true captures none; leave out one of the two.',
+      { param: 'analyze_image_with_ai' },
+    );
   }
   if (Array.isArray(values.multi_step_actions)) checkActions(values.multi_step_actions, values);
 }
@@ -265,7 +271,11 @@ export function withLists(raw: RawParams, names: readonly string[]): RawParams {
     try {
       out[name] = JSON.parse(text);
     } catch (err) {
-      throw serviceError('invalid_parameter', `${name}: must be a JSON array (sent as a JSON string on GET and forms); parsing failed: ${(err as Error).message}.`, { param: name });
+      throw serviceError(
+        'invalid_parameter',
+        `${name}: must be a JSON array (sent as a JSON string on GET and forms); parsing failed: ${(err as Error).message}.`,
+        { param: name },
+      );
     }
   }
   return out;
@@ -292,7 +302,9 @@ export function objectParams<T extends TObject>(schema: T, opts: { codes?: Recor
       const error = (validate.errors ?? [])[0] as ErrorObject;
       const { param, note } = noteFor(error, values, accepted);
       if (param === opts.secret && error.keyword !== 'required') {
-        throw serviceError('invalid_parameter', `${param}: must be text of at most ${schema.properties[param]?.maxLength ?? 'a few hundred'} characters.`, { param });
+        throw serviceError('invalid_parameter', `${param}: must be text of at most ${schema.properties[param]?.maxLength ?? 'a few hundred'} characters.`, {
+          param,
+        });
       }
       throw serviceError((values[param] !== undefined && opts.codes?.[param]) || 'invalid_parameter', note, { param });
     },

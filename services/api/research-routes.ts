@@ -34,14 +34,24 @@ import { ERROR_COLUMNS, LEADING_COLUMNS, reportCsv, sourceColumn } from './resea
 const CREATE_SCHEMA = Type.Object(
   {
     name: Type.Optional(Type.String({ maxLength: RESEARCH_LIMITS.name, description: 'A name for the job, shown with its status.' })),
-    additional_notes: Type.Optional(Type.String({ maxLength: RESEARCH_LIMITS.notes, description: 'Context for the model on every domain (who the sites are, what to prefer).' })),
+    additional_notes: Type.Optional(
+      Type.String({ maxLength: RESEARCH_LIMITS.notes, description: 'Context for the model on every domain (who the sites are, what to prefer).' }),
+    ),
     domains: Type.Array(Type.String({ minLength: 1, maxLength: 2048 }), {
       minItems: 1,
       maxItems: RESEARCH_LIMITS.domains,
-      description: `1 to ${RESEARCH_LIMITS.domains} sites: a host name (example.com, read as https://example.com/) or an http(s) URL of the page to start from. One credit each.`,
+      description:
+        `1 to ${RESEARCH_LIMITS.domains} sites: a host name (example.com, read as https://example.com/) or an http(s) URL of the page to start ` +
+        `from. One credit each.`,
     }),
-    structures: Type.Array(RESEARCH_FIELD_SCHEMA, { minItems: 1, maxItems: RESEARCH_LIMITS.fields, description: `1 to ${RESEARCH_LIMITS.fields} fields to extract from each site.` }),
-    webhook_url: Type.Optional(Type.String({ format: 'http-url', maxLength: 2048, description: 'Sent a signed POST (Standard Webhooks) when every domain has finished.' })),
+    structures: Type.Array(RESEARCH_FIELD_SCHEMA, {
+      minItems: 1,
+      maxItems: RESEARCH_LIMITS.fields,
+      description: `1 to ${RESEARCH_LIMITS.fields} fields to extract from each site.`,
+    }),
+    webhook_url: Type.Optional(
+      Type.String({ format: 'http-url', maxLength: 2048, description: 'Sent a signed POST (Standard Webhooks) when every domain has finished.' }),
+    ),
     ai_provider: Type.Optional(textEnum(AI_PROVIDERS, { description: 'service (the default), or anthropic, openai, openrouter with your own key.' })),
     ai_model: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Model id for an own provider; ignored for service.' })),
   },
@@ -81,7 +91,8 @@ function checkRequest(values: Static<typeof CREATE_SCHEMA>): CreateParams {
     const home = homeUrlOf(domain);
     if ('why' in home) throw invalid(`domains[${i}]`, `"${domain.slice(0, 100)}" ${home.why}.`);
     const first = seen.get(home.url);
-    if (first !== undefined) throw invalid(`domains[${i}]`, `"${domain}" is the same site as domains[${first}]; each domain is researched (and charged) once per request.`);
+    if (first !== undefined)
+      throw invalid(`domains[${i}]`, `"${domain}" is the same site as domains[${first}]; each domain is researched (and charged) once per request.`);
     seen.set(home.url, i);
     return { domain: domain.trim(), url: home.url };
   });
@@ -93,14 +104,15 @@ function checkRequest(values: Static<typeof CREATE_SCHEMA>): CreateParams {
     return { ...f, data_field_name: name, data_field_prompt_description: f.data_field_prompt_description.trim() };
   });
   // Each field's name and source column must be free (letter case aside): the report's own columns first, then earlier fields'.
-  const columns = new Map<string, string>([...LEADING_COLUMNS, ...ERROR_COLUMNS].map((c) => [c, 'one of the report\'s own columns']));
+  const columns = new Map<string, string>([...LEADING_COLUMNS, ...ERROR_COLUMNS].map((c) => [c, "one of the report's own columns"]));
   structures.forEach((f, i) => {
     for (const column of [f.data_field_name, sourceColumn(f.data_field_name)]) {
       const taken = columns.get(column.toLowerCase());
       if (taken !== undefined) {
         throw invalid(
           `structures[${i}].data_field_name`,
-          `"${f.data_field_name}" would make the column "${column}", which is ${taken}. Each field needs a name of its own (letter case aside); domain, status, error_code, error_note and "<field> (source)" are the report's own columns.`,
+          `"${f.data_field_name}" would make the column "${column}", which is ${taken}. Each field needs a name of its own (letter case aside); domain, ` +
+            `status, error_code, error_note and "<field> (source)" are the report's own columns.`,
         );
       }
       columns.set(column.toLowerCase(), `taken by structures[${i}] ("${f.data_field_name}")`);
@@ -116,7 +128,11 @@ export const CREATE_PARAMS: ParamShape<CreateParams> = {
 };
 
 const REPORT_SCHEMA = Type.Object(
-  { format: Type.Optional(textEnum(['json', 'csv'], { description: 'json (default) or csv: one row per domain, one column per field, its state, error and sources.' })) },
+  {
+    format: Type.Optional(
+      textEnum(['json', 'csv'], { description: 'json (default) or csv: one row per domain, one column per field, its state, error and sources.' }),
+    ),
+  },
   { additionalProperties: false },
 );
 export const REPORT_PARAMS = objectParams(REPORT_SCHEMA);
@@ -127,7 +143,10 @@ async function create(ctx: RouteContext<CreateParams>, policy: TargetPolicy) {
   const aiOptions: AnalysisOptions = { ...(p.ai_provider ? { ai_provider: p.ai_provider } : {}), ...(p.ai_model ? { ai_model: p.ai_model } : {}) };
   checkFeatures(account, requestedFeatures(aiOptions));
   await checkAnalysis(broker, account.accountId, { ...aiOptions, analyze_image_with_ai: true });
-  refuseLiteralUrls([...p.domains.map((d, i) => [`domains[${i}]`, d.url] as const), ...(p.webhook_url ? [['webhook_url', p.webhook_url] as const] : [])], policy);
+  refuseLiteralUrls(
+    [...p.domains.map((d, i) => [`domains[${i}]`, d.url] as const), ...(p.webhook_url ? [['webhook_url', p.webhook_url] as const] : [])],
+    policy,
+  );
   // Every domain's credit must be there now: reserved and given back (each domain reserves its own when it starts).
   await withCredits(broker, { account, amounts: { research_domains: p.domains.length } }, async () => undefined, { settle: () => 'refund' });
   const status = await call(broker, 'capture.researchCreate', {
@@ -161,7 +180,11 @@ async function wholeReport(ctx: RouteContext<unknown>): Promise<ResearchReport> 
   let head: Omit<ResearchReport, 'results'> | null = null;
   const results: ResearchReport['results'] = [];
   while (from !== null) {
-    const part: { head: Omit<ResearchReport, 'results'> | null; results: ResearchReport['results']; next: number | null } = await call(ctx.broker, 'capture.researchReport', { accountId: ctx.account.accountId, id: jobIdOf(ctx), from });
+    const part: { head: Omit<ResearchReport, 'results'> | null; results: ResearchReport['results']; next: number | null } = await call(
+      ctx.broker,
+      'capture.researchReport',
+      { accountId: ctx.account.accountId, id: jobIdOf(ctx), from },
+    );
     head ??= part.head;
     results.push(...part.results);
     from = part.next;
@@ -186,7 +209,8 @@ export function researchRoutes(policy: TargetPolicy): RouteDef[] {
     route({
       method: 'POST',
       url: '/api/domain_research_requests',
-      summary: 'Researches a list of domains: the fields given in structures, extracted from each site (one credit per domain). Answers the new job; docs/ai.md.',
+      summary:
+        'Researches a list of domains: the fields given in structures, extracted from each site (one credit per domain). Answers the new job; docs/ai.md.',
       tag: 'domain research',
       params: CREATE_PARAMS,
       response: ok(RESEARCH_STATUS_SCHEMA.properties),

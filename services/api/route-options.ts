@@ -9,7 +9,11 @@ import type { Context, ServiceBroker } from 'moleculer';
 import { call } from '../shared/contracts';
 import type { ScreenshotOptions } from '../shared/screenshot-options';
 
-export async function checkRouteOptions(caller: ServiceBroker | Context, accountId: string, o: Pick<ScreenshotOptions, 'custom_proxy_id' | 'real_location'>): Promise<void> {
+export async function checkRouteOptions(
+  caller: ServiceBroker | Context,
+  accountId: string,
+  o: Pick<ScreenshotOptions, 'custom_proxy_id' | 'real_location'>,
+): Promise<void> {
   if (o.custom_proxy_id !== undefined) await call(caller, 'proxy.checkRoute', { accountId, customProxyId: o.custom_proxy_id });
   else if (o.real_location !== undefined) await call(caller, 'proxy.checkRoute', { accountId, realLocation: o.real_location });
 }

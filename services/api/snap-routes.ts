@@ -73,9 +73,15 @@ async function snap(ctx: RouteContext<unknown>, store: FileStore, policy: Target
     const cached = await call(broker, 'capture.findRecent', { accountId: account.accountId, cacheKey: captureKey(options), since: Date.now() - ttl * 1000 });
     if (cached) return answer(ctx, store, cached, options, 'HIT');
   }
-  const ref = await withCaptureCredits(broker, { account, amounts: { screenshots: 1 }, features }, billsAiCredits(options), () => call(broker, 'capture.take', { account, options }), {
-    analysed: (taken) => taken.ai?.ai_analyzed === true,
-  });
+  const ref = await withCaptureCredits(
+    broker,
+    { account, amounts: { screenshots: 1 }, features },
+    billsAiCredits(options),
+    () => call(broker, 'capture.take', { account, options }),
+    {
+      analysed: (taken) => taken.ai?.ai_analyzed === true,
+    },
+  );
   return answer(ctx, store, ref, options, 'MISS');
 }
 
@@ -86,7 +92,12 @@ async function snap(ctx: RouteContext<unknown>, store: FileStore, policy: Target
 function snapVariant(fixed: Partial<SnapOptions>, required: Array<keyof SnapOptions>, why: string): ParamShape<SnapOptions> {
   const base = SNAP_PARAMS.schema as { properties: Record<string, Record<string, unknown>>; required: string[] };
   const properties = { ...base.properties };
-  for (const [name, value] of Object.entries(fixed)) properties[name] = { ...properties[name], default: value, description: `${String(properties[name]?.description ?? '')} Always ${JSON.stringify(value)} here.` };
+  for (const [name, value] of Object.entries(fixed))
+    properties[name] = {
+      ...properties[name],
+      default: value,
+      description: `${String(properties[name]?.description ?? '')} Always ${JSON.stringify(value)} here.`,
+    };
   return {
     schema: { ...base, properties, required: [...base.required, ...required] },
     parse(raw: RawParams) {
@@ -133,7 +144,9 @@ const SNAP_ANSWERS = { contentTypes: ['image/jpeg', 'image/png', 'image/webp', '
 
 /** A snap endpoint, GET and POST. */
 function snapEndpoint<P>(url: string, summary: string, params: ParamShape<P>, handler: (ctx: RouteContext<P>) => Promise<unknown>): RouteDef[] {
-  return (['GET', 'POST'] as const).map((method) => route({ method, url, summary, tag: 'capture', params, response: SNAP_ANSWERS, errors: [...SNAP_ERRORS], handler }));
+  return (['GET', 'POST'] as const).map((method) =>
+    route({ method, url, summary, tag: 'capture', params, response: SNAP_ANSWERS, errors: [...SNAP_ERRORS], handler }),
+  );
 }
 
 export function snapRoutes(store: FileStore, policy: TargetPolicy): RouteDef[] {
@@ -142,7 +155,8 @@ export function snapRoutes(store: FileStore, policy: TargetPolicy): RouteDef[] {
     ...snapEndpoint('/snap', 'Capture a page: the image (default), the JSON record (json=true) or the rendered HTML (html_only=true).', SNAP_PARAMS, snapOf),
     ...snapEndpoint(
       '/snap_html',
-      'Render the HTML document given in html_content, with the snap options: the image, the JSON record (json=true) or the rendered HTML (html_only=true). 1 screenshot credit.',
+      'Render the HTML document given in html_content, with the snap options: the image, the JSON record (json=true) or the rendered HTML (html_only=true). ' +
+        '1 screenshot credit.',
       SNAP_HTML_PARAMS,
       (ctx) => snap(ctx, store, policy, { ...ctx.params, url: INLINE_DOCUMENT_URL }),
     ),

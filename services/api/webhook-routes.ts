@@ -31,7 +31,8 @@ const DELIVERY_LIST_PARAMS: ParamShape<DeliveryFilter> = {
     const { screenshot_configuration_id: configId, status, ...rest } = raw;
     const filter: DeliveryFilter = { paging: PAGING_PARAMS.parse(rest) };
     if (configId !== undefined && configId !== '') {
-      if (typeof configId !== 'string' || configId.length > 64) throw serviceError('invalid_parameter', 'screenshot_configuration_id: must be a configuration id.');
+      if (typeof configId !== 'string' || configId.length > 64)
+        throw serviceError('invalid_parameter', 'screenshot_configuration_id: must be a configuration id.');
       filter.configId = configId;
     }
     if (status !== undefined && status !== '') {

@@ -36,7 +36,10 @@ function toIso(value: unknown): string {
 /** Parses "byo_ai,byo_proxy,bandwidth_2gb:3" into {byo_ai:1, byo_proxy:1, bandwidth_2gb:3}. */
 export function parseAddons(list: string): AddonMap {
   const addons: AddonMap = {};
-  for (const item of list.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const item of list
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const [name, qty] = item.split(':');
     if (!(ADDONS as readonly string[]).includes(name ?? '')) {
       throw serviceError('invalid_parameter', `Unknown addon "${name}"; known addons: ${ADDONS.join(', ')}.`);
@@ -87,7 +90,8 @@ export class AccountRepository {
     if (exists) {
       if (Object.keys(fields).length) await this.db('plans').where({ name: plan.name }).update(fields);
     } else {
-      if (plan.screenshot_limit === undefined) throw serviceError('invalid_parameter', `A new plan needs screenshot_limit (there is no plan "${plan.name}" yet).`);
+      if (plan.screenshot_limit === undefined)
+        throw serviceError('invalid_parameter', `A new plan needs screenshot_limit (there is no plan "${plan.name}" yet).`);
       await this.db('plans').insert({ paid: true, ...fields, name: plan.name });
     }
     return this.plan(plan.name);
@@ -133,7 +137,10 @@ export class AccountRepository {
   }
 
   async byId(accountId: string): Promise<AccountContext | null> {
-    const row = await this.db('accounts as a').join('plans as p', 'p.name', 'a.plan').where('a.id', accountId).first('a.id as account_id', ...PLAN_COLUMNS);
+    const row = await this.db('accounts as a')
+      .join('plans as p', 'p.name', 'a.plan')
+      .where('a.id', accountId)
+      .first('a.id as account_id', ...PLAN_COLUMNS);
     if (!row) return null;
     return { accountId: row.account_id, plan: planRow(row), addons: await this.addonsOf(row.account_id) };
   }

@@ -23,7 +23,10 @@ export interface BillingDeps {
   now?: () => Date;
 }
 
-const EXHAUSTED: Record<UsageKind, { code: 'screenshot_limit_reached' | 'ai_credits_exhausted' | 'real_location_bandwidth_exhausted' | 'domain_research_limit_reached'; what: string }> = {
+const EXHAUSTED: Record<
+  UsageKind,
+  { code: 'screenshot_limit_reached' | 'ai_credits_exhausted' | 'real_location_bandwidth_exhausted' | 'domain_research_limit_reached'; what: string }
+> = {
   screenshots: { code: 'screenshot_limit_reached', what: 'screenshots' },
   ai_credits: { code: 'ai_credits_exhausted', what: 'AI Analysis credits' },
   bandwidth_bytes: { code: 'real_location_bandwidth_exhausted', what: 'bytes of real-location bandwidth' },
@@ -51,9 +54,13 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     if (max > 0) {
       const rate = await state.store.hitRate(account.accountId, max, windowSeconds, state.now());
       if (!rate.allowed) {
-        throw serviceError('rate_limited', `Too many requests: at most ${max} per ${windowSeconds} seconds per account. Retry after ${rate.retryAfter} seconds.`, {
-          retryAfter: rate.retryAfter,
-        });
+        throw serviceError(
+          'rate_limited',
+          `Too many requests: at most ${max} per ${windowSeconds} seconds per account. Retry after ${rate.retryAfter} seconds.`,
+          {
+            retryAfter: rate.retryAfter,
+          },
+        );
       }
     }
     return account;
@@ -74,8 +81,10 @@ export function billingService(deps: BillingDeps): ServiceUnit {
       throw serviceError(
         code,
         left === 0
-          ? `This month's ${what} are used up (${outcome.used} of ${outcome.limit}); the limit resets on the 1st (UTC). Upgrade the plan or add an addon for more.`
-          : `This request needs ${amounts[outcome.exceeded]} ${what}; ${left} of this month's ${outcome.limit} are left. Ask for fewer; the limit resets on the 1st (UTC).`,
+          ? `This month's ${what} are used up (${outcome.used} of ${outcome.limit}); the limit resets on the 1st (UTC). Upgrade the plan or add an ` +
+              `addon for more.`
+          : `This request needs ${amounts[outcome.exceeded]} ${what}; ${left} of this month's ${outcome.limit} are left. Ask for fewer; the limit resets on ` +
+              `the 1st (UTC).`,
       );
     }
     return reservation;
@@ -91,7 +100,12 @@ export function billingService(deps: BillingDeps): ServiceUnit {
   const charge = async (accountId: string, amounts: UsageAmounts): Promise<{ charged: true }> => {
     const at = state.now();
     const reservation = { id: randomId(12), accountId, month: monthOf(at), amounts };
-    const unlimited = { screenshots: Number.MAX_SAFE_INTEGER, ai_credits: Number.MAX_SAFE_INTEGER, bandwidth_bytes: Number.MAX_SAFE_INTEGER, research_domains: Number.MAX_SAFE_INTEGER };
+    const unlimited = {
+      screenshots: Number.MAX_SAFE_INTEGER,
+      ai_credits: Number.MAX_SAFE_INTEGER,
+      bandwidth_bytes: Number.MAX_SAFE_INTEGER,
+      research_domains: Number.MAX_SAFE_INTEGER,
+    };
     await state.store.reserve(reservation, unlimited, counterExpiry(at));
     await state.store.commit(reservation);
     return { charged: true as const };
@@ -133,7 +147,11 @@ export function billingService(deps: BillingDeps): ServiceUnit {
         store: deps.store ?? (config.redisUrl ? new RedisUsageStore(config.redisUrl, config.redisPrefix) : new MemoryUsageStore()),
         now: deps.now ?? (() => new Date()),
       };
-      metrics = new BillingMetrics(() => state.store, () => monthOf(state.now()), this.logger);
+      metrics = new BillingMetrics(
+        () => state.store,
+        () => monthOf(state.now()),
+        this.logger,
+      );
     },
     async stopped() {
       await state.store.close();

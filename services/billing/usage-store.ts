@@ -115,7 +115,10 @@ type RedisWithScripts = Redis & {
 export class RedisUsageStore implements UsageStore {
   private readonly redis: RedisWithScripts;
 
-  constructor(url: string, private readonly prefix: string) {
+  constructor(
+    url: string,
+    private readonly prefix: string,
+  ) {
     this.redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false }) as RedisWithScripts;
     this.redis.defineCommand('snapReserve', { numberOfKeys: 2, lua: RESERVE_LUA });
     this.redis.defineCommand('snapRefund', { numberOfKeys: 2, lua: REFUND_LUA });
@@ -170,7 +173,11 @@ export class RedisUsageStore implements UsageStore {
 
   async noteExhausted(kind: UsageKind, accountId: string, month: string, expiresAt: Date): Promise<void> {
     const key = this.exhaustedKey(kind, month);
-    await this.redis.multi().pfadd(key, accountId).expireat(key, Math.floor(expiresAt.getTime() / 1000)).exec();
+    await this.redis
+      .multi()
+      .pfadd(key, accountId)
+      .expireat(key, Math.floor(expiresAt.getTime() / 1000))
+      .exec();
   }
 
   async exhaustedAccounts(kind: UsageKind, month: string): Promise<number> {

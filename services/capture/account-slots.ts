@@ -121,7 +121,14 @@ export class RedisAccountSlots implements AccountSlots {
   async admit(t: Ticket): Promise<AdmitOutcome> {
     const now = this.now();
     const most = t.limits.maxConcurrent + t.limits.maxQueued;
-    const [ok, running, waiting] = await this.redis.slotsAdmit(this.key(t.accountId, 'run'), this.key(t.accountId, 'wait'), t.id, now, now + this.leaseMs, most);
+    const [ok, running, waiting] = await this.redis.slotsAdmit(
+      this.key(t.accountId, 'run'),
+      this.key(t.accountId, 'wait'),
+      t.id,
+      now,
+      now + this.leaseMs,
+      most,
+    );
     return ok === 1 ? { ok: true } : { ok: false, running, waiting };
   }
 
@@ -152,7 +159,10 @@ export class RedisAccountSlots implements AccountSlots {
 
   async counts(accountId: string): Promise<{ running: number; waiting: number }> {
     const now = this.now();
-    const [running, waiting] = await Promise.all([this.redis.zcount(this.key(accountId, 'run'), `(${now}`, '+inf'), this.redis.zcount(this.key(accountId, 'wait'), `(${now}`, '+inf')]);
+    const [running, waiting] = await Promise.all([
+      this.redis.zcount(this.key(accountId, 'run'), `(${now}`, '+inf'),
+      this.redis.zcount(this.key(accountId, 'wait'), `(${now}`, '+inf'),
+    ]);
     return { running, waiting };
   }
 

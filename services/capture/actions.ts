@@ -57,9 +57,7 @@ class StepFailure extends Error {}
 // ---------------------------------------------------------------------------------------
 // Functions run inside the page (serialised with toString, so they use nothing from here).
 
-type Located =
-  | { status: 'invalid' | 'missing' }
-  | { status: 'ok'; x: number; y: number; visible: boolean; reachable: boolean; tag: string };
+type Located = { status: 'invalid' | 'missing' } | { status: 'ok'; x: number; y: number; visible: boolean; reachable: boolean; tag: string };
 
 /** Finds the element, scrolls it into view if needed, and says where to point at it. */
 function pageLocate(selector: string): Located {
@@ -90,7 +88,10 @@ function pageDomClick(selector: string): void {
   (document.querySelector(selector) as HTMLElement | null)?.click();
 }
 
-type FieldPrep = { status: 'invalid' | 'missing' | 'disabled' | 'readonly' | 'unfocusable' } | { status: 'not-text'; what: string } | { status: 'ok'; editable: boolean };
+type FieldPrep =
+  | { status: 'invalid' | 'missing' | 'disabled' | 'readonly' | 'unfocusable' }
+  | { status: 'not-text'; what: string }
+  | { status: 'ok'; editable: boolean };
 
 /** Focuses a text field and empties it, as select-all and delete would. */
 function pagePrepareField(selector: string): FieldPrep {
@@ -142,7 +143,10 @@ function pageFinishField(selector: string, text: string): void {
   }
 }
 
-type SelectOutcome = { status: 'invalid' | 'missing' | 'disabled' | 'option-disabled' | 'ok' } | { status: 'not-select'; tag: string } | { status: 'no-option'; options: string[] };
+type SelectOutcome =
+  | { status: 'invalid' | 'missing' | 'disabled' | 'option-disabled' | 'ok' }
+  | { status: 'not-select'; tag: string }
+  | { status: 'no-option'; options: string[] };
 
 /** Selects the option whose value, or else whose visible text, is `wanted`. */
 function pageSelect(selector: string, wanted: string): SelectOutcome {
@@ -158,7 +162,8 @@ function pageSelect(selector: string, wanted: string): SelectOutcome {
   const options = Array.from(el.options);
   const text = wanted.trim();
   const option = options.find((o) => o.value === wanted) ?? options.find((o) => o.text.trim() === text || o.label.trim() === text);
-  if (!option) return { status: 'no-option', options: options.slice(0, 20).map((o) => (o.value === o.text.trim() ? o.value : `${o.value} (${o.text.trim()})`)) };
+  if (!option)
+    return { status: 'no-option', options: options.slice(0, 20).map((o) => (o.value === o.text.trim() ? o.value : `${o.value} (${o.text.trim()})`)) };
   if (option.disabled) return { status: 'option-disabled' };
   el.focus();
   if (el.multiple) option.selected = true;
@@ -278,10 +283,13 @@ async function watchNavigation(page: PageSession): Promise<NavigationWatch> {
   ];
   const until = (ms: number) =>
     new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        wake = null;
-        resolve();
-      }, Math.max(0, ms));
+      const timer = setTimeout(
+        () => {
+          wake = null;
+          resolve();
+        },
+        Math.max(0, ms),
+      );
       wake = () => {
         clearTimeout(timer);
         wake = null;
@@ -398,7 +406,9 @@ async function evaluateAndWait(page: PageSession, code: string, deadline: number
     return Promise.race([p, backstop]);
   };
   const evaluate = (expression: string, replMode = false) =>
-    bounded(page.send<Evaluated>('Runtime.evaluate', { expression, awaitPromise: false, returnByValue: false, userGesture: true, ...(replMode ? { replMode } : {}) }));
+    bounded(
+      page.send<Evaluated>('Runtime.evaluate', { expression, awaitPromise: false, returnByValue: false, userGesture: true, ...(replMode ? { replMode } : {}) }),
+    );
   try {
     let first: Evaluated | null = null;
     if (/^\s*(async\s+)?function\b/.test(code)) {
@@ -517,18 +527,22 @@ const STEPS: Record<ActionType, StepHandler> = {
     if (before.status === 'not-checkbox') throw new StepFailure(`the element ${quote(selector)} is a <${before.tag}>, not a checkbox.`);
     if (before.status !== 'ok') elementProblem(before.status, selector);
     if (before.checked === wanted) return;
-    if (before.radio && !wanted) throw new StepFailure(`${quote(selector)} is a radio button, which cannot be unchecked; check another radio button of its group instead.`);
+    if (before.radio && !wanted)
+      throw new StepFailure(`${quote(selector)} is a radio button, which cannot be unchecked; check another radio button of its group instead.`);
     await mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, () => clickElement(page, selector));
     const after = await page.run(pageCheckState, selector);
     if (after.status === 'ok' && after.checked !== wanted) {
-      throw new StepFailure(`the checkbox ${quote(selector)} stayed ${after.checked ? 'checked' : 'unchecked'} after a click (a script on the page may prevent it).`);
+      throw new StepFailure(
+        `the checkbox ${quote(selector)} stayed ${after.checked ? 'checked' : 'unchecked'} after a click (a script on the page may prevent it).`,
+      );
     }
   },
 
   async submit(env) {
     const { page } = env;
     const plan = await page.run(pageSubmitPlan);
-    if (plan.how === 'no-form') throw new StepFailure('nothing is focused and the page has no form to submit; fill a field with text_field first, or click the submit button.');
+    if (plan.how === 'no-form')
+      throw new StepFailure('nothing is focused and the page has no form to submit; fill a field with text_field first, or click the submit button.');
     if (plan.how === 'invalid') {
       throw new StepFailure(`the form was not submitted: its field "${plan.field}" is invalid${plan.message ? ` (${plan.message.replace(/\.$/, '')})` : ''}.`);
     }
@@ -573,7 +587,14 @@ const STEPS: Record<ActionType, StepHandler> = {
   async change({ page, selector, index, changes }, step) {
     const read = await page.run(pageReadText, selector, MAX_CHANGE_TEXT);
     if (typeof read === 'string') elementProblem(read, selector);
-    changes.push({ index, selector, text: read.text, send_to: step.send_to ?? '', url: step.url ?? '', ...(step.custom_id ? { custom_id: step.custom_id } : {}) });
+    changes.push({
+      index,
+      selector,
+      text: read.text,
+      send_to: step.send_to ?? '',
+      url: step.url ?? '',
+      ...(step.custom_id ? { custom_id: step.custom_id } : {}),
+    });
   },
 };
 

@@ -45,9 +45,12 @@ export class Admission {
 
   /** Renews the leases of the tickets held, every third of a lease. */
   startRenewing(): void {
-    this.renewer = setInterval(() => {
-      this.deps.slots.renew([...this.live.values()]).catch((err: Error) => this.deps.log.warn(`renewing the account capture counts failed: ${err.message}`));
-    }, Math.max(200, Math.floor(this.deps.leaseMs / 3)));
+    this.renewer = setInterval(
+      () => {
+        this.deps.slots.renew([...this.live.values()]).catch((err: Error) => this.deps.log.warn(`renewing the account capture counts failed: ${err.message}`));
+      },
+      Math.max(200, Math.floor(this.deps.leaseMs / 3)),
+    );
     this.renewer.unref();
   }
 
@@ -83,7 +86,8 @@ export class Admission {
       const retryAfter = this.retryAfter();
       throw serviceError(
         'concurrency_limit_reached',
-        `This account already has ${outcome.running} captures running and ${outcome.waiting} waiting for a browser, the most its plan allows (max_concurrent ${maxConcurrent}, max_queued ${maxQueued}); retry after ${retryAfter} seconds, or send fewer at once.`,
+        `This account already has ${outcome.running} captures running and ${outcome.waiting} waiting for a browser, the most its plan allows ` +
+          `(max_concurrent ${maxConcurrent}, max_queued ${maxQueued}); retry after ${retryAfter} seconds, or send fewer at once.`,
         { retryAfter },
       );
     }
@@ -122,7 +126,8 @@ export class Admission {
     const retryAfter = this.retryAfter();
     return serviceError(
       'concurrency_limit_reached',
-      `This capture waited ${waitedMs} ms (CAPTURE_QUEUE_TIMEOUT_MS) behind this account's own ${running} running captures, the most its plan runs at once (max_concurrent ${t.limits.maxConcurrent}); retry after ${retryAfter} seconds, or send fewer at once.`,
+      `This capture waited ${waitedMs} ms (CAPTURE_QUEUE_TIMEOUT_MS) behind this account's own ${running} running captures, the most its plan runs at once ` +
+        `(max_concurrent ${t.limits.maxConcurrent}); retry after ${retryAfter} seconds, or send fewer at once.`,
       { retryAfter },
     );
   }

@@ -248,7 +248,9 @@ export async function injectCosmetics(page: PageSession, blocker: PageBlocker, o
     false,
   );
   const css = blocker.cosmeticCss(url, o, dom);
-  const blocked = dom.resources.filter((r) => blocker.decide({ url: r.url, pageUrl: url, resourceType: r.type, isMainFrame: false }, o).block).map((r) => r.url);
+  const blocked = dom.resources
+    .filter((r) => blocker.decide({ url: r.url, pageUrl: url, resourceType: r.type, isMainFrame: false }, o).block)
+    .map((r) => r.url);
   if (!css && blocked.length === 0) return { css: 0, collapsed: 0 };
   const collapsed = await page.evaluate<number>(
     `(() => {
@@ -268,7 +270,8 @@ export async function injectCosmetics(page: PageSession, blocker: PageBlocker, o
 function missingList(file: string, err: NodeJS.ErrnoException): Error {
   return serviceError(
     'internal_error',
-    `no_ads and no_tracking need the filter list ${file}, which could not be read (${err.code ?? err.message}); install the Debian package ${LIST_PACKAGE} on the capture host (apt-get install ${LIST_PACKAGE}).`,
+    `no_ads and no_tracking need the filter list ${file}, which could not be read (${err.code ?? err.message}); install the Debian package ${LIST_PACKAGE} ` +
+      `on the capture host (apt-get install ${LIST_PACKAGE}).`,
   );
 }
 
@@ -320,7 +323,9 @@ function parseInWorker(file: string): Promise<Uint8Array> {
     const fs = require('node:fs');
     const { FiltersEngine } = require(workerData.module);
     try {
-      const engine = FiltersEngine.parse(fs.readFileSync(workerData.file, 'utf8'), { loadCosmeticFilters: true, loadNetworkFilters: true, enableHtmlFiltering: false });
+      const engine = FiltersEngine.parse(fs.readFileSync(workerData.file, 'utf8'), {
+        loadCosmeticFilters: true, loadNetworkFilters: true, enableHtmlFiltering: false,
+      });
       const bytes = engine.serialize();
       parentPort.postMessage({ bytes }, [bytes.buffer]);
     } catch (err) {

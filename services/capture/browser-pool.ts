@@ -139,11 +139,22 @@ export class BrowserPool {
     const waiting = this.queue.count((w) => !isWorkerAsk(w.claim));
     if (!isWorkerAsk(claim) && !this.pickFree() && waiting >= this.opts.queueMax) {
       return Promise.reject(
-        serviceError('capacity_exhausted', `All ${this.opts.sessions} browsers are busy and ${waiting} captures are waiting; retry shortly.`, { retryAfter: 2 }),
+        serviceError('capacity_exhausted', `All ${this.opts.sessions} browsers are busy and ${waiting} captures are waiting; retry shortly.`, {
+          retryAfter: 2,
+        }),
       );
     }
     return new Promise((resolve, reject) => {
-      const waiter: Waiter = { cls: claim.cls, accountId: claim.ticket?.accountId ?? '', since: Date.now(), claim, resolve, reject, timer: null, settled: false };
+      const waiter: Waiter = {
+        cls: claim.cls,
+        accountId: claim.ticket?.accountId ?? '',
+        since: Date.now(),
+        claim,
+        resolve,
+        reject,
+        timer: null,
+        settled: false,
+      };
       if (!isWorkerAsk(claim)) waiter.timer = setTimeout(() => void this.giveUp(waiter), this.opts.queueTimeoutMs);
       this.queue.add(waiter);
       this.dispatch();
@@ -156,7 +167,9 @@ export class BrowserPool {
     waiter.settled = true;
     const own = waiter.claim.ticket ? await this.gate.waitedOnOwnLimit(waiter.claim.ticket, this.opts.queueTimeoutMs) : null;
     const why = this.slots.length === 0 && this.lastLaunchError ? ` (no browser could be started: ${this.lastLaunchError.message})` : '';
-    waiter.reject(own ?? serviceError('capacity_exhausted', `No browser became free within ${this.opts.queueTimeoutMs} ms${why}; retry shortly.`, { retryAfter: 5 }));
+    waiter.reject(
+      own ?? serviceError('capacity_exhausted', `No browser became free within ${this.opts.queueTimeoutMs} ms${why}; retry shortly.`, { retryAfter: 5 }),
+    );
   }
 
   /**

@@ -216,7 +216,10 @@ export class BrowserSlot {
     // Through the slot's gateway, loopback included: without "<-loopback>" Chromium sends
     // loopback and link-local requests (169.254.169.254 too) around the proxy.
     const proxy = this.gateway ? { proxyServer: this.gateway.proxyServer, proxyBypassList: '<-loopback>' } : {};
-    const { browserContextId: contextId } = await this.cdp.send<{ browserContextId: string }>('Target.createBrowserContext', { disposeOnDetach: false, ...proxy });
+    const { browserContextId: contextId } = await this.cdp.send<{ browserContextId: string }>('Target.createBrowserContext', {
+      disposeOnDetach: false,
+      ...proxy,
+    });
     // Its own window: a background tab in headless Chromium can stall on screenshots.
     const { targetId } = await this.cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId: contextId, newWindow: true });
     const { sessionId } = await this.cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });

@@ -204,7 +204,16 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
           chromedriverBin: config.capture.chromedriverBin,
           extraArgs: config.capture.extraArgs,
           // One gateway per browser slot, beside this capture instance (DESIGN section 5).
-          gateway: gw ? () => EgressGateway.start({ policy, bindHost: gw.bindHost, advertisedHost: gw.advertisedHost, idleTimeoutMs: gw.idleTimeoutMs, connectTimeoutMs: gw.connectTimeoutMs }) : null,
+          gateway: gw
+            ? () =>
+                EgressGateway.start({
+                  policy,
+                  bindHost: gw.bindHost,
+                  advertisedHost: gw.advertisedHost,
+                  idleTimeoutMs: gw.idleTimeoutMs,
+                  connectTimeoutMs: gw.connectTimeoutMs,
+                })
+            : null,
         },
         { sessions: config.capture.sessions, queueMax: config.capture.queueMax, queueTimeoutMs: config.capture.queueTimeoutMs, keepAliveMs: 20_000 },
         { log: this.logger, launcher: launchSession, gate: admission },
@@ -251,7 +260,14 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
             call(
               broker,
               'ai.research',
-              { accountId: work.accountId, options: { ...work.aiOptions, analyze_image_with_ai: true }, domain: work.domain, notes: work.notes, fields: work.structures, pages },
+              {
+                accountId: work.accountId,
+                options: { ...work.aiOptions, analyze_image_with_ai: true },
+                domain: work.domain,
+                notes: work.notes,
+                fields: work.structures,
+                pages,
+              },
               { timeout: config.ai.timeoutMs + 15_000 },
             ),
         },

@@ -107,7 +107,14 @@ export class CdpConnection {
   }
 
   private onMessage(text: string): void {
-    const msg = JSON.parse(text) as { id?: number; result?: Params; error?: { code: number; message: string }; method?: string; params?: Params; sessionId?: string };
+    const msg = JSON.parse(text) as {
+      id?: number;
+      result?: Params;
+      error?: { code: number; message: string };
+      method?: string;
+      params?: Params;
+      sessionId?: string;
+    };
     if (msg.id !== undefined) {
       const waiter = this.pending.get(msg.id);
       if (!waiter) return;

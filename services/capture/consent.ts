@@ -357,7 +357,9 @@ export class ConsentHandler {
         if (this.results.get(ctx) === true) continue;
         const r = await this.page
           .send<{ result?: { value?: unknown } }>('Runtime.evaluate', {
-            expression: `(() => { const css = window.__snapPrehideCss || (document.getElementById('autoconsent-prehide') || {}).textContent; if (!css) return false; (${insertStyle})(css, 'id', 'snap-consent-fallback'); return true; })()`,
+            expression:
+              `(() => { const css = window.__snapPrehideCss || (document.getElementById('autoconsent-prehide') || {}).textContent; if (!css) ` +
+              `return false; (${insertStyle})(css, 'id', 'snap-consent-fallback'); return true; })()`,
             contextId: ctx,
             returnByValue: true,
           })

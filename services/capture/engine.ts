@@ -33,7 +33,9 @@ class BrowserLost extends Error {
     const note = {
       twice: `${stopped}, twice, on two browsers; capture a lighter page, or try again later.`,
       late: `${stopped}, too late to try again within the time budget; try again.`,
-      actions: `${stopped}; captures with multi_step_actions are not taken again by themselves, as the steps may already have acted on the site. Try again if that is safe.`,
+      actions:
+        `${stopped}; captures with multi_step_actions are not taken again by themselves, as the steps may already have acted on the site. Try again ` +
+        `if that is safe.`,
     }[why];
     return serviceError('page_load_failed', note);
   }
@@ -152,7 +154,10 @@ export class CaptureEngine {
         // The slot's next page is prepared for this viewport: a client's captures mostly share one.
         slot.nextViewport = viewportOf(options);
         if (upstream && !slot.gateway) {
-          throw serviceError('internal_error', 'This capture goes through a proxy, which needs the egress gateway; the operator has turned it off (EGRESS_GATEWAY=off).');
+          throw serviceError(
+            'internal_error',
+            'This capture goes through a proxy, which needs the egress gateway; the operator has turned it off (EGRESS_GATEWAY=off).',
+          );
         }
         egress = slot.gateway?.bind(upstream) ?? null;
         out = await this.runWithBudget(slot, page, options, deadline, egress);
@@ -182,16 +187,36 @@ export class CaptureEngine {
     }
   }
 
-  private async runWithBudget(slot: BrowserSlot, page: PreparedPage, options: SnapOptions, deadline: number, gateway: GatewayCapture | null): Promise<CaptureOutput> {
+  private async runWithBudget(
+    slot: BrowserSlot,
+    page: PreparedPage,
+    options: SnapOptions,
+    deadline: number,
+    gateway: GatewayCapture | null,
+  ): Promise<CaptureOutput> {
     let timer: NodeJS.Timeout | undefined;
     const overrun = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(serviceError('capture_timeout', `The capture took longer than ${Math.round(this.timeoutMs / 1000)} seconds and was stopped; lower wait, avoid incremental_scroll, or capture a lighter page.`)),
+        () =>
+          reject(
+            serviceError(
+              'capture_timeout',
+              `The capture took longer than ${Math.round(this.timeoutMs / 1000)} seconds and was stopped; lower wait, avoid incremental_scroll, or capture ` +
+                `a lighter page.`,
+            ),
+          ),
         Math.max(0, deadline - Date.now()),
       );
     });
     const work = this.runPage(
-      { page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId, page.viewport), userAgent: slot.userAgent, policy: this.policy, blocker: this.blocker, deadline, gateway },
+      {
+        page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId, page.viewport),
+        userAgent: slot.userAgent,
+        policy: this.policy,
+        blocker: this.blocker,
+        deadline,
+        gateway,
+      },
       options,
     );
     work.catch(() => undefined);

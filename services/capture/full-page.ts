@@ -190,8 +190,14 @@ class NetworkWatch {
           if (!NEVER_AWAITED.has(p.type ?? '')) this.inFlight.add(p.requestId);
         }),
       ),
-      page.cdp.on('Network.loadingFinished', own((p) => this.ended(p.requestId))),
-      page.cdp.on('Network.loadingFailed', own((p) => this.ended(p.requestId))),
+      page.cdp.on(
+        'Network.loadingFinished',
+        own((p) => this.ended(p.requestId)),
+      ),
+      page.cdp.on(
+        'Network.loadingFailed',
+        own((p) => this.ended(p.requestId)),
+      ),
     ];
   }
 

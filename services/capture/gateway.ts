@@ -93,7 +93,10 @@ class CaptureAgent extends http.Agent {
 
   override createConnection(options: NetConnectOpts, callback?: (err: Error | null, socket: Duplex) => void): Duplex {
     const socket = net.createConnection(options);
-    const timer = setTimeout(() => socket.destroy(Object.assign(new Error(`connect timed out after ${this.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' })), this.connectTimeoutMs);
+    const timer = setTimeout(
+      () => socket.destroy(Object.assign(new Error(`connect timed out after ${this.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' })),
+      this.connectTimeoutMs,
+    );
     socket.once('connect', () => clearTimeout(timer));
     socket.once('close', () => clearTimeout(timer));
     callback?.(null, socket);

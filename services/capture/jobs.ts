@@ -108,13 +108,13 @@ export class JobQueue {
   async enqueue(job: { id: string; accountId: string; configId: string; kind: CaptureJobKind; options: SnapOptions }): Promise<void> {
     await this.db('jobs')
       .insert({
-      id: job.id,
-      account_id: job.accountId,
-      config_id: job.configId,
-      kind: job.kind,
-      status: 'queued',
-      options: JSON.stringify(job.options),
-      created_at_ms: this.now(),
+        id: job.id,
+        account_id: job.accountId,
+        config_id: job.configId,
+        kind: job.kind,
+        status: 'queued',
+        options: JSON.stringify(job.options),
+        created_at_ms: this.now(),
       })
       .onConflict('id')
       .ignore();
@@ -167,7 +167,8 @@ export class JobQueue {
 
   /** Per account and kind (of `kinds`), its oldest claimable job's time. */
   private async heads(now: number, kinds: readonly JobKind[]): Promise<Head[]> {
-    const grouped = (q: Knex.QueryBuilder) => q.whereIn('kind', kinds).groupBy('account_id', 'kind').select('account_id', 'kind').min({ since: 'created_at_ms' });
+    const grouped = (q: Knex.QueryBuilder) =>
+      q.whereIn('kind', kinds).groupBy('account_id', 'kind').select('account_id', 'kind').min({ since: 'created_at_ms' });
     const [queued, lapsed] = (await Promise.all([
       grouped(this.db('jobs').where('status', 'queued')),
       grouped(this.lease.lapsed(this.db('jobs').where('status', 'running'), now)),
@@ -197,9 +198,18 @@ export class JobQueue {
         async ([row]: ClaimRow[], grant) => {
           if (!row) return null;
           const attempts = Number(row.attempts) + 1;
-          const leased = { id: row.id, accountId: row.account_id, configId: row.config_id, leaseToken: token, attempts, createdAtMs: Number(row.created_at_ms) };
+          const leased = {
+            id: row.id,
+            accountId: row.account_id,
+            configId: row.config_id,
+            leaseToken: token,
+            attempts,
+            createdAtMs: Number(row.created_at_ms),
+          };
           const job: ClaimedJob =
-            row.kind === 'research' ? { ...leased, kind: 'research' } : { ...leased, kind: row.kind as CaptureJobKind, options: JSON.parse(row.options) as SnapOptions };
+            row.kind === 'research'
+              ? { ...leased, kind: 'research' }
+              : { ...leased, kind: row.kind as CaptureJobKind, options: JSON.parse(row.options) as SnapOptions };
           if (!(await start(job.id))) return null;
           started = job;
           await grant(row.id, { status: 'running', attempts }, token);
@@ -248,7 +258,10 @@ export class JobQueue {
 
   /** A capture's job (GET /jobs); a research domain's is not one. */
   async find(accountId: string, jobId: string): Promise<JobRow | undefined> {
-    return this.db('jobs').where({ id: jobId, account_id: accountId }).whereNot({ kind: 'research' }).first('id', 'account_id', 'config_id', 'status', 'error_code', 'note', 'screenshot_id');
+    return this.db('jobs')
+      .where({ id: jobId, account_id: accountId })
+      .whereNot({ kind: 'research' })
+      .first('id', 'account_id', 'config_id', 'status', 'error_code', 'note', 'screenshot_id');
   }
 }
 

@@ -47,7 +47,9 @@ export class CaptureMetrics implements CaptureObserver {
     const registers = [this.registry];
     this.captures = new Counter({
       name: `${P}captures_total`,
-      help: 'Captures finished, by kind (snap, config, scheduled, research: a page read for domain research), outcome (success, failure, superseded) and error_code (failures only).',
+      help:
+        'Captures finished, by kind (snap, config, scheduled, research: a page read for domain research), outcome (success, failure, superseded) and ' +
+        'error_code (failures only).',
       labelNames: ['kind', 'outcome', 'error_code'],
       registers,
     });
@@ -105,17 +107,27 @@ export class CaptureMetrics implements CaptureObserver {
         this.set(stats().busy);
       },
     });
-    new Gauge({ name: `${P}browser_slots_configured`, help: 'Browser sessions the capture instances are configured to keep (CAPTURE_SESSIONS, summed).', registers }).set(limits.sessions);
+    new Gauge({
+      name: `${P}browser_slots_configured`,
+      help: 'Browser sessions the capture instances are configured to keep (CAPTURE_SESSIONS, summed).',
+      registers,
+    }).set(limits.sessions);
     // Read from the shared jobs table: the same on every instance, so taken once.
     new Gauge({
       name: `${P}jobs`,
-      help: 'Jobs not finished, by state (queued, running) and kind (snap, config, scheduled, research: a domain of a domain research job), read from the jobs table.',
+      help:
+        'Jobs not finished, by state (queued, running) and kind (snap, config, scheduled, research: a domain of a domain research job), read from the ' +
+        'jobs table.',
       labelNames: ['state', 'kind'],
       aggregator: 'first',
       registers,
       async collect() {
         try {
-          const rows = (await db('jobs').whereIn('status', JOB_STATES).select('status', 'kind').count({ n: '*' }).groupBy('status', 'kind')) as Array<{ status: string; kind: string; n: number | string }>;
+          const rows = (await db('jobs').whereIn('status', JOB_STATES).select('status', 'kind').count({ n: '*' }).groupBy('status', 'kind')) as Array<{
+            status: string;
+            kind: string;
+            n: number | string;
+          }>;
           for (const state of JOB_STATES) for (const kind of JOB_KINDS) this.set({ state, kind }, 0);
           for (const r of rows) this.set({ state: r.status, kind: r.kind }, Number(r.n));
         } catch (err) {
@@ -176,6 +188,13 @@ export class CaptureMetrics implements CaptureObserver {
   pressure(): NodePressure {
     const { sessions, busy, queued } = this.pool.stats;
     this.forgetOldRejections();
-    return { running: busy, queued, slots: sessions, slots_configured: this.limits.sessions, queue_max: this.limits.queueMax, recently_rejected: this.rejections.length };
+    return {
+      running: busy,
+      queued,
+      slots: sessions,
+      slots_configured: this.limits.sessions,
+      queue_max: this.limits.queueMax,
+      recently_rejected: this.rejections.length,
+    };
   }
 }

@@ -42,7 +42,12 @@ async function prepare(page: PageSession, o: SnapOptions, userAgent: string): Pr
   const viewport = viewportOf(o);
   if (!sameViewport(viewport, page.viewport)) steps.push(page.send('Emulation.setDeviceMetricsOverride', deviceMetrics(viewport)));
   if (o.user_agent || o.accept_language) {
-    steps.push(page.send('Emulation.setUserAgentOverride', { userAgent: o.user_agent ?? userAgent, ...(o.accept_language ? { acceptLanguage: o.accept_language } : {}) }));
+    steps.push(
+      page.send('Emulation.setUserAgentOverride', {
+        userAgent: o.user_agent ?? userAgent,
+        ...(o.accept_language ? { acceptLanguage: o.accept_language } : {}),
+      }),
+    );
   }
   if (o.time_zone) steps.push(page.send('Emulation.setTimezoneOverride', { timezoneId: o.time_zone }));
   if (o.latitude !== undefined || o.longitude !== undefined) {
@@ -116,8 +121,10 @@ function parkPointer(page: PageSession, o: SnapOptions): Promise<unknown> {
 /** wait_for: the element must show up within the time budget. */
 async function waitFor(page: PageSession, selector: string, deadline: number): Promise<void> {
   const found = await waitForSelector(page, selector, deadline);
-  if (found === 'timed-out') throw serviceError('selector_not_found', `wait_for: no element matches ${quote(selector)} on the page (waited until the time budget ran out).`);
-  if (found !== 'present') throw serviceError('invalid_parameter', `wait_for: ${quote(selector)} is not a valid CSS selector (${found.invalid.split('\n')[0]}).`);
+  if (found === 'timed-out')
+    throw serviceError('selector_not_found', `wait_for: no element matches ${quote(selector)} on the page (waited until the time budget ran out).`);
+  if (found !== 'present')
+    throw serviceError('invalid_parameter', `wait_for: ${quote(selector)} is not a valid CSS selector (${found.invalid.split('\n')[0]}).`);
 }
 
 async function inject(page: PageSession, o: SnapOptions): Promise<void> {
@@ -147,7 +154,9 @@ interface Box {
  */
 async function elementBox(page: PageSession, selector: string, scroll: boolean): Promise<Box> {
   const box = await page.evaluate<Box | null>(
-    `(() => { const el = document.querySelector(${quote(selector)}); if (!el) return null; ${scroll ? "el.scrollIntoView({ block: 'center', inline: 'center' }); " : ''}const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height }; })()`,
+    `(() => { const el = document.querySelector(${quote(selector)}); if (!el) return null; ${
+      scroll ? "el.scrollIntoView({ block: 'center', inline: " + "'center' }); " : ''
+    }const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height }; })()`,
     false,
   );
   if (!box) throw serviceError('selector_not_found', `selectors: no element matches ${quote(selector)} on the page.`);

@@ -34,5 +34,8 @@ export const READ_PAGE = `(() => {
     links.push({ href: a.href, text: clean(a.innerText || a.getAttribute('aria-label') || a.title, 200) });
   }
   const nav = performance.getEntriesByType('navigation')[0];
-  return { url: location.href, status: (nav && nav.responseStatus) || 0, title: clean(document.title, 300), text: clean(document.body ? document.body.innerText : '', ${TEXT_LIMIT}), links };
+  return {
+    url: location.href, status: (nav && nav.responseStatus) || 0, title: clean(document.title, 300),
+    text: clean(document.body ? document.body.innerText : '', ${TEXT_LIMIT}), links,
+  };
 })()`;

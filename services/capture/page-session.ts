@@ -82,7 +82,10 @@ export class PageSession {
  * in force across navigations; a capture that asks for another viewport sets its own.
  */
 export async function presetPage(cdp: CdpConnection, sessionId: string, userAgent: string, viewport: Viewport): Promise<void> {
-  await Promise.all([cdp.send('Emulation.setDeviceMetricsOverride', deviceMetrics(viewport), sessionId), cdp.send('Emulation.setUserAgentOverride', { userAgent }, sessionId)]);
+  await Promise.all([
+    cdp.send('Emulation.setDeviceMetricsOverride', deviceMetrics(viewport), sessionId),
+    cdp.send('Emulation.setUserAgentOverride', { userAgent }, sessionId),
+  ]);
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));

@@ -88,7 +88,11 @@ export class CapturePipeline {
    * written here are removed again. A job without a kind is a snap's.
    */
   /** `turn`: how the capture gets its browser (its class and ticket, or the browser the worker was given). */
-  async run(job: LeasedJob & { kind?: JobKind }, options: SnapOptions, turn: CaptureTurn = turnOf({ cls: 'snap', ticket: null })): Promise<ScreenshotRef | null> {
+  async run(
+    job: LeasedJob & { kind?: JobKind },
+    options: SnapOptions,
+    turn: CaptureTurn = turnOf({ cls: 'snap', ticket: null }),
+  ): Promise<ScreenshotRef | null> {
     const kind = job.kind ?? 'snap';
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
@@ -163,11 +167,30 @@ export class CapturePipeline {
       const inserted = await this.screenshots.insert(row, trx);
       if (webhookUrl) {
         const body = captureDeliveryBody(this.screenshots.toRef({ ...row, id: inserted }), options.url, options);
-        await appendDelivery(trx, { accountId: job.accountId, configId: job.configId, kind: 'capture', sendTo: 'webhook', url: webhookUrl, body: JSON.stringify(body), jobId: job.id, now: row.created_at_ms });
+        await appendDelivery(trx, {
+          accountId: job.accountId,
+          configId: job.configId,
+          kind: 'capture',
+          sendTo: 'webhook',
+          url: webhookUrl,
+          body: JSON.stringify(body),
+          jobId: job.id,
+          now: row.created_at_ms,
+        });
       }
       // `change` steps: compared with the configuration's baselines; an alert and its delivery are recorded with the capture.
       if (readings.length) {
-        await recordChangeReadings(trx, { accountId: job.accountId, configId: job.configId, jobId: job.id, ...(options.custom_title ? { title: options.custom_title } : {}), now: row.created_at_ms }, readings);
+        await recordChangeReadings(
+          trx,
+          {
+            accountId: job.accountId,
+            configId: job.configId,
+            jobId: job.id,
+            ...(options.custom_title ? { title: options.custom_title } : {}),
+            now: row.created_at_ms,
+          },
+          readings,
+        );
       }
       return inserted;
     });

@@ -20,7 +20,12 @@ import type { AnalysisOptions } from '../shared/screenshot-options';
 import { JOB_LEASE, type LeasedJob } from './jobs';
 
 /** The state and progress of a request from its counts. */
-export function researchStatusOf(r: { total: number; completed: number; failed: number; running: boolean }): Pick<ResearchStatus, 'status' | 'percent_complete'> {
+export function researchStatusOf(r: {
+  total: number;
+  completed: number;
+  failed: number;
+  running: boolean;
+}): Pick<ResearchStatus, 'status' | 'percent_complete'> {
   const finished = r.completed + r.failed;
   const percent_complete = r.total > 0 ? Math.floor((finished * 100) / r.total) : 100;
   if (finished >= r.total) return { status: r.completed > 0 || r.total === 0 ? 'completed' : 'failed', percent_complete };
@@ -122,7 +127,15 @@ export class ResearchRepository {
         total_domains: r.domains.length,
         created_at_ms: now,
       });
-      const domains = r.domains.map((d, position) => ({ id: d.jobId, research_id: r.id, account_id: r.accountId, position, domain: d.domain, url: d.url, status: 'queued' }));
+      const domains = r.domains.map((d, position) => ({
+        id: d.jobId,
+        research_id: r.id,
+        account_id: r.accountId,
+        position,
+        domain: d.domain,
+        url: d.url,
+        status: 'queued',
+      }));
       const jobs = r.domains.map((d) => ({ id: d.jobId, account_id: r.accountId, config_id: r.id, kind: 'research', status: 'queued', created_at_ms: now }));
       for (let i = 0; i < domains.length; i += INSERT_BATCH) {
         await trx('research_domains').insert(domains.slice(i, i + INSERT_BATCH));
@@ -202,10 +215,21 @@ export class ResearchRepository {
     id: string,
     from: number,
     budgetBytes: number,
-  ): Promise<{ head: (ResearchStatus & { additional_notes: string | null; structures: ResearchField[] }) | null; results: ResearchResult[]; next: number | null } | null> {
+  ): Promise<{
+    head: (ResearchStatus & { additional_notes: string | null; structures: ResearchField[] }) | null;
+    results: ResearchResult[];
+    next: number | null;
+  } | null> {
     const row = await this.row(accountId, id);
     if (!row) return null;
-    const head = from === 0 ? { ...this.statusOf(row, (await this.running([id])).has(id)), additional_notes: row.additional_notes, structures: JSON.parse(row.structures) as ResearchField[] } : null;
+    const head =
+      from === 0
+        ? {
+            ...this.statusOf(row, (await this.running([id])).has(id)),
+            additional_notes: row.additional_notes,
+            structures: JSON.parse(row.structures) as ResearchField[],
+          }
+        : null;
     const results: ResearchResult[] = [];
     let used = 0;
     let position = from;
@@ -232,16 +256,19 @@ export class ResearchRepository {
 
   /** A domain's work, by its job's id; null when it is gone. */
   async work(jobId: string): Promise<DomainWork | null> {
-    const d = await this.db('research_domains').where({ 'research_domains.id': jobId }).join('research_jobs', 'research_jobs.id', 'research_domains.research_id').first(
-      'research_domains.id as job_id',
-      'research_domains.research_id',
-      'research_domains.account_id',
-      'research_domains.domain',
-      'research_domains.url',
-      'research_jobs.additional_notes',
-      'research_jobs.structures',
-      'research_jobs.ai_options',
-    );
+    const d = await this.db('research_domains')
+      .where({ 'research_domains.id': jobId })
+      .join('research_jobs', 'research_jobs.id', 'research_domains.research_id')
+      .first(
+        'research_domains.id as job_id',
+        'research_domains.research_id',
+        'research_domains.account_id',
+        'research_domains.domain',
+        'research_domains.url',
+        'research_jobs.additional_notes',
+        'research_jobs.structures',
+        'research_jobs.ai_options',
+      );
     if (!d) return null;
     return {
       jobId: d.job_id,
@@ -261,38 +288,55 @@ export class ResearchRepository {
    * status when this was its last domain (its webhook delivery, if it has a webhook_url, is
    * written in the same transaction, its body made by `delivery`).
    */
-  async finish(job: LeasedJob, record: DomainRecord, delivery: (status: ResearchStatus) => string): Promise<{ recorded: boolean; ended: ResearchStatus | null }> {
+  async finish(
+    job: LeasedJob,
+    record: DomainRecord,
+    delivery: (status: ResearchStatus) => string,
+  ): Promise<{ recorded: boolean; ended: ResearchStatus | null }> {
     const now = this.now();
-    const held = await this.jobs.whileHeld(job, async (trx, owner): Promise<{ recorded: boolean; ended: ResearchStatus | null }> => {
-      const researchId = owner.config_id as string;
-      const failed = record.status === 'failed' ? record.error : null;
-      await trx('research_domains')
-        .where({ id: job.id })
-        .update({
-          status: record.status,
-          data: record.status === 'completed' ? JSON.stringify(record.data) : null,
-          sources: record.status === 'completed' ? JSON.stringify(record.sources) : null,
-          pages: JSON.stringify(record.pages),
-          error_code: failed?.error_code ?? null,
-          note: failed?.note ?? null,
-          finished_at_ms: now,
-        });
-      await this.jobs.end(job, { status: record.status, error_code: failed?.error_code ?? null, note: failed?.note ?? null, finished_at_ms: now }, trx);
-      await trx('research_jobs')
-        .where({ id: researchId })
-        .increment(record.status === 'completed' ? 'completed_domains' : 'failed_domains', 1);
-      let read = trx('research_jobs').where({ id: researchId }).first();
-      if (isMysql(trx)) read = read.forUpdate();
-      const row = (await read) as ResearchRow;
-      const finished = Number(row.completed_domains) + Number(row.failed_domains) >= Number(row.total_domains);
-      if (!finished || row.finished_at_ms !== null) return { recorded: true, ended: null };
-      await trx('research_jobs').where({ id: researchId }).update({ finished_at_ms: now });
-      const ended = this.statusOf({ ...row, finished_at_ms: now }, false);
-      if (row.webhook_url) {
-        await appendDelivery(trx, { accountId: row.account_id, configId: null, kind: 'research', sendTo: 'webhook', url: row.webhook_url, body: delivery(ended), jobId: researchId, now });
-      }
-      return { recorded: true, ended };
-    }, ['config_id']);
+    const held = await this.jobs.whileHeld(
+      job,
+      async (trx, owner): Promise<{ recorded: boolean; ended: ResearchStatus | null }> => {
+        const researchId = owner.config_id as string;
+        const failed = record.status === 'failed' ? record.error : null;
+        await trx('research_domains')
+          .where({ id: job.id })
+          .update({
+            status: record.status,
+            data: record.status === 'completed' ? JSON.stringify(record.data) : null,
+            sources: record.status === 'completed' ? JSON.stringify(record.sources) : null,
+            pages: JSON.stringify(record.pages),
+            error_code: failed?.error_code ?? null,
+            note: failed?.note ?? null,
+            finished_at_ms: now,
+          });
+        await this.jobs.end(job, { status: record.status, error_code: failed?.error_code ?? null, note: failed?.note ?? null, finished_at_ms: now }, trx);
+        await trx('research_jobs')
+          .where({ id: researchId })
+          .increment(record.status === 'completed' ? 'completed_domains' : 'failed_domains', 1);
+        let read = trx('research_jobs').where({ id: researchId }).first();
+        if (isMysql(trx)) read = read.forUpdate();
+        const row = (await read) as ResearchRow;
+        const finished = Number(row.completed_domains) + Number(row.failed_domains) >= Number(row.total_domains);
+        if (!finished || row.finished_at_ms !== null) return { recorded: true, ended: null };
+        await trx('research_jobs').where({ id: researchId }).update({ finished_at_ms: now });
+        const ended = this.statusOf({ ...row, finished_at_ms: now }, false);
+        if (row.webhook_url) {
+          await appendDelivery(trx, {
+            accountId: row.account_id,
+            configId: null,
+            kind: 'research',
+            sendTo: 'webhook',
+            url: row.webhook_url,
+            body: delivery(ended),
+            jobId: researchId,
+            now,
+          });
+        }
+        return { recorded: true, ended };
+      },
+      ['config_id'],
+    );
     return held ?? { recorded: false, ended: null };
   }
 }

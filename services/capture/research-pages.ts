@@ -43,17 +43,23 @@ const INFORMATIVE: Record<string, number> = {
 const NEVER = /\b(log-?in|log-?out|sign-?in|sign-?up|register|cart|basket|checkout|account|password|privacy|cookies?|terms|legal|gdpr|unsubscribe)\b/;
 const FILE = /\.(pdf|zip|gz|png|jpe?g|gif|webp|svg|ico|mp4|webm|mp3|docx?|xlsx?|pptx?|csv|exe|dmg|apk)$/i;
 const STOPWORDS = new Set(
-  'the and for with that this from what which when where their there them they have has had will would should could about into over than then also only each every most more such your you our its it\'s does page pages site website field value text list number true false name data give state states'.split(
-    ' ',
-  ),
+  (
+    'the and for with that this from what which when where their there them they have has had will would should could about into over than then also ' +
+    "only each every most more such your you our its it's does page pages site website field value text list number true false name data give state states"
+  ).split(' '),
 );
 
-const words = (text: string): string[] => text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length >= 3);
+const words = (text: string): string[] =>
+  text
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((w) => w.length >= 3);
 
 /** The words of the fields worth finding in a link: their names' and descriptions' words, less the common ones. */
 export function fieldTerms(fields: ReadonlyArray<{ data_field_name: string; data_field_prompt_description: string }>): Set<string> {
   const terms = new Set<string>();
-  for (const f of fields) for (const w of words(`${f.data_field_name.replace(/_/g, ' ')} ${f.data_field_prompt_description}`)) if (w.length >= 4 && !STOPWORDS.has(w)) terms.add(w);
+  for (const f of fields)
+    for (const w of words(`${f.data_field_name.replace(/_/g, ' ')} ${f.data_field_prompt_description}`)) if (w.length >= 4 && !STOPWORDS.has(w)) terms.add(w);
   return terms;
 }
 

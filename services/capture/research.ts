@@ -88,7 +88,12 @@ export class ResearchRunner {
       }
       const extraction = await this.deps.analyst.extract(
         work,
-        pages.map((p) => ({ url: p.reading.url, title: p.reading.title, text: p.reading.text, image: { name: p.stored.image_name, contentType: 'image/jpeg' } })),
+        pages.map((p) => ({
+          url: p.reading.url,
+          title: p.reading.title,
+          text: p.reading.text,
+          image: { name: p.stored.image_name, contentType: 'image/jpeg' },
+        })),
       );
       const stored = pages.map((p) => p.stored);
       if (!extraction.ok) return this.fail(job, extraction.error.error_code, extraction.error.note, stored, false);
@@ -100,7 +105,13 @@ export class ResearchRunner {
       }
       const failure = failureOf(err);
       if (!failure.known) this.deps.log.error(`research domain ${job.id} failed`, err);
-      return this.fail(job, failure.code, failure.known ? failure.note : 'The domain could not be researched because of a failure on our side; it was logged.', pages.map((p) => p.stored), SITE_FAILURES.has(failure.code));
+      return this.fail(
+        job,
+        failure.code,
+        failure.known ? failure.note : 'The domain could not be researched because of a failure on our side; it was logged.',
+        pages.map((p) => p.stored),
+        SITE_FAILURES.has(failure.code),
+      );
     }
   }
 

@@ -221,7 +221,11 @@ export class JobWorker {
     // Counted as running since its claim, under the job's id. Its plan's limits were read for
     // the claim and are cached; they matter no more (a running ticket starts again whatever
     // they say), so a failed read costs nothing.
-    const ticket: Ticket = { id: job.id, accountId: job.accountId, limits: await this.tickets.limitsFor(job.accountId).catch(() => ({ maxConcurrent: 1, maxQueued: 0 })) };
+    const ticket: Ticket = {
+      id: job.id,
+      accountId: job.accountId,
+      limits: await this.tickets.limitsFor(job.accountId).catch(() => ({ maxConcurrent: 1, maxQueued: 0 })),
+    };
     const turn: CaptureTurn = turnOf({ cls: 'jobs', ticket }, slot);
     // Its wait in the queue, on its first attempt (a job taken over has run before).
     if (job.attempts === 1) turn.waitedMs = Math.max(0, Date.now() - job.createdAtMs);

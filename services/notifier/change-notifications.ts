@@ -34,7 +34,11 @@ export function alertRecord(r: AlertRow): ChangeNotificationRecord {
 export class ChangeNotifications {
   constructor(private readonly db: Knex) {}
 
-  async list(accountId: string, configId: string | undefined, paging: Paging): Promise<{ change_notifications: ChangeNotificationRecord[]; has_more: boolean }> {
+  async list(
+    accountId: string,
+    configId: string | undefined,
+    paging: Paging,
+  ): Promise<{ change_notifications: ChangeNotificationRecord[]; has_more: boolean }> {
     const query = this.db('change_notifications').where({ account_id: accountId });
     if (configId) query.where({ config_id: configId });
     // Alerts of one capture share their time: they list in step order, then by id.

@@ -98,7 +98,14 @@ export class DeliveryRepository {
   async finish(d: ClaimedDelivery, attempt: AttemptRecord, next: { status: DeliveryStatus; nextAt: number | null }): Promise<boolean> {
     const recorded = await this.lease.whileHeld(d, async (trx) => {
       const number = d.attempts + 1;
-      await trx('webhook_attempts').insert({ delivery_id: d.id, number, attempted_at_ms: attempt.at_ms, status_code: attempt.status_code, duration_ms: attempt.duration_ms, error: attempt.error });
+      await trx('webhook_attempts').insert({
+        delivery_id: d.id,
+        number,
+        attempted_at_ms: attempt.at_ms,
+        status_code: attempt.status_code,
+        duration_ms: attempt.duration_ms,
+        error: attempt.error,
+      });
       return this.lease.end(
         d,
         {
@@ -125,14 +132,29 @@ export class DeliveryRepository {
     return row?.at === null || row?.at === undefined ? null : Number(row.at);
   }
 
-  async list(accountId: string, filter: { configId?: string; status?: DeliveryStatus }, paging: Paging): Promise<{ deliveries: DeliveryView[]; has_more: boolean }> {
+  async list(
+    accountId: string,
+    filter: { configId?: string; status?: DeliveryStatus },
+    paging: Paging,
+  ): Promise<{ deliveries: DeliveryView[]; has_more: boolean }> {
     const query = this.db('webhook_deliveries').where({ account_id: accountId });
     if (filter.configId) query.where({ config_id: filter.configId });
     if (filter.status) query.where({ status: filter.status });
-    const page = pageOf((await pageQuery(query, paging, { table: 'webhook_deliveries', columns: ['created_at_ms', 'id'], key: 'id' })) as DeliveryRow[], paging);
+    const page = pageOf(
+      (await pageQuery(query, paging, { table: 'webhook_deliveries', columns: ['created_at_ms', 'id'], key: 'id' })) as DeliveryRow[],
+      paging,
+    );
     const ids = page.rows.map((r) => r.id);
     const attempts = ids.length ? await this.db('webhook_attempts').whereIn('delivery_id', ids).orderBy('number') : [];
-    return { deliveries: page.rows.map((r) => this.view(r, attempts.filter((a) => a.delivery_id === r.id))), has_more: page.has_more };
+    return {
+      deliveries: page.rows.map((r) =>
+        this.view(
+          r,
+          attempts.filter((a) => a.delivery_id === r.id),
+        ),
+      ),
+      has_more: page.has_more,
+    };
   }
 
   /**
@@ -156,7 +178,10 @@ export class DeliveryRepository {
     await trx('webhook_deliveries').where({ account_id: accountId, config_id: configId }).delete();
   }
 
-  private view(r: DeliveryRow, attempts: Array<{ attempted_at_ms: number | string; status_code: number | null; duration_ms: number; error: string | null }>): DeliveryView {
+  private view(
+    r: DeliveryRow,
+    attempts: Array<{ attempted_at_ms: number | string; status_code: number | null; duration_ms: number; error: string | null }>,
+  ): DeliveryView {
     return {
       id: r.id,
       screenshot_configuration_id: r.config_id,
@@ -169,7 +194,12 @@ export class DeliveryRepository {
       next_attempt_at: r.status === 'pending' && r.next_attempt_at_ms !== null ? iso(r.next_attempt_at_ms) : null,
       last_error: r.last_error,
       payload: JSON.parse(r.body),
-      attempts: attempts.map((a) => ({ attempted_at: iso(a.attempted_at_ms), status_code: a.status_code === null ? null : Number(a.status_code), duration_ms: Number(a.duration_ms), error: a.error })),
+      attempts: attempts.map((a) => ({
+        attempted_at: iso(a.attempted_at_ms),
+        status_code: a.status_code === null ? null : Number(a.status_code),
+        duration_ms: Number(a.duration_ms),
+        error: a.error,
+      })),
     };
   }
 }

@@ -39,8 +39,12 @@ export class CatalogueError extends Error {}
 
 /** What a failed test of a location's upstream (admin CLI) means to the operator. */
 export const LOCATION_FAILURE_NOTES: Record<ProxyFailure, string> = {
-  proxy_auth_failed: 'The upstream refused the proxy user name and password it was sent: check REAL_LOCATIONS_USERNAME and REAL_LOCATIONS_PASSWORD (or the URL in REAL_LOCATIONS_FILE), and that the account may target this location.',
-  proxy_connection_failed: 'The upstream could not be reached or did not relay the test page (PROXY_TEST_URL): check its host and port (REAL_LOCATIONS_GATEWAY or the URL in REAL_LOCATIONS_FILE).',
+  proxy_auth_failed:
+    'The upstream refused the proxy user name and password it was sent: check REAL_LOCATIONS_USERNAME and REAL_LOCATIONS_PASSWORD (or the URL in ' +
+    'REAL_LOCATIONS_FILE), and that the account may target this location.',
+  proxy_connection_failed:
+    'The upstream could not be reached or did not relay the test page (PROXY_TEST_URL): check its host and port (REAL_LOCATIONS_GATEWAY or the URL in ' +
+    'REAL_LOCATIONS_FILE).',
   proxy_host_not_found: "The upstream's host name does not resolve: check REAL_LOCATIONS_GATEWAY or the URL in REAL_LOCATIONS_FILE.",
   proxy_timeout: 'The upstream did not relay the test page in time (PROXY_TEST_TIMEOUT_MS).',
 };
@@ -65,7 +69,8 @@ function fileEntries(raw: unknown, source: string): Entries {
       } catch {
         throw new CatalogueError(`${source}: "${name}": proxy is not a URL`);
       }
-      if (!PROXY_SCHEMES.has(url.protocol)) throw new CatalogueError(`${source}: "${name}": proxy must be http://, https:// or socks5:// (got ${url.protocol})`);
+      if (!PROXY_SCHEMES.has(url.protocol))
+        throw new CatalogueError(`${source}: "${name}": proxy must be http://, https:// or socks5:// (got ${url.protocol})`);
       if (!url.hostname || !url.port) throw new CatalogueError(`${source}: "${name}": proxy must name a host and a port`);
       entries.set(key, { name, entry: { proxy: v.proxy } });
     } else if (v && Array.isArray(v.pick) && v.pick.length > 0 && v.pick.every((p) => typeof p === 'string') && v.proxy === undefined) {
@@ -108,7 +113,8 @@ function combine(preset: PresetRoute | null, file: { raw: unknown; source: strin
   const done = new Set<string>();
   const visit = (key: string, path: string[]): void => {
     if (done.has(key)) return;
-    if (path.includes(key)) throw new CatalogueError(`${source}: the picks go round in a circle (${[...path, key].map((k) => entries.get(k)?.name).join(' -> ')})`);
+    if (path.includes(key))
+      throw new CatalogueError(`${source}: the picks go round in a circle (${[...path, key].map((k) => entries.get(k)?.name).join(' -> ')})`);
     const e = entries.get(key)?.entry;
     if (e && 'pick' in e) for (const p of e.pick) visit(p.toLowerCase(), [...path, key]);
     done.add(key);

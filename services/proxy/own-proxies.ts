@@ -114,7 +114,8 @@ export function failureOfStatus(status: number): ProxyFailure {
 
 export const FAILURE_NOTES: Record<ProxyFailure, string> = {
   proxy_auth_failed: 'The proxy refused the user name and password; check them (the proxy is stored, unverified).',
-  proxy_connection_failed: 'The proxy could not be reached or did not relay the test page; check its host, port and protocol (the proxy is stored, unverified).',
+  proxy_connection_failed:
+    'The proxy could not be reached or did not relay the test page; check its host, port and protocol (the proxy is stored, unverified).',
   proxy_host_not_found: "The proxy's host name does not resolve; check it (the proxy is stored, unverified).",
   proxy_timeout: 'The proxy did not answer in time (the proxy is stored, unverified).',
 };

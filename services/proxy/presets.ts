@@ -76,7 +76,8 @@ const brightdata: Preset = {
     noParams('REAL_LOCATIONS_USERNAME', c.username, ['-country-', '-state-', '-city-', '-session-']) ??
     (/^brd-customer-[A-Za-z0-9_]+-zone-[A-Za-z0-9_]+$/.test(c.username)
       ? null
-      : 'REAL_LOCATIONS_USERNAME must be the zone\'s proxy user name, brd-customer-<customer id>-zone-<zone name> (Bright Data control panel, the zone\'s "Access details")'),
+      : "REAL_LOCATIONS_USERNAME must be the zone's proxy user name, brd-customer-<customer id>-zone-<zone name> (Bright Data control panel, the zone's " +
+        '"Access details")'),
   credentials(c, t, session) {
     const params = [`country-${t.country.toLowerCase()}`];
     if (t.city) params.push(`city-${words(t.city).join('')}`);

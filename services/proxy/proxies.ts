@@ -9,7 +9,17 @@ import type { EgressPolicy } from '../shared/egress';
 import { serviceError } from '../shared/errors';
 import { checkFeatures } from '../billing/public/plan-gates';
 import { randomId, type SecretBox } from '../shared/secrets';
-import { ALL_LOCATIONS, type Catalogue, closeNames, knownLocation, LOCATION_FAILURE_NOTES, locationNames, resolveLocation, routeOf, upstreamAddress } from './locations';
+import {
+  ALL_LOCATIONS,
+  type Catalogue,
+  closeNames,
+  knownLocation,
+  LOCATION_FAILURE_NOTES,
+  locationNames,
+  resolveLocation,
+  routeOf,
+  upstreamAddress,
+} from './locations';
 import { describeTarget } from './places';
 import { type ProxyRow, displayUrlOf, labelOf, proxyFields, proxyRecord, upstreamUrl } from './own-proxies';
 import { testThroughProxy } from './proxy-check';
@@ -91,7 +101,8 @@ export class Proxies {
     const f = proxyFields(input, existing);
     // A host that resolves to a refused address is refused outright; one that does not resolve is stored and fails its test.
     const admission = await this.policy.admit(f.host);
-    if (!admission.allowed && !admission.unresolvable) throw serviceError('invalid_proxy', `host: ${f.host} ${admission.reason}; proxies at private or internal addresses are refused.`);
+    if (!admission.allowed && !admission.unresolvable)
+      throw serviceError('invalid_proxy', `host: ${f.host} ${admission.reason}; proxies at private or internal addresses are refused.`);
     const write = {
       protocol: f.protocol,
       host: f.host,
@@ -134,7 +145,11 @@ export class Proxies {
   private async stored(accountId: string, id: number, forCapture: boolean): Promise<ProxyRow> {
     const row = await this.proxies.find(accountId, id);
     if (row) return row;
-    if (forCapture) throw serviceError('custom_proxy_not_found', `custom_proxy_id: no stored proxy has id ${id} in this account (GET /proxies lists them); captures never fall back to going out directly.`);
+    if (forCapture)
+      throw serviceError(
+        'custom_proxy_not_found',
+        `custom_proxy_id: no stored proxy has id ${id} in this account (GET /proxies lists them); captures never fall back to going out directly.`,
+      );
     throw serviceError('not_found', `No proxy ${id} in this account.`);
   }
 
@@ -172,13 +187,16 @@ export class Proxies {
     if (knownLocation(catalogue, name) === null && name.toLowerCase() === ALL_LOCATIONS) {
       throw serviceError(
         'invalid_parameter',
-        'real_location: "All" would capture from every location at once; a capture goes through one location. Name one (GET /real_locations lists them), or Random for one picked per capture.',
+        'real_location: "All" would capture from every location at once; a capture goes through one location. Name one (GET /real_locations lists them), or ' +
+          'Random for one picked per capture.',
       );
     }
     if (resolveLocation(catalogue, name) !== null) return;
     const close = closeNames(catalogue, name);
     const near = close.length ? ` Close names: ${close.join(', ')}.` : '';
-    const where = catalogue.entries.size ? 'GET /real_locations lists the locations of this server' : 'this server has no real locations configured (GET /real_locations is empty)';
+    const where = catalogue.entries.size
+      ? 'GET /real_locations lists the locations of this server'
+      : 'this server has no real locations configured (GET /real_locations is empty)';
     throw serviceError('invalid_parameter', `real_location: "${name}" is not a location of this server.${near} ${where}.`);
   }
 }

@@ -133,7 +133,13 @@ export class ScheduleRunner {
 
   /** Hands a claimed slot's job to capture (idempotent by job id), then clears the slot's mark. */
   private async handOver(row: ClaimedRow, jobId: string): Promise<void> {
-    await this.deps.enqueue({ accountId: row.account_id, configId: row.id, jobId, kind: 'scheduled', options: JSON.parse(row.capture_options ?? '{}') as ConfigOptions });
+    await this.deps.enqueue({
+      accountId: row.account_id,
+      configId: row.id,
+      jobId,
+      kind: 'scheduled',
+      options: JSON.parse(row.capture_options ?? '{}') as ConfigOptions,
+    });
     await this.pending.end({ id: row.id, leaseToken: jobId });
   }
 

@@ -100,14 +100,17 @@ export function checkboxState(value: unknown): boolean | null {
  */
 export function checkActions(actions: unknown[], options: { disable_js?: unknown } = {}): void {
   if (actions.length > MAX_ACTIONS) {
-    throw serviceError('invalid_parameter', `multi_step_actions: at most ${MAX_ACTIONS} steps are allowed, got ${actions.length}.`, { param: 'multi_step_actions' });
+    throw serviceError('invalid_parameter', `multi_step_actions: at most ${MAX_ACTIONS} steps are allowed, got ${actions.length}.`, {
+      param: 'multi_step_actions',
+    });
   }
   let totalWait = 0;
   actions.forEach((raw, i) => {
     const fail = (type: string, problem: string) => {
       throw serviceError('invalid_parameter', `multi_step_actions[${i}]${type ? ` (${type})` : ''}: ${problem}`, { param: 'multi_step_actions' });
     };
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) fail('', `must be an object such as {"type": "click", "selector": "#buy"}, got ${shown(raw)}.`);
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+      fail('', `must be an object such as {"type": "click", "selector": "#buy"}, got ${shown(raw)}.`);
     const step = raw as Record<string, unknown>;
     const type = step.type as ActionType;
     if (typeof type !== 'string' || !Object.hasOwn(KEYS, type)) {
@@ -117,7 +120,12 @@ export function checkActions(actions: unknown[], options: { disable_js?: unknown
     const accepted: readonly string[] = [...needed, ...(OPTIONAL[type] ?? [])];
     for (const key of Object.keys(step)) {
       if (key === 'type' || accepted.includes(key)) continue;
-      fail(type, accepted.length ? `unknown key "${key}"; a ${type} step takes only ${accepted.map((k) => `"${k}"`).join(', ')}.` : `unknown key "${key}"; a ${type} step takes no other key.`);
+      fail(
+        type,
+        accepted.length
+          ? `unknown key "${key}"; a ${type} step takes only ${accepted.map((k) => `"${k}"`).join(', ')}.`
+          : `unknown key "${key}"; a ${type} step takes no other key.`,
+      );
     }
     for (const key of needed) {
       const v = step[key];
@@ -134,7 +142,8 @@ export function checkActions(actions: unknown[], options: { disable_js?: unknown
       case 'javascript':
       case 'evaluateJs':
       case 'css':
-        if (typeof value !== 'string' || value.trim() === '') fail(type, `"value" must be ${type === 'css' ? 'CSS' : 'JavaScript code'} as a non-empty string, got ${shown(value)}.`);
+        if (typeof value !== 'string' || value.trim() === '')
+          fail(type, `"value" must be ${type === 'css' ? 'CSS' : 'JavaScript code'} as a non-empty string, got ${shown(value)}.`);
         else if (value.length > MAX_ACTION_CODE) fail(type, `"value" must be at most ${MAX_ACTION_CODE} characters long.`);
         // With scripts disabled the page's timers and events never run: a script step
         // would half work (and an awaited one never finish).
@@ -158,7 +167,8 @@ export function checkActions(actions: unknown[], options: { disable_js?: unknown
         break;
       }
       case 'change':
-        if (!(CHANGE_TARGETS as readonly unknown[]).includes(step.send_to)) fail(type, `"send_to" must be one of ${CHANGE_TARGETS.join(', ')}; got ${shown(step.send_to)}.`);
+        if (!(CHANGE_TARGETS as readonly unknown[]).includes(step.send_to))
+          fail(type, `"send_to" must be one of ${CHANGE_TARGETS.join(', ')}; got ${shown(step.send_to)}.`);
         if (!isHttpUrl(step.url)) fail(type, `"url" must be a full http:// or https:// URL, got ${shown(step.url)}.`);
         break;
       default:

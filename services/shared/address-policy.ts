@@ -116,10 +116,7 @@ export interface TargetPolicy {
  * is checked when a delivery is sent, since what it resolves to may change. The same
  * policy as deliveries: an address the operator allowed (EGRESS_ALLOW_ADDRESSES) is stored.
  */
-export function refuseLiteralTargets(
-  o: { webhook_url?: string; multi_step_actions?: Array<{ type: string; url?: string }> },
-  policy: TargetPolicy,
-): void {
+export function refuseLiteralTargets(o: { webhook_url?: string; multi_step_actions?: Array<{ type: string; url?: string }> }, policy: TargetPolicy): void {
   const targets: Array<[string, string]> = [];
   if (o.webhook_url) targets.push(['webhook_url', o.webhook_url]);
   o.multi_step_actions?.forEach((step, i) => {
@@ -144,7 +141,11 @@ export function refuseLiteralUrls(targets: ReadonlyArray<readonly [string, strin
     }
     const address = literalAddress(url);
     if (address && policy.refuses(address)) {
-      throw serviceError('url_not_allowed', `${name}: ${raw} names ${address}, a loopback, private, link-local or metadata address. Private and internal addresses are refused (an operator can allow one with EGRESS_ALLOW_ADDRESSES).`);
+      throw serviceError(
+        'url_not_allowed',
+        `${name}: ${raw} names ${address}, a loopback, private, link-local or metadata address. Private and internal addresses are refused (an operator can ` +
+          `allow one with EGRESS_ALLOW_ADDRESSES).`,
+      );
     }
   }
 }

@@ -213,14 +213,23 @@ function introspectionClient(env: Env): Config['introspectionClient'] {
   const id = str(env, 'MCP_INTROSPECTION_CLIENT_ID');
   const secret = str(env, 'MCP_INTROSPECTION_CLIENT_SECRET');
   if (id === null && secret === null) return null;
-  if (id === null) throw new ConfigError('MCP_INTROSPECTION_CLIENT_SECRET is set but MCP_INTROSPECTION_CLIENT_ID is not; set both (the same values as on the MCP server) or neither');
-  if (secret === null) throw new ConfigError('MCP_INTROSPECTION_CLIENT_ID is set but MCP_INTROSPECTION_CLIENT_SECRET is not; set both (the same values as on the MCP server) or neither');
+  if (id === null)
+    throw new ConfigError(
+      'MCP_INTROSPECTION_CLIENT_SECRET is set but MCP_INTROSPECTION_CLIENT_ID is not; set both (the same values as on the MCP server) or neither',
+    );
+  if (secret === null)
+    throw new ConfigError(
+      'MCP_INTROSPECTION_CLIENT_ID is set but MCP_INTROSPECTION_CLIENT_SECRET is not; set both (the same values as on the MCP server) or neither',
+    );
   if (secret.length < 16) throw new ConfigError('MCP_INTROSPECTION_CLIENT_SECRET must be at least 16 characters (e.g. openssl rand -hex 24)');
   return { id, secret };
 }
 
 function list(env: Env, name: string): string[] {
-  return (str(env, name) ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+  return (str(env, name) ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
 }
 
 function addressRanges(env: Env, name: string): string[] {
@@ -276,7 +285,9 @@ function serviceAi(env: Env, baseUrls: Config['ai']['baseUrls']): ServiceAiConfi
   }
   const kind = provider as AiBackend;
   if (kind === 'openai-compatible' && baseUrl === null) {
-    throw new ConfigError("SERVICE_AI_PROVIDER=openai-compatible needs SERVICE_AI_BASE_URL (the server's OpenAI-style base URL, such as http://127.0.0.1:11434/v1)");
+    throw new ConfigError(
+      "SERVICE_AI_PROVIDER=openai-compatible needs SERVICE_AI_BASE_URL (the server's OpenAI-style base URL, such as http://127.0.0.1:11434/v1)",
+    );
   }
   if (kind !== 'openai-compatible' && apiKey === null) throw new ConfigError(`SERVICE_AI_PROVIDER=${kind} needs SERVICE_AI_API_KEY`);
   // No model is picked for the operator: the operator pays for it.
@@ -312,7 +323,8 @@ function realLocationPreset(env: Env): RealLocationPreset | null {
   if (!(REAL_LOCATION_PROVIDERS as readonly string[]).includes(provider)) {
     throw new ConfigError(`REAL_LOCATIONS_PROVIDER must be one of ${REAL_LOCATION_PROVIDERS.join(', ')} (smartproxy is decodo); got "${raw}"`);
   }
-  if (username === null) throw new ConfigError(`REAL_LOCATIONS_PROVIDER=${provider} needs REAL_LOCATIONS_USERNAME (the proxy user of your ${provider} account)`);
+  if (username === null)
+    throw new ConfigError(`REAL_LOCATIONS_PROVIDER=${provider} needs REAL_LOCATIONS_USERNAME (the proxy user of your ${provider} account)`);
   if (password === null) throw new ConfigError(`REAL_LOCATIONS_PROVIDER=${provider} needs REAL_LOCATIONS_PASSWORD (that proxy user's password)`);
   return { provider: provider as RealLocationProvider, username, password, gateway };
 }

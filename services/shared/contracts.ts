@@ -150,7 +150,9 @@ export const MODEL_RECORD_SCHEMA = Type.Object({
   name: Type.String(),
   context_length: Type.Integer({ description: 'Input context in tokens; 0 when the provider does not say.' }),
   structured_outputs: Type.Boolean(),
-  pricing: Type.Optional(Type.Object({ prompt: Type.String(), completion: Type.String() }, { description: 'OpenRouter only: price per token, as OpenRouter reports it.' })),
+  pricing: Type.Optional(
+    Type.Object({ prompt: Type.String(), completion: Type.String() }, { description: 'OpenRouter only: price per token, as OpenRouter reports it.' }),
+  ),
   disabled: Type.Boolean({ description: "Known but not available to the key (OpenAI's curated models the key cannot see)." }),
   source: Type.String({ description: 'The backend the entry came from.' }),
 });
@@ -173,7 +175,9 @@ export const IMAGE_ANALYSIS_SCHEMA = Type.Object({
   images: Type.Array(
     Type.Object({
       url: Type.String({ description: 'As given.' }),
-      content_type: textEnum(['image/png', 'image/jpeg', 'image/webp', 'image/gif'], { description: 'Judged by the bytes, not the name or the Content-Type served.' }),
+      content_type: textEnum(['image/png', 'image/jpeg', 'image/webp', 'image/gif'], {
+        description: 'Judged by the bytes, not the name or the Content-Type served.',
+      }),
       width: Type.Integer(),
       height: Type.Integer(),
       bytes: Type.Integer(),
@@ -181,7 +185,7 @@ export const IMAGE_ANALYSIS_SCHEMA = Type.Object({
     { description: 'The images, in the order given (Image 1, Image 2, ... to the model).' },
   ),
   results: Type.Array(Type.Object({ prompt: Type.String(), ai_response: Type.String() }), { description: 'One answer per prompt, in the order given.' }),
-  ai_credits_used: Type.Integer({ description: 'One per prompt with the service\'s own AI; 0 with an own provider.' }),
+  ai_credits_used: Type.Integer({ description: "One per prompt with the service's own AI; 0 with an own provider." }),
 });
 export type ImageAnalysisAnswer = Static<typeof IMAGE_ANALYSIS_SCHEMA>;
 
@@ -303,10 +307,7 @@ export interface Actions {
   'scheduler.snapConfig': [{ accountId: string; options: SnapOptions; snapKey: string }, { id: string; embed_url: string }];
   'ai.verifiedProviders': [{ accountId: string }, string[]];
   /** Stores (replaces) a key after verifying it with the provider; own-AI gates apply. The only action that receives a key. */
-  'ai.putKey': [
-    { account: AccountContext; provider: OwnAiProvider; apiKey: string; defaultModel?: string; defaultUpstream?: Upstream },
-    ProviderRecord,
-  ];
+  'ai.putKey': [{ account: AccountContext; provider: OwnAiProvider; apiKey: string; defaultModel?: string; defaultUpstream?: Upstream }, ProviderRecord];
   /** The three providers, always, each as the account has it. */
   'ai.listProviders': [{ accountId: string }, ProviderRecord[]];
   /** Anthropic and OpenAI need a stored verified key; OpenRouter's list is public. */
@@ -362,7 +363,10 @@ export interface Actions {
    */
   'proxy.route': [{ accountId: string; realLocation?: string; customProxyId?: number }, CaptureRoute | null];
   /** PUT /proxies: stores (or updates, with id) and tests unless test is false; a failed test throws its code after storing. */
-  'proxy.put': [{ account: AccountContext; input: { id?: number; protocol?: string; host?: string; port?: number; username?: string; password?: string }; test: boolean }, { proxy: ProxyRecord & { display_url: string }; result: { exit_ip: string | null; ms: number } | null }];
+  'proxy.put': [
+    { account: AccountContext; input: { id?: number; protocol?: string; host?: string; port?: number; username?: string; password?: string }; test: boolean },
+    { proxy: ProxyRecord & { display_url: string }; result: { exit_ip: string | null; ms: number } | null },
+  ];
   'proxy.list': [{ accountId: string }, ProxyRecord[]];
   'proxy.test': [{ account: AccountContext; id: number }, { proxy: ProxyRecord; result: { exit_ip: string | null; ms: number } }];
   'proxy.remove': [{ accountId: string; id: number }, { removed: boolean }];
@@ -373,10 +377,7 @@ export interface Actions {
    * upstream of one capture there. `target` is what a preset asked the provider for, `upstream`
    * its host:port (never its credentials); failures throw the own-proxy test's codes.
    */
-  'proxy.testLocation': [
-    { name: string },
-    { location: string; via: string; target: string | null; upstream: string; exit_ip: string | null; ms: number },
-  ];
+  'proxy.testLocation': [{ name: string }, { location: string; via: string; target: string | null; upstream: string; exit_ip: string | null; ms: number }];
 }
 
 /** One capture node's load, as its browser pool sees it now. */

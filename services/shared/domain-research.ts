@@ -33,7 +33,10 @@ export const RESEARCH_FIELD_SCHEMA = Type.Object(
       maxLength: RESEARCH_LIMITS.fieldName,
       description: `The field's name: a report key and CSV column (1 to ${RESEARCH_LIMITS.fieldName} characters, unique).`,
     }),
-    data_field_prompt_description: Type.String({ maxLength: RESEARCH_LIMITS.fieldDescription, description: 'What to extract, in words (up to 2000 characters).' }),
+    data_field_prompt_description: Type.String({
+      maxLength: RESEARCH_LIMITS.fieldDescription,
+      description: 'What to extract, in words (up to 2000 characters).',
+    }),
   },
   { additionalProperties: false },
 );

@@ -18,9 +18,7 @@ import type { Config } from './config';
 export { isBlockedAddress };
 
 /** What `admit` decides about a host: the one address to connect to, or why not. */
-export type Admission =
-  | { allowed: true; address: string; family: 4 | 6 }
-  | { allowed: false; reason: string; address: string | null; unresolvable?: boolean };
+export type Admission = { allowed: true; address: string; family: 4 | 6 } | { allowed: false; reason: string; address: string | null; unresolvable?: boolean };
 
 /** Resolves names with the given DNS servers (host or host:port), A and AAAA records. */
 export function resolverLookup(servers: string[], timeoutMs = 5_000): (host: string) => Promise<string[]> {
@@ -46,7 +44,8 @@ export function resolverLookup(servers: string[], timeoutMs = 5_000): (host: str
 export function pinnedLookup(admitted: { address: string; family: 4 | 6 }): LookupFunction {
   const { address, family } = admitted;
   return (_name, options, callback) => {
-    if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
+    if ((options as { all?: boolean }).all)
+      (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
     else callback(null, address, family);
   };
 }
@@ -62,7 +61,8 @@ export class EgressPolicy {
 
   constructor(
     readonly allowPrivateNetworks: boolean,
-    private readonly lookup: (host: string) => Promise<string[]> = async (host) => (await dns.lookup(host, { all: true, verbatim: true })).map((a) => a.address),
+    private readonly lookup: (host: string) => Promise<string[]> = async (host) =>
+      (await dns.lookup(host, { all: true, verbatim: true })).map((a) => a.address),
     private readonly ttlMs = 30_000,
     /** Addresses or CIDR ranges let through although refused by the ranges above (EGRESS_ALLOW_ADDRESSES). */
     allowAddresses: string[] = [],
@@ -96,7 +96,12 @@ export class EgressPolicy {
       try {
         addresses = await this.lookup(host);
       } catch (err) {
-        return { allowed: false, reason: `could not be resolved (${(err as { code?: string }).code ?? (err as Error).message})`, address: null, unresolvable: true };
+        return {
+          allowed: false,
+          reason: `could not be resolved (${(err as { code?: string }).code ?? (err as Error).message})`,
+          address: null,
+          unresolvable: true,
+        };
       }
     }
     const first = addresses[0];
@@ -142,9 +147,7 @@ export class EgressPolicy {
       }
     }
     const bad = addresses.find((a) => this.refuses(a));
-    return bad
-      ? { allowed: false, reason: `resolves to ${bad}, a loopback, private, link-local or metadata address` }
-      : { allowed: true };
+    return bad ? { allowed: false, reason: `resolves to ${bad}, a loopback, private, link-local or metadata address` } : { allowed: true };
   }
 }
 

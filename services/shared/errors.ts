@@ -101,9 +101,7 @@ export function isErrorCode(value: unknown): value is ErrorCode {
 export function serviceError(code: ErrorCode, note: string, data: ErrorData = {}): Errors.MoleculerError {
   const status = ERROR_STATUS[code];
   // 4xx are the caller's to fix (not retried by Moleculer); 5xx may be retryable.
-  return status < 500
-    ? new Errors.MoleculerClientError(note, status, code, data)
-    : new Errors.MoleculerError(note, status, code, data);
+  return status < 500 ? new Errors.MoleculerClientError(note, status, code, data) : new Errors.MoleculerError(note, status, code, data);
 }
 
 /**
@@ -144,7 +142,11 @@ export function toEnvelope(err: unknown): { status: number; body: ErrorEnvelope;
   }
   return {
     status: 500,
-    body: { success: false, error_code: 'internal_error', note: 'Something went wrong on our side; the error was logged. Retry, and report it if it persists.' },
+    body: {
+      success: false,
+      error_code: 'internal_error',
+      note: 'Something went wrong on our side; the error was logged. Retry, and report it if it persists.',
+    },
   };
 }
 

@@ -89,7 +89,11 @@ export class LeasedRows {
    * (FOR UPDATE on MySQL), so no claimer takes it over until the transaction ends. `work` gets
    * the row's `columns` too. Null when the lease was lost.
    */
-  async whileHeld<T>(held: Held, work: (trx: Knex.Transaction, row: Record<string, unknown>) => Promise<T>, columns: readonly string[] = []): Promise<T | null> {
+  async whileHeld<T>(
+    held: Held,
+    work: (trx: Knex.Transaction, row: Record<string, unknown>) => Promise<T>,
+    columns: readonly string[] = [],
+  ): Promise<T | null> {
     return this.db.transaction(async (trx) => {
       let query = this.heldRow(trx, held).first(this.idColumn, ...columns);
       if (isMysql(trx)) query = query.forUpdate();

@@ -52,10 +52,7 @@ const TEXT_RULES: [RegExp, string][] = [
   // Authorization schemes: "Bearer <token>", "Basic <base64>".
   [/\b(Bearer|Basic)(\s+|%20|\+)[A-Za-z0-9._~+/=-]{4,}/gi, `$1$2${REDACTED}`],
   // name=value, name: value, "name":"value", and name%3Dvalue (query strings, forms, JSON in messages).
-  [
-    new RegExp(`(?<![A-Za-z0-9])((?:${SECRET_NAMES})(?:["']?\\s*[:=]\\s*["']?|%3D|%22%3A%22))(?!\\[REDACTED\\])[^\\s&"',;)}\\]<>]+`, 'gi'),
-    `$1${REDACTED}`,
-  ],
+  [new RegExp(`(?<![A-Za-z0-9])((?:${SECRET_NAMES})(?:["']?\\s*[:=]\\s*["']?|%3D|%22%3A%22))(?!\\[REDACTED\\])[^\\s&"',;)}\\]<>]+`, 'gi'), `$1${REDACTED}`],
   // Standard Webhooks signing secrets.
   [/whsec_[A-Za-z0-9+/=_-]+/g, REDACTED],
   // Our API keys (sk_...) and provider keys (sk-..., sk-ant-..., sk-or-v1-..., sk-proj-...).
@@ -183,7 +180,13 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  * message is the msg when there is no other); other objects go in `data` (Moleculer's own
  * lines: `debug('Call action locally.', { action, requestID })`).
  */
-export function logRecord(level: LogLevels, args: unknown[], bindings: Partial<LoggerBindings>, ids: LogContext = currentLogContext(), now = new Date()): Record<string, unknown> {
+export function logRecord(
+  level: LogLevels,
+  args: unknown[],
+  bindings: Partial<LoggerBindings>,
+  ids: LogContext = currentLogContext(),
+  now = new Date(),
+): Record<string, unknown> {
   let fields: Record<string, unknown> = {};
   let rest = args;
   if (isPlainObject(args[0])) {

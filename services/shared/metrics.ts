@@ -76,7 +76,12 @@ export interface ScrapeReport {
  */
 export async function mergeSnapshots(snapshots: MetricsSnapshot[], reports: ScrapeReport[]): Promise<string> {
   const meta = new Registry();
-  const nodes = new Gauge({ name: `${METRIC_PREFIX}metrics_scrape_nodes`, help: 'Nodes of each service whose metrics are in this scrape.', labelNames: ['service'], registers: [meta] });
+  const nodes = new Gauge({
+    name: `${METRIC_PREFIX}metrics_scrape_nodes`,
+    help: 'Nodes of each service whose metrics are in this scrape.',
+    labelNames: ['service'],
+    registers: [meta],
+  });
   const errors = new Gauge({
     name: `${METRIC_PREFIX}metrics_scrape_errors`,
     help: 'Nodes of each service that did not answer this scrape in time (their counters are missing from it).',
@@ -94,12 +99,15 @@ export async function mergeSnapshots(snapshots: MetricsSnapshot[], reports: Scra
 /** Prometheus' text exposition format, version 0.0.4. */
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
-
 /** METRICS_TOKEN, when set: as `Authorization: Bearer` (Prometheus' `authorization` setting) or the access_token parameter. */
 export function checkMetricsToken(token: string | null, given: unknown, header: string | undefined): void {
   if (token === null) return;
   const bearer = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
   const sent = typeof given === 'string' && given !== '' ? given : bearer;
-  if (!sent) throw serviceError('access_token_required', 'This server protects /metrics with METRICS_TOKEN: send "Authorization: Bearer <METRICS_TOKEN>" (or the access_token parameter).');
+  if (!sent)
+    throw serviceError(
+      'access_token_required',
+      'This server protects /metrics with METRICS_TOKEN: send "Authorization: Bearer <METRICS_TOKEN>" (or the access_token parameter).',
+    );
   if (!sameSecret(sent, token)) throw serviceError('access_token_invalid', 'The token does not match METRICS_TOKEN.');
 }

@@ -51,10 +51,7 @@ export function pageQuery(filtered: Knex.QueryBuilder, paging: Paging, order: Li
   for (const column of order.columns) keys.orderBy(column, direction);
   keys.limit(paging.limit + 1).offset((paging.page - 1) * paging.limit);
   const page = filtered.client.queryBuilder() as Knex.QueryBuilder;
-  page
-    .select(`${order.table}.*`)
-    .from(keys.as('page_keys'))
-    .join(order.table, `${order.table}.${order.key}`, `page_keys.${order.key}`);
+  page.select(`${order.table}.*`).from(keys.as('page_keys')).join(order.table, `${order.table}.${order.key}`, `page_keys.${order.key}`);
   for (const column of order.columns) page.orderBy(`${order.table}.${column}`, direction);
   return page;
 }
@@ -65,7 +62,12 @@ export function pageOf<R>(rows: R[], paging: Paging): { rows: R[]; has_more: boo
 }
 
 /** One page of a list endpoint: the rows of `filtered` (newest first unless ASC), mapped, and has_more. */
-export async function fetchPage<R, V>(filtered: Knex.QueryBuilder, paging: Paging, order: ListOrder, map: (row: R) => V): Promise<{ items: V[]; has_more: boolean }> {
+export async function fetchPage<R, V>(
+  filtered: Knex.QueryBuilder,
+  paging: Paging,
+  order: ListOrder,
+  map: (row: R) => V,
+): Promise<{ items: V[]; has_more: boolean }> {
   const page = pageOf((await pageQuery(filtered, paging, order)) as R[], paging);
   return { items: page.rows.map(map), has_more: page.has_more };
 }

@@ -53,9 +53,7 @@ export function noteFor(error: ErrorObject, data: unknown, allowed: string[]): {
   switch (error.keyword) {
     case 'required': {
       const missing = String(p.missingProperty);
-      return where
-        ? { param, note: `${where}: "${missing}" is required.` }
-        : { param: missing, note: `${missing} is required.` };
+      return where ? { param, note: `${where}: "${missing}" is required.` } : { param: missing, note: `${missing} is required.` };
     }
     case 'additionalProperties': {
       const extra = String(p.additionalProperty);
@@ -65,7 +63,10 @@ export function noteFor(error: ErrorObject, data: unknown, allowed: string[]): {
       return { param, note: `${where}: unknown key "${extra}".` };
     }
     case 'type':
-      return { param, note: `${where}: must be ${p.type === 'integer' ? 'a whole number' : `of type ${String(p.type).replace(',', ' or ')}`}, got ${describe(got)}.` };
+      return {
+        param,
+        note: `${where}: must be ${p.type === 'integer' ? 'a whole number' : `of type ${String(p.type).replace(',', ' or ')}`}, got ${describe(got)}.`,
+      };
     case 'enum':
       return { param, note: `${where}: must be one of ${(p.allowedValues as unknown[]).map((v) => String(v)).join(', ')}; got ${describe(got)}.` };
     case 'minimum':
@@ -80,7 +81,10 @@ export function noteFor(error: ErrorObject, data: unknown, allowed: string[]): {
     case 'minItems':
       return { param, note: `${where}: needs at least ${p.limit} item(s).` };
     case 'pattern':
-      return { param, note: `${where}: ${describe(got)} is not allowed; it must match ${p.pattern} (letters, digits and underscores, starting with a letter).` };
+      return {
+        param,
+        note: `${where}: ${describe(got)} is not allowed; it must match ${p.pattern} (letters, digits and underscores, starting with a letter).`,
+      };
     case 'format':
       return {
         param,
@@ -93,4 +97,3 @@ export function noteFor(error: ErrorObject, data: unknown, allowed: string[]): {
       return { param, note: `${where || 'request'}: ${error.message ?? 'is invalid'}.` };
   }
 }
-

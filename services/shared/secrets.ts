@@ -28,7 +28,10 @@ export function sameSecret(given: string, expected: string): boolean {
 }
 
 export function randomId(bytes = 12): string {
-  return crypto.randomBytes(bytes).toString('base64url').replace(/[-_]/g, (c) => (c === '-' ? 'x' : 'y'));
+  return crypto
+    .randomBytes(bytes)
+    .toString('base64url')
+    .replace(/[-_]/g, (c) => (c === '-' ? 'x' : 'y'));
 }
 
 export function encryptSecret(plain: string, keyHex: string): string {
@@ -107,7 +110,8 @@ export class SecretBox {
     else {
       throw serviceError(
         'secrets_not_configured',
-        "This server cannot store secrets such as provider keys: its operator has not set SECRETS_KEY. Ask the operator to set it (64 hex characters, e.g. from 'openssl rand -hex 32') and restart.",
+        'This server cannot store secrets such as provider keys: its operator has not set SECRETS_KEY. Ask the operator to set it (64 hex characters, e.g. ' +
+          "from 'openssl rand -hex 32') and restart.",
       );
     }
     return this.key;

@@ -109,7 +109,9 @@ const NAME_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}$/;
 /** Throws unless name is a flat file name that cannot escape its folder or prefix. */
 export function assertFileName(name: string): void {
   if (typeof name !== 'string' || !NAME_PATTERN.test(name) || name.includes('..')) {
-    throw new Error(`Invalid file name ${JSON.stringify(String(name).slice(0, 100))}: use 1-255 letters, digits, '.', '-', '_', not starting with '.' and without '..'`);
+    throw new Error(
+      `Invalid file name ${JSON.stringify(String(name).slice(0, 100))}: use 1-255 letters, digits, '.', '-', '_', not starting with '.' and without '..'`,
+    );
   }
 }
 

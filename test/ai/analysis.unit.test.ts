@@ -11,14 +11,26 @@ import { AiFailure, type AiClient } from '../../services/ai/providers';
 import { serviceError } from '../../services/shared/errors';
 import type { SnapOptions } from '../../services/shared/screenshot-options';
 
-const png = (width: number, height: number) => sharp({ create: { width, height, channels: 3, background: { r: 200, g: 30, b: 30 } } }).png().toBuffer();
+const png = (width: number, height: number) =>
+  sharp({ create: { width, height, channels: 3, background: { r: 200, g: 30, b: 30 } } })
+    .png()
+    .toBuffer();
 
 function setup(opts: { service?: boolean } = {}) {
-  const client = { analyze: sinon.stub().resolves({ text: 'A red page.', structured: null, model: 'm-2026' }), verifyKey: sinon.stub(), listModels: sinon.stub() };
+  const client = {
+    analyze: sinon.stub().resolves({ text: 'A red page.', structured: null, model: 'm-2026' }),
+    verifyKey: sinon.stub(),
+    listModels: sinon.stub(),
+  };
   const own = { resolve: sinon.stub().resolves({ client: client as unknown as AiClient, model: 'gpt-4o' }) };
   const store = { get: sinon.stub() };
   const logError = sinon.stub();
-  const analysis = new CaptureAnalysis({ own, service: opts.service === false ? null : { client: client as unknown as AiClient, model: 'operator-model' }, store, logError });
+  const analysis = new CaptureAnalysis({
+    own,
+    service: opts.service === false ? null : { client: client as unknown as AiClient, model: 'operator-model' },
+    store,
+    logError,
+  });
   return { analysis, client, own, store, logError };
 }
 

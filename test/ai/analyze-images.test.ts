@@ -69,12 +69,14 @@ describe('POST /ai/analyze: prompts about images from anywhere (local image serv
   const img = {} as Record<'png' | 'jpeg' | 'webp' | 'gif', Buffer>;
   /** Bytes /big-streamed.png got to hand to its reader before it went away. */
   let streamed = 0;
-  const sendImage = (data: () => Buffer, type: string, delayMs = 0): Handler => (_req, res) => {
-    setTimeout(() => {
-      res.writeHead(200, { 'content-type': type });
-      res.end(data());
-    }, delayMs);
-  };
+  const sendImage =
+    (data: () => Buffer, type: string, delayMs = 0): Handler =>
+    (_req, res) => {
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': type });
+        res.end(data());
+      }, delayMs);
+    };
 
   before(async () => {
     img.png = await solid(40, 30, '#f00').png().toBuffer();
@@ -157,7 +159,8 @@ describe('POST /ai/analyze: prompts about images from anywhere (local image serv
   });
 
   const url = (path: string) => `http://images.test:${site.port}${path}`;
-  const analyze = (key: string, json: Body): Promise<HttpAnswer<Body>> => request<Body>(sys.base, 'POST', '/ai/analyze', { headers: { authorization: `Bearer ${key}` }, json });
+  const analyze = (key: string, json: Body): Promise<HttpAnswer<Body>> =>
+    request<Body>(sys.base, 'POST', '/ai/analyze', { headers: { authorization: `Bearer ${key}` }, json });
   const aiUsed = async (key: string) => {
     const r = await request<{ results: Record<string, number> }>(sys.base, 'GET', '/account_limits', { headers: { authorization: `Bearer ${key}` } });
     return r.body.results.ai_analysis_requests_current_month_usage;
@@ -166,7 +169,9 @@ describe('POST /ai/analyze: prompts about images from anywhere (local image serv
   const lastSent = (fake: FakeProvider): Array<string | Buffer> => {
     const body = fake.of('analyze').at(-1)?.body as { messages: Array<{ role: string; content: Array<Record<string, unknown>> }> };
     const user = body.messages.find((m) => m.role === 'user')!;
-    return user.content.map((c) => (c.type === 'text' ? `text:${c.text}` : Buffer.from(String((c.image_url as { url: string }).url).replace(/^data:[^,]+,/, ''), 'base64')));
+    return user.content.map((c) =>
+      c.type === 'text' ? `text:${c.text}` : Buffer.from(String((c.image_url as { url: string }).url).replace(/^data:[^,]+,/, ''), 'base64'),
+    );
   };
 
   it('answers every prompt from one provider request carrying every image, in order, and every prompt; one AI credit per prompt', async () => {
@@ -194,7 +199,12 @@ describe('POST /ai/analyze: prompts about images from anywhere (local image serv
       ai_credits_used: 2,
     });
     const parts = lastSent(service);
-    expect(parts.filter((p) => typeof p === 'string' && p.startsWith('text:Image '))).to.deep.equal(['text:Image 1:', 'text:Image 2:', 'text:Image 3:', 'text:Image 4:']);
+    expect(parts.filter((p) => typeof p === 'string' && p.startsWith('text:Image '))).to.deep.equal([
+      'text:Image 1:',
+      'text:Image 2:',
+      'text:Image 3:',
+      'text:Image 4:',
+    ]);
     const images = parts.filter((p): p is Buffer => Buffer.isBuffer(p));
     expect(images).to.have.length(4);
     expect(images[0]!.equals(img.png)).to.equal(true);
@@ -220,12 +230,20 @@ describe('POST /ai/analyze: prompts about images from anywhere (local image serv
     expect((r.body.images as Body[]).map((i) => i.content_type)).to.deep.equal(['image/png', 'image/png']);
     const images = lastSent(service).filter((p): p is Buffer => Buffer.isBuffer(p));
     expect(images.map((i) => i.equals(img.png))).to.deep.equal([true, true]);
-    expectEnvelope(await analyze(key, { urls: [`${sys.config.cdnUrl}/noSuchFile0000.png`], prompts: ['x'] }), 422, 'image_unreachable', 'urls[0]', 'not a stored file');
+    expectEnvelope(
+      await analyze(key, { urls: [`${sys.config.cdnUrl}/noSuchFile0000.png`], prompts: ['x'] }),
+      422,
+      'image_unreachable',
+      'urls[0]',
+      'not a stored file',
+    );
   });
 
   it("runs on an own provider's key (Bring Your Own AI) with no credit spent", async () => {
     const { access_token: key } = await sys.account('paid', { byo_ai: 1 });
-    expect((await request(sys.base, 'PUT', '/ai/providers/openai', { headers: { authorization: `Bearer ${key}` }, json: { api_key: openai.key } })).status).to.equal(200);
+    expect(
+      (await request(sys.base, 'PUT', '/ai/providers/openai', { headers: { authorization: `Bearer ${key}` }, json: { api_key: openai.key } })).status,
+    ).to.equal(200);
     const before = service.of('analyze').length;
     const r = await analyze(key, { urls: [url('/hop')], prompts: ['What is it?'], ai_provider: 'openai', ai_model: 'gpt-4o' });
     expect(r.status, JSON.stringify(r.body)).to.equal(200);
@@ -262,37 +280,44 @@ describe('POST /ai/analyze: prompts about images from anywhere (local image serv
     expect(internal.seen).to.deep.equal([]);
     expect(await aiUsed(key)).to.equal(24);
     // Form fields take the lists as JSON text, or one value alone.
-    const form = await request<Body>(sys.base, 'POST', '/ai/analyze', { form: { access_token: key, urls: JSON.stringify([url('/a.png')]), prompts: 'What colour?' } });
+    const form = await request<Body>(sys.base, 'POST', '/ai/analyze', {
+      form: { access_token: key, urls: JSON.stringify([url('/a.png')]), prompts: 'What colour?' },
+    });
     expect(form.status, JSON.stringify(form.body)).to.equal(200);
     expect(await aiUsed(key)).to.equal(25);
   });
 
-  it('refuses an image that is private (by name, after a redirect), too large, not an image, unreachable or slow, naming it and why; nothing is charged', async () => {
-    const { access_token: key } = await sys.account('free');
-    const calls = service.of('analyze').length;
-    const cases: Array<[string, number, string, ...string[]]> = [
-      [`http://private.test:${internal.port}/secret.png`, 400, 'url_not_allowed', 'private.test', '127.0.0.1'],
-      [url('/to-private'), 400, 'url_not_allowed', 'redirects to', '127.0.0.1'],
-      [url('/big-declared.png'), 400, 'image_too_large', '20 MB'],
-      [url('/big-streamed.png'), 400, 'image_too_large', '20 MB'],
-      [url('/lie.png'), 400, 'image_not_supported', 'not a PNG, JPEG, WebP or GIF'],
-      [url('/missing.png'), 422, 'image_unreachable', 'HTTP 404'],
-      [url('/loop'), 422, 'image_unreachable', 'redirected more than 3 times'],
-      [url('/slow.png'), 422, 'image_unreachable', 'within 1.5 s'],
-      [`http://nowhere.invalid:${site.port}/a.png`, 422, 'image_unreachable', 'could not be resolved'],
-      ['http://images.test:1/a.png', 422, 'image_unreachable', 'ECONNREFUSED'],
-    ];
-    for (const [bad, status, code, ...fragments] of cases) {
-      // The bad image second: the note names it by its place.
-      const r = await analyze(key, { urls: [url('/a.png'), bad], prompts: ['x'] });
-      expectEnvelope(r, status, code, 'urls[1]', bad.slice(0, 40), ...fragments);
-    }
-    expect(internal.seen).to.deep.equal([]);
-    // The reader stopped soon after the limit, not at the end of the 64 MB.
-    expect(streamed).to.be.above(20 * 1024 * 1024).and.below(40 * 1024 * 1024);
-    expect(service.of('analyze')).to.have.length(calls);
-    expect(await aiUsed(key)).to.equal(0);
-  });
+  it(
+    'refuses an image that is private (by name, after a redirect), too large, not an image, unreachable or slow, naming it and why; ' + 'nothing is charged',
+    async () => {
+      const { access_token: key } = await sys.account('free');
+      const calls = service.of('analyze').length;
+      const cases: Array<[string, number, string, ...string[]]> = [
+        [`http://private.test:${internal.port}/secret.png`, 400, 'url_not_allowed', 'private.test', '127.0.0.1'],
+        [url('/to-private'), 400, 'url_not_allowed', 'redirects to', '127.0.0.1'],
+        [url('/big-declared.png'), 400, 'image_too_large', '20 MB'],
+        [url('/big-streamed.png'), 400, 'image_too_large', '20 MB'],
+        [url('/lie.png'), 400, 'image_not_supported', 'not a PNG, JPEG, WebP or GIF'],
+        [url('/missing.png'), 422, 'image_unreachable', 'HTTP 404'],
+        [url('/loop'), 422, 'image_unreachable', 'redirected more than 3 times'],
+        [url('/slow.png'), 422, 'image_unreachable', 'within 1.5 s'],
+        [`http://nowhere.invalid:${site.port}/a.png`, 422, 'image_unreachable', 'could not be resolved'],
+        ['http://images.test:1/a.png', 422, 'image_unreachable', 'ECONNREFUSED'],
+      ];
+      for (const [bad, status, code, ...fragments] of cases) {
+        // The bad image second: the note names it by its place.
+        const r = await analyze(key, { urls: [url('/a.png'), bad], prompts: ['x'] });
+        expectEnvelope(r, status, code, 'urls[1]', bad.slice(0, 40), ...fragments);
+      }
+      expect(internal.seen).to.deep.equal([]);
+      // The reader stopped soon after the limit, not at the end of the 64 MB.
+      expect(streamed)
+        .to.be.above(20 * 1024 * 1024)
+        .and.below(40 * 1024 * 1024);
+      expect(service.of('analyze')).to.have.length(calls);
+      expect(await aiUsed(key)).to.equal(0);
+    },
+  );
 
   it('gives the credits back when the provider fails, answering as the provider endpoints do (503, 502)', async () => {
     const { access_token: key } = await sys.account('free');

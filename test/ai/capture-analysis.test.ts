@@ -58,7 +58,8 @@ describe('AI analysis of captures (real Grid, providers on local stand-ins)', fu
 
   const api = (method: string, path: string, key: string, json?: Body): Promise<HttpAnswer<Body>> =>
     request<Body>(t.sys.base, method, path, { headers: { authorization: `Bearer ${key}` }, ...(json ? { json } : {}) });
-  const snapJson = (key: string, params: Body) => api('POST', '/snap', key, { url: `${t.fx.origin}/plain`, json: true, wait: 0, ttl: 0, analyze_image_with_ai: true, ...params });
+  const snapJson = (key: string, params: Body) =>
+    api('POST', '/snap', key, { url: `${t.fx.origin}/plain`, json: true, wait: 0, ttl: 0, analyze_image_with_ai: true, ...params });
   const usage = async (key: string) => {
     const r = (await api('GET', '/account_limits', key)).body.results as Body;
     return { screenshots: r.screenshot_current_month_usage, ai: r.ai_analysis_requests_current_month_usage };
@@ -223,7 +224,11 @@ describe('AI analysis of captures (real Grid, providers on local stand-ins)', fu
     });
 
     it('50 fields of 100 options work on every provider (a relaxed schema sent, the answer checked strictly)', async () => {
-      const fields = Array.from({ length: 50 }, (_, i) => ({ name: `f${i}`, type: i % 2 ? 'multi' : 'enum', options: Array.from({ length: 100 }, (_, j) => `f${i}_o${j}`) }));
+      const fields = Array.from({ length: 50 }, (_, i) => ({
+        name: `f${i}`,
+        type: i % 2 ? 'multi' : 'enum',
+        options: Array.from({ length: 100 }, (_, j) => `f${i}_o${j}`),
+      }));
       const answer = Object.fromEntries(fields.map((f, i) => [f.name, f.type === 'enum' ? `f${i}_o7` : [`f${i}_o1`, `f${i}_o99`]]));
       for (const [kind, model] of [
         ['anthropic', 'claude-haiku-4-5-20251001'],
@@ -297,7 +302,11 @@ describe('AI analysis of captures (real Grid, providers on local stand-ins)', fu
       expect((await waitForJob(key, String(created.body.job_id))).status).to.equal('completed');
       const got = await api('GET', `/screenshot_configs/${id}`, key);
       expect(got.body.config).to.deep.include({ analyze_image_with_ai: true, ai_prompt: 'Name the colours.' });
-      const patched = await api('PATCH', `/screenshot_configs/${id}`, key, { url: `${t.fx.origin}/plain`, ai_prompt: 'Count the boxes.', scheduled_screenshot: true });
+      const patched = await api('PATCH', `/screenshot_configs/${id}`, key, {
+        url: `${t.fx.origin}/plain`,
+        ai_prompt: 'Count the boxes.',
+        scheduled_screenshot: true,
+      });
       expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
       expect(patched.body.config).to.deep.include({ analyze_image_with_ai: true, ai_prompt: 'Count the boxes.' });
       // The next scheduled slot.
@@ -315,28 +324,33 @@ describe('AI analysis of captures (real Grid, providers on local stand-ins)', fu
       expect(await usage(key)).to.deep.equal({ screenshots: 2, ai: 2 });
     });
 
-    it('after the key is removed, capture now answers 412 ai_provider_not_configured (no fallback to credits), and a queued capture fails with it', async () => {
-      const key = await byokAccount('openrouter', { default_model: 'openai/gpt-4o' });
-      const created = await api('POST', '/screenshot_configs', key, { url: `${t.fx.origin}/plain`, analyze_image_with_ai: true, ai_provider: 'openrouter' });
-      expect(created.status, JSON.stringify(created.body)).to.equal(200);
-      expect((await waitForJob(key, String(created.body.job_id))).status).to.equal('completed');
-      expect((await listed(key))[0]?.ai).to.have.property('ai_model').that.equals('openai/gpt-4o');
-      const removed = await api('DELETE', '/ai/providers/openrouter', key);
-      expect(removed.status).to.equal(200);
-      const now = await api('POST', `/screenshot_configs/${created.body.screenshot_configuration_id}/capture`, key);
-      expectEnvelope(now, 412, 'ai_provider_not_configured');
-      // A scheduled capture queued before the removal fails the same way when it runs.
-      const job = await t.sys.broker.call('capture.enqueue', {
-        accountId: String((await t.sys.broker.call('billing.authenticate', { token: key }) as { accountId: string }).accountId),
-        configId: String(created.body.screenshot_configuration_id),
-        jobId: `removed${Date.now()}`,
-        kind: 'scheduled',
-        options: { url: `${t.fx.origin}/plain`, analyze_image_with_ai: true, ai_provider: 'openrouter' },
-      });
-      const failed = await waitForJob(key, String((job as { job_id: string }).job_id));
-      expect(failed).to.include({ status: 'failed', error_code: 'ai_provider_not_configured' });
-      expect(await usage(key)).to.deep.equal({ screenshots: 1, ai: 0 });
-    });
+    it(
+      'after the key is removed, capture now answers 412 ai_provider_not_configured (no fallback to credits), and a queued capture ' + 'fails with it',
+      async () => {
+        const key = await byokAccount('openrouter', { default_model: 'openai/gpt-4o' });
+        const created = await api('POST', '/screenshot_configs', key, { url: `${t.fx.origin}/plain`, analyze_image_with_ai: true, ai_provider: 'openrouter' });
+        expect(created.status, JSON.stringify(created.body)).to.equal(200);
+        expect((await waitForJob(key, String(created.body.job_id))).status).to.equal('completed');
+        expect((await listed(key))[0]?.ai)
+          .to.have.property('ai_model')
+          .that.equals('openai/gpt-4o');
+        const removed = await api('DELETE', '/ai/providers/openrouter', key);
+        expect(removed.status).to.equal(200);
+        const now = await api('POST', `/screenshot_configs/${created.body.screenshot_configuration_id}/capture`, key);
+        expectEnvelope(now, 412, 'ai_provider_not_configured');
+        // A scheduled capture queued before the removal fails the same way when it runs.
+        const job = await t.sys.broker.call('capture.enqueue', {
+          accountId: String(((await t.sys.broker.call('billing.authenticate', { token: key })) as { accountId: string }).accountId),
+          configId: String(created.body.screenshot_configuration_id),
+          jobId: `removed${Date.now()}`,
+          kind: 'scheduled',
+          options: { url: `${t.fx.origin}/plain`, analyze_image_with_ai: true, ai_provider: 'openrouter' },
+        });
+        const failed = await waitForJob(key, String((job as { job_id: string }).job_id));
+        expect(failed).to.include({ status: 'failed', error_code: 'ai_provider_not_configured' });
+        expect(await usage(key)).to.deep.equal({ screenshots: 1, ai: 0 });
+      },
+    );
   });
 });
 
@@ -385,6 +399,8 @@ describe('ai_provider=service on a server without an AI backend', () => {
     expectEnvelope(create, 503, 'ai_service_not_configured');
     const limits = (await request<{ results: Body }>(sys.base, 'GET', '/account_limits', { headers })).body.results;
     expect([limits.screenshot_current_month_usage, limits.ai_analysis_requests_current_month_usage]).to.deep.equal([0, 0]);
-    expect((await request<{ screenshot_configurations: unknown[] }>(sys.base, 'GET', '/screenshot_configs', { headers })).body.screenshot_configurations).to.have.length(0);
+    expect(
+      (await request<{ screenshot_configurations: unknown[] }>(sys.base, 'GET', '/screenshot_configs', { headers })).body.screenshot_configurations,
+    ).to.have.length(0);
   });
 });

@@ -154,126 +154,160 @@ describe('domain research (real Grid, local sites, the AI backend a stand-in rea
     return last;
   };
 
-  it('researches three sites: the pages likely to hold the fields, each value with its page, one CSV row per domain, a signed webhook, one credit per domain', async () => {
-    const created = await api('POST', '/api/domain_research_requests', {
-      name: 'Kitchen suppliers',
-      additional_notes: 'Prefer what the company says about itself.',
-      domains: [`${site('alpha.test')}/`, `${site('beta.test')}`, `http://down.test:${downPort}/`],
-      structures: FIELDS,
-      webhook_url: `${receiver.origin}/research-done`,
-    });
-    expect(created.status, JSON.stringify(created.body)).to.equal(200);
-    expect(created.body).to.deep.include({ success: true, name: 'Kitchen suppliers', total_domains: 3, completed_domains: 0, failed_domains: 0, percent_complete: 0, finished_at: null });
-    expect(created.body.status).to.be.oneOf(['queued', 'running']);
-    const jobId = String(created.body.job_id);
+  it(
+    'researches three sites: the pages likely to hold the fields, each value with its page, one CSV row per domain, a signed webhook, one ' +
+      'credit per domain',
+    async () => {
+      const created = await api('POST', '/api/domain_research_requests', {
+        name: 'Kitchen suppliers',
+        additional_notes: 'Prefer what the company says about itself.',
+        domains: [`${site('alpha.test')}/`, `${site('beta.test')}`, `http://down.test:${downPort}/`],
+        structures: FIELDS,
+        webhook_url: `${receiver.origin}/research-done`,
+      });
+      expect(created.status, JSON.stringify(created.body)).to.equal(200);
+      expect(created.body).to.deep.include({
+        success: true,
+        name: 'Kitchen suppliers',
+        total_domains: 3,
+        completed_domains: 0,
+        failed_domains: 0,
+        percent_complete: 0,
+        finished_at: null,
+      });
+      expect(created.body.status).to.be.oneOf(['queued', 'running']);
+      const jobId = String(created.body.job_id);
 
-    const status = await finished(jobId);
-    expect(status).to.deep.include({ success: true, job_id: jobId, name: 'Kitchen suppliers', status: 'completed', percent_complete: 100, completed_domains: 2, failed_domains: 1, total_domains: 3 });
-    expect(status.finished_at).to.be.a('string');
+      const status = await finished(jobId);
+      expect(status).to.deep.include({
+        success: true,
+        job_id: jobId,
+        name: 'Kitchen suppliers',
+        status: 'completed',
+        percent_complete: 100,
+        completed_domains: 2,
+        failed_domains: 1,
+        total_domains: 3,
+      });
+      expect(status.finished_at).to.be.a('string');
 
-    // The pages read: each home page, and the linked pages likely to hold the fields; never the blog post, sign-in or legal pages, or another site.
-    expect(seen.filter((s) => s.startsWith('alpha.test')).sort()).to.deep.equal(['alpha.test/', 'alpha.test/about', 'alpha.test/pricing']);
-    expect(seen.filter((s) => s.startsWith('beta.test')).sort()).to.deep.equal(['beta.test/', 'beta.test/about-us']);
+      // The pages read: each home page, and the linked pages likely to hold the fields; never the blog post, sign-in or legal pages, or another site.
+      expect(seen.filter((s) => s.startsWith('alpha.test')).sort()).to.deep.equal(['alpha.test/', 'alpha.test/about', 'alpha.test/pricing']);
+      expect(seen.filter((s) => s.startsWith('beta.test')).sort()).to.deep.equal(['beta.test/', 'beta.test/about-us']);
 
-    const report = await api('GET', `/api/domain_research_requests/${jobId}/report`);
-    expect(report.status).to.equal(200);
-    expect(report.body).to.deep.include({ success: true, job_id: jobId, status: 'completed', additional_notes: 'Prefer what the company says about itself.', structures: FIELDS });
-    const [alpha, beta, down] = report.body.results as Body[];
-    expect(alpha).to.deep.include({
-      domain: `${site('alpha.test')}/`,
-      url: `${site('alpha.test')}/`,
-      status: 'completed',
-      error: null,
-      data: { founded_year: 2011, 'pricing plans': ['Basic', 'Pro', 'Enterprise'], has_free_trial: true, ceo: 'Marie Curie' },
-      sources: { founded_year: `${site('alpha.test')}/about`, 'pricing plans': `${site('alpha.test')}/pricing`, has_free_trial: `${site('alpha.test')}/pricing`, ceo: `${site('alpha.test')}/about` },
-    });
-    expect((alpha!.pages as Body[]).map((p) => [p.url, p.title])).to.have.deep.members([
-      [`${site('alpha.test')}/`, 'Alpha Widgets'],
-      [`${site('alpha.test')}/about`, 'About Alpha'],
-      [`${site('alpha.test')}/pricing`, 'Pricing'],
-    ]);
-    expect((alpha!.pages as Body[])[0]!.url).to.equal(`${site('alpha.test')}/`);
-    // A field the pages do not answer is null, with no source: never invented.
-    expect(beta).to.deep.include({
-      domain: site('beta.test'),
-      url: `${site('beta.test')}/`,
-      status: 'completed',
-      data: { founded_year: 1999, 'pricing plans': null, has_free_trial: null, ceo: null },
-      sources: { founded_year: `${site('beta.test')}/`, 'pricing plans': null, has_free_trial: null, ceo: null },
-    });
-    expect(down).to.deep.include({ domain: `http://down.test:${downPort}/`, status: 'failed', data: null, sources: null, pages: [] });
-    expect((down!.error as Body).error_code).to.equal('page_load_failed');
-    // Each page's screenshot is served, as the model saw it.
-    const shot = await request(sys.base, 'GET', new URL(String((alpha!.pages as Body[])[1]!.direct_link)).pathname);
-    expect([shot.status, shot.headers.get('content-type')]).to.deep.equal([200, 'image/jpeg']);
+      const report = await api('GET', `/api/domain_research_requests/${jobId}/report`);
+      expect(report.status).to.equal(200);
+      expect(report.body).to.deep.include({
+        success: true,
+        job_id: jobId,
+        status: 'completed',
+        additional_notes: 'Prefer what the company says about itself.',
+        structures: FIELDS,
+      });
+      const [alpha, beta, down] = report.body.results as Body[];
+      expect(alpha).to.deep.include({
+        domain: `${site('alpha.test')}/`,
+        url: `${site('alpha.test')}/`,
+        status: 'completed',
+        error: null,
+        data: { founded_year: 2011, 'pricing plans': ['Basic', 'Pro', 'Enterprise'], has_free_trial: true, ceo: 'Marie Curie' },
+        sources: {
+          founded_year: `${site('alpha.test')}/about`,
+          'pricing plans': `${site('alpha.test')}/pricing`,
+          has_free_trial: `${site('alpha.test')}/pricing`,
+          ceo: `${site('alpha.test')}/about`,
+        },
+      });
+      expect((alpha!.pages as Body[]).map((p) => [p.url, p.title])).to.have.deep.members([
+        [`${site('alpha.test')}/`, 'Alpha Widgets'],
+        [`${site('alpha.test')}/about`, 'About Alpha'],
+        [`${site('alpha.test')}/pricing`, 'Pricing'],
+      ]);
+      expect((alpha!.pages as Body[])[0]!.url).to.equal(`${site('alpha.test')}/`);
+      // A field the pages do not answer is null, with no source: never invented.
+      expect(beta).to.deep.include({
+        domain: site('beta.test'),
+        url: `${site('beta.test')}/`,
+        status: 'completed',
+        data: { founded_year: 1999, 'pricing plans': null, has_free_trial: null, ceo: null },
+        sources: { founded_year: `${site('beta.test')}/`, 'pricing plans': null, has_free_trial: null, ceo: null },
+      });
+      expect(down).to.deep.include({ domain: `http://down.test:${downPort}/`, status: 'failed', data: null, sources: null, pages: [] });
+      expect((down!.error as Body).error_code).to.equal('page_load_failed');
+      // Each page's screenshot is served, as the model saw it.
+      const shot = await request(sys.base, 'GET', new URL(String((alpha!.pages as Body[])[1]!.direct_link)).pathname);
+      expect([shot.status, shot.headers.get('content-type')]).to.deep.equal([200, 'image/jpeg']);
 
-    // What the model was sent for alpha: its three pages' screenshots and text, and the notes.
-    const sent = ai.of('analyze').find((r) => JSON.stringify(r.body).includes('Alpha Widgets was founded in 2011'))!.body as { messages: Array<{ role: string; content: unknown }> };
-    const content = sent.messages.find((m) => m.role === 'user')!.content as Array<{ type: string }>;
-    expect(content.filter((c) => c.type === 'image_url')).to.have.length(3);
-    expect(JSON.stringify(sent.messages)).to.contain('Prefer what the company says about itself.').and.contain('Plans: Basic, Pro, Enterprise.');
+      // What the model was sent for alpha: its three pages' screenshots and text, and the notes.
+      const sent = ai.of('analyze').find((r) => JSON.stringify(r.body).includes('Alpha Widgets was founded in 2011'))!.body as {
+        messages: Array<{ role: string; content: unknown }>;
+      };
+      const content = sent.messages.find((m) => m.role === 'user')!.content as Array<{ type: string }>;
+      expect(content.filter((c) => c.type === 'image_url')).to.have.length(3);
+      expect(JSON.stringify(sent.messages)).to.contain('Prefer what the company says about itself.').and.contain('Plans: Basic, Pro, Enterprise.');
 
-    const csv = await api('GET', `/api/domain_research_requests/${jobId}/report?format=csv`);
-    expect(csv.status).to.equal(200);
-    expect(csv.headers.get('content-type')).to.equal('text/csv; charset=utf-8');
-    expect(csv.headers.get('content-disposition')).to.equal(`attachment; filename="domain-research-${jobId}.csv"`);
-    const text = csv.raw.toString('utf8');
-    expect(text.startsWith('\ufeff')).to.equal(true);
-    const rows = parseCsv(text.slice(1));
-    expect(rows).to.have.length(4);
-    expect(rows[0]).to.deep.equal([
-      'domain',
-      'status',
-      'founded_year',
-      'pricing plans',
-      'has_free_trial',
-      'ceo',
-      'error_code',
-      'error_note',
-      'founded_year (source)',
-      'pricing plans (source)',
-      'has_free_trial (source)',
-      'ceo (source)',
-    ]);
-    expect(rows[1]).to.deep.equal([
-      `${site('alpha.test')}/`,
-      'completed',
-      '2011',
-      'Basic; Pro; Enterprise',
-      'true',
-      'Marie Curie',
-      '',
-      '',
-      `${site('alpha.test')}/about`,
-      `${site('alpha.test')}/pricing`,
-      `${site('alpha.test')}/pricing`,
-      `${site('alpha.test')}/about`,
-    ]);
-    expect(rows[2]).to.deep.equal([site('beta.test'), 'completed', '1999', '', '', '', '', '', `${site('beta.test')}/`, '', '', '']);
-    expect(rows[3]!.slice(0, 7)).to.deep.equal([`http://down.test:${downPort}/`, 'failed', '', '', '', '', 'page_load_failed']);
+      const csv = await api('GET', `/api/domain_research_requests/${jobId}/report?format=csv`);
+      expect(csv.status).to.equal(200);
+      expect(csv.headers.get('content-type')).to.equal('text/csv; charset=utf-8');
+      expect(csv.headers.get('content-disposition')).to.equal(`attachment; filename="domain-research-${jobId}.csv"`);
+      const text = csv.raw.toString('utf8');
+      expect(text.startsWith('\ufeff')).to.equal(true);
+      const rows = parseCsv(text.slice(1));
+      expect(rows).to.have.length(4);
+      expect(rows[0]).to.deep.equal([
+        'domain',
+        'status',
+        'founded_year',
+        'pricing plans',
+        'has_free_trial',
+        'ceo',
+        'error_code',
+        'error_note',
+        'founded_year (source)',
+        'pricing plans (source)',
+        'has_free_trial (source)',
+        'ceo (source)',
+      ]);
+      expect(rows[1]).to.deep.equal([
+        `${site('alpha.test')}/`,
+        'completed',
+        '2011',
+        'Basic; Pro; Enterprise',
+        'true',
+        'Marie Curie',
+        '',
+        '',
+        `${site('alpha.test')}/about`,
+        `${site('alpha.test')}/pricing`,
+        `${site('alpha.test')}/pricing`,
+        `${site('alpha.test')}/about`,
+      ]);
+      expect(rows[2]).to.deep.equal([site('beta.test'), 'completed', '1999', '', '', '', '', '', `${site('beta.test')}/`, '', '', '']);
+      expect(rows[3]!.slice(0, 7)).to.deep.equal([`http://down.test:${downPort}/`, 'failed', '', '', '', '', 'page_load_failed']);
 
-    // The webhook: one delivery, verified by its signature, pointing at the report.
-    await until('the research webhook', async () => receiver.received.length > 0, 20_000, 100);
-    const [delivery] = receiver.received;
-    const secret = String((await api('GET', '/webhook_secret')).body.secret);
-    const verified = new Webhook(secret).verify(delivery!.body, delivery!.headers as Record<string, string>) as Body;
-    expect(verified).to.deep.include({
-      type: 'domain_research.finished',
-      job_id: jobId,
-      status: 'completed',
-      completed_domains: 2,
-      failed_domains: 1,
-      total_domains: 3,
-      report_url: `${sys.config.baseUrl}/api/domain_research_requests/${jobId}/report`,
-      csv_report_url: `${sys.config.baseUrl}/api/domain_research_requests/${jobId}/report?format=csv`,
-    });
-    const log = (await api('GET', '/webhook_deliveries')).body.webhook_deliveries as Body[];
-    expect(log.filter((d) => d.kind === 'research')).to.have.length(1);
-    expect(log.find((d) => d.kind === 'research')).to.deep.include({ job_id: jobId, screenshot_configuration_id: null, status: 'delivered' });
+      // The webhook: one delivery, verified by its signature, pointing at the report.
+      await until('the research webhook', async () => receiver.received.length > 0, 20_000, 100);
+      const [delivery] = receiver.received;
+      const secret = String((await api('GET', '/webhook_secret')).body.secret);
+      const verified = new Webhook(secret).verify(delivery!.body, delivery!.headers as Record<string, string>) as Body;
+      expect(verified).to.deep.include({
+        type: 'domain_research.finished',
+        job_id: jobId,
+        status: 'completed',
+        completed_domains: 2,
+        failed_domains: 1,
+        total_domains: 3,
+        report_url: `${sys.config.baseUrl}/api/domain_research_requests/${jobId}/report`,
+        csv_report_url: `${sys.config.baseUrl}/api/domain_research_requests/${jobId}/report?format=csv`,
+      });
+      const log = (await api('GET', '/webhook_deliveries')).body.webhook_deliveries as Body[];
+      expect(log.filter((d) => d.kind === 'research')).to.have.length(1);
+      expect(log.find((d) => d.kind === 'research')).to.deep.include({ job_id: jobId, screenshot_configuration_id: null, status: 'delivered' });
 
-    // One credit per domain: the site that did not answer is charged too (the work was done).
-    expect(await researchUsed()).to.equal(3);
-  });
+      // One credit per domain: the site that did not answer is charged too (the work was done).
+      expect(await researchUsed()).to.equal(3);
+    },
+  );
 
   it('fails a domain whose AI provider failed, and gives its credit back', async () => {
     const { access_token: other } = await sys.account('big');
@@ -305,11 +339,17 @@ describe('domain research (real Grid, local sites, the AI backend a stand-in rea
     expect(Object.keys((all.body.domain_research_requests as Body[])[0]!).sort()).to.deep.equal(
       ['job_id', 'name', 'status', 'percent_complete', 'completed_domains', 'failed_domains', 'total_domains', 'created_at', 'finished_at'].sort(),
     );
-    for (const path of [`/api/domain_research_requests/${ids[0]}/status`, `/api/domain_research_requests/${ids[0]}/report`, `/api/domain_research_requests/${ids[0]}/report?format=csv`]) {
+    for (const path of [
+      `/api/domain_research_requests/${ids[0]}/status`,
+      `/api/domain_research_requests/${ids[0]}/report`,
+      `/api/domain_research_requests/${ids[0]}/report?format=csv`,
+    ]) {
       expectEnvelope(await api('GET', path), 404, 'not_found', ids[0]!);
     }
     expectEnvelope(await api('GET', '/api/domain_research_requests/nosuchjob/status'), 404, 'not_found', 'nosuchjob');
-    expect((await api('GET', '/api/domain_research_requests', undefined, (await sys.account('big')).access_token)).body.domain_research_requests).to.deep.equal([]);
+    expect((await api('GET', '/api/domain_research_requests', undefined, (await sys.account('big')).access_token)).body.domain_research_requests).to.deep.equal(
+      [],
+    );
     for (const id of ids) await finished(id, mine);
   });
 
@@ -326,13 +366,31 @@ describe('domain research (real Grid, local sites, the AI backend a stand-in rea
       [{ ...ok, domains: ['ftp://example.com'] }, 400, 'invalid_parameter', 'domains[0]', 'ftp:'],
       [{ ...ok, domains: ['example'] }, 400, 'invalid_parameter', 'domains[0]', 'not a host name'],
       [{ ...ok, domains: ['example.com', 'https://example.com/'] }, 400, 'invalid_parameter', 'domains[1]', 'same site as domains[0]'],
-      [{ ...ok, structures: Array.from({ length: 101 }, (_, i) => field({ data_field_name: `f${i}` })) }, 400, 'invalid_parameter', 'structures', 'at most 100'],
+      [
+        { ...ok, structures: Array.from({ length: 101 }, (_, i) => field({ data_field_name: `f${i}` })) },
+        400,
+        'invalid_parameter',
+        'structures',
+        'at most 100',
+      ],
       [{ ...ok, structures: [field({ data_type: 'date' })] }, 400, 'invalid_parameter', 'structures[0].data_type', 'string, array, boolean, number'],
       [{ ...ok, structures: [field({ data_field_name: 'x'.repeat(101) })] }, 400, 'invalid_parameter', 'structures[0].data_field_name', 'at most 100'],
       [{ ...ok, structures: [field({ data_field_name: '   ' })] }, 400, 'invalid_parameter', 'structures[0].data_field_name', 'blank'],
-      [{ ...ok, structures: [field({ data_field_prompt_description: 'x'.repeat(2001) })] }, 400, 'invalid_parameter', 'data_field_prompt_description', 'at most 2000'],
-      [{ ...ok, structures: [field({ data_field_name: 'ceo' }), field({ data_field_name: 'CEO' })] }, 400, 'invalid_parameter', 'structures[1].data_field_name', 'taken'],
-      [{ ...ok, structures: [field({ data_field_name: 'status' })] }, 400, 'invalid_parameter', 'report\'s own columns'],
+      [
+        { ...ok, structures: [field({ data_field_prompt_description: 'x'.repeat(2001) })] },
+        400,
+        'invalid_parameter',
+        'data_field_prompt_description',
+        'at most 2000',
+      ],
+      [
+        { ...ok, structures: [field({ data_field_name: 'ceo' }), field({ data_field_name: 'CEO' })] },
+        400,
+        'invalid_parameter',
+        'structures[1].data_field_name',
+        'taken',
+      ],
+      [{ ...ok, structures: [field({ data_field_name: 'status' })] }, 400, 'invalid_parameter', "report's own columns"],
       [{ ...ok, structures: [field({ extra: 1 })] }, 400, 'invalid_parameter', 'extra'],
       [{ ...ok, name: 'x'.repeat(201) }, 400, 'invalid_parameter', 'name', 'at most 200'],
       [{ ...ok, webhook_url: 'not a url' }, 400, 'invalid_parameter', 'webhook_url'],
@@ -352,21 +410,34 @@ describe('domain research (real Grid, local sites, the AI backend a stand-in rea
     expect(await researchUsed(free)).to.equal(0);
     // With 24 used, two domains are refused, one is taken.
     await call(sys.broker, 'billing.charge', { accountId: freeId, amounts: { research_domains: 24 } });
-    expectEnvelope(await api('POST', '/api/domain_research_requests', { ...ok, domains: ['a.example', 'b.example'] }, free), 402, 'domain_research_limit_reached', '1 of');
+    expectEnvelope(
+      await api('POST', '/api/domain_research_requests', { ...ok, domains: ['a.example', 'b.example'] }, free),
+      402,
+      'domain_research_limit_reached',
+      '1 of',
+    );
   });
 
   it('documents the endpoints in the OpenAPI document with their parameters and answers', async () => {
     const doc = (await request<Body>(sys.base, 'GET', '/openapi.json')).body as { paths: Record<string, Record<string, Body>> };
-    const create = doc.paths['/api/domain_research_requests']!.post as { requestBody: { content: Record<string, { schema: Body }> }; responses: Record<string, Body> };
+    const create = doc.paths['/api/domain_research_requests']!.post as {
+      requestBody: { content: Record<string, { schema: Body }> };
+      responses: Record<string, Body>;
+    };
     const props = create.requestBody.content['application/json']!.schema.properties as Record<string, Body>;
     expect(props.structures).to.deep.include({ maxItems: 100, minItems: 1 });
     expect(props.domains).to.deep.include({ maxItems: 1000 });
     expect(create.responses['402']!.description).to.contain('domain_research_limit_reached');
-    const report = doc.paths['/api/domain_research_requests/{job_id}/report']!.get as { parameters: Body[]; responses: Record<string, { content: Record<string, { schema: Body }> }> };
+    const report = doc.paths['/api/domain_research_requests/{job_id}/report']!.get as {
+      parameters: Body[];
+      responses: Record<string, { content: Record<string, { schema: Body }> }>;
+    };
     expect(report.parameters.map((p) => p.name)).to.deep.equal(['job_id', 'format']);
     expect(Object.keys(report.responses['200']!.content)).to.deep.equal(['application/json', 'text/csv']);
     expect(report.responses['200']!.content['application/json']!.schema).to.have.nested.property('properties.results.items.properties.sources');
-    expect(doc.paths['/api/domain_research_requests/{job_id}/status']!.get).to.have.nested.property('responses.200.content.application/json.schema.properties.percent_complete');
+    expect(doc.paths['/api/domain_research_requests/{job_id}/status']!.get).to.have.nested.property(
+      'responses.200.content.application/json.schema.properties.percent_complete',
+    );
     const analyze = doc.paths['/ai/analyze']!.post as { requestBody: { content: Record<string, { schema: Body }> }; responses: Record<string, Body> };
     expect(analyze.requestBody.content['application/json']!.schema.properties).to.have.nested.property('urls.maxItems', 5);
     expect(analyze.responses['200']).to.have.nested.property('content.application/json.schema.properties.results');
@@ -401,7 +472,8 @@ describe('domain research under the egress policy (no private networks)', functi
 
   it('refuses a domain or a webhook_url naming a private address, before anything is written or reserved', async () => {
     const { access_token } = await sys.account('free');
-    const post = (json: Body) => request<Body>(sys.base, 'POST', '/api/domain_research_requests', { headers: { authorization: `Bearer ${access_token}` }, json });
+    const post = (json: Body) =>
+      request<Body>(sys.base, 'POST', '/api/domain_research_requests', { headers: { authorization: `Bearer ${access_token}` }, json });
     const ok = { domains: ['example.com'], structures: FIELDS.slice(0, 1) };
     expectEnvelope(await post({ ...ok, domains: ['example.com', 'http://10.1.2.3/'] }), 400, 'url_not_allowed', 'domains[1]', '10.1.2.3');
     expectEnvelope(await post({ ...ok, domains: ['[::1]:8080'] }), 400, 'url_not_allowed', 'domains[0]', '::1');

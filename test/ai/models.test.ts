@@ -120,12 +120,7 @@ describe('OpenRouter models and routing', () => {
 
   it('lists the public /models without a key: image input and structured_outputs only, with pricing', async () => {
     const models = await client().listModels();
-    expect(models.map((m) => m.id)).to.deep.equal([
-      'anthropic/claude-sonnet-4.5',
-      'openai/gpt-4o',
-      'google/gemini-2.5-flash',
-      'meta-llama/llama-4-maverick',
-    ]);
+    expect(models.map((m) => m.id)).to.deep.equal(['anthropic/claude-sonnet-4.5', 'openai/gpt-4o', 'google/gemini-2.5-flash', 'meta-llama/llama-4-maverick']);
     expect(models[1]).to.deep.equal({
       id: 'openai/gpt-4o',
       name: 'OpenAI: GPT-4o',
@@ -146,7 +141,7 @@ describe('OpenRouter models and routing', () => {
     expect(await c.listModels('auto')).to.have.length(4);
   });
 
-  it("checks a key with GET /key, whose answer the public list cannot give", async () => {
+  it('checks a key with GET /key, whose answer the public list cannot give', async () => {
     expect(await client(fake.key).verifyKey()).to.deep.equal({ modelsCount: 4 });
     expect(fake.of('key').map((r) => r.auth)).to.deep.equal(['valid']);
   });

@@ -167,7 +167,12 @@ describe('own AI providers over HTTP (embedded mode, providers on local stand-in
       const r = await put('openrouter', token, { api_key: fakes.openrouter.key, default_model: 'anthropic/claude-sonnet-4.5', default_upstream: 'anthropic' });
       expect(r.body.provider).to.deep.include({ default_model: 'anthropic/claude-sonnet-4.5', default_upstream: 'anthropic' });
       // gpt-5 is in the curated table but not among the models this key sees.
-      expectEnvelope(await put('openai', token, { api_key: fakes.openai.key, default_model: 'gpt-5' }), 400, 'ai_model_not_supported', 'not available to the stored key');
+      expectEnvelope(
+        await put('openai', token, { api_key: fakes.openai.key, default_model: 'gpt-5' }),
+        400,
+        'ai_model_not_supported',
+        'not available to the stored key',
+      );
       expectEnvelope(await put('openai', token, { api_key: fakes.openai.key, default_model: 'gpt-3.5-turbo' }), 400, 'ai_model_not_supported', 'gpt-4o');
       expect((await providersOf(token))[1]).to.deep.equal({ provider: 'openai', label: 'OpenAI', verified: false });
     });
@@ -207,8 +212,18 @@ describe('own AI providers over HTTP (embedded mode, providers on local stand-in
       const odd = await put('anthropic', token, { api_key: { nested: fakes.anthropic.key } });
       expectEnvelope(odd, 400, 'invalid_parameter', 'api_key: must be text');
       expect(odd.body.note).not.to.contain(fakes.anthropic.key);
-      expectEnvelope(await put('anthropic', token, { api_key: fakes.anthropic.key, default_upstream: 'meta' }), 400, 'invalid_parameter', 'default_upstream: only OpenRouter');
-      expectEnvelope(await put('openrouter', token, { api_key: fakes.openrouter.key, default_upstream: 'mistral' }), 400, 'invalid_parameter', 'default_upstream: must be one of auto, anthropic');
+      expectEnvelope(
+        await put('anthropic', token, { api_key: fakes.anthropic.key, default_upstream: 'meta' }),
+        400,
+        'invalid_parameter',
+        'default_upstream: only OpenRouter',
+      );
+      expectEnvelope(
+        await put('openrouter', token, { api_key: fakes.openrouter.key, default_upstream: 'mistral' }),
+        400,
+        'invalid_parameter',
+        'default_upstream: must be one of auto, anthropic',
+      );
       expectEnvelope(await put('gemini', token, { api_key: 'k' }), 400, 'ai_provider_unsupported', 'anthropic, openai, openrouter');
     });
   });
@@ -407,13 +422,26 @@ describe('own AI providers on the full stack (MariaDB, Redis)', function () {
       expect(listed[1]).to.deep.include({ verified: true, key_hint: hintOf(openai.key), default_model: 'gpt-4o', models_count: 4, last_error: null });
       expect(listed[1].verified_at).to.equal((r.body.provider as Body).verified_at);
       expect((await s.api('DELETE', '/ai/providers/openai', token)).status).to.equal(200);
-      expect(((await s.api('GET', '/ai/providers', token)).body.providers as Body[])[1]).to.deep.equal({ provider: 'openai', label: 'OpenAI', verified: false });
+      expect(((await s.api('GET', '/ai/providers', token)).body.providers as Body[])[1]).to.deep.equal({
+        provider: 'openai',
+        label: 'OpenAI',
+        verified: false,
+      });
     });
 
     it('a provider that cannot be reached is 503 ai_provider_unavailable, for a key (nothing stored) and for a model list', async () => {
       const token = await s.byok();
-      expectEnvelope(await s.api('PUT', '/ai/providers/anthropic', token, { api_key: 'sk-ant-api03-anyKey000000000000' }), 503, 'ai_provider_unavailable', 'Anthropic could not be reached');
-      expect(((await s.api('GET', '/ai/providers', token)).body.providers as Body[])[0]).to.deep.equal({ provider: 'anthropic', label: 'Anthropic', verified: false });
+      expectEnvelope(
+        await s.api('PUT', '/ai/providers/anthropic', token, { api_key: 'sk-ant-api03-anyKey000000000000' }),
+        503,
+        'ai_provider_unavailable',
+        'Anthropic could not be reached',
+      );
+      expect(((await s.api('GET', '/ai/providers', token)).body.providers as Body[])[0]).to.deep.equal({
+        provider: 'anthropic',
+        label: 'Anthropic',
+        verified: false,
+      });
       expectEnvelope(await s.api('GET', '/ai/models?provider=openrouter', token), 503, 'ai_provider_unavailable', 'OpenRouter could not be reached');
     });
   });

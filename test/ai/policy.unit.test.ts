@@ -27,7 +27,11 @@ describe('own-provider policy', () => {
   describe('providerRecord', () => {
     it('shows a provider without a stored key as provider, label and verified only', () => {
       expect(providerRecord('openai', null)).to.deep.equal({ provider: 'openai', label: 'OpenAI', verified: false });
-      expect(providerRecord('openai', row({ provider: 'openai', keySealed: null, verified: false }))).to.deep.equal({ provider: 'openai', label: 'OpenAI', verified: false });
+      expect(providerRecord('openai', row({ provider: 'openai', keySealed: null, verified: false }))).to.deep.equal({
+        provider: 'openai',
+        label: 'OpenAI',
+        verified: false,
+      });
     });
 
     it('shows a stored key by its hint only, with what its verification found', () => {
@@ -50,7 +54,10 @@ describe('own-provider policy', () => {
     });
 
     it('shows a rejected key unverified, with the reason and without verified_at or models_count', () => {
-      const r = providerRecord('openai', row({ provider: 'openai', verified: false, verifiedAt: null, modelsCount: null, lastError: 'OpenAI rejected the API key' }));
+      const r = providerRecord(
+        'openai',
+        row({ provider: 'openai', verified: false, verifiedAt: null, modelsCount: null, lastError: 'OpenAI rejected the API key' }),
+      );
       expect(r).to.deep.equal({ provider: 'openai', label: 'OpenAI', verified: false, key_hint: 'sk-a…cdef', last_error: 'OpenAI rejected the API key' });
     });
 

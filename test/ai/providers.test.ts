@@ -79,7 +79,9 @@ for (const kind of ['anthropic', 'openai', 'openrouter'] as const) {
     });
 
     it("a task: sends every image after its label, in order, then the task's text, system and schema; its check decides the answer", async () => {
-      const jpeg = await sharp({ create: { width: 3, height: 2, channels: 3, background: '#f00' } }).jpeg().toBuffer();
+      const jpeg = await sharp({ create: { width: 3, height: 2, channels: 3, background: '#f00' } })
+        .jpeg()
+        .toBuffer();
       const task = {
         system: 'You answer prompts about images.',
         text: 'Prompt 1: which colour?',
@@ -99,11 +101,13 @@ for (const kind of ['anthropic', 'openai', 'openrouter'] as const) {
       expect((await failureOf(client().analyze({ ...simple, images, task }))).note).to.equal('not red');
       const body = fake.of('analyze')[0]!.body as Record<string, unknown>;
       const messages = body.messages as { role: string; content: Record<string, unknown>[] }[];
-      const parts = messages.find((m) => m.role === 'user')!.content.map((c) => {
-        if (c.type === 'text') return `text:${c.text}`;
-        const data = c.type === 'image' ? (c.source as { data: string }).data : (c.image_url as { url: string }).url.replace(/^data:[^,]+,/, '');
-        return `image:${Buffer.from(data, 'base64').equals(PNG_1X1) ? 'png' : Buffer.from(data, 'base64').equals(jpeg) ? 'jpeg' : '?'}`;
-      });
+      const parts = messages
+        .find((m) => m.role === 'user')!
+        .content.map((c) => {
+          if (c.type === 'text') return `text:${c.text}`;
+          const data = c.type === 'image' ? (c.source as { data: string }).data : (c.image_url as { url: string }).url.replace(/^data:[^,]+,/, '');
+          return `image:${Buffer.from(data, 'base64').equals(PNG_1X1) ? 'png' : Buffer.from(data, 'base64').equals(jpeg) ? 'jpeg' : '?'}`;
+        });
       expect(parts).to.deep.equal(['text:Image 1 (a.png):', 'image:png', 'text:Image 2 (b.jpeg):', 'image:jpeg', 'text:Prompt 1: which colour?']);
       const s = sent(kind, fake.of('analyze')[0]!);
       expect(s.system).to.equal('You answer prompts about images.');

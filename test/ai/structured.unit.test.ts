@@ -77,10 +77,12 @@ describe('structured schemas', () => {
   });
 
   it('checks answers against the exact definitions, whichever schema was sent', () => {
-    expect(validationSchema(largestFields()).properties).to.have.property('field_0').that.deep.equals({
-      type: 'string',
-      enum: Array.from({ length: 100 }, (_, j) => `f0_option_${j}`),
-    });
+    expect(validationSchema(largestFields()).properties)
+      .to.have.property('field_0')
+      .that.deep.equals({
+        type: 'string',
+        enum: Array.from({ length: 100 }, (_, j) => `f0_option_${j}`),
+      });
   });
 });
 

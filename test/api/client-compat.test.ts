@@ -74,7 +74,12 @@ describe('client compatibility over HTTP', function () {
       expectEnvelope(await api('GET', '/account_limits?mcp=banana'), 400, 'invalid_parameter', 'mcp: marks a call from an official client');
       expectEnvelope(await api('GET', '/account_limits?colour=red'), 400, 'invalid_parameter', 'colour');
       expectEnvelope(await api('GET', '/screenshot_configs?mcp=true&colour=red'), 400, 'invalid_parameter', 'Unknown parameter "colour"');
-      expectEnvelope(await api('POST', '/screenshot_configs', { json: { mcp: true, url: 'https://example.com', colour: 'red' } }), 400, 'invalid_parameter', 'Unknown parameter "colour"');
+      expectEnvelope(
+        await api('POST', '/screenshot_configs', { json: { mcp: true, url: 'https://example.com', colour: 'red' } }),
+        400,
+        'invalid_parameter',
+        'Unknown parameter "colour"',
+      );
     });
   });
 
@@ -97,7 +102,11 @@ describe('client compatibility over HTTP', function () {
     const url = 'https://example.com/pricing';
     let id = '';
     before(async () => {
-      const created = await call(sys.broker, 'scheduler.create', { accountId, input: { given: { url, wait: 100 }, options: { url, wait: 100 } }, jobId: 'job-1' });
+      const created = await call(sys.broker, 'scheduler.create', {
+        accountId,
+        input: { given: { url, wait: 100 }, options: { url, wait: 100 } },
+        jobId: 'job-1',
+      });
       id = created.ids.screenshot_config_id;
     });
 
@@ -110,7 +119,12 @@ describe('client compatibility over HTTP', function () {
 
     it('that carries nothing to change is refused (the npm client sends {}), and the configuration is unchanged', async () => {
       for (const json of [{}, { mcp: true }, undefined]) {
-        expectEnvelope(await api('PATCH', `/screenshot_configs/${id}`, json === undefined ? {} : { json }), 400, 'invalid_parameter', 'No parameter to change arrived');
+        expectEnvelope(
+          await api('PATCH', `/screenshot_configs/${id}`, json === undefined ? {} : { json }),
+          400,
+          'invalid_parameter',
+          'No parameter to change arrived',
+        );
       }
       expect((await call(sys.broker, 'scheduler.get', { accountId, id })).options).to.deep.include({ url, wait: 250 });
     });
@@ -121,7 +135,11 @@ describe('client compatibility over HTTP', function () {
     async function everywhere(options: Record<string, unknown>, token = key): Promise<HttpAnswer[]> {
       const owner = (await call(sys.broker, 'billing.authenticate', { token })).accountId;
       const url = 'https://example.com/';
-      const stored = await call(sys.broker, 'scheduler.create', { accountId: owner, input: { given: { url, ...options }, options: { url, ...options } }, jobId: 'j' });
+      const stored = await call(sys.broker, 'scheduler.create', {
+        accountId: owner,
+        input: { given: { url, ...options }, options: { url, ...options } },
+        jobId: 'j',
+      });
       const id = stored.ids.screenshot_config_id;
       const auth = { authorization: `Bearer ${token}` };
       return [
@@ -151,10 +169,14 @@ describe('client compatibility over HTTP', function () {
       await call(sys.broker, 'billing.setPlan', { accountId: account.account_id, plan: 'free' });
       const answers = [
         ...(await everywhere({ custom_proxy_id: 7 }, account.access_token)),
-        await request(sys.base, 'POST', `/screenshot_configs/${stored.ids.screenshot_config_id}/capture`, { headers: { authorization: `Bearer ${account.access_token}` } }),
+        await request(sys.base, 'POST', `/screenshot_configs/${stored.ids.screenshot_config_id}/capture`, {
+          headers: { authorization: `Bearer ${account.access_token}` },
+        }),
       ];
       for (const r of answers) expectEnvelope(r, 402, 'byo_proxy_plan_required');
-      const limits = await request<{ results: { screenshot_current_month_usage: number } }>(sys.base, 'GET', '/account_limits', { headers: { authorization: `Bearer ${account.access_token}` } });
+      const limits = await request<{ results: { screenshot_current_month_usage: number } }>(sys.base, 'GET', '/account_limits', {
+        headers: { authorization: `Bearer ${account.access_token}` },
+      });
       expect(limits.body.results.screenshot_current_month_usage).to.equal(0);
     });
   });

@@ -98,7 +98,7 @@ describe('client shapes: headers and cookies in every form the clients send', ()
 });
 
 describe('client shapes: multi_step_actions, booleans, numbers as text', () => {
-  it("takes each step as its own JSON text (n8n 0.1: multi_step_actions[0]={...})", () => {
+  it('takes each step as its own JSON text (n8n 0.1: multi_step_actions[0]={...})', () => {
     const v = snap({ multi_step_actions: ['{"type":"click","selector":"#login"}', '{"type":"wait","value":"500"}'] });
     expect(v.multi_step_actions).to.deep.equal([
       { type: 'click', selector: '#login' },

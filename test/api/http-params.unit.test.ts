@@ -37,7 +37,10 @@ describe("http: a route's declared params are validated before its handler", () 
   it('hands the handler the typed values of its shape, and the parameters as sent', async () => {
     expect((await get('/options?url=https://example.com&wait=250&fullpage=yes&api_key=secret')).statusCode).to.equal(200);
     expect(seen).to.deep.equal([
-      { params: { url: 'https://example.com', wait: 250, fullpage: true }, raw: { url: 'https://example.com', wait: '250', fullpage: 'yes', api_key: 'secret' } },
+      {
+        params: { url: 'https://example.com', wait: 250, fullpage: true },
+        raw: { url: 'https://example.com', wait: '250', fullpage: 'yes', api_key: 'secret' },
+      },
     ]);
     seen.length = 0;
     expect((await get('/paged?limit=5&order=asc&after=1700000000')).statusCode).to.equal(200);

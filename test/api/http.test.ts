@@ -114,14 +114,24 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
       expectEnvelope(await request(sys.base, 'GET', snap({ access_token: free, image_format: 'gif' })), 400, 'invalid_parameter', 'jpeg, png, webp, pdf');
     });
     it('a string where a number belongs is 400 invalid_parameter', async () => {
-      expectEnvelope(await request(sys.base, 'GET', snap({ access_token: free, page_width: 'wide' })), 400, 'invalid_parameter', 'page_width: must be a whole number');
+      expectEnvelope(
+        await request(sys.base, 'GET', snap({ access_token: free, page_width: 'wide' })),
+        400,
+        'invalid_parameter',
+        'page_width: must be a whole number',
+      );
     });
     it('a malformed JSON body is 400 invalid_parameter', async () => {
       const r = await request(sys.base, 'POST', `/snap?access_token=${free}`, { body: '{"url": ', headers: { 'content-type': 'application/json' } });
       expectEnvelope(r, 400, 'invalid_parameter', 'JSON body could not be parsed');
     });
     it('a JSON body that is not an object is 400 invalid_parameter', async () => {
-      expectEnvelope(await request(sys.base, 'POST', `/snap?access_token=${free}`, { json: ['https://example.com'] }), 400, 'invalid_parameter', 'must be a JSON object');
+      expectEnvelope(
+        await request(sys.base, 'POST', `/snap?access_token=${free}`, { json: ['https://example.com'] }),
+        400,
+        'invalid_parameter',
+        'must be a JSON object',
+      );
     });
     it('an unknown route is 404 not_found in the envelope', async () => {
       expectEnvelope(await request(sys.base, 'GET', '/screenshot?url=x'), 404, 'not_found', 'GET /screenshot');
@@ -129,34 +139,64 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
       expectEnvelope(await request(sys.base, 'DELETE', '/screenshot'), 404, 'not_found');
     });
     it('a body over the size limit is 413 payload_too_large', async () => {
-      expectEnvelope(await request(sys.base, 'POST', '/snap', { json: { access_token: free, url: 'https://example.com', css_inject: 'x'.repeat(5000) } }), 413, 'payload_too_large');
+      expectEnvelope(
+        await request(sys.base, 'POST', '/snap', { json: { access_token: free, url: 'https://example.com', css_inject: 'x'.repeat(5000) } }),
+        413,
+        'payload_too_large',
+      );
     });
     it('an unsupported content type is 415 unsupported_media_type', async () => {
-      expectEnvelope(await request(sys.base, 'POST', '/snap', { body: '<url/>', headers: { 'content-type': 'application/xml' } }), 415, 'unsupported_media_type');
+      expectEnvelope(
+        await request(sys.base, 'POST', '/snap', { body: '<url/>', headers: { 'content-type': 'application/xml' } }),
+        415,
+        'unsupported_media_type',
+      );
     });
   });
 
   describe('plan and addon gates, decided before any credit is reserved', () => {
     it('own AI on the free plan is 402 byok_plan_required', async () => {
-      expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token: free, url: 'https://example.com', ai_provider: 'anthropic' })}`), 402, 'byok_plan_required');
+      expectEnvelope(
+        await request(sys.base, 'GET', `/snap?${qs({ access_token: free, url: 'https://example.com', ai_provider: 'anthropic' })}`),
+        402,
+        'byok_plan_required',
+      );
       expect(await screenshotsUsed(sys, free)).to.equal(0);
     });
     it('own AI on a paid plan without the addon is 402 byok_addon_required', async () => {
-      expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token: paid, url: 'https://example.com', ai_provider: 'openrouter' })}`), 402, 'byok_addon_required');
+      expectEnvelope(
+        await request(sys.base, 'GET', `/snap?${qs({ access_token: paid, url: 'https://example.com', ai_provider: 'openrouter' })}`),
+        402,
+        'byok_addon_required',
+      );
       expect(await screenshotsUsed(sys, paid)).to.equal(0);
     });
     it('an own proxy on the free plan is 402 byo_proxy_plan_required', async () => {
-      expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token: free, url: 'https://example.com', custom_proxy_id: 1 })}`), 402, 'byo_proxy_plan_required');
+      expectEnvelope(
+        await request(sys.base, 'GET', `/snap?${qs({ access_token: free, url: 'https://example.com', custom_proxy_id: 1 })}`),
+        402,
+        'byo_proxy_plan_required',
+      );
     });
     it('an own proxy on a paid plan without the addon is 402 byo_proxy_addon_required', async () => {
-      expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token: paid, url: 'https://example.com', custom_proxy_id: 1 })}`), 402, 'byo_proxy_addon_required');
+      expectEnvelope(
+        await request(sys.base, 'GET', `/snap?${qs({ access_token: paid, url: 'https://example.com', custom_proxy_id: 1 })}`),
+        402,
+        'byo_proxy_addon_required',
+      );
       expect(await screenshotsUsed(sys, paid)).to.equal(0);
     });
     it('an unknown AI provider is 400 ai_provider_unsupported, and structured fields without an analysis 400 naming them', async () => {
-      expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token: paid, url: 'https://example.com', ai_provider: 'gemini' })}`), 400, 'ai_provider_unsupported');
+      expectEnvelope(
+        await request(sys.base, 'GET', `/snap?${qs({ access_token: paid, url: 'https://example.com', ai_provider: 'gemini' })}`),
+        400,
+        'ai_provider_unsupported',
+      );
       // Their definitions are checked after the gates, provider and model (test/ai/capture-analysis.test.ts).
       expectEnvelope(
-        await request(sys.base, 'POST', '/snap', { json: { access_token: paid, url: 'https://example.com', ai_structured_fields: [{ name: 'x', type: 'enum' }] } }),
+        await request(sys.base, 'POST', '/snap', {
+          json: { access_token: paid, url: 'https://example.com', ai_structured_fields: [{ name: 'x', type: 'enum' }] },
+        }),
         400,
         'invalid_parameter',
         'ai_structured_fields: requires analyze_image_with_ai=true',
@@ -169,7 +209,12 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
       await call(sys.broker, 'billing.upsertPlan', { name: 'empty', paid: false, screenshot_limit: 0 });
       const { access_token } = await sys.account('empty');
       // ttl=0: no saved capture may be reused, so billing is asked at once.
-      expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token, url: 'https://example.com', ttl: 0 })}`), 402, 'screenshot_limit_reached', '0 of 0');
+      expectEnvelope(
+        await request(sys.base, 'GET', `/snap?${qs({ access_token, url: 'https://example.com', ttl: 0 })}`),
+        402,
+        'screenshot_limit_reached',
+        '0 of 0',
+      );
     });
 
     it('counts refusals for an exhausted quota in /metrics, and each account that ran out once', async () => {
@@ -178,7 +223,8 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
       const accounts = before.value('snap_accounts_quota_exhausted', { kind: 'screenshots' }) ?? 0;
       await call(sys.broker, 'billing.upsertPlan', { name: 'empty', paid: false, screenshot_limit: 0 });
       const { access_token } = await sys.account('empty');
-      for (let i = 0; i < 2; i++) expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token, url: 'https://example.com', ttl: 0 })}`), 402, 'screenshot_limit_reached');
+      for (let i = 0; i < 2; i++)
+        expectEnvelope(await request(sys.base, 'GET', `/snap?${qs({ access_token, url: 'https://example.com', ttl: 0 })}`), 402, 'screenshot_limit_reached');
       const after = await scrape(sys.base);
       expect(after.value('snap_quota_refusals_total', { kind: 'screenshots' })).to.equal(refusals + 2);
       expect(after.value('snap_accounts_quota_exhausted', { kind: 'screenshots' })).to.equal(accounts + 1);
@@ -204,7 +250,13 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
 
   describe('OpenAPI', () => {
     it('documents every endpoint with its parameters and error codes, and /docs browses it', async () => {
-      const doc = (await request<{ paths: Record<string, Record<string, { responses: Record<string, { description: string }>; parameters: Array<{ name: string }> }>> }>(sys.base, 'GET', '/openapi.json')).body;
+      const doc = (
+        await request<{ paths: Record<string, Record<string, { responses: Record<string, { description: string }>; parameters: Array<{ name: string }> }>> }>(
+          sys.base,
+          'GET',
+          '/openapi.json',
+        )
+      ).body;
       expect(doc.paths).to.include.all.keys('/snap', '/account_limits', '/health');
       const getSnap = doc.paths['/snap']?.get;
       expect(getSnap?.parameters.map((p) => p.name)).to.include.members(['url', 'wait', 'image_format', 'multi_step_actions']);

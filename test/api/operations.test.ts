@@ -14,7 +14,10 @@ import { scrape } from '../support/prometheus';
 import { type RunningSystem, runSystem } from '../support/system';
 
 const node = (p: Partial<NodePressure>): NodePressure => ({ running: 0, queued: 0, slots: 2, slots_configured: 2, queue_max: 4, recently_rejected: 0, ...p });
-const answers = (nodes: NodePressure[], failed: string[] = []): NodeAnswers<NodePressure> => ({ answers: nodes.map((value, i) => ({ nodeID: `n${i}`, value })), failed });
+const answers = (nodes: NodePressure[], failed: string[] = []): NodeAnswers<NodePressure> => ({
+  answers: nodes.map((value, i) => ({ nodeID: `n${i}`, value })),
+  failed,
+});
 
 describe('cluster pressure and readiness from the capture nodes', () => {
   it('sums the nodes, and stays available while one node has a free browser or queue room', () => {
@@ -49,7 +52,9 @@ describe('cluster pressure and readiness from the capture nodes', () => {
   it('is ready once one capture node has a live browser, and says what is missing before', () => {
     expect(notReadyBecause(answers([node({ slots: 0 }), node({ slots: 1 })]))).to.equal(null);
     expect(notReadyBecause(answers([node({ slots: 0 })]))).to.contain('none has a live browser yet');
-    expect(notReadyBecause(answers([], ['n1']))).to.contain('no capture service is running').and.contain('1 capture node(s) did not answer');
+    expect(notReadyBecause(answers([], ['n1'])))
+      .to.contain('no capture service is running')
+      .and.contain('1 capture node(s) did not answer');
   });
 });
 
@@ -76,8 +81,29 @@ describe('operations endpoints of an api with no capture node (METRICS_TOKEN set
     expect(r.status).to.equal(503);
     expect(r.headers.get('content-type')).to.contain('application/json');
     expect(r.body).to.have.all.keys('pressure');
-    expect(r.body.pressure).to.include({ is_available: false, reason: 'no_capture_nodes', running: 0, queued: 0, max_concurrent: 0, nodes: 0, nodes_unreachable: 0 });
-    expect(r.body.pressure).to.have.all.keys('date', 'is_available', 'reason', 'message', 'running', 'queued', 'max_concurrent', 'max_queued', 'slots_configured', 'recently_rejected', 'nodes', 'nodes_unreachable');
+    expect(r.body.pressure).to.include({
+      is_available: false,
+      reason: 'no_capture_nodes',
+      running: 0,
+      queued: 0,
+      max_concurrent: 0,
+      nodes: 0,
+      nodes_unreachable: 0,
+    });
+    expect(r.body.pressure).to.have.all.keys(
+      'date',
+      'is_available',
+      'reason',
+      'message',
+      'running',
+      'queued',
+      'max_concurrent',
+      'max_queued',
+      'slots_configured',
+      'recently_rejected',
+      'nodes',
+      'nodes_unreachable',
+    );
   });
 
   it('refuses /metrics without METRICS_TOKEN (401 envelope), with a wrong one, and never echoes it', async () => {

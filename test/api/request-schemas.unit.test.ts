@@ -3,7 +3,6 @@ import { shapeSchema, validateShape } from '../../services/api/request-schemas';
 import type { SnapOptions } from '../../services/shared/screenshot-options';
 import { errorOf } from '../support/errors';
 
-
 describe('request schemas (generated from the option table)', () => {
   it('coerces GET and form text: numbers, booleans as true/1/yes, JSON strings', () => {
     const v = validateShape<SnapOptions>('snap', {
@@ -42,7 +41,12 @@ describe('request schemas (generated from the option table)', () => {
     ['structured fields that are not JSON', { ai_structured_fields: '[{name' }, 'invalid_ai_structured_fields', 'ai_structured_fields: must be valid JSON'],
     ['an ai_prompt over 2500 characters', { ai_prompt: 'x'.repeat(2501) }, 'invalid_parameter', 'ai_prompt: must be at most 2500 characters'],
     ['an unknown action type', { multi_step_actions: [{ type: 'dance' }] }, 'invalid_parameter', 'multi_step_actions[0].type: must be one of click'],
-    ['an analysis of an html_only capture', { analyze_image_with_ai: 'true', html_only: 'true' }, 'invalid_parameter', 'analyze_image_with_ai: an analysis reads the captured image'],
+    [
+      'an analysis of an html_only capture',
+      { analyze_image_with_ai: 'true', html_only: 'true' },
+      'invalid_parameter',
+      'analyze_image_with_ai: an analysis reads the captured image',
+    ],
     ['a repeated query parameter', { wait: ['1', '2'] }, 'invalid_parameter', 'wait: must be'],
   ];
   for (const [what, params, code, fragment] of cases) {

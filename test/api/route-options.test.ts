@@ -27,7 +27,8 @@ describe('route options that cannot be carried out are refused, not ignored', ()
     await cleanup();
   });
 
-  const snap = (params: Record<string, string | number | boolean>) => request(sys.base, 'GET', `/snap?${qs({ access_token: key, url: 'https://example.com', ...params })}`);
+  const snap = (params: Record<string, string | number | boolean>) =>
+    request(sys.base, 'GET', `/snap?${qs({ access_token: key, url: 'https://example.com', ...params })}`);
   const create = (params: Record<string, unknown>) =>
     request(sys.base, 'POST', '/screenshot_configs', { headers: { authorization: `Bearer ${key}` }, json: { url: 'https://example.com', ...params } });
 

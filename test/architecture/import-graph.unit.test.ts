@@ -58,11 +58,15 @@ function refusal(from: string, to: string): string | null {
   const a = placeOf(from);
   const b = placeOf(to);
   if (a.kind === 'runtime' || a.kind === 'bin' || a.kind === 'other') return null;
-  if (b.kind === 'runtime' || b.kind === 'bin' || b.kind === 'other') return `${from} imports ${to}: services/ never imports the runtime, bin/ or files outside services/`;
+  if (b.kind === 'runtime' || b.kind === 'bin' || b.kind === 'other')
+    return `${from} imports ${to}: services/ never imports the runtime, bin/ or files outside services/`;
   if (a.kind === 'shared') return b.kind === 'shared' ? null : `${from} imports ${to}: the kernel (services/shared/) imports only the kernel`;
   if (b.kind === 'shared') return null;
   if (a.kind === 'service' && b.kind === 'service' && (b.service === a.service || b.isPublic)) return null;
-  return `${from} imports ${to}: a service imports services/shared/, itself and other services' public/ only (publish it in services/${(b as { service: string }).service}/public/)`;
+  return (
+    `${from} imports ${to}: a service imports services/shared/, itself and other services' public/ only (publish it in ` +
+    `services/${(b as { service: string }).service}/public/)`
+  );
 }
 
 /** The cycles of a graph (its strongly connected components of more than one node, or a node importing itself). */
@@ -109,13 +113,15 @@ describe('the import graph of services/ (the layering rule)', () => {
     expect([...graph.values()].flat().length).to.be.greaterThan(300);
   });
 
-  it('the kernel imports only the kernel; a service imports the kernel, itself and other services\' public/ only', () => {
+  it("the kernel imports only the kernel; a service imports the kernel, itself and other services' public/ only", () => {
     const refusals = [...graph].flatMap(([from, tos]) => tos.map((to) => refusal(from, to)).filter((r): r is string => r !== null));
     expect(refusals).to.deep.equal([]);
   });
 
   it('has no import cycle among the modules of services/, type-only imports included', () => {
-    const services = new Map([...graph].filter(([f]) => f.startsWith(`services${path.sep}`)).map(([f, tos]) => [f, tos.filter((t) => t.startsWith(`services${path.sep}`))]));
+    const services = new Map(
+      [...graph].filter(([f]) => f.startsWith(`services${path.sep}`)).map(([f, tos]) => [f, tos.filter((t) => t.startsWith(`services${path.sep}`))]),
+    );
     expect(cyclesOf(services)).to.deep.equal([]);
   });
 
@@ -125,10 +131,19 @@ describe('the import graph of services/ (the layering rule)', () => {
     expect(refusal('services/api/http.ts', 'runtime/system.ts')).to.contain('never imports the runtime');
     expect(refusal('services/api/http.ts', 'services/capture/public/thumbnail-names.ts')).to.equal(null);
     expect(refusal('runtime/system.ts', 'services/capture/capture.service.ts')).to.equal(null);
-    expect(cyclesOf(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']], ['d', ['d']], ['e', []]]))).to.deep.equal([['a', 'b', 'c'], ['d']]);
-    expect(importsOf('services/x/y.ts', "import type { A } from '../shared/errors';\nexport { B } from './z';".replace('./z', '../shared/config'))).to.deep.equal([
-      path.join('services', 'shared', 'errors.ts'),
-      path.join('services', 'shared', 'config.ts'),
-    ]);
+    expect(
+      cyclesOf(
+        new Map([
+          ['a', ['b']],
+          ['b', ['c']],
+          ['c', ['a']],
+          ['d', ['d']],
+          ['e', []],
+        ]),
+      ),
+    ).to.deep.equal([['a', 'b', 'c'], ['d']]);
+    expect(
+      importsOf('services/x/y.ts', "import type { A } from '../shared/errors';\nexport { B } from './z';".replace('./z', '../shared/config')),
+    ).to.deep.equal([path.join('services', 'shared', 'errors.ts'), path.join('services', 'shared', 'config.ts')]);
   });
 });

@@ -19,7 +19,26 @@ const ROOT = path.resolve(__dirname, '..', '..', '..');
 function page(snapBlock: string, ttlBlock: string): string {
   const s = resultsMarkers('snap');
   const t = resultsMarkers('ttl');
-  return ['# Benchmark', '', 'Method.', '', '## Current results', '', s.begin, snapBlock, s.end, '', t.begin, ttlBlock, t.end, '', '## What the figures show', '', 'Prose.', ''].join('\n');
+  return [
+    '# Benchmark',
+    '',
+    'Method.',
+    '',
+    '## Current results',
+    '',
+    s.begin,
+    snapBlock,
+    s.end,
+    '',
+    t.begin,
+    ttlBlock,
+    t.end,
+    '',
+    '## What the figures show',
+    '',
+    'Prose.',
+    '',
+  ].join('\n');
 }
 
 describe('bench: the results written into docs/benchmark.md', () => {
@@ -27,7 +46,9 @@ describe('bench: the results written into docs/benchmark.md', () => {
     const before = page('old snap table', 'old ttl table');
     const after = withResults(before, 'snap', '# Benchmark: GET /snap\n\n| a | b |\n|---|---|\n| 1 | 2 |');
     expect(after).to.equal(page('\n### Benchmark: GET /snap\n\n| a | b |\n|---|---|\n| 1 | 2 |\n', 'old ttl table'));
-    expect(withResults(after, 'ttl', '## A ttl hit\n\nnew')).to.equal(page('\n### Benchmark: GET /snap\n\n| a | b |\n|---|---|\n| 1 | 2 |\n', '\n### A ttl hit\n\nnew\n'));
+    expect(withResults(after, 'ttl', '## A ttl hit\n\nnew')).to.equal(
+      page('\n### Benchmark: GET /snap\n\n| a | b |\n|---|---|\n| 1 | 2 |\n', '\n### A ttl hit\n\nnew\n'),
+    );
   });
 
   it('is stable: writing the same report twice gives the same page', () => {
@@ -81,7 +102,15 @@ describe('bench: the results written into docs/benchmark.md', () => {
   });
 
   it('each bench script publishes into its own block', () => {
-    const scripts: Record<ResultsSection, string> = { snap: 'bench.ts', mix: 'mix.ts', soak: 'soak.ts', lists: 'lists.ts', ttl: 'ttl.ts', stack: 'stack.ts', fairness: 'fairness.ts' };
+    const scripts: Record<ResultsSection, string> = {
+      snap: 'bench.ts',
+      mix: 'mix.ts',
+      soak: 'soak.ts',
+      lists: 'lists.ts',
+      ttl: 'ttl.ts',
+      stack: 'stack.ts',
+      fairness: 'fairness.ts',
+    };
     for (const section of SECTIONS) {
       const source = fs.readFileSync(path.join(ROOT, 'bench', scripts[section]), 'utf8');
       expect(source, scripts[section]).to.include(`publishResults('${section}',`);

@@ -15,7 +15,11 @@ function times(n: number, median: number, seed: number): number[] {
   });
 }
 
-const p50 = (xs: number[]) => percentile([...xs].sort((x, y) => x - y), 0.5);
+const p50 = (xs: number[]) =>
+  percentile(
+    [...xs].sort((x, y) => x - y),
+    0.5,
+  );
 
 describe('bench statistics', () => {
   it('percentile is the nearest rank', () => {

@@ -41,7 +41,11 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       expect(JSON.stringify(stored)).not.to.contain(access_token);
       expect(stored[0].key_hash).to.equal(hashApiKey(access_token));
       const ctx = await repo.byToken(access_token);
-      expect(ctx).to.deep.equal({ accountId: account_id, plan: { name: 'paid', paid: true, screenshot_limit: 10000, max_concurrent: 1, max_queued: 8 }, addons: { byo_ai: 1, bandwidth_2gb: 2 } });
+      expect(ctx).to.deep.equal({
+        accountId: account_id,
+        plan: { name: 'paid', paid: true, screenshot_limit: 10000, max_concurrent: 1, max_queued: 8 },
+        addons: { byo_ai: 1, bandwidth_2gb: 2 },
+      });
     });
 
     it('revokes the old key at once when the key is rotated', async () => {
@@ -64,11 +68,24 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
 
     it("sets a plan's concurrency limits, changing only the fields given, and refuses numbers out of range", async () => {
       // A new plan takes the default limits.
-      expect(await repo.upsertPlan({ name: 'team', screenshot_limit: 5000 })).to.deep.equal({ name: 'team', paid: true, screenshot_limit: 5000, max_concurrent: 1, max_queued: 8 });
-      expect(await repo.upsertPlan({ name: 'team', max_concurrent: 4, max_queued: 0 })).to.deep.equal({ name: 'team', paid: true, screenshot_limit: 5000, max_concurrent: 4, max_queued: 0 });
+      expect(await repo.upsertPlan({ name: 'team', screenshot_limit: 5000 })).to.deep.equal({
+        name: 'team',
+        paid: true,
+        screenshot_limit: 5000,
+        max_concurrent: 1,
+        max_queued: 8,
+      });
+      expect(await repo.upsertPlan({ name: 'team', max_concurrent: 4, max_queued: 0 })).to.deep.equal({
+        name: 'team',
+        paid: true,
+        screenshot_limit: 5000,
+        max_concurrent: 4,
+        max_queued: 0,
+      });
       const { account_id } = await repo.create('team', {});
       expect((await repo.byId(account_id))?.plan).to.deep.include({ max_concurrent: 4, max_queued: 0 });
-      const refused = async (fields: Record<string, number>) => (await repo.upsertPlan({ name: 'team', ...fields }).catch((e) => e)) as Error & { type: string };
+      const refused = async (fields: Record<string, number>) =>
+        (await repo.upsertPlan({ name: 'team', ...fields }).catch((e) => e)) as Error & { type: string };
       expect((await refused({ max_concurrent: 0 })).message).to.equal('max_concurrent must be a whole number from 1 to 10000.');
       expect((await refused({ max_queued: -1 })).message).to.equal('max_queued must be a whole number from 0 to 10000.');
       expect((await refused({ max_queued: 1.5 })).type).to.equal('invalid_parameter');

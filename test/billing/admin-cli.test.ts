@@ -17,10 +17,16 @@ describe('admin CLI: plans set and plans list', function () {
       const listed = runScript('bin/admin.js', ['plans', 'list'], env);
       expect(listed).to.contain('paid  paid  10000 screenshots/month  4 at once, 16 waiting');
       expect(listed).to.contain('free  free  25 screenshots/month  1 at once, 2 waiting');
-      const bad = spawnSync(process.execPath, [path.resolve(__dirname, '..', '..', 'bin', 'admin.js'), 'plans', 'set', 'paid', '--concurrency', 'many'], { env: { ...process.env, ...env }, encoding: 'utf8' });
+      const bad = spawnSync(process.execPath, [path.resolve(__dirname, '..', '..', 'bin', 'admin.js'), 'plans', 'set', 'paid', '--concurrency', 'many'], {
+        env: { ...process.env, ...env },
+        encoding: 'utf8',
+      });
       expect(bad.status).to.equal(2);
       expect(bad.stderr).to.contain('--concurrency must be a whole number, got "many"');
-      const zero = spawnSync(process.execPath, [path.resolve(__dirname, '..', '..', 'bin', 'admin.js'), 'plans', 'set', 'paid', '--concurrency', '0'], { env: { ...process.env, ...env }, encoding: 'utf8' });
+      const zero = spawnSync(process.execPath, [path.resolve(__dirname, '..', '..', 'bin', 'admin.js'), 'plans', 'set', 'paid', '--concurrency', '0'], {
+        env: { ...process.env, ...env },
+        encoding: 'utf8',
+      });
       expect(zero.status).to.equal(2);
       expect(zero.stderr).to.contain('max_concurrent must be a whole number from 1 to 10000.');
     } finally {

@@ -70,7 +70,9 @@ describe('withCredits (billing stubbed)', () => {
 
   it('lets onFailure keep the credit pending (another run settles it) and runs it before the refund', async () => {
     const b = billing();
-    const held = await withCredits(b.broker, { account, amounts: { screenshots: 1 } }, () => Promise.reject(new Error('x')), { onFailure: async () => 'hold' }).catch((e) => e);
+    const held = await withCredits(b.broker, { account, amounts: { screenshots: 1 } }, () => Promise.reject(new Error('x')), {
+      onFailure: async () => 'hold',
+    }).catch((e) => e);
     expect(held).to.be.an('error');
     expect(b.calls()).to.deep.equal(['billing.reserve']);
 
@@ -89,7 +91,9 @@ describe('withCredits (billing stubbed)', () => {
   it('answers the work’s error, not the refund’s, when the refund fails too', async () => {
     const b = billing();
     b.call.withArgs('billing.refund').rejects(new Error('billing is down'));
-    const err = await withCredits(b.broker, { account, amounts: { screenshots: 1 } }, () => Promise.reject(serviceError('capture_timeout', 'slow'))).catch((e) => e);
+    const err = await withCredits(b.broker, { account, amounts: { screenshots: 1 } }, () => Promise.reject(serviceError('capture_timeout', 'slow'))).catch(
+      (e) => e,
+    );
     expect(err.type).to.equal('capture_timeout');
   });
 
@@ -105,13 +109,15 @@ describe('withCredits (billing stubbed)', () => {
 describe('withCaptureCredits (billing stubbed)', () => {
   /** Billing whose reservations carry what was asked; `log()` lists "action kind" in order. */
   function kinds() {
-    const call = sinon.stub().callsFake(async (action: string, params: { amounts?: Record<string, number>; reservationId?: string; reservation?: Reservation }) => {
-      if (action === 'billing.reserve' || action === 'billing.reserveFor') {
-        if (params.amounts?.ai_credits && refuseAi) throw serviceError('ai_credits_exhausted', 'used up');
-        return { id: params.reservationId ?? Object.keys(params.amounts ?? {}).join(), accountId: 'acc1', month: '2026-11', amounts: params.amounts ?? {} };
-      }
-      return {};
-    });
+    const call = sinon
+      .stub()
+      .callsFake(async (action: string, params: { amounts?: Record<string, number>; reservationId?: string; reservation?: Reservation }) => {
+        if (action === 'billing.reserve' || action === 'billing.reserveFor') {
+          if (params.amounts?.ai_credits && refuseAi) throw serviceError('ai_credits_exhausted', 'used up');
+          return { id: params.reservationId ?? Object.keys(params.amounts ?? {}).join(), accountId: 'acc1', month: '2026-11', amounts: params.amounts ?? {} };
+        }
+        return {};
+      });
     let refuseAi = false;
     const log = () =>
       call.getCalls().map((c) => {
@@ -155,7 +161,10 @@ describe('withCaptureCredits (billing stubbed)', () => {
 
   it('names the AI reservation after the screenshot one, and holds both when the policy holds', async () => {
     const b = kinds();
-    await withCaptureCredits(b.broker, { accountId: 'acc1', amounts: { screenshots: 1 }, reservationId: 'job:j1' }, true, async () => ({ ai: false }), { analysed, settle: () => 'hold' });
+    await withCaptureCredits(b.broker, { accountId: 'acc1', amounts: { screenshots: 1 }, reservationId: 'job:j1' }, true, async () => ({ ai: false }), {
+      analysed,
+      settle: () => 'hold',
+    });
     expect(b.call.getCalls().map((c) => (c.args[1] as { reservationId?: string }).reservationId)).to.deep.equal(['job:j1', 'job:j1:ai']);
     expect(b.log()).to.deep.equal(['reserveFor screenshots', 'reserveFor ai_credits']);
   });

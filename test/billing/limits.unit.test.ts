@@ -10,7 +10,12 @@ describe('billing limits (spec, Limits)', () => {
   });
 
   it('ignores addons on the free plan (they are sold on paid plans)', () => {
-    expect(limitsFor({ plan: free, addons: { ai_credits: 1, bandwidth_2gb: 3 } })).to.deep.equal({ screenshots: 25, bandwidth_bytes: 33_554_432, ai_credits: 25, research_domains: 25 });
+    expect(limitsFor({ plan: free, addons: { ai_credits: 1, bandwidth_2gb: 3 } })).to.deep.equal({
+      screenshots: 25,
+      bandwidth_bytes: 33_554_432,
+      ai_credits: 25,
+      research_domains: 25,
+    });
   });
 
   it('adds 1000 AI credits per ai_credits addon and 2 GiB per bandwidth unit on a paid plan, which researches 1000 domains a month', () => {

@@ -26,7 +26,12 @@ export function behavesAsAUsageStore(name: string, make: () => { store: UsageSto
 
     it('reserves up to the limit and refuses the request that would pass it', async () => {
       for (let i = 0; i < 3; i++) expect(await store.reserve(reservation('a', { screenshots: 1 }), limits, expiry)).to.deep.equal({ ok: true });
-      expect(await store.reserve(reservation('a', { screenshots: 1 }), limits, expiry)).to.deep.equal({ ok: false, exceeded: 'screenshots', used: 3, limit: 3 });
+      expect(await store.reserve(reservation('a', { screenshots: 1 }), limits, expiry)).to.deep.equal({
+        ok: false,
+        exceeded: 'screenshots',
+        used: 3,
+        limit: 3,
+      });
       expect((await store.usage('a', '2026-11')).screenshots).to.equal(3);
     });
 
@@ -35,7 +40,12 @@ export function behavesAsAUsageStore(name: string, make: () => { store: UsageSto
       expect(await store.usage('b', '2026-11')).to.deep.equal({ screenshots: 0, ai_credits: 0, bandwidth_bytes: 0, research_domains: 0 });
       expect(await store.reserve(reservation('b', { screenshots: 1, ai_credits: 2 }), limits, expiry)).to.deep.equal({ ok: true });
       expect(await store.usage('b', '2026-11')).to.deep.equal({ screenshots: 1, ai_credits: 2, bandwidth_bytes: 0, research_domains: 0 });
-      expect(await store.reserve(reservation('b', { research_domains: 5 }), limits, expiry)).to.include({ ok: false, exceeded: 'research_domains', used: 0, limit: 4 });
+      expect(await store.reserve(reservation('b', { research_domains: 5 }), limits, expiry)).to.include({
+        ok: false,
+        exceeded: 'research_domains',
+        used: 0,
+        limit: 4,
+      });
       const research = reservation('b', { research_domains: 4 });
       expect(await store.reserve(research, limits, expiry)).to.deep.equal({ ok: true });
       expect((await store.usage('b', '2026-11')).research_domains).to.equal(4);

@@ -23,7 +23,8 @@ export const LOGIN = { username: 'alice', password: 's3cret' };
 export const PRICES: Record<string, string> = { s: '€89.00', m: '€94.00', l: '€99.00' };
 
 const page = (title: string, body: string, head = '') =>
-  `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>${title}</title><style>html,body{margin:0;padding:0;font:16px/1.4 sans-serif}</style>${head}</head><body>${body}</body></html>`;
+  `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>${title}</title><style>html,body{margin:0;padding:0;font:16px/1.4 ` +
+  `sans-serif}</style>${head}</head><body>${body}</body></html>`;
 
 const LOGIN_FORM = page(
   'Sign in',
@@ -63,7 +64,8 @@ const MENU = page(
   'Menu',
   `<nav><ul style="list-style:none;margin:0;padding:0;display:flex">
     <li id="products" style="position:relative;width:200px;height:40px;background:rgb(0,0,128);color:#fff">Products
-      <ul class="submenu" style="position:absolute;top:40px;left:0;margin:0;padding:0;width:200px;height:120px;background:rgb(255,0,0)"><li>Shoes</li><li>Jackets</li></ul>
+      <ul class="submenu" style="position:absolute;top:40px;left:0;margin:0;padding:0;
+        width:200px;height:120px;background:rgb(255,0,0)"><li>Shoes</li><li>Jackets</li></ul>
     </li></ul></nav>`,
   '<style>.submenu{display:none} #products:hover .submenu{display:block}</style>',
 );
@@ -80,10 +82,7 @@ const TABS = page(
   '<style>.panel{display:none}.panel.active{display:block}</style>',
 );
 
-const SEARCH = page(
-  'Search',
-  `<form action="/results" method="get"><input name="q" value="trail shoes"><button>Search</button></form>`,
-);
+const SEARCH = page('Search', `<form action="/results" method="get"><input name="q" value="trail shoes"><button>Search</button></form>`);
 
 const PAGES: Record<string, (req: http.IncomingMessage, body: string, port: number) => PageAnswer> = {
   '/login': (req, body) => {
@@ -113,7 +112,12 @@ const PAGES: Record<string, (req: http.IncomingMessage, body: string, port: numb
   }),
   '/second': () => ({ body: page('Second page', '<h1 id="title">Second page</h1>') }),
   '/box': () => ({ body: page('Box', '<div id="box" style="width:200px;height:200px;background:#fff"></div>') }),
-  '/late': () => ({ body: page('Late', '<p>loading…</p><script>setTimeout(() => document.body.insertAdjacentHTML("beforeend", "<p id=\\"late\\">late content</p>"), 1000)</script>') }),
+  '/late': () => ({
+    body: page(
+      'Late',
+      '<p>loading…</p><script>setTimeout(() => document.body.insertAdjacentHTML("beforeend", "<p id=\\"late\\">late content</p>"), 1000)</script>',
+    ),
+  }),
   '/timer': () => ({ body: page('Timer', '<p>timer</p><script>setTimeout(() => { document.body.dataset.timer = "fired"; }, 300)</script>') }),
   '/search': () => ({ body: SEARCH }),
   '/results': (req) => {

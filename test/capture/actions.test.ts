@@ -13,7 +13,7 @@ import type { SnapOptions } from '../../services/shared/screenshot-options';
 import { configFrom } from '../support/backends';
 import { sharedGrid } from '../support/grid';
 import { qs, request } from '../support/http';
-import type { RunningSystem, } from '../support/system';
+import type { RunningSystem } from '../support/system';
 import { pixel, screenshotsUsed, startCaptureSystem } from '../support/capture-helpers';
 import { expectEnvelope } from '../support/errors';
 import { type ActionFixtures, LOGIN, PRICES, startActionFixtures } from './action-fixtures';
@@ -251,7 +251,12 @@ describe('multi_step_actions in the capture engine', function () {
     const { capture } = configFrom({});
     pool = new BrowserPool(
       // "fixture.test" stands for a public site: Chromium resolves it to the fixture server.
-      { seleniumUrl: grid.url, chromeBin: capture.chromeBin, chromedriverBin: capture.chromedriverBin, extraArgs: ['--host-resolver-rules=MAP fixture.test 127.0.0.1'] },
+      {
+        seleniumUrl: grid.url,
+        chromeBin: capture.chromeBin,
+        chromedriverBin: capture.chromedriverBin,
+        extraArgs: ['--host-resolver-rules=MAP fixture.test 127.0.0.1'],
+      },
       { sessions: 1, queueMax: 4, queueTimeoutMs: 30_000, keepAliveMs: 20_000 },
       { log: { warn: () => undefined, info: () => undefined } },
     );
@@ -299,7 +304,12 @@ describe('multi_step_actions in the capture engine', function () {
   });
 
   it('a change step on a missing element fails with action_failed', async () => {
-    const err = await rejection(capture(open, { url: `${fx.origin}/shop`, multi_step_actions: [{ type: 'change', selector: '#gone', send_to: 'webhook', url: 'https://hooks.example.com/x' }] }));
+    const err = await rejection(
+      capture(open, {
+        url: `${fx.origin}/shop`,
+        multi_step_actions: [{ type: 'change', selector: '#gone', send_to: 'webhook', url: 'https://hooks.example.com/x' }],
+      }),
+    );
     expect(err.type).to.equal('action_failed');
     expect(err.message).to.contain('multi_step_actions[0] (change): no element matches "#gone"');
   });
@@ -307,7 +317,10 @@ describe('multi_step_actions in the capture engine', function () {
   it('a redirect step to a private address is refused by the egress policy', async () => {
     const before = fx.seen.filter((s) => s.path === '/second').length;
     const err = await rejection(
-      capture(guarded, { url: `http://fixture.test:${fx.port}/links`, multi_step_actions: [{ type: 'redirect', value: `http://127.0.0.1:${fx.port}/second` }] }),
+      capture(guarded, {
+        url: `http://fixture.test:${fx.port}/links`,
+        multi_step_actions: [{ type: 'redirect', value: `http://127.0.0.1:${fx.port}/second` }],
+      }),
     );
     expect(err.type).to.equal('url_not_allowed');
     expect(err.message).to.contain('multi_step_actions[0] (redirect)');
@@ -316,7 +329,9 @@ describe('multi_step_actions in the capture engine', function () {
 
   it('a click on a link to a private address is refused by the egress policy', async () => {
     const before = fx.seen.filter((s) => s.path === '/second').length;
-    const err = await rejection(capture(guarded, { url: `http://fixture.test:${fx.port}/private-link`, multi_step_actions: [{ type: 'click', selector: '#inside' }] }));
+    const err = await rejection(
+      capture(guarded, { url: `http://fixture.test:${fx.port}/private-link`, multi_step_actions: [{ type: 'click', selector: '#inside' }] }),
+    );
     expect(err.type).to.equal('url_not_allowed');
     expect(err.message).to.contain('multi_step_actions[0] (click)');
     expect(err.message).to.contain('127.0.0.1');
@@ -332,7 +347,10 @@ describe('multi_step_actions in the capture engine', function () {
   });
 
   it('a redirect step to a public address passes the policy', async () => {
-    const out = await capture(guarded, { url: `http://fixture.test:${fx.port}/links`, multi_step_actions: [{ type: 'redirect', value: `http://fixture.test:${fx.port}/second` }] });
+    const out = await capture(guarded, {
+      url: `http://fixture.test:${fx.port}/links`,
+      multi_step_actions: [{ type: 'redirect', value: `http://fixture.test:${fx.port}/second` }],
+    });
     expect(out.html).to.contain('<h1 id="title">Second page</h1>');
   });
 });

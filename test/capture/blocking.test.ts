@@ -31,7 +31,6 @@ import {
   startBlockingFixtures,
 } from './consent-fixtures';
 
-
 type RGB = [number, number, number];
 
 /** RGB of some pixels of one image. */
@@ -88,7 +87,11 @@ describe('page blocking decisions (EasyList, EasyPrivacy, tldts)', () => {
   });
 
   it('no_tracking blocks trackers from EasyPrivacy, and only with no_tracking', () => {
-    for (const url of ['https://www.google-analytics.com/analytics.js', 'https://www.googletagmanager.com/gtag/js?id=G-1', `http://${TRACKER_HOST}:8080/beacon.js`]) {
+    for (const url of [
+      'https://www.google-analytics.com/analytics.js',
+      'https://www.googletagmanager.com/gtag/js?id=G-1',
+      `http://${TRACKER_HOST}:8080/beacon.js`,
+    ]) {
       const req = { url, pageUrl: page, resourceType: 'Script' };
       expect(blocker.decide(req, { no_tracking: true }), url).to.include({ block: true });
       expect(blocker.decide(req, { no_tracking: true }).reason).to.match(/^EasyPrivacy /);
@@ -115,7 +118,10 @@ describe('page blocking decisions (EasyList, EasyPrivacy, tldts)', () => {
     const o = { disable_third_party_js: true };
     expect(blocker.decide({ url: 'https://static.shop-example.test/app.js', pageUrl: shop, resourceType: 'Script' }, o).block).to.equal(false);
     expect(blocker.decide({ url: 'https://www.shop-example.test/app.js', pageUrl: shop, resourceType: 'Script' }, o).block).to.equal(false);
-    expect(blocker.decide({ url: 'https://widgets.other-vendor.test/w.js', pageUrl: shop, resourceType: 'Script' }, o)).to.deep.equal({ block: true, reason: 'third-party script' });
+    expect(blocker.decide({ url: 'https://widgets.other-vendor.test/w.js', pageUrl: shop, resourceType: 'Script' }, o)).to.deep.equal({
+      block: true,
+      reason: 'third-party script',
+    });
     // Other resource types of third parties are not scripts.
     expect(blocker.decide({ url: 'https://widgets.other-vendor.test/w.png', pageUrl: shop, resourceType: 'Image' }, o).block).to.equal(false);
     expect(blocker.decide({ url: 'https://widgets.other-vendor.test/w.css', pageUrl: shop, resourceType: 'Stylesheet' }, o).block).to.equal(false);
@@ -254,7 +260,9 @@ describe('page blocking and consent on a real Selenium Grid', function () {
         url: fx.url(NEWS_HOST),
         no_ads: true,
         html_only: true,
-        js_inject: "document.body.dataset.hidden = ['ad_banner', 'ad-slot', 'tracker-slot'].map((id) => id + ':' + getComputedStyle(document.getElementById(id)).display).join(',')",
+        js_inject:
+          "document.body.dataset.hidden = ['ad_banner', 'ad-slot', 'tracker-slot'].map((id) => id + ':' + " +
+          "getComputedStyle(document.getElementById(id)).display).join(',')",
       });
       expect(r.status).to.equal(200);
       expect(r.body.html).to.contain('data-hidden="ad_banner:none,ad-slot:none,tracker-slot:block"');
@@ -369,12 +377,17 @@ describe('page blocking with the egress policy on (ALLOW_PRIVATE_NETWORKS unset)
   let sys: RunningSystem;
   let cleanup: () => Promise<void>;
   let token: string;
-  const snap = (params: Record<string, string | number | boolean>) => request(sys.base, 'GET', `/snap?${qs({ access_token: token, wait: 0, ttl: 0, ...params })}`);
+  const snap = (params: Record<string, string | number | boolean>) =>
+    request(sys.base, 'GET', `/snap?${qs({ access_token: token, wait: 0, ttl: 0, ...params })}`);
 
   before(async () => {
     fx = await startBlockingFixtures();
     // The ad hosts stand for public sites here, so the policy is the in-page one (the gateway would see loopback).
-    ({ sys, token, cleanup } = await startCaptureSystem({ CAPTURE_SESSIONS: '1', CHROME_EXTRA_ARGS: JSON.stringify([hostResolverRules()]), ...IN_PAGE_POLICY_ONLY }));
+    ({ sys, token, cleanup } = await startCaptureSystem({
+      CAPTURE_SESSIONS: '1',
+      CHROME_EXTRA_ARGS: JSON.stringify([hostResolverRules()]),
+      ...IN_PAGE_POLICY_ONLY,
+    }));
   });
   after(async () => {
     await cleanup?.();

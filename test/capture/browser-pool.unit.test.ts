@@ -40,7 +40,11 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
   }
 
   async function startPool(opts: Partial<PoolOptions> = {}, admission?: Admission): Promise<BrowserPool> {
-    pool = new BrowserPool(LAUNCH, { sessions: 2, queueMax: 2, queueTimeoutMs: QUEUE_TIMEOUT_MS, keepAliveMs: KEEP_ALIVE_MS, ...opts }, { log, launcher, gate: admission });
+    pool = new BrowserPool(
+      LAUNCH,
+      { sessions: 2, queueMax: 2, queueTimeoutMs: QUEUE_TIMEOUT_MS, keepAliveMs: KEEP_ALIVE_MS, ...opts },
+      { log, launcher, gate: admission },
+    );
     await pool.start();
     return pool;
   }
@@ -282,7 +286,7 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
     expect(await pool.acquire()).to.equal(other);
   });
 
-  describe('the fair order and the accounts\' limits', () => {
+  describe("the fair order and the accounts' limits", () => {
     const limits = { maxConcurrent: 5, maxQueued: 5 };
     let n = 0;
     const ticketOf = (accountId: string, l = limits): Ticket => ({ id: `t${++n}`, accountId, limits: l });

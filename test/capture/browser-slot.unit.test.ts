@@ -71,7 +71,12 @@ describe('BrowserSlot (unit: browser stubbed)', () => {
     expect(cdp.send.firstCall.args).to.deep.equal(['Target.createBrowserContext', { disposeOnDetach: false }]);
     expect(cdp.send.secondCall.args).to.deep.equal(['Target.createTarget', { url: 'about:blank', browserContextId: 'context-1', newWindow: true }]);
     sinon.assert.calledWith(cdp.send, 'Emulation.setUserAgentOverride', { userAgent: 'Mozilla/5.0 Chrome/156' }, 'session-1');
-    sinon.assert.calledWith(cdp.send, 'Emulation.setDeviceMetricsOverride', sinon.match({ width: DEFAULTS.page_width, height: DEFAULTS.page_height }), 'session-1');
+    sinon.assert.calledWith(
+      cdp.send,
+      'Emulation.setDeviceMetricsOverride',
+      sinon.match({ width: DEFAULTS.page_width, height: DEFAULTS.page_height }),
+      'session-1',
+    );
     const viewport = { width: DEFAULTS.page_width, height: DEFAULTS.page_height, scale: DEFAULTS.scale_factor };
     expect(await slot.takePage()).to.deep.equal({ contextId: 'context-1', targetId: 'target-1', sessionId: 'session-1', mainFrameId: 'frame-1', viewport });
     expect(slot.hasReadyPage).to.equal(false);
@@ -159,37 +164,40 @@ describe('BrowserSlot (unit: browser stubbed)', () => {
     expect(slot.hasReadyPage).to.equal(true);
   });
 
-  it('while watching, asks ChromeDriver about a browser that leaves a command unanswered, and closes the connection when it gets no answer either', async () => {
-    const lost = sinon.stub();
-    cdp.onClose.callsFake(lost);
-    const unwatch = slot.watch();
-    // Commands answered in time: ChromeDriver is not bothered.
-    pendingMs = 2_999;
-    await clock.tickAsync(5_000);
-    sinon.assert.notCalled(driver.getWindowHandle);
-    // A stalled command whose browser ChromeDriver still sees: nothing happens.
-    pendingMs = 3_000;
-    await clock.tickAsync(1_000);
-    sinon.assert.calledOnce(driver.getWindowHandle);
-    await clock.tickAsync(0);
-    sinon.assert.notCalled(cdp.close);
-    expect(slot.broken).to.equal(false);
-    // ChromeDriver does not answer either within 10 s: the browser counts as gone.
-    driver.getWindowHandle.returns(new Promise(() => undefined) as ReturnType<WebDriver['getWindowHandle']>);
-    await clock.tickAsync(1_000);
-    await clock.tickAsync(9_999);
-    sinon.assert.notCalled(cdp.close);
-    await clock.tickAsync(1);
-    sinon.assert.calledOnceWithExactly(
-      cdp.close,
-      'CDP connection closed: the browser stopped answering (asking ChromeDriver whether the browser is there took longer than 10000 ms)',
-    );
-    expect(slot.broken).to.equal(true);
-    expect(slot.lost).to.equal(true);
-    // One question at a time, and none once the connection is closed.
-    expect(driver.getWindowHandle.callCount).to.be.at.most(3);
-    unwatch();
-  });
+  it(
+    'while watching, asks ChromeDriver about a browser that leaves a command unanswered, and closes the connection when it gets no ' + 'answer either',
+    async () => {
+      const lost = sinon.stub();
+      cdp.onClose.callsFake(lost);
+      const unwatch = slot.watch();
+      // Commands answered in time: ChromeDriver is not bothered.
+      pendingMs = 2_999;
+      await clock.tickAsync(5_000);
+      sinon.assert.notCalled(driver.getWindowHandle);
+      // A stalled command whose browser ChromeDriver still sees: nothing happens.
+      pendingMs = 3_000;
+      await clock.tickAsync(1_000);
+      sinon.assert.calledOnce(driver.getWindowHandle);
+      await clock.tickAsync(0);
+      sinon.assert.notCalled(cdp.close);
+      expect(slot.broken).to.equal(false);
+      // ChromeDriver does not answer either within 10 s: the browser counts as gone.
+      driver.getWindowHandle.returns(new Promise(() => undefined) as ReturnType<WebDriver['getWindowHandle']>);
+      await clock.tickAsync(1_000);
+      await clock.tickAsync(9_999);
+      sinon.assert.notCalled(cdp.close);
+      await clock.tickAsync(1);
+      sinon.assert.calledOnceWithExactly(
+        cdp.close,
+        'CDP connection closed: the browser stopped answering (asking ChromeDriver whether the browser is there took longer than 10000 ms)',
+      );
+      expect(slot.broken).to.equal(true);
+      expect(slot.lost).to.equal(true);
+      // One question at a time, and none once the connection is closed.
+      expect(driver.getWindowHandle.callCount).to.be.at.most(3);
+      unwatch();
+    },
+  );
 
   it('stops watching when told to', async () => {
     const unwatch = slot.watch();

@@ -69,7 +69,8 @@ export interface BlockingFixtures {
 }
 
 const page = (body: string, head = '') =>
-  `<!DOCTYPE html><html><head><meta charset="utf-8"><style>html,body{margin:0;padding:0;background:#fff}.abs{position:absolute;left:0;width:300px}</style>${head}</head><body>${body}</body></html>`;
+  '<!DOCTYPE html><html><head><meta charset="utf-8"><style>html,body{margin:0;padding:0;background:#fff}.abs{position:absolute;left:0;width:300px}</style>' +
+  `${head}</head><body>${body}</body></html>`;
 
 type Route = (port: number) => PageAnswer;
 
@@ -80,7 +81,8 @@ const ROUTES: Record<string, Record<string, Route>> = {
         '<h1 style="position:absolute;left:320px;top:0">News</h1>' +
           '<div id="ad-slot" class="abs" style="top:0;height:250px"></div>' +
           `<img id="ad-img" class="abs" style="top:260px;height:100px" alt="" src="http://${AD_IMAGE_HOST}:${port}/ddm/ad/banner.svg">` +
-          `<iframe id="ad-frame" class="abs" style="left:320px;top:260px;height:100px;border:0" src="http://${AD_IMAGE_HOST}:${port}/ddm/adi/frame.html"></iframe>` +
+          `<iframe id="ad-frame" class="abs" style="left:320px;top:260px;height:100px;border:0" ` +
+          `src="http://${AD_IMAGE_HOST}:${port}/ddm/adi/frame.html"></iframe>` +
           '<div id="tracker-slot" class="abs" style="top:370px;height:100px"></div>' +
           '<div id="ad_banner" class="abs" style="top:480px;height:50px;background:rgb(255,165,0)">ad banner</div>' +
           '<div class="banner-ad abs" style="top:540px;height:50px;background:rgb(128,0,128)">banner ad</div>' +
@@ -116,13 +118,16 @@ const ROUTES: Record<string, Record<string, Route>> = {
         '<h1>Article</h1><p>Some text.</p>' +
           '<script>(function () {' +
           'var sdk = document.createElement("div"); sdk.id = "onetrust-consent-sdk";' +
-          'sdk.innerHTML = \'<div id="onetrust-banner-sdk" class="otFlat" role="region" aria-label="Cookie banner" style="position:fixed;left:0;right:0;bottom:0;height:200px;background:rgb(200,0,0);color:#fff;z-index:1000">' +
+          'sdk.innerHTML = \'<div id="onetrust-banner-sdk" class="otFlat" role="region" aria-label="Cookie banner" ' +
+          'style="position:fixed;left:0;right:0;bottom:0;height:200px;background:rgb(200,0,0);color:#fff;z-index:1000">' +
           '<div id="onetrust-policy-text">We use cookies to improve your experience.</div>' +
           '<div id="onetrust-button-group"><button id="onetrust-pc-btn-handler">Cookie Settings</button>' +
           '<button id="onetrust-reject-all-handler">Reject All</button><button id="onetrust-accept-btn-handler">Accept All Cookies</button></div></div>\';' +
           'document.body.appendChild(sdk);' +
-          'document.getElementById("onetrust-reject-all-handler").addEventListener("click", function () { document.getElementById("onetrust-banner-sdk").style.display = "none"; document.documentElement.dataset.consent = "rejected"; });' +
-          'document.getElementById("onetrust-accept-btn-handler").addEventListener("click", function () { document.getElementById("onetrust-banner-sdk").style.display = "none"; document.documentElement.dataset.consent = "accepted"; });' +
+          'document.getElementById("onetrust-reject-all-handler").addEventListener("click", function () { ' +
+          'document.getElementById("onetrust-banner-sdk").style.display = "none"; document.documentElement.dataset.consent = "rejected"; });' +
+          'document.getElementById("onetrust-accept-btn-handler").addEventListener("click", function () { ' +
+          'document.getElementById("onetrust-banner-sdk").style.display = "none"; document.documentElement.dataset.consent = "accepted"; });' +
           '})();</script>',
       ),
     }),
@@ -133,8 +138,11 @@ const ROUTES: Record<string, Record<string, Route>> = {
     '/': () => ({
       body: page(
         '<h1>Article</h1>' +
-          '<div id="ncmp__tool"><div class="ncmp__banner ncmp__active" style="position:fixed;left:0;right:0;bottom:0;height:200px;background:rgb(0,0,200);color:#fff">We and our partners use cookies.</div></div>' +
-          '<script>window.__npcmp = function (action) { if (action !== "reject") return; document.querySelector("#ncmp__tool .ncmp__banner").classList.remove("ncmp__active"); document.querySelector("#ncmp__tool .ncmp__banner").style.display = "none"; document.documentElement.dataset.consent = "rejected-by-api"; };</script>',
+          '<div id="ncmp__tool"><div class="ncmp__banner ncmp__active" ' +
+          'style="position:fixed;left:0;right:0;bottom:0;height:200px;background:rgb(0,0,200);color:#fff">We and our partners use cookies.</div></div>' +
+          '<script>window.__npcmp = function (action) { if (action !== "reject") return; document.querySelector("#ncmp__tool ' +
+          '.ncmp__banner").classList.remove("ncmp__active"); document.querySelector("#ncmp__tool .ncmp__banner").style.display = "none"; ' +
+          'document.documentElement.dataset.consent = "rejected-by-api"; };</script>',
       ),
     }),
   },
@@ -143,16 +151,25 @@ const ROUTES: Record<string, Record<string, Route>> = {
     '/': () => ({
       body: page(
         '<h1>Article</h1>' +
-          '<div id="ncmp__tool"><div class="ncmp__banner ncmp__active" style="position:fixed;left:0;right:0;bottom:0;height:200px;background:rgb(0,0,200);color:#fff">We and our partners use cookies.</div></div>',
+          '<div id="ncmp__tool"><div class="ncmp__banner ncmp__active" ' +
+          'style="position:fixed;left:0;right:0;bottom:0;height:200px;background:rgb(0,0,200);color:#fff">We and our partners use cookies.</div></div>',
       ),
     }),
   },
   [PLAIN_HOST]: {
     // .message-overlay is among autoconsent's pre-hiding selectors: it must stay visible here.
-    '/': () => ({ body: page('<h1>Plain</h1><div style="width:300px;height:200px;background:rgb(0,0,255)"></div><div class="message-overlay" style="width:300px;height:100px;background:rgb(0,160,0)"></div>') }),
+    '/': () => ({
+      body: page(
+        '<h1>Plain</h1><div style="width:300px;height:200px;background:rgb(0,0,255)"></div><div class="message-overlay" ' +
+          'style="width:300px;height:100px;background:rgb(0,160,0)"></div>',
+      ),
+    }),
     // For the egress policy: an ad and an image from a private address on a "public" page.
     '/private-image': (port) => ({
-      body: page(`<p>public page</p><img alt="" src="http://127.0.0.1:${port}/pixel.svg"><script async src="http://${AD_SCRIPT_HOST}:${port}/pagead/js/adsbygoogle.js"></script><div id="ad-slot"></div>`),
+      body: page(
+        `<p>public page</p><img alt="" src="http://127.0.0.1:${port}/pixel.svg"><script async ` +
+          `src="http://${AD_SCRIPT_HOST}:${port}/pagead/js/adsbygoogle.js"></script><div id="ad-slot"></div>`,
+      ),
     }),
     '/to-private': (port) => ({ status: 302, headers: { location: `http://127.0.0.1:${port}/pixel.svg` }, body: '' }),
   },
@@ -162,17 +179,24 @@ const ROUTES: Record<string, Record<string, Route>> = {
   [SHOP_HOST]: {
     '/': (port) => ({
       body: page(
-        '<h1>Shop</h1><div id="out"></div><script>document.getElementById("out").insertAdjacentHTML("beforeend", "<p id=\\"inline\\">inline ran</p>")</script>' +
+        '<h1>Shop</h1><div id="out"></div><script>document.getElementById("out").insertAdjacentHTML("beforeend", "<p id=\\"inline\\">inline ' +
+          'ran</p>")</script>' +
           `<script src="http://${SHOP_STATIC_HOST}:${port}/app.js"></script>` +
           `<script src="http://${OTHER_VENDOR_HOST}:${port}/widget.js"></script>`,
       ),
     }),
   },
   [SHOP_STATIC_HOST]: {
-    '/app.js': () => ({ headers: { 'content-type': 'text/javascript' }, body: 'document.getElementById("out").insertAdjacentHTML("beforeend", "<p id=\\"first-party\\">first-party ran</p>");' }),
+    '/app.js': () => ({
+      headers: { 'content-type': 'text/javascript' },
+      body: 'document.getElementById("out").insertAdjacentHTML("beforeend", "<p id=\\"first-party\\">first-party ran</p>");',
+    }),
   },
   [OTHER_VENDOR_HOST]: {
-    '/widget.js': () => ({ headers: { 'content-type': 'text/javascript' }, body: 'document.getElementById("out").insertAdjacentHTML("beforeend", "<p id=\\"third-party\\">third-party ran</p>");' }),
+    '/widget.js': () => ({
+      headers: { 'content-type': 'text/javascript' },
+      body: 'document.getElementById("out").insertAdjacentHTML("beforeend", "<p id=\\"third-party\\">third-party ran</p>");',
+    }),
   },
 };
 

@@ -46,11 +46,19 @@ async function serve(host: string, handle: (req: http.IncomingMessage, res: http
   };
 }
 
-/** The public page (it reports what happened to /mark; #done once the server has all four reports): a WebSocket to the internal address (by name and as [::ffff:127.0.0.1]) and a service worker fetching it. */
+/**
+ * The public page (it reports what happened to /mark; #done once the server has all four
+ * reports): a WebSocket to the internal address (by name and as [::ffff:127.0.0.1]) and a
+ * service worker fetching it.
+ */
 function attackPage(privatePort: number): string {
   return `<!doctype html><title>attack</title><body><p id="out"></p><script>
 let reported = 0;
-const mark = (m) => { fetch('/mark?' + encodeURIComponent(m)).finally(() => { if (++reported === 4) { const d = document.createElement('div'); d.id = 'done'; document.body.appendChild(d); } }); };
+const mark = (m) => {
+  fetch('/mark?' + encodeURIComponent(m)).finally(() => {
+    if (++reported === 4) { const d = document.createElement('div'); d.id = 'done'; document.body.appendChild(d); }
+  });
+};
 for (const url of ['ws://private.test:${privatePort}/ws-by-name', 'ws://[::ffff:127.0.0.1]:${privatePort}/ws-mapped']) {
   try { const ws = new WebSocket(url); ws.onopen = () => mark('open'); ws.onerror = () => mark('ws-error'); } catch (e) { mark('ws-throw'); }
 }
@@ -118,19 +126,25 @@ self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));`);
         internal.seen.length = 0;
       });
 
-      const snap = (params: Record<string, string | number | boolean>) => request(sys.sys.base, 'GET', `/snap?${qs({ access_token: sys.token, ttl: 0, ...params })}`);
+      const snap = (params: Record<string, string | number | boolean>) =>
+        request(sys.sys.base, 'GET', `/snap?${qs({ access_token: sys.token, ttl: 0, ...params })}`);
 
-      it(gateway ? 'a WebSocket and a service worker of a public page never reach the internal address' : 'a WebSocket and a service worker of a public page reach the internal address', async () => {
-        const r = await snap({ url: `http://app.localhost:${pub.port}/`, html_only: true, wait: 0, wait_for: '#done' });
-        expect(r.status, JSON.stringify(r.body)).to.equal(200);
-        // The page ran to the end: its WebSockets failed or opened, its service worker was installed.
-        expect(pub.seen).to.include.members(['/sw.js', '/mark?sw-ready']);
-        if (gateway) {
-          expect(internal.seen).to.deep.equal([]);
-        } else {
-          expect(internal.seen).to.include.members(['upgrade /ws-by-name', 'upgrade /ws-mapped', '/sw-hit']);
-        }
-      });
+      it(
+        gateway
+          ? 'a WebSocket and a service worker of a public page never reach the internal address'
+          : 'a WebSocket and a service worker of a public page reach the internal address',
+        async () => {
+          const r = await snap({ url: `http://app.localhost:${pub.port}/`, html_only: true, wait: 0, wait_for: '#done' });
+          expect(r.status, JSON.stringify(r.body)).to.equal(200);
+          // The page ran to the end: its WebSockets failed or opened, its service worker was installed.
+          expect(pub.seen).to.include.members(['/sw.js', '/mark?sw-ready']);
+          if (gateway) {
+            expect(internal.seen).to.deep.equal([]);
+          } else {
+            expect(internal.seen).to.include.members(['upgrade /ws-by-name', 'upgrade /ws-mapped', '/sw-hit']);
+          }
+        },
+      );
 
       if (gateway) {
         it('http://127.0.0.1 and [::ffff:127.0.0.1] are refused with 400 url_not_allowed naming the address, reaching nothing', async () => {
@@ -140,17 +154,22 @@ self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));`);
         });
       }
 
-      it(gateway ? 'a name that answers a public address, then the internal one (rebinding), is refused naming it' : 'a name that rebinds to the internal address gets captured', async () => {
-        rebindAnswers = ['203.0.113.7', '127.0.0.1'];
-        const r = await snap({ url: `http://rebind.test:${internal.port}/secret`, html_only: true, wait: 0 });
-        if (gateway) {
-          expectEnvelope(r, 400, 'url_not_allowed', '127.0.0.1');
-          expect(internal.seen).to.deep.equal([]);
-        } else {
-          expect(r.status, JSON.stringify(r.body)).to.equal(200);
-          expect(internal.seen).to.include('/secret');
-        }
-      });
+      it(
+        gateway
+          ? 'a name that answers a public address, then the internal one (rebinding), is refused naming it'
+          : 'a name that rebinds to the internal address gets captured',
+        async () => {
+          rebindAnswers = ['203.0.113.7', '127.0.0.1'];
+          const r = await snap({ url: `http://rebind.test:${internal.port}/secret`, html_only: true, wait: 0 });
+          if (gateway) {
+            expectEnvelope(r, 400, 'url_not_allowed', '127.0.0.1');
+            expect(internal.seen).to.deep.equal([]);
+          } else {
+            expect(r.status, JSON.stringify(r.body)).to.equal(200);
+            expect(internal.seen).to.include('/secret');
+          }
+        },
+      );
     });
   }
 });

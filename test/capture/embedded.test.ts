@@ -40,7 +40,11 @@ describe('snap in embedded mode with a local ChromeDriver, storing in GCS', func
 
   it('captures through the ChromeDriver it started and serves the stored files from GCS', async () => {
     const { access_token } = await sys.account();
-    const r = await request(sys.base, 'GET', `/snap?${qs({ access_token, url: `${fx.origin}/plain`, wait: 0, page_width: 700, page_height: 500, image_format: 'png', json: true })}`);
+    const r = await request(
+      sys.base,
+      'GET',
+      `/snap?${qs({ access_token, url: `${fx.origin}/plain`, wait: 0, page_width: 700, page_height: 500, image_format: 'png', json: true })}`,
+    );
     expect(r.status, r.raw.toString()).to.equal(200);
     const link = String(r.body.direct_link);
     const name = link.split('/').pop() as string;
@@ -57,7 +61,11 @@ describe('snap in embedded mode with a local ChromeDriver, storing in GCS', func
     const meta = await sharp(Buffer.from(await image.arrayBuffer())).metadata();
     expect([meta.width, meta.height]).to.deep.equal([700, 500]);
     // The default answer streams the same bytes from storage.
-    const bytes = await request(sys.base, 'GET', `/snap?${qs({ access_token, url: `${fx.origin}/plain`, wait: 0, page_width: 700, page_height: 500, image_format: 'png' })}`);
+    const bytes = await request(
+      sys.base,
+      'GET',
+      `/snap?${qs({ access_token, url: `${fx.origin}/plain`, wait: 0, page_width: 700, page_height: 500, image_format: 'png' })}`,
+    );
     expect(bytes.headers.get('x-cache')).to.equal('HIT');
     expect(bytes.raw.equals(Buffer.from(gcs.objects.get(`snap-bucket/captures/${name}`)!.data))).to.equal(true);
   });

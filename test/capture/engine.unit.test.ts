@@ -20,7 +20,13 @@ const OPTIONS: SnapOptions = { url: 'https://example.com/' };
 const OUTPUT: CaptureOutput = { image: Buffer.from('jpeg'), contentType: 'image/jpeg' };
 const TIMEOUT_MS = 30_000;
 
-const pageOf = (id: number): PreparedPage => ({ contextId: `context-${id}`, targetId: `target-${id}`, sessionId: `session-${id}`, mainFrameId: `frame-${id}`, viewport: { width: 1920, height: 1000, scale: 1 } });
+const pageOf = (id: number): PreparedPage => ({
+  contextId: `context-${id}`,
+  targetId: `target-${id}`,
+  sessionId: `session-${id}`,
+  mainFrameId: `frame-${id}`,
+  viewport: { width: 1920, height: 1000, scale: 1 },
+});
 
 /** What a command on a browser that died fails with. */
 const gone = () => new CdpError('Page.navigate', 'CDP connection closed: the browser stopped answering');

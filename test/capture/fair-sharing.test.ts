@@ -46,8 +46,11 @@ describe('fair sharing of the browsers between accounts', function () {
     return sys.account(plan);
   }
 
-  const snap = (token: string, params: Record<string, string | number | boolean>) => request(sys.base, 'GET', `/snap?${qs({ access_token: token, wait: 0, ttl: 0, ...params })}`);
-  const used = async (token: string) => (await request<{ results: { screenshot_current_month_usage: number } }>(sys.base, 'GET', `/account_limits?access_token=${token}`)).body.results.screenshot_current_month_usage;
+  const snap = (token: string, params: Record<string, string | number | boolean>) =>
+    request(sys.base, 'GET', `/snap?${qs({ access_token: token, wait: 0, ttl: 0, ...params })}`);
+  const used = async (token: string) =>
+    (await request<{ results: { screenshot_current_month_usage: number } }>(sys.base, 'GET', `/account_limits?access_token=${token}`)).body.results
+      .screenshot_current_month_usage;
 
   /** B's captures one at a time while `busy()` says A is still at it (at least `min`): each answer with its time. */
   async function oneAtATime(token: string, busy: () => boolean, min: number): Promise<Array<{ status: number; ms: number }>> {
@@ -74,13 +77,19 @@ describe('fair sharing of the browsers between accounts', function () {
     const bAnswers = await oneAtATime(b.access_token, () => !aDone, 3);
     const aAnswers: HttpAnswer[] = await burst;
 
-    expect(bAnswers.map((x) => x.status), "B's answers").to.deep.equal(bAnswers.map(() => 200));
+    expect(
+      bAnswers.map((x) => x.status),
+      "B's answers",
+    ).to.deep.equal(bAnswers.map(() => 200));
     // None of B's waited behind A's captures, each of which holds a browser for SLOW_MS.
     expect(Math.max(...bAnswers.map((x) => x.ms)), "B's slowest capture (ms)").to.be.below(SLOW_MS);
 
     const done = aAnswers.filter((r) => r.status === 200);
     const refused = aAnswers.filter((r) => r.status === 429);
-    expect(aAnswers.map((r) => r.status).filter((s) => s !== 200 && s !== 429), "A's answers other than 200 and 429").to.deep.equal([]);
+    expect(
+      aAnswers.map((r) => r.status).filter((s) => s !== 200 && s !== 429),
+      "A's answers other than 200 and 429",
+    ).to.deep.equal([]);
     // The third waited for two /slow captures before it, longer than CAPTURE_TIMEOUT_MS, and
     // still had its whole budget: the wait does not count against it.
     expect(done, "A's captures done (one running, two waiting)").to.have.length(3);
@@ -101,7 +110,8 @@ describe('fair sharing of the browsers between accounts', function () {
     expect(delta('snap_capture_queue_wait_seconds_count')).to.equal(3 + bAnswers.length);
     // A's second and third waited about one and two /slow captures.
     expect(delta('snap_capture_queue_wait_seconds_sum')).to.be.at.least((3 * SLOW_MS) / 1000 - 0.5);
-    const refusedCount = (m: typeof after) => m.value('snap_captures_total', { kind: 'snap', outcome: 'failure', error_code: 'concurrency_limit_reached' }) ?? 0;
+    const refusedCount = (m: typeof after) =>
+      m.value('snap_captures_total', { kind: 'snap', outcome: 'failure', error_code: 'concurrency_limit_reached' }) ?? 0;
     expect(refusedCount(after) - refusedCount(before)).to.equal(7);
   });
 
@@ -120,7 +130,12 @@ describe('fair sharing of the browsers between accounts', function () {
     const jobIds = started.map((x) => x.jobId);
     const jobState = async () => Promise.all(jobIds.map((id) => call(sys.broker, 'capture.jobStatus', { accountId: s.account_id, jobId: id })));
     let roundOver = false;
-    const round = until('the scheduled round to finish', async () => (await jobState()).every((j) => j.status === 'completed' || j.status === 'failed'), 60_000, 200).finally(() => {
+    const round = until(
+      'the scheduled round to finish',
+      async () => (await jobState()).every((j) => j.status === 'completed' || j.status === 'failed'),
+      60_000,
+      200,
+    ).finally(() => {
       roundOver = true;
     });
     const answers = await oneAtATime(i.access_token, () => !roundOver, 3);

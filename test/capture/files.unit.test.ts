@@ -89,7 +89,7 @@ describe('CaptureFiles (unit: a local store in a temporary folder)', () => {
     sinon.assert.calledOnceWithExactly(put, written.thumb_name!, sinon.match.instanceOf(Buffer), 'image/jpeg');
   });
 
-  it('makes no thumbnail when the image is gone, or from a name that is not a thumbnail\'s', async () => {
+  it("makes no thumbnail when the image is gone, or from a name that is not a thumbnail's", async () => {
     const written = await files.write(await files.render(OPTIONS)(await jpegOutput()));
     expect(await files.thumbnailOf(written.image_name!, written.image_name!)).to.equal(false);
     await files.remove({ ...written, thumb_name: null });
@@ -97,16 +97,22 @@ describe('CaptureFiles (unit: a local store in a temporary folder)', () => {
     expect(stored()).to.deep.equal([]);
   });
 
-  it('makes a PDF\'s thumbnail with the capture, from the raster beside it', async () => {
+  it("makes a PDF's thumbnail with the capture, from the raster beside it", async () => {
     const raster = (await jpegOutput()).image as Buffer;
-    const written = await files.write(await files.render(OPTIONS)({ image: Buffer.from('%PDF-1.4 ...'), contentType: 'application/pdf', thumbnailSource: raster }));
+    const written = await files.write(
+      await files.render(OPTIONS)({ image: Buffer.from('%PDF-1.4 ...'), contentType: 'application/pdf', thumbnailSource: raster }),
+    );
     expect(written.content_type).to.equal('application/pdf');
     expect(stored().sort()).to.deep.equal([written.image_name, written.thumb_name].sort());
     expect(await sharp((await store.get(written.thumb_name!))?.data).metadata()).to.include({ width: 400, height: 250, format: 'jpeg' });
   });
 
   it('removes the PDF when its thumbnail cannot be made', async () => {
-    const rendering = files.render(OPTIONS)({ image: Buffer.from('%PDF-1.4 ...'), contentType: 'application/pdf', thumbnailSource: Buffer.from('not an image') });
+    const rendering = files.render(OPTIONS)({
+      image: Buffer.from('%PDF-1.4 ...'),
+      contentType: 'application/pdf',
+      thumbnailSource: Buffer.from('not an image'),
+    });
     let failed: unknown = null;
     await rendering.catch((err: unknown) => {
       failed = err;

@@ -31,7 +31,8 @@ const HEADER: Rgb = [220, 0, 0];
 const LATE_MS = 150;
 
 const doc = (body: string) =>
-  `<!DOCTYPE html><html><head><meta charset="utf-8"><style>html,body{margin:0;padding:0}img,iframe{display:block;border:0}</style></head><body>${body}</body></html>`;
+  `<!DOCTYPE html><html><head><meta ` +
+  `charset="utf-8"><style>html,body{margin:0;padding:0}img,iframe{display:block;border:0}</style></head><body>${body}</body></html>`;
 const src = (c: Rgb) => `/img/${c.join('-')}.svg`;
 const svg = (c: Rgb) => `<svg xmlns="http://www.w3.org/2000/svg" width="400" height="300"><rect width="400" height="300" fill="rgb(${c.join(',')})"/></svg>`;
 /** Where image i of a page's column sits (top, CSS px). */
@@ -61,25 +62,29 @@ const PAGES: Record<string, string> = {
   '/frame': `<!DOCTYPE html><html><body style="margin:0;background:rgb(${FRAME_COLOUR.join(',')})"></body></html>`,
   // Images an IntersectionObserver loads as they enter the viewport.
   '/observed': doc(
-    `${column(6000, 5, 1200, deferred)}<script>const io = new IntersectionObserver((es) => { for (const e of es) if (e.isIntersecting) { e.target.src = e.target.dataset.src; io.unobserve(e.target); } });` +
+    `${column(6000, 5, 1200, deferred)}<script>const io = new IntersectionObserver((es) => { for (const e of es) if (e.isIntersecting) { e.target.src = ` +
+      `e.target.dataset.src; io.unobserve(e.target); } });` +
       "document.querySelectorAll('img[data-src]').forEach((i) => io.observe(i));</script>",
   ),
   // A full-screen header (100vh) above native lazy images.
   '/hero': doc(`<div style="height:100vh;background:rgb(200,200,200)"></div>${column(5000, 4, 1200, lazy)}`),
   // The same under a full-screen header, loaded by an IntersectionObserver.
   '/hero-observed': doc(
-    `<div style="height:100vh;background:rgb(200,200,200)"></div>${column(5000, 4, 1200, deferred)}<script>const io = new IntersectionObserver((es) => { for (const e of es) if (e.isIntersecting) { e.target.src = e.target.dataset.src; io.unobserve(e.target); } });` +
+    `<div style="height:100vh;background:rgb(200,200,200)"></div>${column(5000, 4, 1200, deferred)}<script>const io = new IntersectionObserver((es) => { ` +
+      `for (const e of es) if (e.isIntersecting) { e.target.src = e.target.dataset.src; io.unobserve(e.target); } });` +
       "document.querySelectorAll('img[data-src]').forEach((i) => io.observe(i));</script>",
   ),
   // Images loaded by a scroll handler (throttled, as such handlers usually are) for what is in the viewport.
   '/on-scroll': doc(
-    `${column(6000, 5, 1200, deferred)}<script>function check() { for (const img of document.querySelectorAll('img[data-src]')) { const r = img.getBoundingClientRect(); if (r.top < innerHeight && r.bottom > 0) { img.src = img.dataset.src; img.removeAttribute('data-src'); } } }` +
+    `${column(6000, 5, 1200, deferred)}<script>function check() { for (const img of document.querySelectorAll('img[data-src]')) { const r = ` +
+      `img.getBoundingClientRect(); if (r.top < innerHeight && r.bottom > 0) { img.src = img.dataset.src; img.removeAttribute('data-src'); } } }` +
       "let last = 0; addEventListener('scroll', () => { const now = Date.now(); if (now - last < 100) return; last = now; check(); }); check();</script>",
   ),
   // An endless feed: a new part is fetched whenever the reader nears the bottom.
   '/infinite': doc(
     '<div id="feed"></div><script>let n = 0, busy = false;' +
-      "function more() { busy = true; fetch('/part?n=' + n).then((r) => r.text()).then((html) => { document.getElementById('feed').insertAdjacentHTML('beforeend', html); n++; busy = false; }); }" +
+      "function more() { busy = true; fetch('/part?n=' + n).then((r) => r.text()).then((html) => { " +
+      "document.getElementById('feed').insertAdjacentHTML('beforeend', html); n++; busy = false; }); }" +
       "addEventListener('scroll', () => { if (!busy && scrollY + innerHeight > document.documentElement.scrollHeight - 300) more(); }); more();</script>",
   ),
   // A sticky header over a striped page taller than the maximum (growing the viewport to
@@ -93,7 +98,8 @@ const PAGES: Record<string, string> = {
   // A section taller than the viewport with a lazy image near its bottom, under a sticky header.
   '/section': doc(
     `<div id="page"><header style="position:sticky;top:0;height:60px;background:rgb(${HEADER.join(',')})"></header><div style="height:700px"></div>` +
-      `<section id="s" style="position:relative;height:3000px;background:rgb(238,238,238)"><img loading="lazy" src="${src(COLOURS[4]!)}" width="400" height="300" style="position:absolute;left:100px;top:2500px"></section><div style="height:2000px"></div></div>`,
+      `<section id="s" style="position:relative;height:3000px;background:rgb(238,238,238)"><img loading="lazy" src="${src(COLOURS[4]!)}" width="400" ` +
+      `height="300" style="position:absolute;left:100px;top:2500px"></section><div style="height:2000px"></div></div>`,
   ),
 };
 
@@ -167,7 +173,9 @@ describe('fullpage and fullpage_advanced (real Grid)', function () {
 
   it('under a 100vh header, what an observer loads comes with fullpage_advanced (scrolled into view), not with fullpage (documented)', async () => {
     const at = (i: number) => 600 + slot(i, 1200) + 150;
-    const advanced = await pixelsOf((await t.snap({ url: url('/hero-observed'), fullpage_advanced: true, page_width: 800, page_height: 600, image_format: 'png' })).raw);
+    const advanced = await pixelsOf(
+      (await t.snap({ url: url('/hero-observed'), fullpage_advanced: true, page_width: 800, page_height: 600, image_format: 'png' })).raw,
+    );
     expect(advanced.height).to.equal(5600);
     for (let i = 0; i < 4; i++) expect(near(advanced.at(300, at(i)), COLOURS[i]!), `fullpage_advanced, image ${i}`).to.equal(true);
     // Growing the viewport grows the header with it, and the images stay below the viewport.
@@ -200,7 +208,7 @@ describe('fullpage and fullpage_advanced (real Grid)', function () {
     console.log(`      infinite scroll to ${MAX_FULLPAGE_HEIGHT} px: ${Date.now() - started} ms`);
   });
 
-  it('incremental_scroll on an endless page stops scrolling within the spec\'s 10 seconds', async () => {
+  it("incremental_scroll on an endless page stops scrolling within the spec's 10 seconds", async () => {
     const started = Date.now();
     const r = await t.snap({ url: url('/infinite'), incremental_scroll: true, page_width: 400, page_height: 200, image_format: 'png' });
     const elapsed = Date.now() - started;

@@ -104,14 +104,16 @@ function getInTunnel(socket: Socket, host: string, path: string): Promise<string
   });
 }
 
-
 /**
  * A TCP port on 127.0.0.1 whose connects hang: a listener (python3, which can listen without
  * ever accepting) with a backlog of 0, its queue filled, so the kernel drops further SYNs.
  */
 let hanging: { stop(): Promise<void> } | null = null;
 async function hangingPort(): Promise<number> {
-  const child = spawn('python3', ['-c', 'import socket,sys\ns=socket.socket();s.bind(("127.0.0.1",0));s.listen(0)\nprint(s.getsockname()[1],flush=True)\nsys.stdin.read()']);
+  const child = spawn('python3', [
+    '-c',
+    'import socket,sys\ns=socket.socket();s.bind(("127.0.0.1",0));s.listen(0)\nprint(s.getsockname()[1],flush=True)\nsys.stdin.read()',
+  ]);
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
     child.once('error', reject);

@@ -51,10 +51,14 @@ describe('snap on a Grid whose node is drained', function () {
 
     // The node had the service's sessions; once they moved it stopped (its process gone).
     await until('the drained node to stop', async () => nodePids.filter(alive).length === 1, 30_000);
-    await until('both browsers on the node left', async () => {
-      const left = await nodes();
-      return left.length === 1 && left[0]!.id !== drained.id && sessionsOn(left[0]!) === 2;
-    }, 30_000);
+    await until(
+      'both browsers on the node left',
+      async () => {
+        const left = await nodes();
+        return left.length === 1 && left[0]!.id !== drained.id && sessionsOn(left[0]!) === 2;
+      },
+      30_000,
+    );
     for (let i = 0; i < 3; i++) {
       const r = await t.snap({ url: `${t.fx.origin}/plain` });
       expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);

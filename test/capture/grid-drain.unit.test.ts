@@ -18,7 +18,10 @@ const status = (nodes: Array<{ availability: string; sessions: Array<string | nu
           uri: `http://127.0.0.1:${5555 + i}`,
           maxSessions: n.sessions.length,
           availability: n.availability,
-          slots: n.sessions.map((sessionId) => ({ id: { hostId: `node-${i}`, id: 'slot' }, session: sessionId ? { sessionId, start: '2026-11-26T00:00:00Z' } : null })),
+          slots: n.sessions.map((sessionId) => ({
+            id: { hostId: `node-${i}`, id: 'slot' },
+            session: sessionId ? { sessionId, start: '2026-11-26T00:00:00Z' } : null,
+          })),
         })),
       },
     }),
@@ -41,7 +44,9 @@ describe('GridDrainWatch (unit: the Grid answered by a stub fetch)', () => {
   it('asks the pool to retire them, and says how many moved', async () => {
     const pool = { retireSessions: sinon.stub().returns(1) };
     const log = { info: sinon.stub(), warn: sinon.stub() };
-    const fetchFn = sinon.stub<Parameters<typeof fetch>, ReturnType<typeof fetch>>().callsFake(async () => status([{ availability: 'DRAINING', sessions: ['b'] }]));
+    const fetchFn = sinon
+      .stub<Parameters<typeof fetch>, ReturnType<typeof fetch>>()
+      .callsFake(async () => status([{ availability: 'DRAINING', sessions: ['b'] }]));
     const watch = new GridDrainWatch({ seleniumUrl: 'http://127.0.0.1:4444/', pool, log, fetchFn });
     await watch.check();
     sinon.assert.calledOnce(pool.retireSessions);
@@ -75,7 +80,13 @@ describe('GridDrainWatch (unit: the Grid answered by a stub fetch)', () => {
     try {
       const pool = { retireSessions: sinon.stub().returns(0) };
       const fetchFn = sinon.stub<Parameters<typeof fetch>, ReturnType<typeof fetch>>().callsFake(async () => status([]));
-      const watch = new GridDrainWatch({ seleniumUrl: 'http://127.0.0.1:4444', pool, log: { info: sinon.stub(), warn: sinon.stub() }, everyMs: 1_000, fetchFn });
+      const watch = new GridDrainWatch({
+        seleniumUrl: 'http://127.0.0.1:4444',
+        pool,
+        log: { info: sinon.stub(), warn: sinon.stub() },
+        everyMs: 1_000,
+        fetchFn,
+      });
       watch.start();
       await clock.tickAsync(3_000);
       watch.stop();

@@ -114,7 +114,11 @@ describe('isolation: no browser state crosses captures or accounts (the leak pro
   /** A capture of the site's page (a secure origin: *.localhost), as `key`'s; what the page found. */
   const capture = async (page: 'write' | 'read', key: string, extra: Record<string, string | number | boolean> = {}): Promise<Found & { error?: string }> => {
     const url = `http://probe.localhost:${site.port}/${page}`;
-    const r = await request<{ html: string }>(sys.sys.base, 'GET', `/snap?${qs({ access_token: key, url, html_only: true, wait_for: '#done', wait: 0, ttl: 0, ...extra })}`);
+    const r = await request<{ html: string }>(
+      sys.sys.base,
+      'GET',
+      `/snap?${qs({ access_token: key, url, html_only: true, wait_for: '#done', wait: 0, ttl: 0, ...extra })}`,
+    );
     expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
     const text = /<pre id="done">([^<]*)<\/pre>/.exec(r.body.html)?.[1] ?? '';
     return JSON.parse(text.replace(/&quot;/g, '"').replace(/&amp;/g, '&')) as Found;

@@ -41,13 +41,18 @@ describe('operations endpoints of one process with browsers', function () {
     expect(after.value('snap_capture_duration_seconds_bucket', { outcome: 'success', le: '+Inf' })).to.equal(histogramCount(after, 'success'));
     expect(after.value('snap_capture_duration_seconds_sum', { outcome: 'success' })).to.be.greaterThan(0);
     // The page came through this instance's egress gateway.
-    expect((after.value('snap_egress_gateway_bytes_total', { route: 'direct' }) ?? 0) - (before.value('snap_egress_gateway_bytes_total', { route: 'direct' }) ?? 0)).to.be.greaterThan(100);
+    expect(
+      (after.value('snap_egress_gateway_bytes_total', { route: 'direct' }) ?? 0) - (before.value('snap_egress_gateway_bytes_total', { route: 'direct' }) ?? 0),
+    ).to.be.greaterThan(100);
   });
 
   it("counts a configuration's queued job under kind=config", async () => {
     const labels = { kind: 'config', outcome: 'success' };
     const before = count(await scrape(t.sys.base), labels);
-    const r = await request<Record<string, string>>(t.sys.base, 'POST', '/screenshot_configs', { headers: { authorization: `Bearer ${t.token}` }, json: { url: `${t.fx.origin}/plain`, wait: 0 } });
+    const r = await request<Record<string, string>>(t.sys.base, 'POST', '/screenshot_configs', {
+      headers: { authorization: `Bearer ${t.token}` },
+      json: { url: `${t.fx.origin}/plain`, wait: 0 },
+    });
     expect(r.status, JSON.stringify(r.body)).to.equal(200);
     expect((await jobFinished(t.sys.base, t.token, r.body.job_id as string)).body.status).to.equal('completed');
     expect(count(await scrape(t.sys.base), labels) - before).to.equal(1);
@@ -70,7 +75,17 @@ describe('operations endpoints of one process with browsers', function () {
   it('shows a capture under way as a busy slot and a running job, in /metrics and /pressure', async () => {
     const idle = await request(t.sys.base, 'GET', '/pressure');
     expect(idle.status).to.equal(200);
-    expect(idle.body.pressure).to.include({ is_available: true, reason: '', running: 0, queued: 0, max_concurrent: 2, max_queued: 16, slots_configured: 2, nodes: 1, nodes_unreachable: 0 });
+    expect(idle.body.pressure).to.include({
+      is_available: true,
+      reason: '',
+      running: 0,
+      queued: 0,
+      max_concurrent: 2,
+      max_queued: 16,
+      slots_configured: 2,
+      nodes: 1,
+      nodes_unreachable: 0,
+    });
 
     const pending = t.snap({ url: `${t.fx.origin}/plain`, wait: 3000 });
     let busy: Exposition | null = null;
@@ -102,7 +117,15 @@ describe('operations endpoints of a saturated capture instance', function () {
       else await new Promise((res) => setTimeout(res, 50));
     }
     expect(full, '/pressure answered 503 while the browser was busy').to.not.equal(null);
-    expect(full?.body.pressure).to.include({ is_available: false, reason: 'full', running: 1, queued: 0, max_concurrent: 1, max_queued: 0, recently_rejected: 0 });
+    expect(full?.body.pressure).to.include({
+      is_available: false,
+      reason: 'full',
+      running: 1,
+      queued: 0,
+      max_concurrent: 1,
+      max_queued: 0,
+      recently_rejected: 0,
+    });
     expectEnvelope(await t.snap({ url: `${t.fx.origin}/plain` }), 503, 'capacity_exhausted');
     expect((await request(t.sys.base, 'GET', '/pressure')).body.pressure).to.include({ recently_rejected: 1 });
     expect((await scrape(t.sys.base)).value('snap_captures_total', labels)! - before).to.equal(1);

@@ -46,9 +46,11 @@ describe('research domains on the jobs queue (SQLite, worker with stubbed work)'
     started = [];
     running = new Map();
     worker = null;
-    billing = sinon.stub().callsFake(async (action: string, params: { reservationId?: string }) =>
-      action === 'billing.reserveFor' ? ({ id: params.reservationId, accountId: 'acc', month: '2026-11', amounts: {} } as Reservation) : {},
-    );
+    billing = sinon
+      .stub()
+      .callsFake(async (action: string, params: { reservationId?: string }) =>
+        action === 'billing.reserveFor' ? ({ id: params.reservationId, accountId: 'acc', month: '2026-11', amounts: {} } as Reservation) : {},
+      );
   });
   afterEach(async () => {
     worker?.stopClaiming();
@@ -76,12 +78,20 @@ describe('research domains on the jobs queue (SQLite, worker with stubbed work)'
       finish: sinon.stub().resolves(),
       lastStarts: sinon.stub().resolves(new Map()),
     };
-    worker = new JobWorker({ broker, queue, pipeline, logger, browsers, tickets, research: runner }, { sessions, leaseMs: 30_000, pollMs: 60_000, researchSessions });
+    worker = new JobWorker(
+      { broker, queue, pipeline, logger, browsers, tickets, research: runner },
+      { sessions, leaseMs: 30_000, pollMs: 60_000, researchSessions },
+    );
     return worker;
   }
 
   /** Claim turns as a worker's, with every account free to start. */
-  const turns = (): ClaimTurns => ({ kinds: new ClassTurns(JOB_KINDS), lastStarts: async () => new Map(), starter: async () => async () => true, undo: async () => undefined });
+  const turns = (): ClaimTurns => ({
+    kinds: new ClassTurns(JOB_KINDS),
+    lastStarts: async () => new Map(),
+    starter: async () => async () => true,
+    undo: async () => undefined,
+  });
 
   const queueResearch = async (domains: number) => {
     clock += 1;
@@ -177,7 +187,9 @@ describe('research domains on the jobs queue (SQLite, worker with stubbed work)'
       const last = await research.finish(c!, outcome(2), body);
       expect(last.ended).to.deep.include({ job_id: 'req1', status: 'completed', completed_domains: 2, failed_domains: 1, percent_complete: 100 });
       const deliveries = await db('webhook_deliveries').select('kind', 'config_id', 'job_id', 'target_url', 'body');
-      expect(deliveries).to.deep.equal([{ kind: 'research', config_id: null, job_id: 'req1', target_url: 'https://hooks.example/done', body: '{"ended":"req1"}' }]);
+      expect(deliveries).to.deep.equal([
+        { kind: 'research', config_id: null, job_id: 'req1', target_url: 'https://hooks.example/done', body: '{"ended":"req1"}' },
+      ]);
       expect((await db('jobs').where({ config_id: 'req1' }).select('status')).map((j) => j.status).sort()).to.deep.equal(['completed', 'completed', 'failed']);
       expect(await research.status('other-account', 'req1')).to.equal(null);
     });
@@ -207,7 +219,13 @@ describe('research domains on the jobs queue (SQLite, worker with stubbed work)'
 
   describe("a domain's credit", () => {
     const job = (): ClaimedJob => ({ id: 'r1d0', accountId: 'acc', configId: 'r1', kind: 'research', leaseToken: 't', attempts: 1, createdAtMs: 1 });
-    const calls = () => billing.getCalls().map((c) => [c.args[0], (c.args[1] as { reservationId?: string; reservation?: Reservation }).reservationId ?? (c.args[1] as { reservation: Reservation }).reservation?.id]);
+    const calls = () =>
+      billing
+        .getCalls()
+        .map((c) => [
+          c.args[0],
+          (c.args[1] as { reservationId?: string; reservation?: Reservation }).reservationId ?? (c.args[1] as { reservation: Reservation }).reservation?.id,
+        ]);
 
     it('is reserved under the domain job id and charged when the domain was researched or the site failed it', async () => {
       await startWorker(1, 1, true, { charged: true }).run(job());

@@ -33,7 +33,10 @@ function setup() {
   const repo = { work: sinon.stub().resolves(work), finish: sinon.stub().resolves({ recorded: true, ended: null }) };
   const engine = { capture: sinon.stub() };
   const store = { put: sinon.stub().resolves(), delete: sinon.stub().resolves() };
-  const analyst = { check: sinon.stub().resolves({}), extract: sinon.stub().resolves({ ok: true, data: { ceo: 'Ada' }, sources: { ceo: 'https://alpha.example/about' } }) };
+  const analyst = {
+    check: sinon.stub().resolves({}),
+    extract: sinon.stub().resolves({ ok: true, data: { ceo: 'Ada' }, sources: { ceo: 'https://alpha.example/about' } }),
+  };
   const log = { info: sinon.stub(), warn: sinon.stub(), error: sinon.stub() };
   const runner = new ResearchRunner({ repo, engine: engine as never, store, analyst, delivery: () => '{}', ended: sinon.stub(), log });
   return { runner, repo, engine, store, analyst, log };
@@ -42,11 +45,17 @@ function setup() {
 describe('ResearchRunner (collaborators stubbed)', () => {
   it('reads the home page and the linked pages picked for the fields, leaving out one that cannot be read, and charges the domain', async () => {
     const t = setup();
-    t.engine.capture.onFirstCall().resolves(read('https://alpha.example/', 200, ['https://alpha.example/about', 'https://alpha.example/team', 'https://alpha.example/blog/x/y/z']));
+    t.engine.capture
+      .onFirstCall()
+      .resolves(read('https://alpha.example/', 200, ['https://alpha.example/about', 'https://alpha.example/team', 'https://alpha.example/blog/x/y/z']));
     t.engine.capture.withArgs(sinon.match({ url: 'https://alpha.example/about' })).resolves(read('https://alpha.example/about'));
     t.engine.capture.withArgs(sinon.match({ url: 'https://alpha.example/team' })).resolves(read('https://alpha.example/team', 404));
     expect(await t.runner.run(job)).to.deep.equal({ charged: true });
-    expect(t.engine.capture.getCalls().map((c) => c.args[0].url)).to.deep.equal(['https://alpha.example/', 'https://alpha.example/about', 'https://alpha.example/team']);
+    expect(t.engine.capture.getCalls().map((c) => c.args[0].url)).to.deep.equal([
+      'https://alpha.example/',
+      'https://alpha.example/about',
+      'https://alpha.example/team',
+    ]);
     const pages = t.analyst.extract.firstCall.args[1] as Array<{ url: string; text: string }>;
     expect(pages.map((p) => p.url)).to.deep.equal(['https://alpha.example/', 'https://alpha.example/about']);
     expect(pages[1]?.text).to.equal('text of https://alpha.example/about');

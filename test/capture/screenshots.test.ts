@@ -59,7 +59,11 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
         await repo.insert({ ...row(mine), job_id: `job${n}` });
         if (n % 10 === 0) await repo.insert({ ...row({ account_id: 'acct_someone_else', config_id: CONFIG, created_at_ms: times[i]! }), job_id: `other${n}` });
       }
-      rows = (await db('screenshots').select('id', 'account_id', 'config_id', 'created_at_ms')).map((r: Row) => ({ ...r, id: Number(r.id), created_at_ms: Number(r.created_at_ms) }));
+      rows = (await db('screenshots').select('id', 'account_id', 'config_id', 'created_at_ms')).map((r: Row) => ({
+        ...r,
+        id: Number(r.id),
+        created_at_ms: Number(r.created_at_ms),
+      }));
     });
     after(async () => {
       await db.destroy();
@@ -123,7 +127,9 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
 
     it('migrates the list indexes down and up again', async () => {
       const listIndexes = ['screenshots_account_list_index', 'screenshots_config_list_index'];
-      expect(await indexesOfScreenshots(db)).to.include.members(listIndexes).and.not.include('screenshots_account_id_created_at_ms_index');
+      expect(await indexesOfScreenshots(db))
+        .to.include.members(listIndexes)
+        .and.not.include('screenshots_account_id_created_at_ms_index');
       await db.migrate.down({ name: '20261123000013_screenshot_list_indexes.js' });
       const before = await indexesOfScreenshots(db);
       expect(before).to.include('screenshots_account_id_created_at_ms_index');
@@ -135,7 +141,9 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       );
       expect((await repo.listForAccount(ACCOUNT, p)).screenshots.map((s) => s.id)).to.deep.equal(expected((r) => r.account_id === ACCOUNT, p).ids);
       await db.migrate.up();
-      expect(await indexesOfScreenshots(db)).to.include.members(listIndexes).and.not.include('screenshots_account_id_created_at_ms_index');
+      expect(await indexesOfScreenshots(db))
+        .to.include.members(listIndexes)
+        .and.not.include('screenshots_account_id_created_at_ms_index');
     });
   });
 }

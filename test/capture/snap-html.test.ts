@@ -45,7 +45,8 @@ async function serve(host: string): Promise<Site> {
   };
 }
 
-const doc = (body: string, head = '') => `<!doctype html><html><head><meta charset="utf-8"><style>html,body{margin:0}</style>${head}</head><body>${body}</body></html>`;
+const doc = (body: string, head = '') =>
+  `<!doctype html><html><head><meta charset="utf-8"><style>html,body{margin:0}</style>${head}</head><body>${body}</body></html>`;
 
 describe('/snap_html: a given document rendered through the egress gateway', function () {
   this.timeout(120_000);
@@ -76,13 +77,17 @@ describe('/snap_html: a given document rendered through the egress gateway', fun
     internal.seen.length = 0;
   });
 
-  const get = (params: Record<string, string | number | boolean>) => request(sys.sys.base, 'GET', `/snap_html?${qs({ access_token: sys.token, wait: 0, ttl: 0, ...params })}`);
-  const post = (json: Record<string, unknown>) => request(sys.sys.base, 'POST', '/snap_html', { headers: { authorization: `Bearer ${sys.token}` }, json: { wait: 0, ttl: 0, ...json } });
+  const get = (params: Record<string, string | number | boolean>) =>
+    request(sys.sys.base, 'GET', `/snap_html?${qs({ access_token: sys.token, wait: 0, ttl: 0, ...params })}`);
+  const post = (json: Record<string, unknown>) =>
+    request(sys.sys.base, 'POST', '/snap_html', { headers: { authorization: `Bearer ${sys.token}` }, json: { wait: 0, ttl: 0, ...json } });
   const used = () => screenshotsUsed(sys.sys, sys.token);
 
   it('renders html_content as the image, at the size asked, with an image it loads from a public site', async () => {
     const before = await used();
-    const html = doc(`<div style="width:100%;height:100vh;background:rgb(255,0,0)"><img src="http://public.test:${pub.port}/green.svg" width="100" height="100"></div>`);
+    const html = doc(
+      `<div style="width:100%;height:100vh;background:rgb(255,0,0)"><img src="http://public.test:${pub.port}/green.svg" width="100" height="100"></div>`,
+    );
     const r = await post({ html_content: html, page_width: 400, page_height: 300, image_format: 'png', wait: 200 });
     expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
     expect(r.headers.get('content-type')).to.equal('image/png');
@@ -96,10 +101,22 @@ describe('/snap_html: a given document rendered through the egress gateway', fun
   it('answers the JSON record with json=true and the rendered HTML with html_only (GET, as the n8n node sends it)', async () => {
     const record = await get({ html_content: doc('<p>record</p>'), json: true });
     expect(record.status).to.equal(200);
-    expect(record.body).to.include.keys('id', 'embed_url', 'screenshot_configuration_id', 'direct_link', 'direct_thumbnail_link', 'taken_at_timestamp', 'taken_at', 'job_id');
+    expect(record.body).to.include.keys(
+      'id',
+      'embed_url',
+      'screenshot_configuration_id',
+      'direct_link',
+      'direct_thumbnail_link',
+      'taken_at_timestamp',
+      'taken_at',
+      'job_id',
+    );
     const image = await fetch(String(record.body.direct_link));
     expect(image.headers.get('content-type')).to.equal('image/jpeg');
-    const html = await get({ html_content: doc('<p id="s">static</p><script>document.getElementById("s").textContent = "by script"</script>'), html_only: true });
+    const html = await get({
+      html_content: doc('<p id="s">static</p><script>document.getElementById("s").textContent = "by script"</script>'),
+      html_only: true,
+    });
     expect(html.body.success).to.equal(true);
     expect(html.body.html).to.contain('<p id="s">by script</p>');
   });
@@ -124,7 +141,10 @@ describe('/snap_html: a given document rendered through the egress gateway', fun
 
   for (const [how, html] of [
     ['a meta refresh', (port: number) => doc('<p>leaving</p>', `<meta http-equiv="refresh" content="0;url=http://private.test:${port}/secret">`)],
-    ['a script navigation', (port: number) => doc(`<p>leaving</p><script>setTimeout(() => { location.href = "http://private.test:${port}/secret"; }, 50)</script>`)],
+    [
+      'a script navigation',
+      (port: number) => doc(`<p>leaving</p><script>setTimeout(() => { location.href = "http://private.test:${port}/secret"; }, 50)</script>`),
+    ],
   ] as const) {
     it(`refuses ${how} to an internal address with 400 url_not_allowed; nothing reaches it, no credit is spent`, async () => {
       const before = await used();

@@ -57,7 +57,11 @@ describe('snap on a real Selenium Grid', function () {
           [1920, 1000, 1, [1920, 1000]],
           [640, 480, 2, [1280, 960]],
         ] as const) {
-          const r = await snap({ url: `${t.fx.origin}/plain`, ...(w === 1920 ? {} : { page_width: w, page_height: h, scale_factor: scale }), image_format: 'png' });
+          const r = await snap({
+            url: `${t.fx.origin}/plain`,
+            ...(w === 1920 ? {} : { page_width: w, page_height: h, scale_factor: scale }),
+            image_format: 'png',
+          });
           expect(await size(r.raw), `${w}x${h} at ${scale}x, round ${round + 1}`).to.deep.equal(size2);
         }
       }
@@ -179,7 +183,15 @@ describe('snap on a real Selenium Grid', function () {
     });
 
     it('gives page script the time_zone and the geolocation', async () => {
-      const r = await snap({ url: `${t.fx.origin}/env`, html_only: true, wait_for: '#geo.done', time_zone: 'Asia/Tokyo', latitude: 48.8584, longitude: 2.2945, accuracy: 10 });
+      const r = await snap({
+        url: `${t.fx.origin}/env`,
+        html_only: true,
+        wait_for: '#geo.done',
+        time_zone: 'Asia/Tokyo',
+        latitude: 48.8584,
+        longitude: 2.2945,
+        accuracy: 10,
+      });
       expect(r.body.html).to.contain('<p id="tz">Asia/Tokyo</p>');
       expect(r.body.html).to.contain('48.8584,2.2945');
     });
@@ -207,7 +219,17 @@ describe('snap on a real Selenium Grid', function () {
     it('json=true answers exactly the record, whose links load without a key', async () => {
       const r = await snap({ url: `${t.fx.origin}/plain`, json: true, image_format: 'png', page_width: 800, page_height: 600 });
       expect(r.status).to.equal(200);
-      expect(r.body).to.have.all.keys('success', 'id', 'embed_url', 'screenshot_configuration_id', 'direct_link', 'direct_thumbnail_link', 'taken_at_timestamp', 'taken_at', 'job_id');
+      expect(r.body).to.have.all.keys(
+        'success',
+        'id',
+        'embed_url',
+        'screenshot_configuration_id',
+        'direct_link',
+        'direct_thumbnail_link',
+        'taken_at_timestamp',
+        'taken_at',
+        'job_id',
+      );
       const b = r.body as Record<string, string>;
       expect(b.taken_at_timestamp).to.match(/^\d{13}$/);
       expect(b.taken_at).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/);
@@ -404,7 +426,9 @@ async function gridBrowserDirs(gridUrl: string): Promise<string[]> {
   const status = (await (await fetch(`${gridUrl}/status`)).json()) as {
     value: { nodes: Array<{ slots: Array<{ session: { capabilities: { chrome?: { userDataDir?: string } } } | null }> }> };
   };
-  return status.value.nodes.flatMap((n) => n.slots.flatMap((s) => (s.session?.capabilities.chrome?.userDataDir ? [s.session.capabilities.chrome.userDataDir] : [])));
+  return status.value.nodes.flatMap((n) =>
+    n.slots.flatMap((s) => (s.session?.capabilities.chrome?.userDataDir ? [s.session.capabilities.chrome.userDataDir] : [])),
+  );
 }
 
 /** SIGKILLs a browser (and its renderers) as a crash or the kernel's OOM killer would. */

@@ -15,7 +15,16 @@ import type { Reservation, ScreenshotRef } from '../../services/shared/contracts
 import { serviceError } from '../../services/shared/errors';
 import { type LogContext, currentLogContext, withLogContext } from '../../services/shared/logging';
 
-const job = (id: string, attempts = 1): ClaimedJob => ({ id, accountId: 'acc', configId: 'cfg', kind: 'config', options: { url: 'https://example.test/' }, leaseToken: 't', attempts, createdAtMs: Date.now() });
+const job = (id: string, attempts = 1): ClaimedJob => ({
+  id,
+  accountId: 'acc',
+  configId: 'cfg',
+  kind: 'config',
+  options: { url: 'https://example.test/' },
+  leaseToken: 't',
+  attempts,
+  createdAtMs: Date.now(),
+});
 const ref = (id: string): ScreenshotRef => ({
   id,
   job_id: 'j',
@@ -68,7 +77,7 @@ describe('JobWorker (collaborators stubbed)', () => {
     expect(t.queue.fail.called).to.equal(false);
   });
 
-  it("runs a job under its own job id only, not the ids of the request whose event woke the worker", async () => {
+  it('runs a job under its own job id only, not the ids of the request whose event woke the worker', async () => {
     const t = setup();
     let seen: LogContext = {};
     t.pipeline.run.callsFake(async () => {

@@ -176,16 +176,12 @@ export function clientWorld(options: ClientWorldOptions = {}): ClientWorld {
 }
 
 /** Sends exactly `target` (a path with its query, as the client puts it on the wire) with the client's headers and body bytes. */
-export async function send(
-  base: string,
-  method: string,
-  target: string,
-  headers: Record<string, string>,
-  body?: string,
-): Promise<HttpAnswer> {
+export async function send(base: string, method: string, target: string, headers: Record<string, string>, body?: string): Promise<HttpAnswer> {
   const res = await fetch(base + target, { method, headers, ...(body !== undefined ? { body } : {}) });
   const raw = Buffer.from(await res.arrayBuffer());
-  const json = (res.headers.get('content-type') ?? '').includes('json') ? (JSON.parse(raw.toString('utf8')) as Record<string, unknown>) : (null as unknown as Record<string, unknown>);
+  const json = (res.headers.get('content-type') ?? '').includes('json')
+    ? (JSON.parse(raw.toString('utf8')) as Record<string, unknown>)
+    : (null as unknown as Record<string, unknown>);
   return { status: res.status, headers: res.headers, body: json, raw };
 }
 

@@ -47,7 +47,17 @@ describe('client replay: the official MCP server (its 20 tools)', function () {
       },
     });
     expect(r.status, r.raw.toString()).to.equal(200);
-    expect(r.body).to.include.keys('success', 'id', 'embed_url', 'screenshot_configuration_id', 'direct_link', 'direct_thumbnail_link', 'taken_at_timestamp', 'taken_at', 'job_id');
+    expect(r.body).to.include.keys(
+      'success',
+      'id',
+      'embed_url',
+      'screenshot_configuration_id',
+      'direct_link',
+      'direct_thumbnail_link',
+      'taken_at_timestamp',
+      'taken_at',
+      'job_id',
+    );
     expect(await imageSize(await w.file(String(r.body.direct_link)))).to.deep.equal([1600, 1200]);
     const seen = w.seenAt('/page').filter((s) => s.query === 'tool=snap');
     expect(seen[0]?.headers['x-from-mcp']).to.equal('yes');
@@ -57,7 +67,16 @@ describe('client replay: the official MCP server (its 20 tools)', function () {
   it('snap with real_location (a name from its list) and analyze_image_with_ai with ai_prompt', async () => {
     const before = w.upstreamUsers.length;
     const r = await tool('POST', '/snap', {
-      body: { json: true, mcp: true, url: `${w.site.origin}/page?tool=located`, real_location: 'London', analyze_image_with_ai: true, ai_prompt: 'What is the heading?', wait: 0, ttl: 0 },
+      body: {
+        json: true,
+        mcp: true,
+        url: `${w.site.origin}/page?tool=located`,
+        real_location: 'London',
+        analyze_image_with_ai: true,
+        ai_prompt: 'What is the heading?',
+        wait: 0,
+        ttl: 0,
+      },
     });
     expect(r.status, r.raw.toString()).to.equal(200);
     expect(r.body).to.include({ is_proxy_screenshot: true, proxy_server: 'London' });
@@ -67,7 +86,9 @@ describe('client replay: the official MCP server (its 20 tools)', function () {
   });
 
   it('snap_html: {json: true, mcp: true, html_content}', async () => {
-    const r = await tool('POST', '/snap_html', { body: { json: true, mcp: true, html_content: '<h1>From an agent</h1>', page_width: 640, page_height: 480, wait: 0, ttl: 0 } });
+    const r = await tool('POST', '/snap_html', {
+      body: { json: true, mcp: true, html_content: '<h1>From an agent</h1>', page_width: 640, page_height: 480, wait: 0, ttl: 0 },
+    });
     expect(r.status, r.raw.toString()).to.equal(200);
     expect(await imageSize(await w.file(String(r.body.direct_link)))).to.deep.equal([640, 480]);
   });
@@ -108,7 +129,13 @@ describe('client replay: the official MCP server (its 20 tools)', function () {
     expect(mine.status).to.equal(200);
     const alerts = mine.body.change_notifications as Array<Record<string, unknown>>;
     expect(alerts).to.have.length(1);
-    expect(alerts[0]?.config).to.deep.equal({ type: 'change', selector: '#price', send_to: 'webhook', url: `${w.receiver.origin}/alerts`, custom_id: 'price-watch-1' });
+    expect(alerts[0]?.config).to.deep.equal({
+      type: 'change',
+      selector: '#price',
+      send_to: 'webhook',
+      url: `${w.receiver.origin}/alerts`,
+      custom_id: 'price-watch-1',
+    });
     expect(alerts[0]).to.include({ previous_value: '100 EUR', retrieved_value: '101 EUR' });
     const all = await tool('GET', '/change_notifications', { query: { order: 'DESC', after: '1700000000' } });
     expect((all.body.change_notifications as unknown[]).length).to.equal(1);
@@ -125,7 +152,9 @@ describe('client replay: the official MCP server (its 20 tools)', function () {
   });
 
   it('update_screenshot_config: {mcp: true, ...changes} without url keeps the stored one', async () => {
-    const r = await tool('PATCH', `/screenshot_configs/${configId}`, { body: { mcp: true, custom_title: 'Renamed', scheduled_screenshot: true, scheduled_every: 2, scheduled_interval: 'days' } });
+    const r = await tool('PATCH', `/screenshot_configs/${configId}`, {
+      body: { mcp: true, custom_title: 'Renamed', scheduled_screenshot: true, scheduled_every: 2, scheduled_interval: 'days' },
+    });
     expect(r.status, r.raw.toString()).to.equal(200);
     expect(r.body.config).to.include({ url: `${w.site.origin}/price`, custom_title: 'Renamed', scheduled_every: 2 });
   });
@@ -133,7 +162,9 @@ describe('client replay: the official MCP server (its 20 tools)', function () {
   it('list_screenshot_configs, list_config_screenshots and list_all_screenshots with paging (after and before as text)', async () => {
     const configs = await tool('GET', '/screenshot_configs', { query: { page: 1, limit: 100, order: 'ASC' } });
     expect(configs.status).to.equal(200);
-    expect((configs.body.screenshot_configurations as Array<{ ids: { screenshot_config_id: string } }>).map((c) => c.ids.screenshot_config_id)).to.include(configId);
+    expect((configs.body.screenshot_configurations as Array<{ ids: { screenshot_config_id: string } }>).map((c) => c.ids.screenshot_config_id)).to.include(
+      configId,
+    );
     const shots = await tool('GET', `/screenshot_configs/${configId}/screenshots`, { query: { limit: 10, before: String(Date.now() + 60_000) } });
     expect(shots.status).to.equal(200);
     expect(shots.body.screenshots).to.have.length(2);
@@ -158,32 +189,41 @@ describe('client replay: the official MCP server (its 20 tools)', function () {
     expect((r.body.results as Array<{ prompt: string }>).map((x) => x.prompt)).to.deep.equal(['What is the heading?', 'Is there a button?']);
   });
 
-  it('the domain research tools: create (name, additional_notes, domains, structures), status until it ends, report as JSON and ?format=csv, list with paging', async () => {
-    const created = await tool('POST', '/api/domain_research_requests', {
-      body: {
-        name: 'Competitors',
-        additional_notes: 'Small sites',
-        domains: [`${w.site.origin}/page?tool=research`],
-        structures: [{ data_type: 'string', data_field_name: 'heading', data_field_prompt_description: 'The main heading' }],
-      },
-    });
-    expect(created.status, created.raw.toString()).to.equal(200);
-    const jobId = String(created.body.job_id);
-    let status = created;
-    for (let i = 0; i < 300 && !['completed', 'failed'].includes(String(status.body.status)); i++) {
-      await new Promise((r) => setTimeout(r, 200));
-      status = await tool('GET', `/api/domain_research_requests/${jobId}/status`);
-    }
-    expect(status.body).to.include({ job_id: jobId, name: 'Competitors', status: 'completed', total_domains: 1, completed_domains: 1 });
-    const report = await tool('GET', `/api/domain_research_requests/${jobId}/report`);
-    expect(report.body).to.include({ job_id: jobId, status: 'completed' });
-    const csv = await tool('GET', `/api/domain_research_requests/${jobId}/report`, { query: { format: 'csv' } });
-    expect(csv.status).to.equal(200);
-    expect(csv.headers.get('content-type')).to.contain('text/csv');
-    expect(csv.raw.toString('utf8').replace(/^\uFEFF/, '').split('\r\n')[0]).to.match(/^domain,status,heading/);
-    const list = await tool('GET', '/api/domain_research_requests', { query: { page: 1, limit: 10, order: 'DESC' } });
-    expect((list.body.domain_research_requests as Array<{ job_id: string }>).map((j) => j.job_id)).to.include(jobId);
-  });
+  it(
+    'the domain research tools: create (name, additional_notes, domains, structures), status until it ends, report as JSON and ?format=csv, list ' +
+      'with paging',
+    async () => {
+      const created = await tool('POST', '/api/domain_research_requests', {
+        body: {
+          name: 'Competitors',
+          additional_notes: 'Small sites',
+          domains: [`${w.site.origin}/page?tool=research`],
+          structures: [{ data_type: 'string', data_field_name: 'heading', data_field_prompt_description: 'The main heading' }],
+        },
+      });
+      expect(created.status, created.raw.toString()).to.equal(200);
+      const jobId = String(created.body.job_id);
+      let status = created;
+      for (let i = 0; i < 300 && !['completed', 'failed'].includes(String(status.body.status)); i++) {
+        await new Promise((r) => setTimeout(r, 200));
+        status = await tool('GET', `/api/domain_research_requests/${jobId}/status`);
+      }
+      expect(status.body).to.include({ job_id: jobId, name: 'Competitors', status: 'completed', total_domains: 1, completed_domains: 1 });
+      const report = await tool('GET', `/api/domain_research_requests/${jobId}/report`);
+      expect(report.body).to.include({ job_id: jobId, status: 'completed' });
+      const csv = await tool('GET', `/api/domain_research_requests/${jobId}/report`, { query: { format: 'csv' } });
+      expect(csv.status).to.equal(200);
+      expect(csv.headers.get('content-type')).to.contain('text/csv');
+      expect(
+        csv.raw
+          .toString('utf8')
+          .replace(/^\uFEFF/, '')
+          .split('\r\n')[0],
+      ).to.match(/^domain,status,heading/);
+      const list = await tool('GET', '/api/domain_research_requests', { query: { page: 1, limit: 10, order: 'DESC' } });
+      expect((list.body.domain_research_requests as Array<{ job_id: string }>).map((j) => j.job_id)).to.include(jobId);
+    },
+  );
 
   it('delete_screenshot_config: DELETE without a body; then its id answers 404', async () => {
     const r = await tool('DELETE', `/screenshot_configs/${configId}`);

@@ -19,7 +19,8 @@ const V1_UNTOUCHED = {
   wait: 0,
   wait_for: '',
   multi_step_actions:
-    '[{"type": "click", "selector": "#some-element-on-the-page"}, {"type": "text_field", "selector": "#searchInput", "value": "setting a search input field to a specific value on the webpage."}]',
+    '[{"type": "click", "selector": "#some-element-on-the-page"}, {"type": "text_field", "selector": "#searchInput", "value": "setting a search input field ' +
+    'to a specific value on the webpage."}]',
   incremental_scroll: false,
   page_width: 0,
   page_height: 0,
@@ -53,7 +54,10 @@ const V1_UNTOUCHED = {
 
 /** The same options as v0.1.0 puts them in its query (headers, cookies and actions, left empty, vanish). */
 const V01_UNTOUCHED =
-  'time_zone=&wait=0&wait_for=&incremental_scroll=false&page_width=0&page_height=0&fullpage=false&fullpage_advanced=false&selectors=&hover_on_selected=false&image_format=jpeg&quality=0&scale_factor=1&css_inject=&js_inject=&user_agent=&ttl=0&accept_language=&latitude=&longitude=&accuracy=&thumb_width=0&thumb_height=0&no_ads=false&no_tracking=false&no_cookie_banners=false&disable_js=false&disable_third_party_js=false&custom_title=&custom_description=';
+  'time_zone=&wait=0&wait_for=&incremental_scroll=false&page_width=0&page_height=0&fullpage=false&fullpage_advanced=false&selectors=&' +
+  'hover_on_selected=false&image_format=jpeg&quality=0&scale_factor=1&css_inject=&js_inject=&user_agent=&ttl=0&accept_language=&latitude=&' +
+  'longitude=&accuracy=&thumb_width=0&thumb_height=0&no_ads=false&no_tracking=false&no_cookie_banners=false&disable_js=false&' +
+  'disable_third_party_js=false&custom_title=&custom_description=';
 
 /** qs.stringify's value encoding (RFC 3986, as encodeURIComponent). */
 const enc = encodeURIComponent;
@@ -104,7 +108,12 @@ describe('client replay: the official n8n node', function () {
     });
 
     it('AI Analysis Screenshot: POST /snap?json=true&analyze_image_with_ai=true with ai_prompt in the body', async () => {
-      const r = await post('/snap?json=true&analyze_image_with_ai=true', { url: `${w.site.origin}/page?op=v1-ai`, ai_prompt: 'Name the button', wait: 0, ttl: 0 });
+      const r = await post('/snap?json=true&analyze_image_with_ai=true', {
+        url: `${w.site.origin}/page?op=v1-ai`,
+        ai_prompt: 'Name the button',
+        wait: 0,
+        ttl: 0,
+      });
       expectRecord(r);
       expect(r.body.ai).to.include({ ai_analyzed: true, ai_prompt: 'Name the button' });
       expect(JSON.stringify(w.ai.of('analyze').at(-1)?.body)).to.contain('Name the button');
@@ -119,7 +128,13 @@ describe('client replay: the official n8n node', function () {
     });
 
     it('Snap HTML: POST /snap_html?json=true with html_content', async () => {
-      const r = await post('/snap_html?json=true', { html_content: '<h1>Hi from n8n</h1>', ...V1_UNTOUCHED, multi_step_actions: '[]', headers: '[]', cookies: '[]' });
+      const r = await post('/snap_html?json=true', {
+        html_content: '<h1>Hi from n8n</h1>',
+        ...V1_UNTOUCHED,
+        multi_step_actions: '[]',
+        headers: '[]',
+        cookies: '[]',
+      });
       expectRecord(r);
     });
 
@@ -158,7 +173,10 @@ describe('client replay: the official n8n node', function () {
     });
 
     it('AI Analysis Screenshot: GET /snap_ai_analysis?json=true&analyze_image_with_ai=true&url=…&ai_prompt=…', async () => {
-      const r = await get(`/snap_ai_analysis?json=true&analyze_image_with_ai=true&url=${enc(`${w.site.origin}/page?op=v01-ai`)}&ai_prompt=${enc('Describe the page')}&wait=0&ttl=0`);
+      const r = await get(
+        `/snap_ai_analysis?json=true&analyze_image_with_ai=true&url=${enc(`${w.site.origin}/page?op=v01-ai`)}` +
+          `&ai_prompt=${enc('Describe the page')}&wait=0&ttl=0`,
+      );
       expectRecord(r);
       expect(r.body.ai).to.include({ ai_analyzed: true, ai_prompt: 'Describe the page' });
     });

@@ -32,7 +32,9 @@ async function forwardPort80(host: string, port: number): Promise<net.Server> {
     outbound.on('error', () => inbound.destroy());
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (err) => reject(new Error(`The npm client always connects to port 80; this test listens on ${host}:80 and could not (${err.message}).`)));
+    server.once('error', (err) =>
+      reject(new Error(`The npm client always connects to port 80; this test listens on ${host}:80 and could not (${err.message}).`)),
+    );
     server.listen(80, host, resolve);
   });
   return server;
@@ -66,7 +68,8 @@ describe('client: the official npm client, unchanged', function () {
     client = new (ScreenshotsPagepixels as unknown as new (key: string) => Client)(w.key);
     client.apiBaseUrl = `http://${CLIENT_HOST}`;
     const url = `${w.site.origin}/page?npm=config`;
-    configId = (await call(w.sys.broker, 'scheduler.create', { accountId: w.accountId, input: { given: { url }, options: { url } }, jobId: 'none' })).ids.screenshot_config_id;
+    configId = (await call(w.sys.broker, 'scheduler.create', { accountId: w.accountId, input: { given: { url }, options: { url } }, jobId: 'none' })).ids
+      .screenshot_config_id;
   });
   after(async () => {
     await new Promise((r) => forward?.close(r));
@@ -84,7 +87,9 @@ describe('client: the official npm client, unchanged', function () {
   });
 
   it('createScreenshotConfig rejects: the client sends {} whatever it is given, and that is refused (url is required)', async () => {
-    expect(await rejection(client.createScreenshotConfig({ url: `${w.site.origin}/page`, scheduled_screenshot: true }))).to.equal('Request failed with status 400');
+    expect(await rejection(client.createScreenshotConfig({ url: `${w.site.origin}/page`, scheduled_screenshot: true }))).to.equal(
+      'Request failed with status 400',
+    );
   });
 
   it('updateScreenshotConfig rejects: its {} carries nothing to change', async () => {

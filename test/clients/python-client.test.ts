@@ -13,20 +13,28 @@ import { type ClientWorld, clientWorld, send } from './harness';
 
 /** Python's urlencode(doseq=True) of a dict: quote_plus of str() of each value (True, False, None dropped). */
 function urlencode(options: Record<string, string | number | boolean>): string {
-  const quote = (s: string) => encodeURIComponent(s).replace(/%20/g, '+').replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  const quote = (s: string) =>
+    encodeURIComponent(s)
+      .replace(/%20/g, '+')
+      .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return Object.entries(options)
     .map(([k, v]) => `${quote(k)}=${quote(typeof v === 'boolean' ? (v ? 'True' : 'False') : String(v))}`)
     .join('&');
 }
 
 /** json.dumps with its default separators (", " and ": "). */
-const dumps = (v: unknown): string => JSON.stringify(v, null, 1).replace(/\n\s*/g, ' ').replace(/\[ /g, '[').replace(/ \]/g, ']').replace(/\{ /g, '{').replace(/ \}/g, '}');
+const dumps = (v: unknown): string =>
+  JSON.stringify(v, null, 1).replace(/\n\s*/g, ' ').replace(/\[ /g, '[').replace(/ \]/g, ']').replace(/\{ /g, '{').replace(/ \}/g, '}');
 
 describe('client replay: the official Python client', function () {
   this.timeout(120_000);
   const w: ClientWorld = clientWorld();
   const base = { accept: '*/*', 'user-agent': 'python-requests/2.32.3', 'accept-encoding': 'gzip, deflate', connection: 'keep-alive' };
-  const headers = (json = false): Record<string, string> => ({ ...base, authorization: `Bearer ${w.key}`, ...(json ? { 'content-type': 'application/json' } : {}) });
+  const headers = (json = false): Record<string, string> => ({
+    ...base,
+    authorization: `Bearer ${w.key}`,
+    ...(json ? { 'content-type': 'application/json' } : {}),
+  });
   /** _get: raise_for_status, then the bytes of a /snap without the key json, else .json(). */
   const getJson = async (path: string, options: Record<string, string | number | boolean> = {}) => {
     const q = urlencode(options);

@@ -33,7 +33,8 @@ interface Recording {
   phases: Record<'quiet' | 'burst' | 'steady' | 'drain', { from: number; to: number; callers: number }>;
   samples: number[];
 }
-const recording = (): Recording => JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'test', 'deploy', 'capture-demand.recorded.json'), 'utf8')) as Recording;
+const recording = (): Recording =>
+  JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'test', 'deploy', 'capture-demand.recorded.json'), 'utf8')) as Recording;
 
 /** Replicas after each poll. */
 function simulate(so: K8sObject, metric: number[]): number[] {
@@ -56,11 +57,15 @@ function simulate(so: K8sObject, metric: number[]): number[] {
     if (desired > replicas) {
       const window = recommendations.filter((r) => r.t > t - scaleUp.stabilizationWindowSeconds).map((r) => r.desired);
       desired = Math.min(desired, ...(window.length ? window : [desired]));
-      const allowed = Math.max(...scaleUp.policies.map((p) => (p.type === 'Pods' ? p.value : Math.ceil((replicas * p.value) / 100)) - changedWithin(t, p.periodSeconds, true)));
+      const allowed = Math.max(
+        ...scaleUp.policies.map((p) => (p.type === 'Pods' ? p.value : Math.ceil((replicas * p.value) / 100)) - changedWithin(t, p.periodSeconds, true)),
+      );
       replicas = Math.min(desired, replicas + Math.max(0, allowed));
     } else if (desired < replicas) {
       desired = Math.max(...recommendations.filter((r) => r.t > t - scaleDown.stabilizationWindowSeconds).map((r) => r.desired));
-      const allowed = Math.max(...scaleDown.policies.map((p) => (p.type === 'Pods' ? p.value : Math.floor((replicas * p.value) / 100)) - changedWithin(t, p.periodSeconds, false)));
+      const allowed = Math.max(
+        ...scaleDown.policies.map((p) => (p.type === 'Pods' ? p.value : Math.floor((replicas * p.value) / 100)) - changedWithin(t, p.periodSeconds, false)),
+      );
       replicas = Math.max(desired, replicas - Math.max(0, allowed));
     }
     if (replicas !== before) events.push({ t, delta: replicas - before });
@@ -118,7 +123,8 @@ describe('autoscaling of capture instances, simulated on a burst, a steady stret
     expect(firstDrop - lastNeed, `polls from the last demand for ${before} instances to the first removal`).to.be.at.least(cooldown);
     const policy = so.spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.policies[0] as Policy;
     const perPeriod = policy.periodSeconds / step();
-    for (let i = drainAt + perPeriod; i < replicas.length; i++) expect((replicas[i - perPeriod] as number) - (replicas[i] as number)).to.be.at.most(policy.value);
+    for (let i = drainAt + perPeriod; i < replicas.length; i++)
+      expect((replicas[i - perPeriod] as number) - (replicas[i] as number)).to.be.at.most(policy.value);
     expect(replicas[replicas.length - 1]).to.equal(so.spec.minReplicaCount);
   });
 });

@@ -41,7 +41,8 @@ function compare(what: string, compose: Map<string, string>, cluster: Map<string
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: containers as rendered.
-const container = (d: K8sObject, name: string): any => [...d.spec.template.spec.containers, ...(d.spec.template.spec.initContainers ?? [])].find((c: { name: string }) => c.name === name);
+const container = (d: K8sObject, name: string): any =>
+  [...d.spec.template.spec.containers, ...(d.spec.template.spec.initContainers ?? [])].find((c: { name: string }) => c.name === name);
 
 describe('docker-compose.yml and deploy/kubernetes agree on every variable', () => {
   const compose = YAML.parse(fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, ComposeService> };
@@ -76,6 +77,7 @@ describe('docker-compose.yml and deploy/kubernetes agree on every variable', () 
     const node = find(objects, 'Deployment', 'chrome-node');
     compare('chrome', composeEnv(compose.services.chrome as ComposeService), containerEnv(objects, container(node, 'chrome-node')));
     expect(container(node, 'chrome-node').image).to.equal((compose.services.chrome as { image: string }).image);
-    for (const role of ALL_SERVICES) expect(container(find(objects, 'Deployment', role), 'snapservice').image, role).to.equal((compose.services[role] as { image: string }).image);
+    for (const role of ALL_SERVICES)
+      expect(container(find(objects, 'Deployment', role), 'snapservice').image, role).to.equal((compose.services[role] as { image: string }).image);
   });
 });

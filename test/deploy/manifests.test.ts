@@ -58,7 +58,8 @@ function plainEnv(env: Map<string, EnvSource>): Record<string, string> {
 // biome-ignore lint/suspicious/noExplicitAny: containers as rendered.
 const containerOf = (d: K8sObject, name: string): any => d.spec.template.spec.containers.find((c: { name: string }) => c.name === name);
 // biome-ignore lint/suspicious/noExplicitAny: a port as rendered.
-const portNumber = (c: any, port: string | number): number => (typeof port === 'number' ? port : c.ports.find((p: { name: string }) => p.name === port)?.containerPort);
+const portNumber = (c: any, port: string | number): number =>
+  typeof port === 'number' ? port : c.ports.find((p: { name: string }) => p.name === port)?.containerPort;
 
 describe('deploy/kubernetes: rendered and checked without a cluster', () => {
   const renderings: Record<string, K8sObject[]> = {};
@@ -93,7 +94,7 @@ describe('deploy/kubernetes: rendered and checked without a cluster', () => {
         expect([...roles].sort()).to.deep.equal([...ALL_SERVICES].sort());
       });
 
-      it("gives every service container an environment config.ts accepts, and sets no variable config.ts does not read", () => {
+      it('gives every service container an environment config.ts accepts, and sets no variable config.ts does not read', () => {
         for (const d of serviceDeployments(objects())) {
           for (const c of [...d.spec.template.spec.containers, ...(d.spec.template.spec.initContainers ?? [])]) {
             const env = plainEnv(containerEnv(objects(), c));
@@ -181,7 +182,10 @@ describe('deploy/kubernetes: rendered and checked without a cluster', () => {
         const deployments = objects().filter((o) => o.kind === 'Deployment');
         for (const pdb of objects().filter((o) => o.kind === 'PodDisruptionBudget')) {
           const selected = deployments.filter((d) => Object.entries(pdb.spec.selector.matchLabels).every(([k, v]) => d.spec.template.metadata.labels[k] === v));
-          expect(selected.map((d) => d.metadata.name), pdb.metadata.name).to.deep.equal([pdb.metadata.name]);
+          expect(
+            selected.map((d) => d.metadata.name),
+            pdb.metadata.name,
+          ).to.deep.equal([pdb.metadata.name]);
           expect(pdb.spec.maxUnavailable, pdb.metadata.name).to.equal(1);
         }
       });
@@ -216,7 +220,8 @@ describe('deploy/kubernetes: rendered and checked without a cluster', () => {
   it('keeps secrets out of every ConfigMap', () => {
     for (const objects of Object.values(renderings)) {
       for (const cm of objects.filter((o) => o.kind === 'ConfigMap')) {
-        for (const key of Object.keys(readYaml<K8sObject>('base/secret.example.yaml').stringData ?? {})) expect(cm.data ?? {}, cm.metadata.name).not.to.have.property(key);
+        for (const key of Object.keys(readYaml<K8sObject>('base/secret.example.yaml').stringData ?? {}))
+          expect(cm.data ?? {}, cm.metadata.name).not.to.have.property(key);
       }
     }
   });

@@ -21,7 +21,10 @@ interface Run {
 }
 
 function migrate(databaseUrl: string): Run {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'db', 'migrate.js')], { env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'db', 'migrate.js')], {
+    env: { ...process.env, DATABASE_URL: databaseUrl },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout?.on('data', (d) => {
     out += d;

@@ -73,7 +73,15 @@ describe('docs: configuration.md against config.ts', () => {
 
   it('finds the variables config.ts reads (in its source, and the same at run time)', () => {
     expect(inSource.size).to.be.above(60);
-    expect([...inSource]).to.include.members(['PORT', 'DATABASE_URL', 'CAPTURE_SESSIONS', 'EGRESS_GATEWAY', 'SERVICE_AI_MODEL', 'REAL_LOCATIONS_GATEWAY', 'SNAPSERVICE_API_KEY']);
+    expect([...inSource]).to.include.members([
+      'PORT',
+      'DATABASE_URL',
+      'CAPTURE_SESSIONS',
+      'EGRESS_GATEWAY',
+      'SERVICE_AI_MODEL',
+      'REAL_LOCATIONS_GATEWAY',
+      'SNAPSERVICE_API_KEY',
+    ]);
     expect(difference(atRunTime, inSource), 'read at run time but not found in the source').to.deep.equal([]);
   });
 

@@ -57,9 +57,24 @@ describe('docs: links', () => {
 
   it('slugs headings as GitHub does (punctuation and code marks dropped, repeats numbered)', () => {
     const anchors = headingAnchors(
-      ['# Operations: /health, /pressure, /metrics', '## Capturing: `GET /snap` and `POST /snap`', '## Fair sharing: each account’s limits', '## Logs', '## Logs', '```', '# not a heading', '```'].join('\n'),
+      [
+        '# Operations: /health, /pressure, /metrics',
+        '## Capturing: `GET /snap` and `POST /snap`',
+        '## Fair sharing: each account’s limits',
+        '## Logs',
+        '## Logs',
+        '```',
+        '# not a heading',
+        '```',
+      ].join('\n'),
     );
-    expect(anchors).to.deep.equal(['operations-health-pressure-metrics', 'capturing-get-snap-and-post-snap', 'fair-sharing-each-accounts-limits', 'logs', 'logs-1']);
+    expect(anchors).to.deep.equal([
+      'operations-health-pressure-metrics',
+      'capturing-get-snap-and-post-snap',
+      'fair-sharing-each-accounts-limits',
+      'logs',
+      'logs-1',
+    ]);
   });
 
   it('finds inline, reference-style and image links, and none inside code', () => {

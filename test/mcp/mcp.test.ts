@@ -60,10 +60,43 @@ const HOSTED_TOOLS = [
 
 /** The argument names of the hosted server's zod schemas (its shared screenshot options and paging). */
 const HOSTED_SHARED = [
-  'time_zone', 'selectors', 'hover_on_selected', 'wait', 'wait_for', 'incremental_scroll', 'fullpage', 'fullpage_advanced', 'page_width', 'page_height',
-  'image_format', 'quality', 'scale_factor', 'placeholder_url', 'thumb_width', 'thumb_height', 'css_inject', 'js_inject', 'multi_step_actions', 'real_location',
-  'analyze_image_with_ai', 'ai_prompt', 'headers', 'cookies', 'accept_language', 'user_agent', 'latitude', 'longitude', 'accuracy', 'no_ads', 'no_tracking',
-  'no_cookie_banners', 'disable_js', 'disable_third_party_js', 'custom_title', 'custom_description', 'html_only',
+  'time_zone',
+  'selectors',
+  'hover_on_selected',
+  'wait',
+  'wait_for',
+  'incremental_scroll',
+  'fullpage',
+  'fullpage_advanced',
+  'page_width',
+  'page_height',
+  'image_format',
+  'quality',
+  'scale_factor',
+  'placeholder_url',
+  'thumb_width',
+  'thumb_height',
+  'css_inject',
+  'js_inject',
+  'multi_step_actions',
+  'real_location',
+  'analyze_image_with_ai',
+  'ai_prompt',
+  'headers',
+  'cookies',
+  'accept_language',
+  'user_agent',
+  'latitude',
+  'longitude',
+  'accuracy',
+  'no_ads',
+  'no_tracking',
+  'no_cookie_banners',
+  'disable_js',
+  'disable_third_party_js',
+  'custom_title',
+  'custom_description',
+  'html_only',
 ];
 const HOSTED_PAGING = ['page', 'limit', 'after', 'before', 'order'];
 /** A configuration captures images: html_only, in the hosted server's shared options, is a snap's only (the REST API refuses it on configurations). */
@@ -120,7 +153,10 @@ function expectedParams(params: Params): { properties: Json; required: string[] 
   if (params === 'none') return { properties: {}, required: [] };
   if (params === 'paging') return { properties: plain(PAGING_PARAMS.schema.properties), required: [] };
   if (typeof params === 'object') return { properties: plain(params.schema.properties), required: (params.schema.required as string[] | undefined) ?? [] };
-  return { properties: plain(Object.fromEntries(shapeOptions(params).map((o) => [o.name, optionSchema(o)]))), required: shapeSchema(params).required as string[] };
+  return {
+    properties: plain(Object.fromEntries(shapeOptions(params).map((o) => [o.name, optionSchema(o)]))),
+    required: shapeSchema(params).required as string[],
+  };
 }
 
 /** Every tool's schema is its route's shape from the option table, with the hosted server's argument names among them. */
@@ -185,7 +221,13 @@ async function connect(w: ClientWorld, transport: Transport, key: string): Promi
     await client.connect(new StreamableHTTPClientTransport(new URL(`${w.base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
     return { client, stderr: () => '', close: () => client.close() };
   }
-  const stdio = new StdioClientTransport({ command: 'npm', args: ['run', '--silent', 'mcp'], cwd: ROOT, env: { SNAPSERVICE_URL: w.base, SNAPSERVICE_API_KEY: key }, stderr: 'pipe' });
+  const stdio = new StdioClientTransport({
+    command: 'npm',
+    args: ['run', '--silent', 'mcp'],
+    cwd: ROOT,
+    env: { SNAPSERVICE_URL: w.base, SNAPSERVICE_API_KEY: key },
+    stderr: 'pipe',
+  });
   let err = '';
   stdio.stderr?.on('data', (d) => (err += d));
   const session = {
@@ -216,7 +258,10 @@ describe('MCP: the tools over Streamable HTTP and stdio, against a running syste
       let s: Session;
       const sessions: Session[] = [];
       const call = async (name: string, args: Json = {}, onprogress?: (p: Progress) => void): Promise<CallToolResult> => {
-        const r = (await s.client.callTool({ name, arguments: args }, undefined, { timeout: 120_000, ...(onprogress ? { onprogress } : {}) })) as CallToolResult;
+        const r = (await s.client.callTool({ name, arguments: args }, undefined, {
+          timeout: 120_000,
+          ...(onprogress ? { onprogress } : {}),
+        })) as CallToolResult;
         const image = imageOf(r);
         if (image) seen.images.push(image.data);
         return r;
@@ -241,17 +286,30 @@ describe('MCP: the tools over Streamable HTTP and stdio, against a running syste
         for (const x of sessions) await x.close();
       });
 
-      it("lists the hosted server's tools, each schema its route's shape (from the option table for captures), real_location offering this server's catalogue", async () => {
-        const { tools } = await s.client.listTools();
-        expectToolsFromOptionTable(tools);
-      });
+      it(
+        "lists the hosted server's tools, each schema its route's shape (from the option table for captures), real_location offering this " +
+          "server's catalogue",
+        async () => {
+          const { tools } = await s.client.listTools();
+          expectToolsFromOptionTable(tools);
+        },
+      );
 
       it('snap: the image content decodes to the page as captured (the file at direct_link), the record as structured content', async () => {
         const url = `${w.site.origin}/quadrants?via=${transport}`;
         const r = await call('snap', { url, page_width: 800, page_height: 600, image_format: 'png', wait: 0, ttl: 0 });
         expect(r.isError ?? false, JSON.stringify(r).slice(0, 400)).to.equal(false);
         const record = structured(r);
-        expect(record).to.include.keys('success', 'id', 'embed_url', 'screenshot_configuration_id', 'direct_link', 'direct_thumbnail_link', 'taken_at', 'job_id');
+        expect(record).to.include.keys(
+          'success',
+          'id',
+          'embed_url',
+          'screenshot_configuration_id',
+          'direct_link',
+          'direct_thumbnail_link',
+          'taken_at',
+          'job_id',
+        );
         expect(JSON.parse(texts(r)[0] ?? '{}')).to.deep.equal(record);
         const image = imageOf(r);
         expect(image?.mimeType).to.equal('image/png');
@@ -264,32 +322,38 @@ describe('MCP: the tools over Streamable HTTP and stdio, against a running syste
         expect(texts(r).at(-1)).to.contain(`800×600 png, as captured. Full size: ${record.direct_link}`);
       });
 
-      it(`snap: a capture larger than agents take is scaled to ${AGENT_IMAGE_MAX_EDGE} px and ${AGENT_IMAGE_MAX_PIXELS} pixels, the full size at direct_link; a long capture reports progress`, async () => {
-        const progress: Array<{ at: number; p: Progress }> = [];
-        const url = `${w.site.origin}/quadrants?large=${transport}`;
-        // Long enough for a notification after the first.
-        const r = await call('snap', { url, page_width: 1920, page_height: 1000, scale_factor: 2, wait: PROGRESS_INTERVAL_MS + 1500, ttl: 0 }, (p) => progress.push({ at: Date.now(), p }));
-        const answeredAt = Date.now();
-        expect(r.isError ?? false, JSON.stringify(r).slice(0, 400)).to.equal(false);
-        const image = imageOf(r);
-        expect(image?.mimeType).to.equal('image/jpeg');
-        const px = await pixelsOf(Buffer.from(image?.data ?? '', 'base64'));
-        expect(Math.max(px.width, px.height)).to.be.at.most(AGENT_IMAGE_MAX_EDGE);
-        expect(px.width * px.height).to.be.at.most(AGENT_IMAGE_MAX_PIXELS);
-        expect(px.width / px.height).to.be.closeTo(3840 / 2000, 0.01);
-        const [qw, qh] = [Math.floor(px.width / 4), Math.floor(px.height / 4)];
-        const centres = [px.at(qw, qh), px.at(3 * qw, qh), px.at(qw, 3 * qh), px.at(3 * qw, 3 * qh)].map((c) => c.map(Math.round));
-        for (const [i, c] of centres.entries()) for (const [k, v] of c.entries()) expect(v, `quadrant ${i}`).to.be.closeTo(QUADRANTS[i]?.[k] ?? -1, 12);
-        const full = await pixelsOf(await w.file(String(structured(r).direct_link)));
-        expect([full.width, full.height]).to.deep.equal([3840, 2000]);
-        expect(texts(r).at(-1)).to.match(new RegExp(`scaled down to ${px.width}×${px.height} JPEG from the 3840×2000 jpeg capture`));
-        expect(progress.length, 'progress notifications').to.be.at.least(2);
-        expect(progress.map((x) => x.p.progress)).to.deep.equal([...progress.map((x) => x.p.progress)].sort((a, b) => a - b));
-        expect(new Set(progress.map((x) => x.p.progress)).size).to.equal(progress.length);
-        expect(progress[1]?.p.progress).to.be.at.least(PROGRESS_INTERVAL_MS / 1000 - 1);
-        expect(progress.every((x) => x.at <= answeredAt)).to.equal(true);
-        expect(progress[0]?.p.message).to.contain(`Capturing ${url}`);
-      });
+      it(
+        `snap: a capture larger than agents take is scaled to ${AGENT_IMAGE_MAX_EDGE} px and ${AGENT_IMAGE_MAX_PIXELS} pixels, the full size at ` +
+          `direct_link; a long capture reports progress`,
+        async () => {
+          const progress: Array<{ at: number; p: Progress }> = [];
+          const url = `${w.site.origin}/quadrants?large=${transport}`;
+          // Long enough for a notification after the first.
+          const r = await call('snap', { url, page_width: 1920, page_height: 1000, scale_factor: 2, wait: PROGRESS_INTERVAL_MS + 1500, ttl: 0 }, (p) =>
+            progress.push({ at: Date.now(), p }),
+          );
+          const answeredAt = Date.now();
+          expect(r.isError ?? false, JSON.stringify(r).slice(0, 400)).to.equal(false);
+          const image = imageOf(r);
+          expect(image?.mimeType).to.equal('image/jpeg');
+          const px = await pixelsOf(Buffer.from(image?.data ?? '', 'base64'));
+          expect(Math.max(px.width, px.height)).to.be.at.most(AGENT_IMAGE_MAX_EDGE);
+          expect(px.width * px.height).to.be.at.most(AGENT_IMAGE_MAX_PIXELS);
+          expect(px.width / px.height).to.be.closeTo(3840 / 2000, 0.01);
+          const [qw, qh] = [Math.floor(px.width / 4), Math.floor(px.height / 4)];
+          const centres = [px.at(qw, qh), px.at(3 * qw, qh), px.at(qw, 3 * qh), px.at(3 * qw, 3 * qh)].map((c) => c.map(Math.round));
+          for (const [i, c] of centres.entries()) for (const [k, v] of c.entries()) expect(v, `quadrant ${i}`).to.be.closeTo(QUADRANTS[i]?.[k] ?? -1, 12);
+          const full = await pixelsOf(await w.file(String(structured(r).direct_link)));
+          expect([full.width, full.height]).to.deep.equal([3840, 2000]);
+          expect(texts(r).at(-1)).to.match(new RegExp(`scaled down to ${px.width}×${px.height} JPEG from the 3840×2000 jpeg capture`));
+          expect(progress.length, 'progress notifications').to.be.at.least(2);
+          expect(progress.map((x) => x.p.progress)).to.deep.equal([...progress.map((x) => x.p.progress)].sort((a, b) => a - b));
+          expect(new Set(progress.map((x) => x.p.progress)).size).to.equal(progress.length);
+          expect(progress[1]?.p.progress).to.be.at.least(PROGRESS_INTERVAL_MS / 1000 - 1);
+          expect(progress.every((x) => x.at <= answeredAt)).to.equal(true);
+          expect(progress[0]?.p.message).to.contain(`Capturing ${url}`);
+        },
+      );
 
       it('snap_html: renders the document given and shows it', async () => {
         const html = `<body style="margin:0;background:rgb(${QUADRANTS[2].join(',')})"><p>from ${transport}</p></body>`;
@@ -313,56 +377,69 @@ describe('MCP: the tools over Streamable HTTP and stdio, against a running syste
         expect(await used()).to.equal(before);
       });
 
-      it('a configuration: created with a change step, its first job shown, captured now, the change alert listed, read, updated, listed and deleted', async () => {
-        const created = await call('create_screenshot_config', {
-          url: `${w.site.origin}/price?via=${transport}`,
-          page_width: 1000,
-          page_height: 700,
-          wait: 0,
-          custom_title: 'Price watch',
-          scheduled_screenshot: true,
-          scheduled_every: 1,
-          scheduled_interval: 'days',
-          multi_step_actions: [{ type: 'change', selector: '#price', send_to: 'webhook', url: `${w.receiver.origin}/alerts`, custom_id: `watch-${transport}` }],
-        });
-        expect(created.isError ?? false, JSON.stringify(created).slice(0, 400)).to.equal(false);
-        expect(structured(created)).to.have.all.keys('success', CONFIG_ID, 'embed_url', 'job_id');
-        const id = String(structured(created)[CONFIG_ID]);
+      it(
+        'a configuration: created with a change step, its first job shown, captured now, the change alert listed, read, updated, listed ' + 'and deleted',
+        async () => {
+          const created = await call('create_screenshot_config', {
+            url: `${w.site.origin}/price?via=${transport}`,
+            page_width: 1000,
+            page_height: 700,
+            wait: 0,
+            custom_title: 'Price watch',
+            scheduled_screenshot: true,
+            scheduled_every: 1,
+            scheduled_interval: 'days',
+            multi_step_actions: [
+              { type: 'change', selector: '#price', send_to: 'webhook', url: `${w.receiver.origin}/alerts`, custom_id: `watch-${transport}` },
+            ],
+          });
+          expect(created.isError ?? false, JSON.stringify(created).slice(0, 400)).to.equal(false);
+          expect(structured(created)).to.have.all.keys('success', CONFIG_ID, 'embed_url', 'job_id');
+          const id = String(structured(created)[CONFIG_ID]);
 
-        const first = await finished(String(structured(created).job_id));
-        expect(structured(first)).to.include({ success: true, status: 'completed' });
-        const shot = structured(first).screenshot as Json;
-        expect(imageOf(first)?.mimeType, 'a finished job shows its screenshot').to.equal('image/jpeg');
-        expect(Buffer.from(imageOf(first)?.data ?? '', 'base64').equals(await w.file(String(shot.direct_link)))).to.equal(true);
-        expect(texts(first).at(-1)).to.contain(`Full size: ${shot.direct_link}`);
+          const first = await finished(String(structured(created).job_id));
+          expect(structured(first)).to.include({ success: true, status: 'completed' });
+          const shot = structured(first).screenshot as Json;
+          expect(imageOf(first)?.mimeType, 'a finished job shows its screenshot').to.equal('image/jpeg');
+          expect(Buffer.from(imageOf(first)?.data ?? '', 'base64').equals(await w.file(String(shot.direct_link)))).to.equal(true);
+          expect(texts(first).at(-1)).to.contain(`Full size: ${shot.direct_link}`);
 
-        const now = await call('capture_screenshot', { [CONFIG_ID]: id });
-        expect(structured(now)).to.have.all.keys('success', 'job_id', 'embed_url');
-        expect(structured(await finished(String(structured(now).job_id)))).to.include({ status: 'completed' });
+          const now = await call('capture_screenshot', { [CONFIG_ID]: id });
+          expect(structured(now)).to.have.all.keys('success', 'job_id', 'embed_url');
+          expect(structured(await finished(String(structured(now).job_id)))).to.include({ status: 'completed' });
 
-        const alerts = structured(await call('list_config_change_notifications', { [CONFIG_ID]: id, limit: 10 })).change_notifications as Json[];
-        expect(alerts, 'the price changed between the two captures').to.have.length(1);
-        expect(alerts[0]?.config).to.include({ type: 'change', selector: '#price', custom_id: `watch-${transport}` });
-        expect(alerts[0]?.previous_value).to.match(/^\d+ EUR$/);
-        expect(alerts[0]?.retrieved_value).to.match(/^\d+ EUR$/).and.not.equal(alerts[0]?.previous_value);
-        const all = structured(await call('list_all_change_notifications', { order: 'ASC', after: '1700000000' })).change_notifications as Json[];
-        expect(all.map((a) => a.id)).to.deep.equal(alerts.map((a) => a.id));
+          const alerts = structured(await call('list_config_change_notifications', { [CONFIG_ID]: id, limit: 10 })).change_notifications as Json[];
+          expect(alerts, 'the price changed between the two captures').to.have.length(1);
+          expect(alerts[0]?.config).to.include({ type: 'change', selector: '#price', custom_id: `watch-${transport}` });
+          expect(alerts[0]?.previous_value).to.match(/^\d+ EUR$/);
+          expect(alerts[0]?.retrieved_value)
+            .to.match(/^\d+ EUR$/)
+            .and.not.equal(alerts[0]?.previous_value);
+          const all = structured(await call('list_all_change_notifications', { order: 'ASC', after: '1700000000' })).change_notifications as Json[];
+          expect(all.map((a) => a.id)).to.deep.equal(alerts.map((a) => a.id));
 
-        expect(structured(await call('get_screenshot_config', { [CONFIG_ID]: id })).config).to.include({ custom_title: 'Price watch', scheduled_every: 1 });
-        const updated = await call('update_screenshot_config', { [CONFIG_ID]: id, custom_title: 'Renamed', scheduled_screenshot: true, scheduled_every: 2, scheduled_interval: 'days' });
-        expect(structured(updated).config).to.include({ url: `${w.site.origin}/price?via=${transport}`, custom_title: 'Renamed', scheduled_every: 2 });
+          expect(structured(await call('get_screenshot_config', { [CONFIG_ID]: id })).config).to.include({ custom_title: 'Price watch', scheduled_every: 1 });
+          const updated = await call('update_screenshot_config', {
+            [CONFIG_ID]: id,
+            custom_title: 'Renamed',
+            scheduled_screenshot: true,
+            scheduled_every: 2,
+            scheduled_interval: 'days',
+          });
+          expect(structured(updated).config).to.include({ url: `${w.site.origin}/price?via=${transport}`, custom_title: 'Renamed', scheduled_every: 2 });
 
-        const configs = structured(await call('list_screenshot_configs', { limit: 100 })).screenshot_configurations as Array<{ ids: Json }>;
-        expect(configs.map((c) => c.ids.screenshot_config_id)).to.include(id);
-        expect(structured(await call('list_config_screenshots', { [CONFIG_ID]: id, limit: 10 })).screenshots).to.have.length(2);
-        const everything = structured(await call('list_all_screenshots', { limit: 2 }));
-        expect(everything.screenshots).to.have.length(2);
-        expect(everything.has_more).to.equal(true);
+          const configs = structured(await call('list_screenshot_configs', { limit: 100 })).screenshot_configurations as Array<{ ids: Json }>;
+          expect(configs.map((c) => c.ids.screenshot_config_id)).to.include(id);
+          expect(structured(await call('list_config_screenshots', { [CONFIG_ID]: id, limit: 10 })).screenshots).to.have.length(2);
+          const everything = structured(await call('list_all_screenshots', { limit: 2 }));
+          expect(everything.screenshots).to.have.length(2);
+          expect(everything.has_more).to.equal(true);
 
-        const deleted = await call('delete_screenshot_config', { [CONFIG_ID]: id });
-        expect(structured(deleted)).to.include({ success: true, deleted: true });
-        expectToolError(await call('get_screenshot_config', { [CONFIG_ID]: id }), 'not_found');
-      });
+          const deleted = await call('delete_screenshot_config', { [CONFIG_ID]: id });
+          expect(structured(deleted)).to.include({ success: true, deleted: true });
+          expectToolError(await call('get_screenshot_config', { [CONFIG_ID]: id }), 'not_found');
+        },
+      );
 
       it("a failed job: get_job_status answers a tool error carrying the failure's error_code and note", async () => {
         const created = await call('create_screenshot_config', { url: 'http://127.0.0.1:9/', wait: 0 });
@@ -415,14 +492,17 @@ describe('MCP: the tools over Streamable HTTP and stdio, against a running syste
         expect(limits.screenshot_current_month_usage).to.be.at.least(5);
       });
 
-      it('two sessions of two accounts at once: each sees its own capture, and neither sees the other\'s', async () => {
+      it("two sessions of two accounts at once: each sees its own capture, and neither sees the other's", async () => {
         const other = (await w.sys.account('big')).access_token;
         seen.keys.push(other);
         const t = await connect(w, transport, other);
         sessions.push(t);
         const [mine, theirs] = await Promise.all([
           call('snap', { url: `${w.site.origin}/quadrants?session=1-${transport}`, page_width: 800, page_height: 600, image_format: 'png', wait: 300, ttl: 0 }),
-          t.client.callTool({ name: 'snap', arguments: { url: `${w.site.origin}/page?session=2-${transport}`, page_width: 640, page_height: 480, image_format: 'png', wait: 300, ttl: 0 } }) as Promise<CallToolResult>,
+          t.client.callTool({
+            name: 'snap',
+            arguments: { url: `${w.site.origin}/page?session=2-${transport}`, page_width: 640, page_height: 480, image_format: 'png', wait: 300, ttl: 0 },
+          }) as Promise<CallToolResult>,
         ]);
         const a = await pixelsOf(Buffer.from(imageOf(mine)?.data ?? '', 'base64'));
         const b = await pixelsOf(Buffer.from(imageOf(theirs)?.data ?? '', 'base64'));
@@ -497,31 +577,44 @@ describe('MCP: the tools over Streamable HTTP and stdio, against a running syste
       expect(m.value('snap_api_client_markers_total', { client: 'mcp', marker: 'mcp' })).to.be.greaterThan(20);
     });
 
-    it('writes one line per tool call (tool, outcome, request id; the REST request it made carries the same id), and no line holds a key or image bytes', () => {
-      const records = lines.map((l) => JSON.parse(l) as Json);
-      const calls = records.filter((l) => l.module === 'mcp' && typeof l.mcp_tool === 'string');
-      expect(new Set(calls.map((l) => l.mcp_tool))).to.deep.equal(new Set(Object.keys(TAKES)));
-      const snap = calls.find((l) => l.mcp_tool === 'snap' && l.outcome === 'ok') as Json;
-      expect(snap).to.include.keys('request_id', 'ms');
-      const same = records.filter((l) => l.request_id === snap.request_id && l.module === 'http').map((l) => l.msg);
-      expect(same).to.include('POST /snap 200').and.include('POST /mcp 200');
-      expect(calls.find((l) => l.outcome === 'invalid_parameter')).to.include({ msg: 'tools/call snap: invalid_parameter' });
+    it(
+      'writes one line per tool call (tool, outcome, request id; the REST request it made carries the same id), and no line holds a key or ' + 'image bytes',
+      () => {
+        const records = lines.map((l) => JSON.parse(l) as Json);
+        const calls = records.filter((l) => l.module === 'mcp' && typeof l.mcp_tool === 'string');
+        expect(new Set(calls.map((l) => l.mcp_tool))).to.deep.equal(new Set(Object.keys(TAKES)));
+        const snap = calls.find((l) => l.mcp_tool === 'snap' && l.outcome === 'ok') as Json;
+        expect(snap).to.include.keys('request_id', 'ms');
+        const same = records.filter((l) => l.request_id === snap.request_id && l.module === 'http').map((l) => l.msg);
+        expect(same).to.include('POST /snap 200').and.include('POST /mcp 200');
+        expect(calls.find((l) => l.outcome === 'invalid_parameter')).to.include({ msg: 'tools/call snap: invalid_parameter' });
 
-      // Every line the service wrote, and every line the stdio processes wrote.
-      const everything = [...lines, ...seen.stderr.flatMap((e) => e.split('\n'))].filter(Boolean);
-      const stdioCalls = seen.stderr.flatMap((e) => e.split('\n')).filter((l) => l.includes('"msg":"tools/call '));
-      expect(stdioCalls.length, 'the stdio processes logged their tool calls').to.be.greaterThan(20);
-      for (const l of stdioCalls) expect(JSON.parse(l)).to.include.keys('mcp_tool', 'outcome', 'ms');
-      expect(seen.keys.length).to.equal(6);
-      expect(seen.images.length).to.be.at.least(10);
-      for (const k of seen.keys) expect(everything.filter((l) => l.includes(k) || l.includes(Buffer.from(k).toString('base64'))), 'lines holding a key').to.deep.equal([]);
-      for (const data of seen.images) {
-        for (const at of [0, Math.floor(data.length / 2), data.length - 60]) {
-          const piece = data.slice(Math.max(0, at), Math.max(0, at) + 48);
-          expect(everything.filter((l) => l.includes(piece)), 'lines holding image bytes').to.deep.equal([]);
+        // Every line the service wrote, and every line the stdio processes wrote.
+        const everything = [...lines, ...seen.stderr.flatMap((e) => e.split('\n'))].filter(Boolean);
+        const stdioCalls = seen.stderr.flatMap((e) => e.split('\n')).filter((l) => l.includes('"msg":"tools/call '));
+        expect(stdioCalls.length, 'the stdio processes logged their tool calls').to.be.greaterThan(20);
+        for (const l of stdioCalls) expect(JSON.parse(l)).to.include.keys('mcp_tool', 'outcome', 'ms');
+        expect(seen.keys.length).to.equal(6);
+        expect(seen.images.length).to.be.at.least(10);
+        for (const k of seen.keys)
+          expect(
+            everything.filter((l) => l.includes(k) || l.includes(Buffer.from(k).toString('base64'))),
+            'lines holding a key',
+          ).to.deep.equal([]);
+        for (const data of seen.images) {
+          for (const at of [0, Math.floor(data.length / 2), data.length - 60]) {
+            const piece = data.slice(Math.max(0, at), Math.max(0, at) + 48);
+            expect(
+              everything.filter((l) => l.includes(piece)),
+              'lines holding image bytes',
+            ).to.deep.equal([]);
+          }
         }
-      }
-      expect(everything.filter((l) => l.includes('iVBORw0KGgo')), 'lines holding a PNG').to.deep.equal([]);
-    });
+        expect(
+          everything.filter((l) => l.includes('iVBORw0KGgo')),
+          'lines holding a PNG',
+        ).to.deep.equal([]);
+      },
+    );
   });
 });

@@ -25,7 +25,17 @@ describe('MCP server: answers and failures (stubbed API caller, in-memory transp
   const document = openApiDocument(apiRoutes(createFileStore(config), config), config);
   // A GET tool of the kind the research report will be: one path argument, an answer in any format.
   const tools = resolveTools(
-    [{ name: 'job_report', title: 'A report', description: 'A job, as the route answers it.', method: 'GET', path: '/jobs/:job_id', pathArgs: { job_id: { arg: 'job_id', description: 'The job.' } }, hints: {} }],
+    [
+      {
+        name: 'job_report',
+        title: 'A report',
+        description: 'A job, as the route answers it.',
+        method: 'GET',
+        path: '/jobs/:job_id',
+        pathArgs: { job_id: { arg: 'job_id', description: 'The job.' } },
+        hints: {},
+      },
+    ],
     document,
   );
   const send = sinon.stub<Parameters<ApiCaller['send']>, Promise<ApiAnswer>>();
@@ -71,7 +81,11 @@ describe('MCP server: answers and failures (stubbed API caller, in-memory transp
   it("answers the caller's own error (the service cannot be reached) with its code and note, nothing to log", async () => {
     send.rejects(serviceError('capacity_exhausted', 'The service at http://127.0.0.1:9 could not be reached (ECONNREFUSED); is it running?'));
     const r = await call({ job_id: 'j3' });
-    expect(r.structuredContent).to.deep.equal({ success: false, error_code: 'capacity_exhausted', note: 'The service at http://127.0.0.1:9 could not be reached (ECONNREFUSED); is it running?' });
+    expect(r.structuredContent).to.deep.equal({
+      success: false,
+      error_code: 'capacity_exhausted',
+      note: 'The service at http://127.0.0.1:9 could not be reached (ECONNREFUSED); is it running?',
+    });
     expect(failed.called).to.equal(false);
   });
 

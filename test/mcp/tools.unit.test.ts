@@ -28,7 +28,7 @@ describe('MCP tools: the table against the route table', () => {
     expect(() => resolveTools([{ ...snap, path: '/snapshot' }], document)).to.throw('the API has no route POST /snapshot');
     expect(() => resolveTools([{ ...snap, method: 'PATCH' }], document)).to.throw('the API has no route PATCH /snap');
     const get = tool('get_screenshot_config').spec;
-    expect(() => resolveTools([{ ...get, pathArgs: {} }], document)).to.throw('its path arguments () are not the path\'s (id)');
+    expect(() => resolveTools([{ ...get, pathArgs: {} }], document)).to.throw("its path arguments () are not the path's (id)");
   });
 
   it('fills the path from its argument (encoded), sends the other arguments as the JSON body with the mcp marker', () => {
@@ -39,7 +39,7 @@ describe('MCP tools: the table against the route table', () => {
     expect(err.message).to.contain('screenshot_configuration_id is required');
   });
 
-  it('sends a GET tool\'s arguments as query text', () => {
+  it("sends a GET tool's arguments as query text", () => {
     const r = toolRequest(tool('list_all_screenshots'), { page: 2, limit: 10, after: '1700000000', order: 'ASC' });
     expect(r).to.deep.equal({ method: 'GET', path: '/screenshots', query: { page: '2', limit: '10', after: '1700000000', order: 'ASC', mcp: 'true' } });
   });
@@ -53,7 +53,8 @@ describe('MCP tools: the table against the route table', () => {
   });
 
   it("offers the server's real locations as real_location's values, and says so when there are none or they could not be read", () => {
-    const real = (locations: string[] | null) => (listedTool(tool('snap'), locations).inputSchema.properties as Record<string, Record<string, unknown>>).real_location;
+    const real = (locations: string[] | null) =>
+      (listedTool(tool('snap'), locations).inputSchema.properties as Record<string, Record<string, unknown>>).real_location;
     expect(real(['London', 'USA'])?.enum).to.deep.equal(['London', 'USA']);
     expect(real([])?.enum).to.equal(undefined);
     expect(String(real([])?.description)).to.contain('no real locations configured');
@@ -96,7 +97,9 @@ describe('MCP tools: the image an agent is handed', () => {
   it(`re-encodes a capture that fits in size but not in bytes (${AGENT_IMAGE_MAX_BYTES})`, async () => {
     const noise = Buffer.alloc(1200 * 800 * 3);
     for (let i = 0; i < noise.length; i++) noise[i] = (i * 7919) % 251;
-    const png = await sharp(noise, { raw: { width: 1200, height: 800, channels: 3 } }).png({ compressionLevel: 0 }).toBuffer();
+    const png = await sharp(noise, { raw: { width: 1200, height: 800, channels: 3 } })
+      .png({ compressionLevel: 0 })
+      .toBuffer();
     expect(png.length).to.be.greaterThan(AGENT_IMAGE_MAX_BYTES);
     const image = await imageForAgent(png, 'image/png');
     expect(image).to.include({ mimeType: 'image/jpeg', width: 1200, height: 800, converted: true });

@@ -25,7 +25,8 @@ describe('capture deliveries', function () {
   let token: string;
   let clock = Date.now();
 
-  const api = (method: string, p: string, json?: Body) => request<Body>(sys.base, method, p, { headers: { authorization: `Bearer ${token}` }, ...(json ? { json } : {}) });
+  const api = (method: string, p: string, json?: Body) =>
+    request<Body>(sys.base, method, p, { headers: { authorization: `Bearer ${token}` }, ...(json ? { json } : {}) });
   const finished = (jobId: string) => jobFinished(sys.base, token, jobId);
   async function received(n: number): Promise<void> {
     for (let i = 0; i < 100 && receiver.received.length < n; i++) await new Promise((res) => setTimeout(res, 100));
@@ -36,7 +37,13 @@ describe('capture deliveries', function () {
     const grid = await sharedGrid();
     fx = await startFixtures();
     receiver = await startReceiver();
-    const b = await backendConfig('sqlite', { SERVICES: CAPTURE_SERVICES, SELENIUM_URL: grid.url, ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '2', WEBHOOK_POLL_MS: '200' });
+    const b = await backendConfig('sqlite', {
+      SERVICES: CAPTURE_SERVICES,
+      SELENIUM_URL: grid.url,
+      ALLOW_PRIVATE_NETWORKS: 'true',
+      CAPTURE_SESSIONS: '2',
+      WEBHOOK_POLL_MS: '200',
+    });
     cleanup = b.cleanup;
     sys = await runSystem(b.config, { scheduler: { now: () => clock, autoTick: false } });
     token = (await sys.account('paid')).access_token;
@@ -68,8 +75,21 @@ describe('capture deliveries', function () {
 
     const body = JSON.parse(receiver.received[0]!.body) as Body;
     expect(body).to.have.all.keys(
-      'screenshot_config_id', 'url', 'id', 'direct_link', 'direct_thumbnail_link', 'embed_url', 'taken_at', 'taken_at_timestamp',
-      'custom_title', 'custom_description', 'ai', 'is_proxy_screenshot', 'proxy_server', 'bandwidth_in_bytes', 'job_id',
+      'screenshot_config_id',
+      'url',
+      'id',
+      'direct_link',
+      'direct_thumbnail_link',
+      'embed_url',
+      'taken_at',
+      'taken_at_timestamp',
+      'custom_title',
+      'custom_description',
+      'ai',
+      'is_proxy_screenshot',
+      'proxy_server',
+      'bandwidth_in_bytes',
+      'job_id',
     );
     expect(body).to.deep.include({
       screenshot_config_id: configId,
@@ -87,7 +107,9 @@ describe('capture deliveries', function () {
     const shot = first.body.screenshot as Body;
     expect(body.direct_link).to.equal(shot.direct_link);
     expect(body.direct_thumbnail_link).to.equal(shot.direct_thumbnail_link);
-    expect(body.taken_at_timestamp).to.be.a('string').and.match(/^\d{13}$/);
+    expect(body.taken_at_timestamp)
+      .to.be.a('string')
+      .and.match(/^\d{13}$/);
     expect(Math.floor(Number(body.taken_at_timestamp) / 1000)).to.equal(shot.taken_at_timestamp);
     expect(body.taken_at).to.equal(new Date(Number(body.taken_at_timestamp)).toISOString().replace('Z', '+00:00'));
 

@@ -29,7 +29,8 @@ describe('change alerts', function () {
   let price = '10 EUR';
   let configId: string;
 
-  const api = (method: string, p: string, json?: Body) => request<Body>(sys.base, method, p, { headers: { authorization: `Bearer ${token}` }, ...(json ? { json } : {}) });
+  const api = (method: string, p: string, json?: Body) =>
+    request<Body>(sys.base, method, p, { headers: { authorization: `Bearer ${token}` }, ...(json ? { json } : {}) });
   const finished = (jobId: string) => jobFinished(sys.base, token, jobId);
   /** One scheduled capture of the configuration, finished, and what was due sent. */
   async function scheduledCapture(): Promise<void> {
@@ -108,7 +109,9 @@ describe('change alerts', function () {
       config: { type: 'change', selector: '#price', send_to: 'webhook', url: `${hooks.origin}/alerts` },
     });
     expect(body.id).to.be.a('string');
-    expect(body.sent_at).to.be.a('string').and.match(/^\d{13}$/);
+    expect(body.sent_at)
+      .to.be.a('string')
+      .and.match(/^\d{13}$/);
     const secret = (await api('GET', '/webhook_secret')).body.secret as string;
     const realNow = Date.now;
     Date.now = () => Number(first.headers['webhook-timestamp']) * 1000;

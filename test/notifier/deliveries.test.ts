@@ -17,7 +17,12 @@ import { type RunningSystem, runSystem } from '../support/system';
 import { type Receiver, startReceiver } from './receivers';
 
 type Body = Record<string, unknown>;
-type Delivery = { id: string; status: string; attempts: Array<{ status_code: number | null; error: string | null; duration_ms: number }>; next_attempt_at: string | null };
+type Delivery = {
+  id: string;
+  status: string;
+  attempts: Array<{ status_code: number | null; error: string | null; duration_ms: number }>;
+  next_attempt_at: string | null;
+};
 
 interface Harness {
   sys: RunningSystem;
@@ -52,14 +57,24 @@ describe('notifier: signed deliveries, retries and the delivery log', function (
   this.timeout(30_000);
   let h: Harness;
   const receivers: Receiver[] = [];
-  const api = (method: string, p: string, json?: Body) => request<Body>(h.sys.base, method, p, { headers: { authorization: `Bearer ${h.token}` }, ...(json ? { json } : {}) });
+  const api = (method: string, p: string, json?: Body) =>
+    request<Body>(h.sys.base, method, p, { headers: { authorization: `Bearer ${h.token}` }, ...(json ? { json } : {}) });
   const receiver = async (script?: Parameters<typeof startReceiver>[0]) => {
     const r = await startReceiver(script);
     receivers.push(r);
     return r;
   };
   const deliver = (url: string, payload: Body = { hello: 'world' }, sendTo: 'webhook' | 'slack' = 'webhook') =>
-    appendDelivery(h.db, { accountId: h.accountId, configId: 'cfg_test', kind: 'capture', sendTo, url, body: JSON.stringify(payload), jobId: null, now: h.clock.now });
+    appendDelivery(h.db, {
+      accountId: h.accountId,
+      configId: 'cfg_test',
+      kind: 'capture',
+      sendTo,
+      url,
+      body: JSON.stringify(payload),
+      jobId: null,
+      now: h.clock.now,
+    });
   const pump = () => h.sys.notifier!.pump();
   const advance = async (ms: number) => {
     h.clock.now += ms;
@@ -181,7 +196,13 @@ describe('notifier: signed deliveries, retries and the delivery log', function (
   });
 
   it('Slack: delivered only on 200 "ok"; a 429 waits for its Retry-After', async () => {
-    const r = await receiver((n) => (n === 0 ? { status: 429, headers: { 'retry-after': '120' }, body: 'rate_limited' } : n === 1 ? { status: 200, body: 'invalid_payload' } : { status: 200, body: 'ok' }));
+    const r = await receiver((n) =>
+      n === 0
+        ? { status: 429, headers: { 'retry-after': '120' }, body: 'rate_limited' }
+        : n === 1
+          ? { status: 200, body: 'invalid_payload' }
+          : { status: 200, body: 'ok' },
+    );
     const id = await deliver(`${r.origin}/services/T0/B0/x`, { text: 'hi' }, 'slack');
     await pump();
     // Not at the schedule's 5 s: Slack said 120 s.
@@ -233,7 +254,9 @@ describe('notifier: signed deliveries, retries and the delivery log', function (
     const rotated = await api('POST', '/webhook_secret/rotate');
     expect(rotated.status).to.equal(200);
     const fresh = rotated.body.secret as string;
-    expect(fresh).to.match(/^whsec_/).and.not.equal(old);
+    expect(fresh)
+      .to.match(/^whsec_/)
+      .and.not.equal(old);
     expect(await secret()).to.equal(fresh);
     const r = await receiver();
     await deliver(`${r.origin}/rotating`);
@@ -264,7 +287,8 @@ describe('notifier: the egress policy on webhook targets', function () {
   let h: Harness;
   let dnsServer: DnsServer;
   let r: Receiver;
-  const api = (method: string, p: string, json?: Body) => request<Body>(h.sys.base, method, p, { headers: { authorization: `Bearer ${h.token}` }, ...(json ? { json } : {}) });
+  const api = (method: string, p: string, json?: Body) =>
+    request<Body>(h.sys.base, method, p, { headers: { authorization: `Bearer ${h.token}` }, ...(json ? { json } : {}) });
 
   before(async () => {
     // hooks.test resolves to loopback, through a DNS server speaking the real protocol.
@@ -279,7 +303,16 @@ describe('notifier: the egress policy on webhook targets', function () {
   });
 
   it('refuses a webhook aimed at 127.0.0.1 through a name: a failed attempt naming the address, nothing sent', async () => {
-    const id = await appendDelivery(h.db, { accountId: h.accountId, configId: 'cfg_test', kind: 'capture', sendTo: 'webhook', url: `http://hooks.test:${r.port}/hook`, body: '{}', jobId: null, now: h.clock.now });
+    const id = await appendDelivery(h.db, {
+      accountId: h.accountId,
+      configId: 'cfg_test',
+      kind: 'capture',
+      sendTo: 'webhook',
+      url: `http://hooks.test:${r.port}/hook`,
+      body: '{}',
+      jobId: null,
+      now: h.clock.now,
+    });
     await h.sys.notifier!.pump();
     expect(dnsServer.questions).to.include('A hooks.test');
     expect(r.received).to.have.length(0);
@@ -317,7 +350,10 @@ describe('notifier: an address the operator allowed (EGRESS_ALLOW_ADDRESSES)', f
       // Past the literal check, the unknown configuration is what answers.
       const allowed = await api('PATCH', '/screenshot_configs/cfg_none', { url: 'http://127.0.0.1:9/page', webhook_url: 'http://127.0.0.1:9/hook' });
       expect([allowed.status, allowed.body.error_code], JSON.stringify(allowed.body)).to.deep.equal([404, 'not_found']);
-      const step = await api('PATCH', '/screenshot_configs/cfg_none', { url: 'http://127.0.0.1:9/page', multi_step_actions: [{ type: 'change', selector: 'h1', send_to: 'webhook', url: 'http://127.0.0.1:9/alert' }] });
+      const step = await api('PATCH', '/screenshot_configs/cfg_none', {
+        url: 'http://127.0.0.1:9/page',
+        multi_step_actions: [{ type: 'change', selector: 'h1', send_to: 'webhook', url: 'http://127.0.0.1:9/alert' }],
+      });
       expect(step.status, JSON.stringify(step.body)).to.equal(404);
       const other = await api('PATCH', '/screenshot_configs/cfg_none', { url: 'http://127.0.0.1:9/page', webhook_url: 'http://127.0.1.1:9/hook' });
       expect([other.status, other.body.error_code]).to.deep.equal([400, 'url_not_allowed']);
@@ -340,7 +376,16 @@ describe('notifier: the full stack without SECRETS_KEY', function () {
     const r = await startReceiver();
     try {
       const account = await sys.account('paid');
-      const id = await appendDelivery(db, { accountId: account.account_id, configId: 'cfg', kind: 'capture', sendTo: 'webhook', url: `${r.origin}/x`, body: '{}', jobId: null, now: Date.now() });
+      const id = await appendDelivery(db, {
+        accountId: account.account_id,
+        configId: 'cfg',
+        kind: 'capture',
+        sendTo: 'webhook',
+        url: `${r.origin}/x`,
+        body: '{}',
+        jobId: null,
+        now: Date.now(),
+      });
       await sys.notifier!.pump();
       expect(r.received).to.have.length(0);
       const log = await request<Body>(sys.base, 'GET', '/webhook_deliveries', { headers: { authorization: `Bearer ${account.access_token}` } });
@@ -367,7 +412,16 @@ describe('notifier: the connection goes to the address the policy checked', func
     const h = await harness({ EGRESS_DNS_SERVERS: dnsServer.address, ALLOW_PRIVATE_NETWORKS: 'true' });
     const r = await startReceiver();
     try {
-      await appendDelivery(h.db, { accountId: h.accountId, configId: 'cfg_test', kind: 'capture', sendTo: 'webhook', url: `http://pinned.test:${r.port}/hook`, body: '{"n":1}', jobId: null, now: h.clock.now });
+      await appendDelivery(h.db, {
+        accountId: h.accountId,
+        configId: 'cfg_test',
+        kind: 'capture',
+        sendTo: 'webhook',
+        url: `http://pinned.test:${r.port}/hook`,
+        body: '{"n":1}',
+        jobId: null,
+        now: h.clock.now,
+      });
       await h.sys.notifier!.pump();
       expect(dnsServer.questions.filter((q) => q === 'A pinned.test')).to.have.length(1);
       expect(r.received).to.have.length(1);
@@ -396,7 +450,8 @@ describe('notifier metrics', function () {
     const flaky = await startReceiver((n) => (n === 0 ? { status: 500 } : { status: 200 }));
     const gone = await startReceiver(() => ({ status: 410 }));
     receivers.push(flaky, gone);
-    const deliver = (url: string) => appendDelivery(h.db, { accountId: h.accountId, configId: 'cfg_m', kind: 'capture', sendTo: 'webhook', url, body: '{}', jobId: null, now: h.clock.now });
+    const deliver = (url: string) =>
+      appendDelivery(h.db, { accountId: h.accountId, configId: 'cfg_m', kind: 'capture', sendTo: 'webhook', url, body: '{}', jobId: null, now: h.clock.now });
     const attempts = async (outcome: string) => (await scrape(h.sys.base)).value('snap_webhook_delivery_attempts_total', { send_to: 'webhook', outcome }) ?? 0;
 
     await deliver(`${flaky.origin}/flaky`);

@@ -25,7 +25,14 @@ describe('notifier instances over MariaDB and NATS', function () {
   const secretsKey = crypto.randomBytes(32).toString('hex');
 
   it('two instances send each attempt once', async () => {
-    const b = await backendConfig('mysql', { TRANSPORTER: NATS_URL, NAMESPACE: uniqueName('ns'), ALLOW_PRIVATE_NETWORKS: 'true', SECRETS_KEY: secretsKey, WEBHOOK_POLL_MS: '50', WEBHOOK_CONCURRENCY: '4' });
+    const b = await backendConfig('mysql', {
+      TRANSPORTER: NATS_URL,
+      NAMESPACE: uniqueName('ns'),
+      ALLOW_PRIVATE_NETWORKS: 'true',
+      SECRETS_KEY: secretsKey,
+      WEBHOOK_POLL_MS: '50',
+      WEBHOOK_CONCURRENCY: '4',
+    });
     // Every delivery fails once (500), then succeeds: two attempts each, whoever makes them.
     const seen = new Set<string>();
     const r = await startReceiver(() => ({ status: 200 }));
@@ -42,7 +49,18 @@ describe('notifier instances over MariaDB and NATS', function () {
       systems.push(await runSystem({ ...b.config, migrateOnStart: false, services: ['notifier'] }));
       const ids: string[] = [];
       for (let i = 0; i < 30; i++) {
-        ids.push(await appendDelivery(db, { accountId: 'acct_cluster', configId: 'cfg', kind: 'capture', sendTo: 'webhook', url: `${r.origin}/x`, body: JSON.stringify({ i }), jobId: null, now: Date.now() - 10_000 }));
+        ids.push(
+          await appendDelivery(db, {
+            accountId: 'acct_cluster',
+            configId: 'cfg',
+            kind: 'capture',
+            sendTo: 'webhook',
+            url: `${r.origin}/x`,
+            body: JSON.stringify({ i }),
+            jobId: null,
+            now: Date.now() - 10_000,
+          }),
+        );
       }
       // The retry is due about 5 s after the failure.
       await until('every delivery to be delivered', async () => {
@@ -51,7 +69,10 @@ describe('notifier instances over MariaDB and NATS', function () {
       });
       const received = countBy(r.received.map((x) => String(x.headers['webhook-id'])));
       expect(Object.keys(received).sort()).to.deep.equal([...ids].sort());
-      expect(Object.values(received).every((n) => n === 2), JSON.stringify(received)).to.equal(true);
+      expect(
+        Object.values(received).every((n) => n === 2),
+        JSON.stringify(received),
+      ).to.equal(true);
       const attempts = await db('webhook_attempts').select('delivery_id', 'number', 'status_code');
       expect(attempts).to.have.length(60);
       const perDelivery = countBy(attempts.map((a) => a.delivery_id));
@@ -65,7 +86,13 @@ describe('notifier instances over MariaDB and NATS', function () {
   });
 
   it('delivers everything after the notifier is killed mid-delivery and started again; the cut delivery waits for its lease', async () => {
-    const b = await backendConfig('mysql', { ALLOW_PRIVATE_NETWORKS: 'true', SECRETS_KEY: secretsKey, WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_POLL_MS: '100', WEBHOOK_CONCURRENCY: '1' });
+    const b = await backendConfig('mysql', {
+      ALLOW_PRIVATE_NETWORKS: 'true',
+      SECRETS_KEY: secretsKey,
+      WEBHOOK_TIMEOUT_MS: '2000',
+      WEBHOOK_POLL_MS: '100',
+      WEBHOOK_CONCURRENCY: '1',
+    });
     const leaseMs = 2 * 2000 + 5000;
     const arrivals: Array<{ id: string; at: number }> = [];
     let hangFirst = true;
@@ -86,7 +113,18 @@ describe('notifier instances over MariaDB and NATS', function () {
     try {
       const ids: string[] = [];
       for (let i = 0; i < 5; i++) {
-        ids.push(await appendDelivery(db, { accountId: 'acct_kill', configId: 'cfg', kind: 'capture', sendTo: 'webhook', url: `${r.origin}/x`, body: JSON.stringify({ i }), jobId: null, now: Date.now() - 10_000 + i }));
+        ids.push(
+          await appendDelivery(db, {
+            accountId: 'acct_kill',
+            configId: 'cfg',
+            kind: 'capture',
+            sendTo: 'webhook',
+            url: `${r.origin}/x`,
+            body: JSON.stringify({ i }),
+            jobId: null,
+            now: Date.now() - 10_000 + i,
+          }),
+        );
       }
       const env = { ...b.env, SERVICES: 'notifier', MIGRATE_ON_START: 'false', PORT: '0' };
       const first = await startServeProcess(env, /ServiceBroker .* started/, { timeoutMs: 60_000 });
@@ -98,10 +136,14 @@ describe('notifier instances over MariaDB and NATS', function () {
 
       const second = await startServeProcess(env, /ServiceBroker .* started/, { timeoutMs: 60_000 });
       stops.push(second.stop);
-      await until('every delivery to be delivered', async () => {
-        const open = await db('webhook_deliveries').whereNot({ status: 'delivered' }).count({ n: '*' });
-        return Number(open[0]?.n) === 0;
-      }, 60_000);
+      await until(
+        'every delivery to be delivered',
+        async () => {
+          const open = await db('webhook_deliveries').whereNot({ status: 'delivered' }).count({ n: '*' });
+          return Number(open[0]?.n) === 0;
+        },
+        60_000,
+      );
       const cut = arrivals[0]!;
       const again = arrivals.filter((a) => a.id === cut.id);
       expect(again, 'the cut delivery is sent again, once').to.have.length(2);

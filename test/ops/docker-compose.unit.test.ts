@@ -10,7 +10,14 @@ describe('docker-compose.yml (production layout)', () => {
   const doc = YAML.parse(fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
     services: Record<
       string,
-      { image?: string; command?: string[]; restart?: string; environment?: Record<string, string>; depends_on?: Record<string, unknown>; healthcheck?: { test?: string[] } }
+      {
+        image?: string;
+        command?: string[];
+        restart?: string;
+        environment?: Record<string, string>;
+        depends_on?: Record<string, unknown>;
+        healthcheck?: { test?: string[] };
+      }
     >;
   };
 

@@ -17,7 +17,14 @@ describe('the Selenium node configuration (grid/config/node-chromium.toml)', () 
   });
 
   it("takes a Grid's own values in place of the file's, at node and driver level, and changes nothing else", () => {
-    const rendered = gridModule.renderNodeToml({ host: '0.0.0.0', maxSessions: 5, sessionTimeout: 90, chromeBin: '/opt/c', chromedriverBin: '/opt/d', chromeArgs: ['--x'] });
+    const rendered = gridModule.renderNodeToml({
+      host: '0.0.0.0',
+      maxSessions: 5,
+      sessionTimeout: 90,
+      chromeBin: '/opt/c',
+      chromedriverBin: '/opt/d',
+      chromeArgs: ['--x'],
+    });
     const lines = file.split('\n');
     const changed = rendered.split('\n').filter((line, i) => line !== lines[i]);
     expect(rendered.split('\n')).to.have.length(lines.length);

@@ -36,7 +36,11 @@ describe('real-location catalogue (pure)', () => {
   });
 
   it('routes a city to its proxy with a fresh session id in the template', () => {
-    expect(routeOf(cat, 'berlin', 'a b')).to.deep.equal({ upstream: 'http://user-country-de-city-berlin-session-a%20b:pw@127.0.0.1:7000', via: 'Berlin', target: null });
+    expect(routeOf(cat, 'berlin', 'a b')).to.deep.equal({
+      upstream: 'http://user-country-de-city-berlin-session-a%20b:pw@127.0.0.1:7000',
+      via: 'Berlin',
+      target: null,
+    });
     expect(routeOf(cat, 'Atlantis', 's')).to.equal(null);
   });
 

@@ -49,7 +49,11 @@ describe('own proxies: PUT, GET, test and DELETE /proxies', function () {
     });
     await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
     echoPort = (echo.address() as AddressInfo).port;
-    authProxy = new ProxyServer({ port: 0, host: '127.0.0.1', prepareRequestFunction: ({ username, password }) => ({ requestAuthentication: username !== 'alice' || password !== 'right-pw' }) });
+    authProxy = new ProxyServer({
+      port: 0,
+      host: '127.0.0.1',
+      prepareRequestFunction: ({ username, password }) => ({ requestAuthentication: username !== 'alice' || password !== 'right-pw' }),
+    });
     openProxy = new ProxyServer({ port: 0, host: '127.0.0.1' });
     await Promise.all([authProxy.listen(), openProxy.listen()]);
     silent = net.createServer((s) => {
@@ -86,7 +90,8 @@ describe('own proxies: PUT, GET, test and DELETE /proxies', function () {
     await socks.stop();
   });
 
-  const put = (json: Record<string, unknown>, token = key) => request<ProxyAnswer>(sys.base, 'PUT', '/proxies', { headers: { authorization: `Bearer ${token}` }, json });
+  const put = (json: Record<string, unknown>, token = key) =>
+    request<ProxyAnswer>(sys.base, 'PUT', '/proxies', { headers: { authorization: `Bearer ${token}` }, json });
   const list = () => request<{ proxies: Array<Record<string, unknown>> }>(sys.base, 'GET', '/proxies', { headers: { authorization: `Bearer ${key}` } });
 
   it('stores and tests a proxy with authentication: verified, exit IP from the test page, never the password', async () => {
@@ -100,7 +105,9 @@ describe('own proxies: PUT, GET, test and DELETE /proxies', function () {
     expect(echoSeen).to.include('/ip');
     const l = await list();
     expect(JSON.stringify(l.body)).to.not.include('right-pw');
-    expect(l.body.proxies.at(-1)).to.include({ label: `127.0.0.1:${authProxy.port}` }).and.not.have.property('display_url');
+    expect(l.body.proxies.at(-1))
+      .to.include({ label: `127.0.0.1:${authProxy.port}` })
+      .and.not.have.property('display_url');
     expect(l.body).to.include({ bring_your_own_proxy_enabled: true, has_paid_plan: true });
   });
 
@@ -122,13 +129,16 @@ describe('own proxies: PUT, GET, test and DELETE /proxies', function () {
     expect(retest.body.proxy).to.have.keys('id', 'label', 'verified', 'exit_ip', 'last_test_ms');
   });
 
-  it('maps every failure to its code: no answer (proxy_timeout), a closed port (proxy_connection_failed), an unresolvable name (proxy_host_not_found)', async () => {
-    expectEnvelope(await put({ host: '127.0.0.1', port: (silent.address() as AddressInfo).port }), 400, 'proxy_timeout');
-    expectEnvelope(await put({ host: '127.0.0.1', port: closedPort }), 400, 'proxy_connection_failed');
-    expectEnvelope(await put({ host: 'nowhere.test', port: 8080 }), 400, 'proxy_host_not_found');
-    const names = (await list()).body.proxies.map((p) => `${p.host} ${p.verified} ${p.last_error}`);
-    expect(names).to.include.members([`nowhere.test false proxy_host_not_found`, `127.0.0.1 false proxy_connection_failed`]);
-  });
+  it(
+    'maps every failure to its code: no answer (proxy_timeout), a closed port (proxy_connection_failed), an unresolvable name ' + '(proxy_host_not_found)',
+    async () => {
+      expectEnvelope(await put({ host: '127.0.0.1', port: (silent.address() as AddressInfo).port }), 400, 'proxy_timeout');
+      expectEnvelope(await put({ host: '127.0.0.1', port: closedPort }), 400, 'proxy_connection_failed');
+      expectEnvelope(await put({ host: 'nowhere.test', port: 8080 }), 400, 'proxy_host_not_found');
+      const names = (await list()).body.proxies.map((p) => `${p.host} ${p.verified} ${p.last_error}`);
+      expect(names).to.include.members([`nowhere.test false proxy_host_not_found`, `127.0.0.1 false proxy_connection_failed`]);
+    },
+  );
 
   it('a SOCKS5 proxy: a refused password is proxy_auth_failed, the right one verifies it through the SOCKS server', async () => {
     expectEnvelope(await put({ protocol: 'socks5', host: '127.0.0.1', port: socks.port, username: 'sock-user', password: 'nope' }), 400, 'proxy_auth_failed');
@@ -143,7 +153,9 @@ describe('own proxies: PUT, GET, test and DELETE /proxies', function () {
     expect(r.status).to.equal(200);
     expect(r.body.result).to.equal(null);
     expect(r.body.proxy.verified).to.equal(false);
-    expect((await request<ProxyAnswer>(sys.base, 'POST', `/proxies/${r.body.proxy.id}/test`, { headers: { authorization: `Bearer ${key}` } })).status).to.equal(200);
+    expect((await request<ProxyAnswer>(sys.base, 'POST', `/proxies/${r.body.proxy.id}/test`, { headers: { authorization: `Bearer ${key}` } })).status).to.equal(
+      200,
+    );
     expect((await put({ protocol: 'socks5', host: '127.0.0.1', test: false })).body.proxy.port).to.equal(1080);
     expect((await put({ protocol: 'https', host: '127.0.0.1', test: false })).body.proxy.port).to.equal(443);
     expect((await put({ host: '127.0.0.1', test: false })).body.proxy.port).to.equal(8080);

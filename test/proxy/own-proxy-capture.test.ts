@@ -57,7 +57,11 @@ describe('capture through an own proxy (custom_proxy_id)', function () {
   });
 
   const snap = (params: Record<string, string | number | boolean>) =>
-    request<Record<string, unknown>>(sys.sys.base, 'GET', `/snap?${qs({ access_token: key, ttl: 0, wait: 0, html_only: true, url: `http://127.0.0.1:${targetPort}/`, ...params })}`);
+    request<Record<string, unknown>>(
+      sys.sys.base,
+      'GET',
+      `/snap?${qs({ access_token: key, ttl: 0, wait: 0, html_only: true, url: `http://127.0.0.1:${targetPort}/`, ...params })}`,
+    );
 
   it('goes out through the stored proxy with its credentials (winning over real_location); no bandwidth; the record names it', async () => {
     const r = await snap({ custom_proxy_id: proxyId, real_location: 'Nowhere' });
@@ -83,7 +87,9 @@ describe('capture through an own proxy (custom_proxy_id)', function () {
     expect(del.status).to.equal(200);
     const before = relayed.length;
     expectEnvelope(await snap({ custom_proxy_id: proxyId }), 412, 'custom_proxy_not_found');
-    const now = await request(sys.sys.base, 'POST', `/screenshot_configs/${created.body.screenshot_configuration_id}/capture`, { headers: { authorization: `Bearer ${key}` } });
+    const now = await request(sys.sys.base, 'POST', `/screenshot_configs/${created.body.screenshot_configuration_id}/capture`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     expectEnvelope(now, 412, 'custom_proxy_not_found');
     expect(relayed.length).to.equal(before);
   });

@@ -14,7 +14,9 @@ import { startCaptureSystem } from '../support/capture-helpers';
 import { qs, request } from '../support/http';
 import { ACCOUNTS, type Asked, type ProviderUpstream, startProviderUpstream } from '../support/provider-upstreams';
 
-const EUROPE = new Set('al ad at by be ba bg hr cz dk ee fi fr de gr hu is ie it lv li lt lu mk mt md mc me nl no pl pt ro ru rs sk si es se ch ua gb'.split(' '));
+const EUROPE = new Set(
+  'al ad at by be ba bg hr cz dk ee fi fr de gr hu is ie it lv li lt lu mk mt md mc me nl no pl pt ro ru rs sk si es se ch ua gb'.split(' '),
+);
 
 describe('captures through the provider presets (a local stand-in per provider)', function () {
   this.timeout(180_000);
@@ -59,8 +61,13 @@ describe('captures through the provider presets (a local stand-in per provider)'
       });
 
       const bandwidth = async () =>
-        (await request<{ results: { real_location_bandwidth_current_month_usage_in_bytes: number } }>(sys.sys.base, 'GET', `/account_limits?access_token=${key}`)).body.results
-          .real_location_bandwidth_current_month_usage_in_bytes;
+        (
+          await request<{ results: { real_location_bandwidth_current_month_usage_in_bytes: number } }>(
+            sys.sys.base,
+            'GET',
+            `/account_limits?access_token=${key}`,
+          )
+        ).body.results.real_location_bandwidth_current_month_usage_in_bytes;
 
       /** One capture through `location`: what the stand-in was asked for, and the bandwidth billed equal to the bytes it relayed. */
       async function captureThrough(location: string): Promise<Asked[]> {
@@ -68,7 +75,14 @@ describe('captures through the provider presets (a local stand-in per provider)'
         const r = await request<Record<string, unknown>>(
           sys.sys.base,
           'GET',
-          `/snap?${qs({ access_token: key, ttl: 0, wait: 0, html_only: true, url: `http://127.0.0.1:${targetPort}/${encodeURIComponent(location)}`, real_location: location })}`,
+          `/snap?${qs({
+            access_token: key,
+            ttl: 0,
+            wait: 0,
+            html_only: true,
+            url: `http://127.0.0.1:${targetPort}/${encodeURIComponent(location)}`,
+            real_location: location,
+          })}`,
         );
         expect(r.status, JSON.stringify(r.body)).to.equal(200);
         // The gateway closes the capture's connections when it ends; the upstream counts them on close.

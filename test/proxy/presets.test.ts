@@ -38,19 +38,24 @@ function askedFor(provider: RealLocationProvider, cat: Catalogue, name: string, 
 }
 
 /** A name as letters and digits only, to compare what each provider's syntax spells its way. */
-const flat = (s: string) => s.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase().replace(/[^a-z0-9]/g, '');
+const flat = (s: string) =>
+  s
+    .normalize('NFD')
+    .replace(/\p{M}/gu, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, '');
 
 const sorted = (names: string[]) => [...names].sort((a, b) => a.localeCompare(b, 'en', { sensitivity: 'base' }) || (a < b ? -1 : 1));
 
 describe('real-location presets and the hosted names (pure)', () => {
   const catalogues = Object.fromEntries(REAL_LOCATION_PROVIDERS.map((p) => [p, presetCatalogue(route(p))])) as Record<RealLocationProvider, Catalogue>;
 
-  it('every preset serves exactly the hosted service\'s names, sorted', () => {
+  it("every preset serves exactly the hosted service's names, sorted", () => {
     expect(HOSTED_NAMES).to.have.length(199);
     for (const p of REAL_LOCATION_PROVIDERS) expect(locationNames(catalogues[p]), p).to.deep.equal(sorted(HOSTED_NAMES));
   });
 
-  it('every name through every preset asks in that provider\'s syntax for the country, state or city it means', () => {
+  it("every name through every preset asks in that provider's syntax for the country, state or city it means", () => {
     for (const p of REAL_LOCATION_PROVIDERS) {
       for (const name of HOSTED_NAMES) {
         for (const r of [0, 0.5, 0.99]) {
@@ -64,7 +69,10 @@ describe('real-location presets and the hosted names (pure)', () => {
             expect([flat(place.state.name), place.state.code.toLowerCase()], `${p} ${name}`).to.include(state);
           } else if (place?.kind === 'country') {
             expect(asked?.country, `${p} ${name}`).to.equal(place.country.toLowerCase());
-            expect(countryTargets(place.country).map((t) => flat(t.city ?? '')), `${p} ${name}`).to.include(city);
+            expect(
+              countryTargets(place.country).map((t) => flat(t.city ?? '')),
+              `${p} ${name}`,
+            ).to.include(city);
           } else if (place?.kind === 'city') {
             expect([asked?.country, city], `${p} ${name}`).to.deep.equal([place.target.country.toLowerCase(), flat(place.target.city ?? '')]);
           }
@@ -118,7 +126,10 @@ describe('real-location presets and the hosted names (pure)', () => {
     for (const p of REAL_LOCATION_PROVIDERS) {
       const cat = presetCatalogue(route(p, null));
       const got = names.map((n) => credentialsOf(routeOf(cat, n, 'Abcd1234EFgh', () => 0)?.upstream ?? ''));
-      expect(got.map((c) => `${c.username}:${c.password}`), p).to.deep.equal(expected[p]);
+      expect(
+        got.map((c) => `${c.username}:${c.password}`),
+        p,
+      ).to.deep.equal(expected[p]);
       expect(new Set(got.map((c) => c.host)), p).to.deep.equal(new Set([gateways[p]]));
     }
   });
@@ -152,8 +163,10 @@ describe('real-location presets and the hosted names (pure)', () => {
     expect(countryTargets('CY')).to.deep.equal([{ country: 'CY' }]);
   });
 
-  it('Europe picks among the UN geoscheme\'s European countries, many of them over the draws, never Cyprus, Turkey or the Caucasus', () => {
-    const europe = new Set('al ad at by be ba bg hr cz dk ee fi fr de gr hu is ie it lv li lt lu mk mt md mc me nl no pl pt ro ru rs sk si es se ch ua gb'.split(' '));
+  it("Europe picks among the UN geoscheme's European countries, many of them over the draws, never Cyprus, Turkey or the Caucasus", () => {
+    const europe = new Set(
+      'al ad at by be ba bg hr cz dk ee fi fr de gr hu is ie it lv li lt lu mk mt md mc me nl no pl pt ro ru rs sk si es se ch ua gb'.split(' '),
+    );
     const seen = new Set<string>();
     for (let i = 0; i < 400; i++) seen.add(askedFor('decodo', catalogues.decodo, 'Europe', Math.random())?.country ?? 'none');
     for (const cc of seen) expect(europe.has(cc), cc).to.equal(true);
@@ -190,10 +203,17 @@ describe('real-location presets and the hosted names (pure)', () => {
   });
 
   it('credentials the syntax cannot carry stop the service, naming the variable and never the password', () => {
-    const load = (provider: RealLocationProvider, username: string, password: string) => () => loadCatalogue({ file: null, preset: { provider, username, password, gateway: null } });
-    expect(load('brightdata', 'hl_1a2b3c4d', 'zone-secret')).to.throw(CatalogueError, /REAL_LOCATIONS_USERNAME must be the zone's proxy user name, brd-customer-<customer id>-zone-<zone name>/);
+    const load = (provider: RealLocationProvider, username: string, password: string) => () =>
+      loadCatalogue({ file: null, preset: { provider, username, password, gateway: null } });
+    expect(load('brightdata', 'hl_1a2b3c4d', 'zone-secret')).to.throw(
+      CatalogueError,
+      /REAL_LOCATIONS_USERNAME must be the zone's proxy user name, brd-customer-<customer id>-zone-<zone name>/,
+    );
     expect(load('brightdata', 'brd-customer-hl_1-zone-z-country-us', 'zone-secret')).to.throw(CatalogueError, /REAL_LOCATIONS_USERNAME carries "-country-…"/);
-    expect(load('oxylabs', 'customer-snap_user-cc-US', 'oxy-secret')).to.throw(CatalogueError, /REAL_LOCATIONS_PROVIDER=oxylabs: REAL_LOCATIONS_USERNAME carries "-cc-…"/);
+    expect(load('oxylabs', 'customer-snap_user-cc-US', 'oxy-secret')).to.throw(
+      CatalogueError,
+      /REAL_LOCATIONS_PROVIDER=oxylabs: REAL_LOCATIONS_USERNAME carries "-cc-…"/,
+    );
     expect(load('decodo', 'user-sp-session-1', 'decodo-secret')).to.throw(CatalogueError, /REAL_LOCATIONS_USERNAME carries "-session-…"/);
     let message = '';
     try {
@@ -207,7 +227,9 @@ describe('real-location presets and the hosted names (pure)', () => {
     expect(askedFor('oxylabs', presetCatalogue(route('oxylabs')), 'London')?.city).to.equal('london');
     const prefixed = presetRoute({ provider: 'decodo', username: 'user-spuser123', password: 'decodo-secret', gateway: null });
     if ('error' in prefixed) throw new Error(prefixed.error);
-    expect(credentialsOf(routeOf(presetCatalogue(prefixed), 'London', 'S1', () => 0)?.upstream ?? '').username).to.equal('user-spuser123-country-gb-city-london-session-S1');
+    expect(credentialsOf(routeOf(presetCatalogue(prefixed), 'London', 'S1', () => 0)?.upstream ?? '').username).to.equal(
+      'user-spuser123-country-gb-city-london-session-S1',
+    );
   });
 
   it('the configuration: all or nothing, a known provider, host:port; smartproxy is decodo', () => {
@@ -249,7 +271,7 @@ describe('real-location presets and the hosted names (pure)', () => {
   });
 });
 
-describe('the providers\' local stand-ins: each relays its own syntax only, 407 to the others\'', function () {
+describe("the providers' local stand-ins: each relays its own syntax only, 407 to the others'", function () {
   this.timeout(30_000);
   let echo: http.Server;
   let echoUrl = '';

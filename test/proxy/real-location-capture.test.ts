@@ -76,10 +76,14 @@ describe('capture through a real location (egress gateway chaining to a local up
   });
 
   const snap = (params: Record<string, string | number | boolean>) =>
-    request<Record<string, unknown>>(sys.sys.base, 'GET', `/snap?${qs({ access_token: key, ttl: 0, wait: 0, html_only: true, url: `http://127.0.0.1:${targetPort}/page`, ...params })}`);
+    request<Record<string, unknown>>(
+      sys.sys.base,
+      'GET',
+      `/snap?${qs({ access_token: key, ttl: 0, wait: 0, html_only: true, url: `http://127.0.0.1:${targetPort}/page`, ...params })}`,
+    );
   const bandwidthUsed = async () =>
-    (await request<{ results: { real_location_bandwidth_current_month_usage_in_bytes: number } }>(sys.sys.base, 'GET', `/account_limits?access_token=${key}`)).body.results
-      .real_location_bandwidth_current_month_usage_in_bytes;
+    (await request<{ results: { real_location_bandwidth_current_month_usage_in_bytes: number } }>(sys.sys.base, 'GET', `/account_limits?access_token=${key}`))
+      .body.results.real_location_bandwidth_current_month_usage_in_bytes;
 
   it('goes out through the location with its credentials and a fresh session; bandwidth is what the upstream counted; the record says so', async () => {
     const before = upstreamBytes;

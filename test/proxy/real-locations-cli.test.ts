@@ -18,9 +18,14 @@ const DIST = path.resolve(__dirname, '..', '..');
 /** Runs a script of dist/bin without blocking this process (it hosts the stand-in the script talks to). */
 function run(script: string, args: string[], env: Record<string, string>): Promise<{ status: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [path.join(DIST, 'bin', script), ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) => {
-      resolve({ status: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [path.join(DIST, 'bin', script), ...args],
+      { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 },
+      (err, stdout, stderr) => {
+        resolve({ status: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -63,7 +68,13 @@ describe('admin real-locations and the start-up check', function () {
     expect(r.stdout.trim()).to.match(new RegExp(`^London: exit IP 203\\.0\\.113\\.8 in \\d+ ms \\(London, GB, through 127\\.0\\.0\\.1:${upstream.port}\\)$`));
     expect(upstream.asked.at(-1)).to.include({ country: 'gb', city: 'london' });
     const json = await run('admin.js', ['real-locations', 'test', 'los', 'angeles', '--json'], env);
-    expect(JSON.parse(json.stdout)).to.include({ location: 'Los Angeles', via: 'Los Angeles', target: 'Los Angeles, CA, US', upstream: `127.0.0.1:${upstream.port}`, exit_ip: '203.0.113.8' });
+    expect(JSON.parse(json.stdout)).to.include({
+      location: 'Los Angeles',
+      via: 'Los Angeles',
+      target: 'Los Angeles, CA, US',
+      upstream: `127.0.0.1:${upstream.port}`,
+      exit_ip: '203.0.113.8',
+    });
     const region = await run('admin.js', ['real-locations', 'test', 'Europe'], env);
     expect(region.stdout).to.match(/^Europe: exit IP 203\.0\.113\.8 in \d+ ms \([A-Z][^:]+: [^,]+(, [A-Z]{2})*, through /);
     expect(r.stdout + json.stdout + region.stdout).to.not.include(ACCOUNTS.brightdata.password);

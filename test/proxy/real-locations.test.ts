@@ -61,7 +61,10 @@ describe('real locations: GET /real_locations and the name check', () => {
   it('an unknown real_location is 400 invalid_parameter naming the list, before any credit', async () => {
     const snap = await request(s.sys.base, 'GET', `/snap?${qs({ access_token: s.key, url: 'https://example.com', real_location: 'Atlantis' })}`);
     expectEnvelope(snap, 400, 'invalid_parameter', 'real_location', 'Atlantis', 'GET /real_locations');
-    const create = await request(s.sys.base, 'POST', '/screenshot_configs', { headers: { authorization: `Bearer ${s.key}` }, json: { url: 'https://example.com', real_location: 'Atlantis' } });
+    const create = await request(s.sys.base, 'POST', '/screenshot_configs', {
+      headers: { authorization: `Bearer ${s.key}` },
+      json: { url: 'https://example.com', real_location: 'Atlantis' },
+    });
     expectEnvelope(create, 400, 'invalid_parameter', 'GET /real_locations');
     expect(await screenshotsUsed(s.sys, s.key)).to.equal(0);
   });
@@ -103,9 +106,16 @@ describe('real locations with a provider preset and a file', () => {
   });
 
   it('a typo is 400 invalid_parameter listing the close names, on snaps and configurations, before any credit', async () => {
-    const snap = await request<{ note: string }>(s.sys.base, 'GET', `/snap?${qs({ access_token: s.key, url: 'https://example.com', real_location: 'Calfornia' })}`);
+    const snap = await request<{ note: string }>(
+      s.sys.base,
+      'GET',
+      `/snap?${qs({ access_token: s.key, url: 'https://example.com', real_location: 'Calfornia' })}`,
+    );
     expectEnvelope(snap, 400, 'invalid_parameter', 'real_location', '"Calfornia"', 'Close names: California');
-    const create = await request<{ note: string }>(s.sys.base, 'POST', '/screenshot_configs', { headers: { authorization: `Bearer ${s.key}` }, json: { url: 'https://example.com', real_location: 'Lodnon' } });
+    const create = await request<{ note: string }>(s.sys.base, 'POST', '/screenshot_configs', {
+      headers: { authorization: `Bearer ${s.key}` },
+      json: { url: 'https://example.com', real_location: 'Lodnon' },
+    });
     // The file's spelling of the name it overrides.
     expectEnvelope(create, 400, 'invalid_parameter', 'Close names: london', 'GET /real_locations');
     expect(await screenshotsUsed(s.sys, s.key)).to.equal(0);

@@ -63,7 +63,9 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect(done.body).to.have.all.keys('success', 'status', 'job_id', 'screenshot');
     expect(done.body.screenshot).to.have.all.keys('direct_link', 'direct_thumbnail_link', 'taken_at_timestamp', 'job_id');
     const shot = done.body.screenshot as { taken_at_timestamp: number; direct_link: string };
-    expect(shot.taken_at_timestamp).to.be.a('number').and.to.be.closeTo(Date.now() / 1000, 120);
+    expect(shot.taken_at_timestamp)
+      .to.be.a('number')
+      .and.to.be.closeTo(Date.now() / 1000, 120);
     const image = await sharp(Buffer.from(await (await fetch(shot.direct_link)).arrayBuffer())).metadata();
     expect([image.width, image.height]).to.deep.equal([640, 480]);
 
@@ -71,7 +73,9 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect(got.body).to.have.all.keys('success', 'config', 'ids', 'created_at');
     expect(got.body.config).to.deep.equal({ url: `${fx.origin}/plain`, wait: '0', page_width: 640, page_height: 480, custom_title: 'Plain' });
     expect(got.body.ids).to.deep.equal({ last_job_id: job_id, screenshot_config_id: id, embed_url });
-    expect(got.body.created_at).to.be.a('string').and.match(/^\d{13}$/);
+    expect(got.body.created_at)
+      .to.be.a('string')
+      .and.match(/^\d{13}$/);
   });
 
   it('reports a failed job with its error code and refunds its credit', async () => {
@@ -110,7 +114,11 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     const row = () => db('screenshot_configs').where({ id: c.screenshot_configuration_id }).first();
     expect(Boolean((await row()).scheduled)).to.equal(true);
 
-    const oneTime = await api('PATCH', `/screenshot_configs/${c.screenshot_configuration_id}`, { url: `${fx.origin}/plain`, page_width: 500, page_height: 400 });
+    const oneTime = await api('PATCH', `/screenshot_configs/${c.screenshot_configuration_id}`, {
+      url: `${fx.origin}/plain`,
+      page_width: 500,
+      page_height: 400,
+    });
     expect(oneTime.body).to.have.all.keys('success', 'config');
     expect(oneTime.body.config).not.to.have.property('scheduled_screenshot');
     expect(oneTime.body.config).to.include({ page_width: 500, scheduled_interval: 'hours' });
@@ -164,7 +172,7 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect((list.body.screenshots as unknown[]).length).to.equal(3);
   });
 
-  it("hands over, once, the job of a slot whose scheduler died between claiming it and handing it to capture", async () => {
+  it('hands over, once, the job of a slot whose scheduler died between claiming it and handing it to capture', async () => {
     clock = Date.now();
     const schedule = { url: `${fx.origin}/plain`, scheduled_screenshot: 'true', scheduled_every: '2', scheduled_interval: 'minutes' };
     const lost = await create(schedule);
@@ -173,10 +181,17 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     await finished(handed.job_id);
     // What a scheduler leaves when it dies after its claim committed: the slot moved on and its
     // job marked pending; for `lost` before the hand-over, for `handed` just after it.
-    await db('screenshot_configs').where({ id: lost.screenshot_configuration_id }).update({ next_run_at_ms: clock + 120_000, pending_job_id: 'lostjob00001', job_pending_since_ms: clock });
-    await db('screenshot_configs').where({ id: handed.screenshot_configuration_id }).update({ next_run_at_ms: clock + 120_000, pending_job_id: handed.job_id, job_pending_since_ms: clock });
+    await db('screenshot_configs')
+      .where({ id: lost.screenshot_configuration_id })
+      .update({ next_run_at_ms: clock + 120_000, pending_job_id: 'lostjob00001', job_pending_since_ms: clock });
+    await db('screenshot_configs')
+      .where({ id: handed.screenshot_configuration_id })
+      .update({ next_run_at_ms: clock + 120_000, pending_job_id: handed.job_id, job_pending_since_ms: clock });
     const mine = (started: Array<{ configId: string; jobId: string }>) =>
-      started.filter((s) => [lost.screenshot_configuration_id, handed.screenshot_configuration_id].includes(s.configId)).map((s) => s.jobId).sort();
+      started
+        .filter((s) => [lost.screenshot_configuration_id, handed.screenshot_configuration_id].includes(s.configId))
+        .map((s) => s.jobId)
+        .sort();
     clock += 30_000; // a hand-over may still be under way
     expect(mine(await tick())).to.deep.equal([]);
     clock += 31_000;
@@ -197,7 +212,8 @@ describe('screenshot configurations, jobs, archive and embed', function () {
       const now = await api('POST', `/screenshot_configs/${c.screenshot_configuration_id}/capture`, undefined, access_token);
       await finished(String(now.body.job_id), access_token);
     }
-    const list = (params: Record<string, string | number>) => api('GET', `/screenshot_configs/${c.screenshot_configuration_id}/screenshots?${qs(params)}`, undefined, access_token);
+    const list = (params: Record<string, string | number>) =>
+      api('GET', `/screenshot_configs/${c.screenshot_configuration_id}/screenshots?${qs(params)}`, undefined, access_token);
     const all = (await list({})).body.screenshots as Array<{ taken_at_timestamp: number; job_id: string }>;
     expect(all).to.have.length(3);
     expect(all[0]!.taken_at_timestamp).to.be.at.least(all[2]!.taken_at_timestamp);
@@ -209,7 +225,9 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect(page2.body.has_more).to.equal(false);
     expect((page2.body.screenshots as typeof all).map((s) => s.job_id)).to.deep.equal([asc[2]!.job_id]);
 
-    const records = (await api('GET', `/screenshots?${qs({ order: 'ASC' })}`, undefined, access_token)).body.screenshots as Array<{ taken_at_timestamp: string }>;
+    const records = (await api('GET', `/screenshots?${qs({ order: 'ASC' })}`, undefined, access_token)).body.screenshots as Array<{
+      taken_at_timestamp: string;
+    }>;
     const firstMs = Number(records[0]!.taken_at_timestamp);
     const lastMs = Number(records[2]!.taken_at_timestamp);
     const afterMs = await api('GET', `/screenshots?${qs({ after: firstMs })}`, undefined, access_token);
@@ -218,7 +236,9 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect((beforeSeconds.body.screenshots as unknown[]).length).to.equal(3);
     const beforeMs = await api('GET', `/screenshots?${qs({ before: lastMs })}`, undefined, access_token);
     expect((beforeMs.body.screenshots as unknown[]).length).to.equal(2);
-    expect(await api('GET', `/screenshots?${qs({ after: Math.floor(lastMs / 1000) + 5 })}`, undefined, access_token)).to.have.nested.property('body.screenshots').that.is.empty;
+    expect(await api('GET', `/screenshots?${qs({ after: Math.floor(lastMs / 1000) + 5 })}`, undefined, access_token)).to.have.nested.property(
+      'body.screenshots',
+    ).that.is.empty;
 
     for (const bad of [{ limit: 0 }, { limit: 1001 }, { page: 0 }, { order: 'sideways' }, { after: 'yesterday' }] as Array<Record<string, string | number>>) {
       const r = await api('GET', `/screenshots?${qs(bad)}`, undefined, access_token);
@@ -273,7 +293,16 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect([invalid.status, invalid.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
     expect(String(invalid.body.note)).to.contain('multi_step_actions[0] (click)');
     const { access_token } = await sys.account('paid');
-    const c = await create({ url: `${fx.origin}/plain`, multi_step_actions: [{ type: 'css', value: 'h1 { color: red }' }, { type: 'click', selector: '#nothing-here' }] }, access_token);
+    const c = await create(
+      {
+        url: `${fx.origin}/plain`,
+        multi_step_actions: [
+          { type: 'css', value: 'h1 { color: red }' },
+          { type: 'click', selector: '#nothing-here' },
+        ],
+      },
+      access_token,
+    );
     const r = await finished(c.job_id, access_token);
     expect(r.status).to.equal(422);
     expect(r.body).to.deep.include({ status: 'failed', error_code: 'action_failed' });

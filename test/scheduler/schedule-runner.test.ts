@@ -94,7 +94,9 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
     it('hands over, under the same id, a job a runner marked pending and never handed over, once it is stale', async () => {
       const [id] = await dueConfigs(1);
       // Its next slot is well after the test's clock: only the lost job is due.
-      await db('screenshot_configs').where({ id }).update({ next_run_at_ms: T0 + 10 * MINUTE, pending_job_id: 'lostjob00001', job_pending_since_ms: T0 });
+      await db('screenshot_configs')
+        .where({ id })
+        .update({ next_run_at_ms: T0 + 10 * MINUTE, pending_job_id: 'lostjob00001', job_pending_since_ms: T0 });
       const enqueue: Enqueue = sinon.stub<[ParamsOf<'capture.enqueue'>], Promise<unknown>>().resolves({ job_id: 'x' });
       clock = T0 + 30_000;
       expect(await runner(enqueue).tick(), 'not stale yet').to.deep.equal([]);

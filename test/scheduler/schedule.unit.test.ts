@@ -35,7 +35,10 @@ describe('schedule arithmetic', () => {
   it('reads the schedule of a configuration: none unless scheduled, every defaults to 1, an interval is required', () => {
     expect(scheduleOf({ url: 'http://x.test/', scheduled_interval: 'hours' })).to.equal(null);
     expect(scheduleOf({ url: 'http://x.test/', scheduled_screenshot: true, scheduled_interval: 'days' })).to.deep.equal({ every: 1, interval: 'days' });
-    expect(scheduleOf({ url: 'http://x.test/', scheduled_screenshot: true, scheduled_every: 3, scheduled_interval: 'weeks' })).to.deep.equal({ every: 3, interval: 'weeks' });
+    expect(scheduleOf({ url: 'http://x.test/', scheduled_screenshot: true, scheduled_every: 3, scheduled_interval: 'weeks' })).to.deep.equal({
+      every: 3,
+      interval: 'weeks',
+    });
     const err = errorOf(() => scheduleOf({ url: 'http://x.test/', scheduled_screenshot: true }));
     expect([err.code, err.type, err.message]).to.deep.equal([
       400,

@@ -234,52 +234,56 @@ describe('ClaimLoop', () => {
     await h.loop.stop();
   });
 
-  it('asks for the resource before each claim, hands it to the piece claimed with it, and gives it back when nothing was claimed, the claim failed, or the loop stopped meanwhile', async () => {
-    let n = 0;
-    const before = { acquire: sinon.spy(async () => `r${++n}`), giveBack: sinon.spy((_r: string) => undefined) };
-    const queue: Array<string | Error> = ['a'];
-    const ran: Array<[string, string]> = [];
-    const log = { warn: sinon.stub(), error: sinon.stub() };
-    const work = {
-      claim: sinon.spy(async (_held: string) => {
-        const next = queue.shift() ?? null;
-        if (next instanceof Error) throw next;
-        return next;
-      }),
-      run: async (item: string, held: string) => {
-        ran.push([item, held]);
-      },
-    };
-    const loop = new ClaimLoop<string, string>(work, { concurrency: 2, pollMs: 60_000, before, log, what: 'an item' });
-    await loop.pump();
-    // r1 went with "a"; r2 was asked for, the claim found nothing, and it went back.
-    expect(ran).to.deep.equal([['a', 'r1']]);
-    expect(work.claim.args.map(([r]) => r)).to.deep.equal(['r1', 'r2']);
-    sinon.assert.callOrder(before.acquire, work.claim);
-    expect(before.giveBack.args).to.deep.equal([['r2']]);
+  it(
+    'asks for the resource before each claim, hands it to the piece claimed with it, and gives it back when nothing was claimed, the claim failed, or the ' +
+      'loop stopped meanwhile',
+    async () => {
+      let n = 0;
+      const before = { acquire: sinon.spy(async () => `r${++n}`), giveBack: sinon.spy((_r: string) => undefined) };
+      const queue: Array<string | Error> = ['a'];
+      const ran: Array<[string, string]> = [];
+      const log = { warn: sinon.stub(), error: sinon.stub() };
+      const work = {
+        claim: sinon.spy(async (_held: string) => {
+          const next = queue.shift() ?? null;
+          if (next instanceof Error) throw next;
+          return next;
+        }),
+        run: async (item: string, held: string) => {
+          ran.push([item, held]);
+        },
+      };
+      const loop = new ClaimLoop<string, string>(work, { concurrency: 2, pollMs: 60_000, before, log, what: 'an item' });
+      await loop.pump();
+      // r1 went with "a"; r2 was asked for, the claim found nothing, and it went back.
+      expect(ran).to.deep.equal([['a', 'r1']]);
+      expect(work.claim.args.map(([r]) => r)).to.deep.equal(['r1', 'r2']);
+      sinon.assert.callOrder(before.acquire, work.claim);
+      expect(before.giveBack.args).to.deep.equal([['r2']]);
 
-    queue.push(new Error('the database is gone'));
-    await loop.pump();
-    expect(before.giveBack.args).to.deep.equal([['r2'], ['r3']]);
-    sinon.assert.calledOnceWithExactly(log.warn, 'claiming an item failed: the database is gone');
+      queue.push(new Error('the database is gone'));
+      await loop.pump();
+      expect(before.giveBack.args).to.deep.equal([['r2'], ['r3']]);
+      sinon.assert.calledOnceWithExactly(log.warn, 'claiming an item failed: the database is gone');
 
-    // Stopped while waiting for the resource: it goes back unused, no claim is made.
-    const slow = gate();
-    before.acquire = sinon.spy(async () => {
-      await slow.opened;
-      return 'r4';
-    });
-    queue.push('b');
-    const pumped = loop.pump();
-    await settle();
-    loop.stopClaiming();
-    slow.open();
-    await pumped;
-    expect(before.giveBack.args).to.deep.equal([['r2'], ['r3'], ['r4']]);
-    expect(work.claim.callCount).to.equal(3);
-    expect(ran).to.deep.equal([['a', 'r1']]);
-    await loop.idle();
-  });
+      // Stopped while waiting for the resource: it goes back unused, no claim is made.
+      const slow = gate();
+      before.acquire = sinon.spy(async () => {
+        await slow.opened;
+        return 'r4';
+      });
+      queue.push('b');
+      const pumped = loop.pump();
+      await settle();
+      loop.stopClaiming();
+      slow.open();
+      await pumped;
+      expect(before.giveBack.args).to.deep.equal([['r2'], ['r3'], ['r4']]);
+      expect(work.claim.callCount).to.equal(3);
+      expect(ran).to.deep.equal([['a', 'r1']]);
+      await loop.idle();
+    },
+  );
 
   it('logs a failed claim, unless it is stopping, and claims again on the next pump', async () => {
     const h = harness();

@@ -15,7 +15,12 @@ describe('config', () => {
   });
 
   it('selects the full stack from environment variables only', () => {
-    const c = loadConfig({ DATABASE_URL: 'mysql://root@127.0.0.1:3306/test', REDIS_URL: 'redis://127.0.0.1:6379', TRANSPORTER: 'nats://127.0.0.1:4222', SERVICES: 'api,billing' });
+    const c = loadConfig({
+      DATABASE_URL: 'mysql://root@127.0.0.1:3306/test',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      TRANSPORTER: 'nats://127.0.0.1:4222',
+      SERVICES: 'api,billing',
+    });
     expect(c.database).to.deep.equal({ client: 'mysql2', url: 'mysql://root@127.0.0.1:3306/test' });
     expect(c.services).to.deep.equal(['api', 'billing']);
     expect(c.migrateOnStart).to.equal(false);
@@ -23,7 +28,12 @@ describe('config', () => {
   });
 
   it('runs the egress gateway by default on 127.0.0.1; on every interface it is reached by host name unless EGRESS_GATEWAY_HOST says', () => {
-    expect(loadConfig({}).capture.gateway).to.deep.equal({ bindHost: '127.0.0.1', advertisedHost: '127.0.0.1', idleTimeoutMs: 30_000, connectTimeoutMs: 10_000 });
+    expect(loadConfig({}).capture.gateway).to.deep.equal({
+      bindHost: '127.0.0.1',
+      advertisedHost: '127.0.0.1',
+      idleTimeoutMs: 30_000,
+      connectTimeoutMs: 10_000,
+    });
     expect(loadConfig({ EGRESS_CONNECT_TIMEOUT_MS: '2500' }).capture.gateway?.connectTimeoutMs).to.equal(2500);
     expect(() => loadConfig({ EGRESS_CONNECT_TIMEOUT_MS: 'soon' })).to.throw(/EGRESS_CONNECT_TIMEOUT_MS/);
     expect(loadConfig({ EGRESS_GATEWAY: 'off' }).capture.gateway).to.equal(null);
@@ -43,16 +53,26 @@ describe('config', () => {
     expect(loadConfig({ CHROME_BIN: '/usr/bin/chromium' }).capture.chromeBin).to.equal('/usr/bin/chromium');
   });
 
-  it('leaves the AI providers at their SDKs\' public endpoints and AI calls at 60 s unless told otherwise', () => {
+  it("leaves the AI providers at their SDKs' public endpoints and AI calls at 60 s unless told otherwise", () => {
     const c = loadConfig({});
     expect(c.ai).to.deep.equal({ baseUrls: { anthropic: null, openai: null, openrouter: null }, timeoutMs: 60_000, imageTimeoutMs: 20_000, service: null });
-    const set = loadConfig({ ANTHROPIC_BASE_URL: 'http://127.0.0.1:9001/', OPENAI_BASE_URL: 'http://127.0.0.1:9002/v1', OPENROUTER_BASE_URL: 'https://or.example/api/v1', AI_TIMEOUT_MS: '5000' });
+    const set = loadConfig({
+      ANTHROPIC_BASE_URL: 'http://127.0.0.1:9001/',
+      OPENAI_BASE_URL: 'http://127.0.0.1:9002/v1',
+      OPENROUTER_BASE_URL: 'https://or.example/api/v1',
+      AI_TIMEOUT_MS: '5000',
+    });
     expect(set.ai.baseUrls).to.deep.equal({ anthropic: 'http://127.0.0.1:9001', openai: 'http://127.0.0.1:9002/v1', openrouter: 'https://or.example/api/v1' });
     expect(set.ai.timeoutMs).to.equal(5000);
   });
 
   it("reads the service's own AI backend, falling back to the provider's base URL", () => {
-    const c = loadConfig({ SERVICE_AI_PROVIDER: 'anthropic', SERVICE_AI_API_KEY: 'sk-ant-op', SERVICE_AI_MODEL: 'claude-haiku-4-5', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9001' });
+    const c = loadConfig({
+      SERVICE_AI_PROVIDER: 'anthropic',
+      SERVICE_AI_API_KEY: 'sk-ant-op',
+      SERVICE_AI_MODEL: 'claude-haiku-4-5',
+      ANTHROPIC_BASE_URL: 'http://127.0.0.1:9001',
+    });
     expect(c.ai.service).to.deep.equal({ provider: 'anthropic', baseUrl: 'http://127.0.0.1:9001', apiKey: 'sk-ant-op', model: 'claude-haiku-4-5' });
     const local = loadConfig({ SERVICE_AI_PROVIDER: 'openai-compatible', SERVICE_AI_BASE_URL: 'http://127.0.0.1:11434/v1', SERVICE_AI_MODEL: 'llava' });
     expect(local.ai.service).to.deep.equal({ provider: 'openai-compatible', baseUrl: 'http://127.0.0.1:11434/v1', apiKey: null, model: 'llava' });
@@ -77,7 +97,9 @@ describe('config', () => {
   });
 
   it('never quotes SERVICE_AI_API_KEY in a configuration error', () => {
-    expect(() => loadConfig({ SERVICE_AI_PROVIDER: 'openrouter', SERVICE_AI_API_KEY: 'sk-or-secret-value' })).to.throw().that.satisfies((e: Error) => !e.message.includes('sk-or-secret-value'));
+    expect(() => loadConfig({ SERVICE_AI_PROVIDER: 'openrouter', SERVICE_AI_API_KEY: 'sk-or-secret-value' }))
+      .to.throw()
+      .that.satisfies((e: Error) => !e.message.includes('sk-or-secret-value'));
   });
 
   for (const [name, value, fragment] of [
@@ -98,9 +120,14 @@ describe('config', () => {
 
   it("reads the stdio MCP server's own settings: the service's URL (npm start's by default) and the key, never quoting it", () => {
     expect(loadMcpStdioConfig({ SNAPSERVICE_API_KEY: ' sk_abc ' })).to.deep.equal({ url: 'http://localhost:3000', key: 'sk_abc', logFormat: 'json' });
-    expect(loadMcpStdioConfig({ SNAPSERVICE_API_KEY: 'sk_abc', SNAPSERVICE_URL: 'https://snap.example/', LOG_FORMAT: 'text' })).to.include({ url: 'https://snap.example', logFormat: 'text' });
+    expect(loadMcpStdioConfig({ SNAPSERVICE_API_KEY: 'sk_abc', SNAPSERVICE_URL: 'https://snap.example/', LOG_FORMAT: 'text' })).to.include({
+      url: 'https://snap.example',
+      logFormat: 'text',
+    });
     expect(() => loadMcpStdioConfig({})).to.throw('SNAPSERVICE_API_KEY is required');
-    expect(() => loadMcpStdioConfig({ SNAPSERVICE_API_KEY: 'sk_abc', SNAPSERVICE_URL: 'localhost:3000' })).to.throw('SNAPSERVICE_URL must start with http:// or https://');
+    expect(() => loadMcpStdioConfig({ SNAPSERVICE_API_KEY: 'sk_abc', SNAPSERVICE_URL: 'localhost:3000' })).to.throw(
+      'SNAPSERVICE_URL must start with http:// or https://',
+    );
     expect(() => loadMcpStdioConfig({ SNAPSERVICE_API_KEY: 'sk_two words' }))
       .to.throw('SNAPSERVICE_API_KEY must be the API key alone')
       .that.satisfies((e: Error) => !e.message.includes('two words'));

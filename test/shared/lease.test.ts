@@ -166,7 +166,9 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       expect(await lease.renew(current)).to.equal(false);
 
       // A row outside the held condition is not held, whatever token it carries.
-      await db('lease_test').where({ id: 'a' }).update({ lease_token: current.leaseToken, lease_until_ms: clock + MS });
+      await db('lease_test')
+        .where({ id: 'a' })
+        .update({ lease_token: current.leaseToken, lease_until_ms: clock + MS });
       expect(await lease.renew(current)).to.equal(false);
       expect(await lease.whileHeld(current, async () => true)).to.equal(null);
     });
@@ -213,8 +215,7 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       expect(await mark('a', 'job-a')).to.deep.equal(['job-a']);
       expect(await row('a')).to.include({ mark: 'job-a', lease_token: null });
       expect(Number((await row('a')).marked_at_ms)).to.equal(T0);
-      const lapsedIds = async () =>
-        (await marks.lapsed(db('lease_test'), clock).select('id')).map((r: { id: string }) => r.id);
+      const lapsedIds = async () => (await marks.lapsed(db('lease_test'), clock).select('id')).map((r: { id: string }) => r.id);
       clock = T0 + MS - 1;
       expect(await lapsedIds()).to.deep.equal([]);
       clock = T0 + MS + 1;

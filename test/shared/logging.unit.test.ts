@@ -23,7 +23,11 @@ describe('log redaction and JSON lines (shared/logging)', () => {
       ['a Bearer token', 'header Authorization: Bearer opaque.token-value_123', 'opaque.token-value_123'],
       ['a Basic credential', 'Proxy-Authorization: Basic Ym9iOmh1bnRlcjI=', 'Ym9iOmh1bnRlcjI='],
       ['a webhook signing secret', 'signed with whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
-      ['an OpenAI key quoted in a provider error', 'Incorrect API key provided: sk-proj-AbCdEf0123456789. You can find your API key', 'sk-proj-AbCdEf0123456789'],
+      [
+        'an OpenAI key quoted in a provider error',
+        'Incorrect API key provided: sk-proj-AbCdEf0123456789. You can find your API key',
+        'sk-proj-AbCdEf0123456789',
+      ],
       ['an Anthropic key', 'key sk-ant-api03-abcdefghijklmnop_qrstuv-wxyz', 'sk-ant-api03-abcdefghijklmnop_qrstuv-wxyz'],
       ['an OpenRouter key', 'sk-or-v1-0123456789abcdef0123456789abcdef', 'sk-or-v1-0123456789abcdef0123456789abcdef'],
       ['one of our API keys', 'authenticate sk_Zt3-k9_vQ2mLx8PpR1sW4yB7nC0dE6fG', 'sk_Zt3-k9_vQ2mLx8PpR1sW4yB7nC0dE6fG'],
@@ -100,16 +104,33 @@ describe('log redaction and JSON lines (shared/logging)', () => {
     it('makes one record: time, level, node, module, msg, the ambient ids, the call fields, the error', () => {
       const err = Object.assign(new Error('boom at http://u:p4ssw0rd@h.test/'), { code: 500, type: 'internal_error' });
       const record = withLogContext({ request_id: 'req_1' }, () =>
-        withLogContext({ job_id: 'job_1' }, () => logRecord('error', [{ ms: 12, password: 'p4ssw0rd' }, 'capture', 'failed', err], bindings, undefined, new Date(0))),
+        withLogContext({ job_id: 'job_1' }, () =>
+          logRecord('error', [{ ms: 12, password: 'p4ssw0rd' }, 'capture', 'failed', err], bindings, undefined, new Date(0)),
+        ),
       );
-      expect(record).to.include({ time: '1970-01-01T00:00:00.000Z', level: 'error', node: 'node-1', module: 'capture', msg: 'capture failed', request_id: 'req_1', job_id: 'job_1', ms: 12, password: REDACTED });
+      expect(record).to.include({
+        time: '1970-01-01T00:00:00.000Z',
+        level: 'error',
+        node: 'node-1',
+        module: 'capture',
+        msg: 'capture failed',
+        request_id: 'req_1',
+        job_id: 'job_1',
+        ms: 12,
+        password: REDACTED,
+      });
       expect(record).not.to.have.property('ns');
       expect(record.err).to.include({ name: 'Error', code: 500, type: 'internal_error' });
       expect(JSON.stringify(record)).not.to.contain('p4ssw0rd');
     });
 
-    it('puts objects after the message in data (Moleculer\'s own lines), redacted', () => {
-      const record = logRecord('debug', ['Call action locally.', { action: 'billing.authenticate', params: { token: 'sk_abcdefghijklmnopqrst' } }], bindings, {});
+    it("puts objects after the message in data (Moleculer's own lines), redacted", () => {
+      const record = logRecord(
+        'debug',
+        ['Call action locally.', { action: 'billing.authenticate', params: { token: 'sk_abcdefghijklmnopqrst' } }],
+        bindings,
+        {},
+      );
       expect(record.msg).to.equal('Call action locally.');
       expect(record.data).to.deep.equal({ action: 'billing.authenticate', params: { token: REDACTED } });
     });

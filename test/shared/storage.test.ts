@@ -33,7 +33,9 @@ describe('FileStore on Cloud Storage (the fake GCS server)', () => {
 
   describe('GcsFileStore (against the fake GCS server)', () => {
     // The bucket itself: this process's recent writes are not kept in memory.
-    behavesAsFileStore(() => new GcsFileStore({ bucket: 'snap-test', prefix: `${fresh()}/`, apiEndpoint: gcs.endpoint, projectId: 'test-project', remember: false }));
+    behavesAsFileStore(
+      () => new GcsFileStore({ bucket: 'snap-test', prefix: `${fresh()}/`, apiEndpoint: gcs.endpoint, projectId: 'test-project', remember: false }),
+    );
 
     it('uploads with one multipart request for prefix+name in the right bucket', async () => {
       const prefix = `${fresh()}/shots/`;
@@ -100,7 +102,6 @@ describe('FileStore on Cloud Storage (the fake GCS server)', () => {
       expect((await store.get('u.jpeg'))!.data.toString()).to.equal('uploaded');
       expect(gcs.requests.length).to.equal(before);
     });
-
   });
 
   describe('createFileStore', () => {
@@ -113,6 +114,5 @@ describe('FileStore on Cloud Storage (the fake GCS server)', () => {
       await store.put('k.jpeg', Buffer.from('k'), 'image/jpeg');
       expect(gcs.objects.has(`snap-bucket/${folder}/shots/k.jpeg`)).to.equal(true);
     });
-
   });
 });

@@ -66,10 +66,21 @@ describe('npm run stack (the operator command)', function () {
     const s = await startStack();
     try {
       const status = JSON.parse((await run(process.execPath, [STACK_JS, 'status'], { env: s.env })).stdout) as { processes: Record<string, number> };
-      expect(Object.keys(status.processes).sort()).to.deep.equal(['ai', 'api', 'billing', 'capture-1', 'capture-2', 'notifier', 'proxy', 'scheduler-1', 'scheduler-2']);
+      expect(Object.keys(status.processes).sort()).to.deep.equal([
+        'ai',
+        'api',
+        'billing',
+        'capture-1',
+        'capture-2',
+        'notifier',
+        'proxy',
+        'scheduler-1',
+        'scheduler-2',
+      ]);
       const { stdout } = await run(process.execPath, [STACK_JS, 'admin', 'accounts', 'create', '--plan', 'paid', '--json'], { env: s.env });
       const token = (JSON.parse(stdout) as { access_token: string }).access_token;
-      const metric = async () => parsePrometheus((await request(s.url, 'GET', '/metrics')).raw.toString()).value('snap_captures_total', { kind: 'snap', outcome: 'success' }) ?? 0;
+      const metric = async () =>
+        parsePrometheus((await request(s.url, 'GET', '/metrics')).raw.toString()).value('snap_captures_total', { kind: 'snap', outcome: 'success' }) ?? 0;
       const before = await metric();
       const shot = await fetch(`${s.url}/snap?access_token=${token}&url=${encodeURIComponent(`${fx.origin}/plain`)}`);
       expect(shot.status).to.equal(200);

@@ -110,7 +110,10 @@ describe('the full stack survives faults (separate processes)', function () {
     db = knex({ client: 'mysql2', connection: stack.databaseUrl, pool: { min: 0, max: 2 } });
     // Four captures at once (the tests below keep every browser of the stack busy).
     runScript('bin/admin.js', ['plans', 'set', 'paid', '--concurrency', '4', '--queue', '16'], stack.serviceEnv());
-    const created = JSON.parse(runScript('bin/admin.js', ['accounts', 'create', '--plan', 'paid', '--json'], stack.serviceEnv())) as { account_id: string; access_token: string };
+    const created = JSON.parse(runScript('bin/admin.js', ['accounts', 'create', '--plan', 'paid', '--json'], stack.serviceEnv())) as {
+      account_id: string;
+      access_token: string;
+    };
     token = created.access_token;
     accountId = created.account_id;
   });
@@ -154,32 +157,53 @@ describe('the full stack survives faults (separate processes)', function () {
    * received, each webhook-id at least once.
    */
   async function expectLedgerExact(): Promise<void> {
-    await until('every job to finish', async () => {
-      const open = await db('jobs').where({ account_id: accountId }).whereNotIn('status', ['completed', 'failed']).count({ n: '*' });
-      return Number(open[0]?.n) === 0;
-    }, 90_000);
+    await until(
+      'every job to finish',
+      async () => {
+        const open = await db('jobs').where({ account_id: accountId }).whereNotIn('status', ['completed', 'failed']).count({ n: '*' });
+        return Number(open[0]?.n) === 0;
+      },
+      90_000,
+    );
     const jobs = await db('jobs').where({ account_id: accountId }).select('id', 'status', 'error_code', 'note');
-    expect(jobs.filter((j) => j.status !== 'completed'), 'jobs not completed').to.deep.equal([]);
+    expect(
+      jobs.filter((j) => j.status !== 'completed'),
+      'jobs not completed',
+    ).to.deep.equal([]);
     const perJob = await db('screenshots').where({ account_id: accountId }).groupBy('job_id').select('job_id').count({ n: '*' });
-    expect(perJob.filter((r) => Number(r.n) !== 1), 'jobs with more than one screenshot').to.deep.equal([]);
+    expect(
+      perJob.filter((r) => Number(r.n) !== 1),
+      'jobs with more than one screenshot',
+    ).to.deep.equal([]);
     expect(perJob.map((r) => String((r as { job_id: string }).job_id)).sort()).to.deep.equal(jobs.map((j) => j.id).sort());
     // Right after a fault a service can still be rediscovering the others: the api answers
     // 503 with Retry-After then (documented), and a client asks again, as this does.
     let limits = await request<{ results: Record<string, number> }>(stack!.url, 'GET', `/account_limits?access_token=${token}`);
-    await until('/account_limits to answer', async () => {
-      if (limits.status !== 503) return true;
-      limits = await request<{ results: Record<string, number> }>(stack!.url, 'GET', `/account_limits?access_token=${token}`);
-      return limits.status !== 503;
-    }, 30_000);
+    await until(
+      '/account_limits to answer',
+      async () => {
+        if (limits.status !== 503) return true;
+        limits = await request<{ results: Record<string, number> }>(stack!.url, 'GET', `/account_limits?access_token=${token}`);
+        return limits.status !== 503;
+      },
+      30_000,
+    );
     expect(limits.body.results?.screenshot_current_month_usage, JSON.stringify(limits.body)).to.equal(jobs.length);
-    await until('every delivery to be delivered', async () => {
-      const open = await db('webhook_deliveries').where({ account_id: accountId }).whereNot({ status: 'delivered' }).count({ n: '*' });
-      return Number(open[0]?.n) === 0;
-    }, 90_000);
+    await until(
+      'every delivery to be delivered',
+      async () => {
+        const open = await db('webhook_deliveries').where({ account_id: accountId }).whereNot({ status: 'delivered' }).count({ n: '*' });
+        return Number(open[0]?.n) === 0;
+      },
+      90_000,
+    );
     const deliveries = await db('webhook_deliveries').where({ account_id: accountId }).select('id', 'job_id');
     expect(deliveries.map((d) => d.job_id).sort(), 'one capture delivery per job').to.deep.equal(jobs.map((j) => j.id).sort());
     const seen = new Set(receiver.received.map((r) => String(r.headers['webhook-id'])));
-    expect(deliveries.filter((d) => !seen.has(d.id)).map((d) => d.id), 'deliveries never received').to.deep.equal([]);
+    expect(
+      deliveries.filter((d) => !seen.has(d.id)).map((d) => d.id),
+      'deliveries never received',
+    ).to.deep.equal([]);
   }
 
   /**
@@ -213,12 +237,19 @@ describe('the full stack survives faults (separate processes)', function () {
     stack!.kill('capture-1', 'SIGKILL');
     await expectLedgerExact();
     const jobs = await jobsOf(ids);
-    expect(jobs.filter((j) => Number(j.attempts) === 2), 'the killed instance held two of them').to.have.length(2);
+    expect(
+      jobs.filter((j) => Number(j.attempts) === 2),
+      'the killed instance held two of them',
+    ).to.have.length(2);
     await stack!.restarted('capture-1', generation);
     // Until the api drops the dead node (heartbeat timeout), requests balanced to it wait and
     // answer 503; let that pass so the next test starts on a settled cluster.
     const deadNode = `capture-1-${stack!.runId}-${generation}`;
-    await until('the api to drop the dead node', async () => fs.readFileSync(stack!.instance('api').logFile, 'utf8').includes(`'${deadNode}' disconnected`), 30_000);
+    await until(
+      'the api to drop the dead node',
+      async () => fs.readFileSync(stack!.instance('api').logFile, 'utf8').includes(`'${deadNode}' disconnected`),
+      30_000,
+    );
     // A process killed with SIGKILL cannot end its Grid sessions: they keep their slots until
     // the Grid's session timeout. Let that pass too, or the next test (a node killed) can find
     // the other node full of them and no room to replace the browsers it loses.
@@ -246,7 +277,15 @@ describe('the full stack survives faults (separate processes)', function () {
     const configs: string[] = [];
     for (let i = 0; i < 12; i++) {
       const res = await request<Record<string, string>>(stack!.url, 'POST', '/screenshot_configs', {
-        json: { access_token: token, url: `${fx.origin}/plain?sched=${i}`, wait: 0, webhook_url: `${receiver.origin}/hook`, scheduled_screenshot: true, scheduled_every: 2, scheduled_interval: 'minutes' },
+        json: {
+          access_token: token,
+          url: `${fx.origin}/plain?sched=${i}`,
+          wait: 0,
+          webhook_url: `${receiver.origin}/hook`,
+          scheduled_screenshot: true,
+          scheduled_every: 2,
+          scheduled_interval: 'minutes',
+        },
       });
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       configs.push(res.body.screenshot_configuration_id as string);
@@ -256,13 +295,20 @@ describe('the full stack survives faults (separate processes)', function () {
     const generation = stack!.instance('scheduler-1').generation;
     await db('screenshot_configs').whereIn('id', configs).update({ next_run_at_ms: Date.now() });
     stack!.kill('scheduler-1', 'SIGKILL');
-    await until('every configuration to have its second job', async () => {
-      const rows = await db('jobs').whereIn('config_id', configs).groupBy('config_id').select('config_id').count({ n: '*' });
-      return rows.length === configs.length && rows.every((r) => Number(r.n) >= 2);
-    }, 90_000);
+    await until(
+      'every configuration to have its second job',
+      async () => {
+        const rows = await db('jobs').whereIn('config_id', configs).groupBy('config_id').select('config_id').count({ n: '*' });
+        return rows.length === configs.length && rows.every((r) => Number(r.n) >= 2);
+      },
+      90_000,
+    );
     await sleep(3_000); // a double firing would show within a few ticks
     const rows = await db('jobs').whereIn('config_id', configs).groupBy('config_id').select('config_id').count({ n: '*' });
-    expect(rows.filter((r) => Number(r.n) !== 2), 'configurations not fired exactly once').to.deep.equal([]);
+    expect(
+      rows.filter((r) => Number(r.n) !== 2),
+      'configurations not fired exactly once',
+    ).to.deep.equal([]);
     const next = await db('screenshot_configs').whereIn('id', configs).select('next_run_at_ms');
     for (const r of next) expect(Number(r.next_run_at_ms)).to.be.greaterThan(Date.now());
     await expectLedgerExact();

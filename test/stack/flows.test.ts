@@ -81,7 +81,10 @@ describe('the spec’s main flows through the full stack (separate processes)', 
     await new Promise<void>((r) => shop.listen(0, '127.0.0.1', r));
     shopOrigin = `http://127.0.0.1:${(shop.address() as AddressInfo).port}`;
     const catalogue = path.join(dir, 'locations.json');
-    fs.writeFileSync(catalogue, JSON.stringify({ Berlin: { proxy: `http://cust-berlin-{session}:provider-secret@127.0.0.1:${location.port}` }, Germany: { pick: ['Berlin'] } }));
+    fs.writeFileSync(
+      catalogue,
+      JSON.stringify({ Berlin: { proxy: `http://cust-berlin-{session}:provider-secret@127.0.0.1:${location.port}` }, Germany: { pick: ['Berlin'] } }),
+    );
     stack = await startTestStack({
       env: {
         ALLOW_PRIVATE_NETWORKS: 'true',
@@ -94,7 +97,9 @@ describe('the spec’s main flows through the full stack (separate processes)', 
         SNAP_TEST_MARK: mark,
       },
     });
-    const account = JSON.parse(runScript('bin/admin.js', ['accounts', 'create', '--plan', 'paid', '--addons', 'byo_proxy', '--json'], stack.serviceEnv())) as { access_token: string };
+    const account = JSON.parse(runScript('bin/admin.js', ['accounts', 'create', '--plan', 'paid', '--addons', 'byo_proxy', '--json'], stack.serviceEnv())) as {
+      access_token: string;
+    };
     key = account.access_token;
   });
 
@@ -120,7 +125,8 @@ describe('the spec’s main flows through the full stack (separate processes)', 
 
   const api = <T = Body>(method: string, p: string, json?: Body) =>
     request<T>(stack!.url, method, p, { headers: { authorization: `Bearer ${key}` }, ...(json ? { json } : {}) });
-  const snap = (params: Record<string, string | number | boolean>) => request<Body>(stack!.url, 'GET', `/snap?${qs({ access_token: key, wait: 0, ttl: 0, ...params })}`);
+  const snap = (params: Record<string, string | number | boolean>) =>
+    request<Body>(stack!.url, 'GET', `/snap?${qs({ access_token: key, wait: 0, ttl: 0, ...params })}`);
 
   it('snaps an image, its JSON record (whose links resolve) and the rendered HTML', async () => {
     const image = await snap({ url: `${fx.origin}/plain`, image_format: 'png', page_width: 640, page_height: 480 });
@@ -201,7 +207,13 @@ describe('the spec’s main flows through the full stack (separate processes)', 
     expect(viaLocation.some((v) => v.startsWith('cust-berlin-'))).to.equal(true);
     charged++;
 
-    const put = await api<{ proxy: { id: number } }>('PUT', '/proxies', { host: '127.0.0.1', port: own.port, username: 'carol', password: 'own-secret', test: false });
+    const put = await api<{ proxy: { id: number } }>('PUT', '/proxies', {
+      host: '127.0.0.1',
+      port: own.port,
+      username: 'carol',
+      password: 'own-secret',
+      test: false,
+    });
     expect(put.status, JSON.stringify(put.body)).to.equal(200);
     const through = await snap({ url: `${fx.origin}/plain`, custom_proxy_id: put.body.proxy.id, json: true });
     expect(through.status, JSON.stringify(through.body)).to.equal(200);

@@ -151,7 +151,13 @@ function defaultModels(kind: ProviderName): Record<string, unknown>[] {
     created: 1_758_000_000,
     description: `${name} (test entry)`,
     context_length,
-    architecture: { modality: `${modalities.join('+')}->text`, input_modalities: modalities, output_modalities: ['text'], tokenizer: 'Other', instruct_type: null },
+    architecture: {
+      modality: `${modalities.join('+')}->text`,
+      input_modalities: modalities,
+      output_modalities: ['text'],
+      tokenizer: 'Other',
+      instruct_type: null,
+    },
     pricing: { prompt, completion, request: '0', image: '0', web_search: '0', internal_reasoning: '0' },
     top_provider: { context_length, max_completion_tokens: 64_000, is_moderated: false },
     per_request_limits: null,
@@ -164,7 +170,15 @@ function defaultModels(kind: ProviderName): Record<string, unknown>[] {
     entry('google/gemini-2.5-flash', 'Google: Gemini 2.5 Flash', ['text', 'image', 'file', 'audio', 'video'], full, '0.0000003', '0.0000025', 1_048_576),
     entry('meta-llama/llama-4-maverick', 'Meta: Llama 4 Maverick', ['text', 'image'], full, '0.00000015', '0.0000006', 1_048_576),
     entry('meta-llama/llama-3.3-70b-instruct', 'Meta: Llama 3.3 70B Instruct', ['text'], full, '0.00000013', '0.0000004', 131_072),
-    entry('mistralai/mistral-small-3.2-24b-instruct', 'Mistral: Mistral Small 3.2 24B', ['image', 'text'], ['max_tokens', 'response_format'], '0.00000005', '0.0000001', 131_072),
+    entry(
+      'mistralai/mistral-small-3.2-24b-instruct',
+      'Mistral: Mistral Small 3.2 24B',
+      ['image', 'text'],
+      ['max_tokens', 'response_format'],
+      '0.00000005',
+      '0.0000001',
+      131_072,
+    ),
     entry('deepseek/deepseek-chat', 'DeepSeek: DeepSeek V3', ['text'], full, '0.0000003', '0.00000085', 163_840),
   ];
 }
@@ -348,7 +362,24 @@ export async function startFakeProvider(kind: ProviderName): Promise<FakeProvide
       }
       if (route === 'key') {
         return send(200, {
-          data: { label: 'sk-or-v1-fak...def', limit: null, usage: 0.25, usage_daily: 0, usage_weekly: 0, usage_monthly: 0.25, byok_usage: 0, byok_usage_daily: 0, byok_usage_weekly: 0, byok_usage_monthly: 0, is_free_tier: false, is_provisioning_key: false, limit_remaining: null, limit_reset: null, include_byok_in_limit: false, rate_limit: { requests: -1, interval: '10s', note: 'This field is deprecated and safe to ignore.' } },
+          data: {
+            label: 'sk-or-v1-fak...def',
+            limit: null,
+            usage: 0.25,
+            usage_daily: 0,
+            usage_weekly: 0,
+            usage_monthly: 0.25,
+            byok_usage: 0,
+            byok_usage_daily: 0,
+            byok_usage_weekly: 0,
+            byok_usage_monthly: 0,
+            is_free_tier: false,
+            is_provisioning_key: false,
+            limit_remaining: null,
+            limit_reset: null,
+            include_byok_in_limit: false,
+            rate_limit: { requests: -1, interval: '10s', note: 'This field is deprecated and safe to ignore.' },
+          },
         });
       }
 
@@ -380,7 +411,9 @@ export async function startFakeProvider(kind: ProviderName): Promise<FakeProvide
         if (problem) return fail(400, `Invalid schema for response_format '${name}': In context=(), ${problem}.`);
         if (enumValues > 1000) return fail(400, `Invalid schema for response_format '${name}': Too many enum values: ${enumValues} exceeds the limit of 1000.`);
       }
-      const content = b.text ?? (rf?.type === 'json_schema' ? JSON.stringify(b.structured ?? sampleFor(rf.json_schema?.schema ?? {})) : 'A web page with a heading and a photo.');
+      const content =
+        b.text ??
+        (rf?.type === 'json_schema' ? JSON.stringify(b.structured ?? sampleFor(rf.json_schema?.schema ?? {})) : 'A web page with a heading and a photo.');
       const finish = b.finish ?? 'stop';
       const refusal = finish === 'refusal' ? "I'm sorry, I can't help with that." : null;
       return send(200, {
@@ -389,7 +422,9 @@ export async function startFakeProvider(kind: ProviderName): Promise<FakeProvide
         created: 1_760_000_000,
         model,
         ...(kind === 'openrouter' ? { provider: 'OpenAI' } : { system_fingerprint: 'fp_test' }),
-        choices: [{ index: 0, logprobs: null, finish_reason: refusal ? 'stop' : finish, message: { role: 'assistant', content: refusal ? null : content, refusal } }],
+        choices: [
+          { index: 0, logprobs: null, finish_reason: refusal ? 'stop' : finish, message: { role: 'assistant', content: refusal ? null : content, refusal } },
+        ],
         usage: { prompt_tokens: 1500, completion_tokens: 40, total_tokens: 1540 },
       });
     })();

@@ -84,10 +84,16 @@ export async function backendConfig(
     return { config: configFrom(e), env: e, cleanup: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
   }
   const db = await freshMysqlDatabase();
-  const e = { DATA_DIR: dataDir, PORT: port, ...TEST_DEFAULTS, DATABASE_URL: db.url, MIGRATE_ON_START: 'true', REDIS_URL: REDIS_URL, REDIS_PREFIX: `${uniqueName('t')}:`, ...env } as Record<
-    string,
-    string
-  >;
+  const e = {
+    DATA_DIR: dataDir,
+    PORT: port,
+    ...TEST_DEFAULTS,
+    DATABASE_URL: db.url,
+    MIGRATE_ON_START: 'true',
+    REDIS_URL: REDIS_URL,
+    REDIS_PREFIX: `${uniqueName('t')}:`,
+    ...env,
+  } as Record<string, string>;
   return {
     config: configFrom(e),
     env: e,

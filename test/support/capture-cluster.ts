@@ -27,9 +27,18 @@ export interface CaptureCluster {
  * `env` adds to or overrides the settings of every process (CAPTURE_SESSIONS, CAPTURE_JOB_LEASE_MS, ...);
  * `front` are the services run in this process (the notifier too, for a test of its deliveries).
  */
-export async function startCaptureCluster(env: Record<string, string>, front: Config['services'] = ['api', 'billing', 'scheduler', 'ai', 'proxy']): Promise<CaptureCluster> {
+export async function startCaptureCluster(
+  env: Record<string, string>,
+  front: Config['services'] = ['api', 'billing', 'scheduler', 'ai', 'proxy'],
+): Promise<CaptureCluster> {
   const grid = await sharedGrid();
-  const b = await backendConfig('mysql', { TRANSPORTER: NATS_URL, NAMESPACE: uniqueName('ns'), SELENIUM_URL: grid.url, ALLOW_PRIVATE_NETWORKS: 'true', ...env });
+  const b = await backendConfig('mysql', {
+    TRANSPORTER: NATS_URL,
+    NAMESPACE: uniqueName('ns'),
+    SELENIUM_URL: grid.url,
+    ALLOW_PRIVATE_NETWORKS: 'true',
+    ...env,
+  });
   const db = knex(knexConfig(b.config.database));
   const system = await runSystem({ ...b.config, services: front });
   const captures: ServiceProcess[] = [];
@@ -38,7 +47,9 @@ export async function startCaptureCluster(env: Record<string, string>, front: Co
     db,
     front: system,
     async startCapture() {
-      const capture = await startServeProcess({ ...b.env, SERVICES: 'capture', MIGRATE_ON_START: 'false', PORT: '0' }, /ServiceBroker .* started/, { timeoutMs: 60_000 });
+      const capture = await startServeProcess({ ...b.env, SERVICES: 'capture', MIGRATE_ON_START: 'false', PORT: '0' }, /ServiceBroker .* started/, {
+        timeoutMs: 60_000,
+      });
       captures.push(capture);
       return capture;
     },

@@ -21,7 +21,8 @@ const page = (body: string, head = '') =>
 
 /** A noisy gradient: JPEG quality makes a real difference on it. */
 const NOISY = page(
-  '<canvas id="c" width="800" height="600"></canvas><script>const c=document.getElementById("c").getContext("2d");for(let y=0;y<600;y+=4)for(let x=0;x<800;x+=4){c.fillStyle="rgb("+((x*7+y*13)%256)+","+((x*x+y)%256)+","+((y*y+x*3)%256)+")";c.fillRect(x,y,4,4);}</script>',
+  '<canvas id="c" width="800" height="600"></canvas><script>const c=document.getElementById("c").getContext("2d");for(let y=0;y<600;y+=4)for(let ' +
+    'x=0;x<800;x+=4){c.fillStyle="rgb("+((x*7+y*13)%256)+","+((x*x+y)%256)+","+((y*y+x*3)%256)+")";c.fillRect(x,y,4,4);}</script>',
 );
 
 const PAGES: Record<string, (req: http.IncomingMessage, port: number) => PageAnswer> = {
@@ -29,37 +30,57 @@ const PAGES: Record<string, (req: http.IncomingMessage, port: number) => PageAns
   '/white': () => ({ body: page('<div style="height:100vh;background:#fff"></div>') }),
   '/tall': () => ({ body: page('<div id="tall" style="height:2600px;background:linear-gradient(#f00,#00f)">tall</div>') }),
   '/noisy': () => ({ body: NOISY }),
-  '/js-rendered': () => ({ body: page('<div id="static">static</div><script>document.body.insertAdjacentHTML("beforeend", "<p id=\\"from-js\\">rendered by script</p>")</script>') }),
+  '/js-rendered': () => ({
+    body: page('<div id="static">static</div><script>document.body.insertAdjacentHTML("beforeend", "<p id=\\"from-js\\">rendered by script</p>")</script>'),
+  }),
   // The page replaces setTimeout, then checks #c (a property: no DOM mutation announces it) some frames later.
   '/stalled-timers': () => ({
     body: page(
-      '<input type="checkbox" id="c"><script>window.setTimeout = function () { return 0; }; let n = 0; (function tick() { if (++n === 20) document.getElementById("c").checked = true; else requestAnimationFrame(tick); })();</script>',
+      '<input type="checkbox" id="c"><script>window.setTimeout = function () { return 0; }; let n = 0; (function tick() { if (++n === 20) ' +
+        'document.getElementById("c").checked = true; else requestAnimationFrame(tick); })();</script>',
     ),
   }),
   // #flash exists for 5 ms only, 300 ms after load: a look every so often would miss it.
   '/flash': () => ({
-    body: page('<script>setTimeout(() => { const p = document.createElement("p"); p.id = "flash"; document.body.append(p); setTimeout(() => p.remove(), 5); }, 300)</script>'),
+    body: page(
+      '<script>setTimeout(() => { const p = document.createElement("p"); p.id = "flash"; document.body.append(p); setTimeout(() => p.remove(), 5); }, ' +
+        '300)</script>',
+    ),
   }),
-  '/late': () => ({ body: page('<script>setTimeout(() => document.body.insertAdjacentHTML("beforeend", "<p id=\\"late\\">late content</p>"), 1200)</script>') }),
+  '/late': () => ({
+    body: page('<script>setTimeout(() => document.body.insertAdjacentHTML("beforeend", "<p id=\\"late\\">late content</p>"), 1200)</script>'),
+  }),
   '/echo': () => ({
     headers: { 'set-cookie': 'visited=yes; Path=/' },
-    body: page('<p id="cookies"></p><script>document.getElementById("cookies").textContent = "cookies:" + document.cookie; document.cookie = "fromjs=1; path=/";</script>'),
+    body: page(
+      '<p id="cookies"></p><script>document.getElementById("cookies").textContent = "cookies:" + document.cookie; document.cookie = "fromjs=1; ' +
+        'path=/";</script>',
+    ),
   }),
   '/env': () => ({
     body: page(
       '<p id="tz"></p><p id="geo"></p><script>document.getElementById("tz").textContent = Intl.DateTimeFormat().resolvedOptions().timeZone;' +
-        'navigator.geolocation.getCurrentPosition(p => { const g = document.getElementById("geo"); g.textContent = p.coords.latitude + "," + p.coords.longitude; g.className = "done"; }, e => { const g = document.getElementById("geo"); g.textContent = "error:" + e.message; g.className = "done"; });</script>',
+        'navigator.geolocation.getCurrentPosition(p => { const g = document.getElementById("geo"); g.textContent = p.coords.latitude + "," + ' +
+        'p.coords.longitude; g.className = "done"; }, e => { const g = document.getElementById("geo"); g.textContent = "error:" + e.message; g.className = ' +
+        '"done"; });</script>',
     ),
   }),
-  '/hover': () => ({ body: page('<style>#btn{width:200px;height:100px;background:rgb(0,128,0)} #btn:hover{background:rgb(255,0,0)}</style><div id="btn"></div>') }),
+  '/hover': () => ({
+    body: page('<style>#btn{width:200px;height:100px;background:rgb(0,128,0)} #btn:hover{background:rgb(255,0,0)}</style><div id="btn"></div>'),
+  }),
   // The same, with a load event that comes 700 ms after the document is parsed (a slow image).
   '/hover-late-load': () => ({
-    body: page('<style>#btn{width:200px;height:100px;background:rgb(0,128,0)} #btn:hover{background:rgb(255,0,0)}</style><div id="btn"></div><img src="/slow-image" width="1" height="1">'),
+    body: page(
+      '<style>#btn{width:200px;height:100px;background:rgb(0,128,0)} #btn:hover{background:rgb(255,0,0)}</style><div id="btn"></div><img src="/slow-image" ' +
+        'width="1" height="1">',
+    ),
   }),
   '/slow-image': () => ({ delayMs: 700, body: '' }),
   '/lazy': () => ({
     body: page(
-      '<div style="height:3000px">top</div><div id="sentinel">bottom</div><script>new IntersectionObserver((es, o) => { if (es.some(e => e.isIntersecting)) { document.body.insertAdjacentHTML("beforeend", "<p id=\\"lazy-loaded\\">lazy</p>"); o.disconnect(); } }).observe(document.getElementById("sentinel"))</script>',
+      '<div style="height:3000px">top</div><div id="sentinel">bottom</div><script>new IntersectionObserver((es, o) => { if (es.some(e => e.isIntersecting)) ' +
+        '{ document.body.insertAdjacentHTML("beforeend", "<p id=\\"lazy-loaded\\">lazy</p>"); o.disconnect(); } ' +
+        '}).observe(document.getElementById("sentinel"))</script>',
     ),
   }),
   '/hang': () => ({ body: page('<p>about to hang</p><script>for(;;){}</script>') }),

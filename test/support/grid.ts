@@ -14,7 +14,14 @@ export interface Grid {
 
 export const gridModule = require(path.resolve(__dirname, '..', '..', '..', 'grid', 'grid.js')) as {
   startGrid(opts: { mode: 'standalone' | 'hub'; nodes?: number; maxSessions: number; port: number; sessionTimeout?: number }): Promise<Grid>;
-  renderNodeToml(o?: { chromeBin?: string; chromedriverBin?: string; maxSessions?: number; sessionTimeout?: number; host?: string; chromeArgs?: string[] }): string;
+  renderNodeToml(o?: {
+    chromeBin?: string;
+    chromedriverBin?: string;
+    maxSessions?: number;
+    sessionTimeout?: number;
+    host?: string;
+    chromeArgs?: string[];
+  }): string;
 };
 
 let shared: Promise<Grid> | null = null;

@@ -66,7 +66,8 @@ function parseLabels(s: string, start: number, line: string): [Record<string, st
   }
 }
 
-const sameLabels = (a: Record<string, string>, b: Record<string, string>) => Object.keys(a).length === Object.keys(b).length && Object.entries(b).every(([k, v]) => a[k] === v);
+const sameLabels = (a: Record<string, string>, b: Record<string, string>) =>
+  Object.keys(a).length === Object.keys(b).length && Object.entries(b).every(([k, v]) => a[k] === v);
 
 export function parsePrometheus(text: string): Exposition {
   const samples: Sample[] = [];

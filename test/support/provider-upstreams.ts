@@ -47,14 +47,18 @@ export function parseCredentials(provider: RealLocationProvider, account: Accoun
     case 'decodo': {
       // user-<user>-country-xx[-state-us_name][-city-name]-session-<id>
       if (password !== account.password) return null;
-      const m = new RegExp(`^user-${esc(account.username)}-country-([a-z]{2})(?:-state-(us_${words}))?(?:-city-(${words}))?-session-([A-Za-z0-9]+)$`).exec(username);
+      const m = new RegExp(`^user-${esc(account.username)}-country-([a-z]{2})(?:-state-(us_${words}))?(?:-city-(${words}))?-session-([A-Za-z0-9]+)$`).exec(
+        username,
+      );
       if (!m || (m[2] && m[1] !== 'us')) return null;
       return { country: m[1] ?? null, state: m[2] ?? null, city: m[3] ?? null, session: m[4] as string };
     }
     case 'iproyal': {
       // <password>_country-xx[_state-name|_city-name]_session-<8 alnum>_lifetime-<n><unit>
       if (username !== account.username) return null;
-      const m = new RegExp(`^${esc(account.password)}_country-([a-z]{2})(?:_state-(${word})|_city-(${word}))?_session-([A-Za-z0-9]{8})_lifetime-\\d+[smhd]$`).exec(password);
+      const m = new RegExp(
+        `^${esc(account.password)}_country-([a-z]{2})(?:_state-(${word})|_city-(${word}))?_session-([A-Za-z0-9]{8})_lifetime-\\d+[smhd]$`,
+      ).exec(password);
       if (!m || (m[2] && m[1] !== 'us')) return null;
       return { country: m[1] ?? null, state: m[2] ?? null, city: m[3] ?? null, session: m[4] as string };
     }

@@ -30,13 +30,18 @@ describe('fair sharing across capture instances (MariaDB + Redis + NATS)', funct
     const slots = new RedisAccountSlots(config.redisUrl as string, config.redisPrefix, LEASE_MS);
     try {
       const captures = [await cluster.startCapture(), await cluster.startCapture()];
-      await until('both capture instances', async () => front.broker.registry.getServiceList({ onlyAvailable: true }).filter((s) => s.name === 'capture').length === 2);
+      await until(
+        'both capture instances',
+        async () => front.broker.registry.getServiceList({ onlyAvailable: true }).filter((s) => s.name === 'capture').length === 2,
+      );
       await call(front.broker, 'billing.upsertPlan', { name: 'pair', paid: true, screenshot_limit: 1_000, max_concurrent: 2, max_queued: 4 });
       const { account_id: accountId, access_token } = await front.account('pair');
 
       // Two slow captures run, one on each instance (the account's two at once)...
       const queue = async (page: string) => {
-        const r = await request<Record<string, string>>(front.base, 'POST', '/screenshot_configs', { json: { access_token, url: `${fx.origin}${page}?n=${uniqueName('')}`, wait: 0 } });
+        const r = await request<Record<string, string>>(front.base, 'POST', '/screenshot_configs', {
+          json: { access_token, url: `${fx.origin}${page}?n=${uniqueName('')}`, wait: 0 },
+        });
         expect(r.status, JSON.stringify(r.body)).to.equal(200);
         return r.body.job_id as string;
       };
@@ -44,19 +49,28 @@ describe('fair sharing across capture instances (MariaDB + Redis + NATS)', funct
       await until('both to run', async () => (await db('jobs').whereIn('id', running).where({ status: 'running' })).length === 2);
       // ...and more wait: jobs in the table, snaps held by one instance or the other.
       const queuedJobs = [await queue('/slow'), await queue('/slow'), await queue('/slow')];
-      const snaps: Array<Promise<HttpAnswer>> = [1, 2, 3].map((n) => request(front.base, 'GET', `/snap?${qs({ access_token, url: `${fx.origin}/plain?snap=${n}`, wait: 0, ttl: 0 })}`));
+      const snaps: Array<Promise<HttpAnswer>> = [1, 2, 3].map((n) =>
+        request(front.base, 'GET', `/snap?${qs({ access_token, url: `${fx.origin}/plain?snap=${n}`, wait: 0, ttl: 0 })}`),
+      );
       await until('the snaps to wait on the instances', async () => (await db('jobs').where({ account_id: accountId, kind: 'snap' })).length === 3);
       expect(await slots.counts(accountId)).to.deep.equal({ running: 2, waiting: 3 });
 
       captures[0].child.kill('SIGKILL');
       const answers = await Promise.all(snaps);
       const jobs = [...running, ...queuedJobs];
-      await until('every job to finish', async () => (await db('jobs').whereIn('id', jobs).whereIn('status', ['completed', 'failed'])).length === jobs.length, 120_000);
+      await until(
+        'every job to finish',
+        async () => (await db('jobs').whereIn('id', jobs).whereIn('status', ['completed', 'failed'])).length === jobs.length,
+        120_000,
+      );
 
       // Every job finished once, on the instance left (the killed one's running job taken over).
       const rows = await db('jobs').whereIn('id', jobs).select('id', 'status', 'attempts');
       expect(rows.map((r) => r.status)).to.deep.equal(jobs.map(() => 'completed'));
-      expect(rows.filter((r) => Number(r.attempts) === 2), 'the job the killed instance was running').to.have.length(1);
+      expect(
+        rows.filter((r) => Number(r.attempts) === 2),
+        'the job the killed instance was running',
+      ).to.have.length(1);
       const perJob = await db('screenshots').whereIn('job_id', jobs).groupBy('job_id').select('job_id').count({ n: '*' });
       expect(perJob.map((r) => Number(r.n))).to.deep.equal(jobs.map(() => 1));
       // A snap waiting on the killed instance is refused cleanly; one on the other finishes.
@@ -73,10 +87,14 @@ describe('fair sharing across capture instances (MariaDB + Redis + NATS)', funct
       expect(usage.body.results.screenshot_current_month_usage).to.equal(jobs.length + snapped);
       expect(await db('screenshots').where({ account_id: accountId }).count({ n: '*' })).to.deep.equal([{ n: jobs.length + snapped }]);
       // The killed instance's places lapsed with their leases: the account's counts are empty.
-      await until('the counts to empty', async () => {
-        const c = await slots.counts(accountId);
-        return c.running === 0 && c.waiting === 0;
-      }, 2 * LEASE_MS);
+      await until(
+        'the counts to empty',
+        async () => {
+          const c = await slots.counts(accountId);
+          return c.running === 0 && c.waiting === 0;
+        },
+        2 * LEASE_MS,
+      );
     } finally {
       await slots.close();
       await cluster.stop();

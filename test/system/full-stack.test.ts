@@ -126,7 +126,9 @@ describe('full stack: MariaDB + Redis + NATS', function () {
 
     it('carries authentication and gate errors, and serves /account_limits for a key made with the CLI', async () => {
       const created = JSON.parse(runScript('bin/admin.js', ['accounts', 'create', '--plan', 'paid', '--addons', 'byo_ai', '--json'], env));
-      const limits = await request<{ results: Record<string, unknown> }>(base, 'GET', '/account_limits', { headers: { authorization: `Bearer ${created.access_token}` } });
+      const limits = await request<{ results: Record<string, unknown> }>(base, 'GET', '/account_limits', {
+        headers: { authorization: `Bearer ${created.access_token}` },
+      });
       expect(limits.status).to.equal(200);
       expect(limits.body.results).to.deep.include({ screenshot_limit: 10000, bring_your_own_ai_enabled: true });
       const gate = await request(base, 'GET', `/snap?${qs({ access_token: created.access_token, url: 'https://example.com', custom_proxy_id: 3 })}`);

@@ -28,7 +28,13 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
 
   it('two scheduler instances start each due capture exactly once', async () => {
     const grid = await sharedGrid();
-    const b = await backendConfig('mysql', { TRANSPORTER: NATS_URL, NAMESPACE: uniqueName('ns'), SELENIUM_URL: grid.url, ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '1' });
+    const b = await backendConfig('mysql', {
+      TRANSPORTER: NATS_URL,
+      NAMESPACE: uniqueName('ns'),
+      SELENIUM_URL: grid.url,
+      ALLOW_PRIVATE_NETWORKS: 'true',
+      CAPTURE_SESSIONS: '1',
+    });
     let clock = Date.now();
     const now = () => clock;
     const systems: RunningSystem[] = [];
@@ -42,7 +48,13 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
       const { account_id } = await call(a.broker, 'billing.createAccount', { plan: 'paid' });
       const ids: string[] = [];
       for (let i = 0; i < 8; i++) {
-        const options = { url: `${fx.origin}/plain?cluster=${i}`, wait: 0, scheduled_screenshot: true, scheduled_every: 1, scheduled_interval: 'minutes' as const };
+        const options = {
+          url: `${fx.origin}/plain?cluster=${i}`,
+          wait: 0,
+          scheduled_screenshot: true,
+          scheduled_every: 1,
+          scheduled_interval: 'minutes' as const,
+        };
         const v = await call(a.broker, 'scheduler.create', { accountId: account_id, input: { given: options, options }, jobId: `seed${i}` });
         ids.push(v.ids.screenshot_config_id);
       }
@@ -143,14 +155,22 @@ describe('jobs and schedules across instances (MariaDB + Redis + NATS)', functio
       await new Promise((r) => first.child.once('exit', r));
 
       await cluster.startCapture();
-      await until('every domain to finish', async () => Number((await db('research_jobs').where({ id: researchId }).first())?.completed_domains) === 3, 120_000);
+      await until(
+        'every domain to finish',
+        async () => Number((await db('research_jobs').where({ id: researchId }).first())?.completed_domains) === 3,
+        120_000,
+      );
       const jobs = await domainJobs().select('status', 'attempts');
       expect(jobs.map((j) => j.status)).to.deep.equal(['completed', 'completed', 'completed']);
       // The domain under way when the process died was taken over: claimed twice, finished once.
       expect(jobs.map((j) => Number(j.attempts)).sort()).to.deep.equal([1, 1, 2]);
       const request_ = await db('research_jobs').where({ id: researchId }).first();
       expect([Number(request_.completed_domains), Number(request_.failed_domains), request_.finished_at_ms !== null]).to.deep.equal([3, 0, true]);
-      expect((await db('research_domains').where({ research_id: researchId }).select('status')).map((d) => d.status)).to.deep.equal(['completed', 'completed', 'completed']);
+      expect((await db('research_domains').where({ research_id: researchId }).select('status')).map((d) => d.status)).to.deep.equal([
+        'completed',
+        'completed',
+        'completed',
+      ]);
       // One credit per domain, the taken-over one included, charged once.
       const limits = await request<{ results: Record<string, number> }>(front.base, 'GET', `/account_limits?access_token=${access_token}`);
       expect(limits.body.results.domain_research_current_month_usage).to.equal(3);

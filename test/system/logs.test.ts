@@ -90,7 +90,11 @@ describe('logs: JSON lines with request and job ids, secrets redacted (npm start
     cleanup = b.cleanup;
     proc = await startServeProcess(b.env, /Screenshot service ready/, { timeoutMs: 60_000 });
     const base = `http://127.0.0.1:${b.env.PORT}`;
-    token = (JSON.parse(runScript('bin/admin.js', ['accounts', 'create', '--plan', 'paid', '--addons', 'byo_ai,byo_proxy', '--json'], b.env)) as { access_token: string }).access_token;
+    token = (
+      JSON.parse(runScript('bin/admin.js', ['accounts', 'create', '--plan', 'paid', '--addons', 'byo_ai,byo_proxy', '--json'], b.env)) as {
+        access_token: string;
+      }
+    ).access_token;
 
     const bearer = { authorization: `Bearer ${token}` };
     const call = async (what: string, method: string, path: string, opts: Parameters<typeof request>[3] = {}) => {
@@ -112,7 +116,9 @@ describe('logs: JSON lines with request and job ids, secrets redacted (npm start
     // A provider key stored through the API, and a wrong one the provider quotes back in its 401.
     const stored = await call('provider key', 'PUT', '/ai/providers/openai', { headers: bearer, json: { api_key: openai.key, default_model: 'gpt-4o' } });
     expect(stored.status, JSON.stringify(stored.body)).to.equal(200);
-    expect((await call('wrong provider key', 'PUT', '/ai/providers/openai', { headers: bearer, json: { api_key: WRONG_PROVIDER_KEY } })).status).to.be.greaterThanOrEqual(400);
+    expect(
+      (await call('wrong provider key', 'PUT', '/ai/providers/openai', { headers: bearer, json: { api_key: WRONG_PROVIDER_KEY } })).status,
+    ).to.be.greaterThanOrEqual(400);
     // The right one again, for the analysis below.
     await call('provider key again', 'PUT', '/ai/providers/openai', { headers: bearer, json: { api_key: openai.key, default_model: 'gpt-4o' } });
 
@@ -138,15 +144,29 @@ describe('logs: JSON lines with request and job ids, secrets redacted (npm start
     const snap = await call(
       'snap',
       'GET',
-      `/snap?${qs({ access_token: token, url: pageUrl, custom_proxy_id: proxyId, ttl: 0, wait: 0, json: true, analyze_image_with_ai: true, ai_provider: 'openai' })}`,
+      `/snap?${qs({
+        access_token: token,
+        url: pageUrl,
+        custom_proxy_id: proxyId,
+        ttl: 0,
+        wait: 0,
+        json: true,
+        analyze_image_with_ai: true,
+        ai_provider: 'openai',
+      })}`,
     );
     expect(snap.status, JSON.stringify(snap.body)).to.equal(200);
     snapRequestId = snap.headers.get('x-request-id') ?? '';
     // A snap that fails (nothing listens on port 9).
-    expect((await call('failing snap', 'GET', `/snap?${qs({ access_token: token, url: 'http://127.0.0.1:9/', ttl: 0, wait: 0 })}`)).status).to.be.greaterThanOrEqual(400);
+    expect(
+      (await call('failing snap', 'GET', `/snap?${qs({ access_token: token, url: 'http://127.0.0.1:9/', ttl: 0, wait: 0 })}`)).status,
+    ).to.be.greaterThanOrEqual(400);
 
     // A queued capture, delivered to a webhook.
-    const created = await call('configuration', 'POST', '/screenshot_configs', { headers: bearer, json: { url: pageUrl, wait: 0, webhook_url: `${site.origin}/hook` } });
+    const created = await call('configuration', 'POST', '/screenshot_configs', {
+      headers: bearer,
+      json: { url: pageUrl, wait: 0, webhook_url: `${site.origin}/hook` },
+    });
     expect(created.status, JSON.stringify(created.body)).to.equal(200);
     configJobId = String(created.body.job_id);
     expect((await jobFinished(base, token, configJobId)).body.status).to.equal('completed');
@@ -154,7 +174,10 @@ describe('logs: JSON lines with request and job ids, secrets redacted (npm start
     expect(hooks, 'the webhook was delivered').to.have.length(1);
 
     await proc.stop();
-    rawLines = proc.output().split('\n').filter((l) => l.length > 0);
+    rawLines = proc
+      .output()
+      .split('\n')
+      .filter((l) => l.length > 0);
     lines = rawLines.map((l) => {
       try {
         return JSON.parse(l) as Line;
@@ -182,13 +205,20 @@ describe('logs: JSON lines with request and job ids, secrets redacted (npm start
 
   it('never writes a secret, in any spelling, on any line', () => {
     const spellings = (s: string) => [s, encodeURIComponent(s), Buffer.from(s).toString('base64')];
-    const forms = [...secrets().flatMap(spellings), Buffer.from(`${PROXY_USER}:${PROXY_PASSWORD}`).toString('base64'), Buffer.from(`${PROXY_USER}:${WRONG_PROXY_PASSWORD}`).toString('base64')];
+    const forms = [
+      ...secrets().flatMap(spellings),
+      Buffer.from(`${PROXY_USER}:${PROXY_PASSWORD}`).toString('base64'),
+      Buffer.from(`${PROXY_USER}:${WRONG_PROXY_PASSWORD}`).toString('base64'),
+    ];
     for (const secret of forms) {
       expect(secret.length, 'each secret was known').to.be.greaterThan(8);
       const leaking = rawLines.filter((l) => l.includes(secret));
       expect(leaking, `lines holding "${secret}"`).to.deep.equal([]);
     }
-    expect(rawLines.some((l) => l.includes('[REDACTED]')), 'something was redacted (the test saw secrets reach the log writer)').to.equal(true);
+    expect(
+      rawLines.some((l) => l.includes('[REDACTED]')),
+      'something was redacted (the test saw secrets reach the log writer)',
+    ).to.equal(true);
   });
 
   it('writes one access line per request, with method, path without query, status, duration and the X-Request-Id it answered', () => {
@@ -250,7 +280,9 @@ describe('logs: a request id crosses NATS into the capture process (api and the 
     cleanup = b.cleanup;
     env = b.env;
     runScript('db/migrate.js', [], b.env);
-    procs.push(await startServeProcess({ ...b.env, SERVICES: 'billing,capture,scheduler,ai,proxy,notifier' }, /ServiceBroker .* started/, { timeoutMs: 60_000 }));
+    procs.push(
+      await startServeProcess({ ...b.env, SERVICES: 'billing,capture,scheduler,ai,proxy,notifier' }, /ServiceBroker .* started/, { timeoutMs: 60_000 }),
+    );
     procs.push(await startServeProcess({ ...b.env, SERVICES: 'api' }, /Screenshot service ready/, { timeoutMs: 60_000 }));
   });
   after(async () => {
@@ -268,10 +300,17 @@ describe('logs: a request id crosses NATS into the capture process (api and the 
       if ((await request(base, 'GET', `/account_limits?access_token=${access_token}`)).status === 200) break;
       await new Promise((res) => setTimeout(res, 200));
     }
-    const snap = await request(base, 'GET', `/snap?${qs({ access_token, url: `${site.origin}/`, ttl: 0, wait: 0, json: true })}`, { headers: { 'x-request-id': 'logs-nats-snap-1' } });
+    const snap = await request(base, 'GET', `/snap?${qs({ access_token, url: `${site.origin}/`, ttl: 0, wait: 0, json: true })}`, {
+      headers: { 'x-request-id': 'logs-nats-snap-1' },
+    });
     expect(snap.status, JSON.stringify(snap.body)).to.equal(200);
     expect(snap.headers.get('x-request-id')).to.equal('logs-nats-snap-1');
-    const linesOf = (p: ServiceProcess) => p.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Line);
+    const linesOf = (p: ServiceProcess) =>
+      p
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Line);
     // The access line is written once the answer is sent, and reaches this process a moment later.
     const accessLine = async () => {
       for (let i = 0; i < 50; i++) {

@@ -66,7 +66,11 @@ describe('operations endpoints across a cluster (MariaDB + Redis + NATS)', funct
 
   it('sums the browsers and queues of two capture instances (two processes) in /pressure and /metrics', async () => {
     opsPort = await freePort();
-    captureB = await startServeProcess({ ...env, SERVICES: 'capture', CAPTURE_SESSIONS: '2', MIGRATE_ON_START: 'false', OPS_PORT: String(opsPort), METRICS_TOKEN: OPS_TOKEN }, /Ops endpoints on port/, { timeoutMs: 40_000 });
+    captureB = await startServeProcess(
+      { ...env, SERVICES: 'capture', CAPTURE_SESSIONS: '2', MIGRATE_ON_START: 'false', OPS_PORT: String(opsPort), METRICS_TOKEN: OPS_TOKEN },
+      /Ops endpoints on port/,
+      { timeoutMs: 40_000 },
+    );
     // Both nodes, with every browser up (a node answers as soon as it runs, its browsers start beside it).
     await until('the api to see both capture nodes and their three browsers', async () => {
       const { pressure } = (await request<{ pressure: { nodes: number; max_concurrent: number } }>(api.base, 'GET', '/pressure')).body;
@@ -75,7 +79,17 @@ describe('operations endpoints across a cluster (MariaDB + Redis + NATS)', funct
 
     const p = await request(api.base, 'GET', '/pressure');
     expect(p.status).to.equal(200);
-    expect(p.body.pressure).to.include({ is_available: true, reason: '', running: 0, queued: 0, max_concurrent: 3, slots_configured: 3, max_queued: 32, nodes: 2, nodes_unreachable: 0 });
+    expect(p.body.pressure).to.include({
+      is_available: true,
+      reason: '',
+      running: 0,
+      queued: 0,
+      max_concurrent: 3,
+      slots_configured: 3,
+      max_queued: 32,
+      nodes: 2,
+      nodes_unreachable: 0,
+    });
 
     const m = await scrape(api.base);
     expect(m.value('snap_browser_slots')).to.equal(3);
@@ -119,7 +133,10 @@ describe('operations endpoints across a cluster (MariaDB + Redis + NATS)', funct
     }
     const perNode = await own();
     expect(perNode).to.have.length(2);
-    expect(perNode.every((n) => n > 0), `each instance took a capture: ${perNode}`).to.equal(true);
+    expect(
+      perNode.every((n) => n > 0),
+      `each instance took a capture: ${perNode}`,
+    ).to.equal(true);
     const after = await scrape(api.base);
     expect(success(after)).to.equal(perNode[0]! + perNode[1]!);
     expect(success(after) - success(before)).to.be.greaterThan(1);
@@ -130,7 +147,16 @@ describe('operations endpoints across a cluster (MariaDB + Redis + NATS)', funct
     const db = knex(knexConfig(api.config.database));
     try {
       // A config job under a long lease, as if a worker held it: both instances read it.
-      await db('jobs').insert({ id: uniqueName('job'), account_id: 'acct', config_id: 'cfg', kind: 'config', status: 'running', lease_token: 'held', lease_until_ms: Date.now() + 3_600_000, created_at_ms: Date.now() });
+      await db('jobs').insert({
+        id: uniqueName('job'),
+        account_id: 'acct',
+        config_id: 'cfg',
+        kind: 'config',
+        status: 'running',
+        lease_token: 'held',
+        lease_until_ms: Date.now() + 3_600_000,
+        created_at_ms: Date.now(),
+      });
       const m = await scrape(api.base);
       expect(m.value('snap_metrics_scrape_nodes', { service: 'capture' })).to.equal(2);
       expect(m.value('snap_jobs', { state: 'running', kind: 'config' })).to.equal(1);

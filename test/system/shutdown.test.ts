@@ -63,7 +63,9 @@ describe('npm start process lifecycle', function () {
     const mark = uniqueName('m');
     const b = await backendConfig('sqlite', { CAPTURE_SESSIONS: '2', SNAP_TEST_MARK: mark });
     try {
-      const proc = await startServeProcess(b.env, /Screenshot service ready/, { nodeArgs: ['-r', path.join(__dirname, '..', 'support', 'crash-on-signal.js')] });
+      const proc = await startServeProcess(b.env, /Screenshot service ready/, {
+        nodeArgs: ['-r', path.join(__dirname, '..', 'support', 'crash-on-signal.js')],
+      });
       expect(processesMarked('SNAP_TEST_MARK', mark).filter((p) => p !== proc.child.pid).length, 'chromedriver and chromium processes').to.be.greaterThan(2);
       const exited = new Promise((r) => proc.child.once('exit', r));
       proc.child.kill('SIGUSR2');
@@ -83,7 +85,11 @@ describe('npm start process lifecycle', function () {
     // A supervisor as ops/stack.ts is one: the service's stdin is a pipe from it.
     const supervisor = spawn(
       process.execPath,
-      ['-e', `const c = require('child_process').spawn(process.execPath, [${JSON.stringify(path.join(__dirname, '..', '..', 'bin', 'serve.js'))}], { stdio: ['pipe', 'inherit', 'inherit'] }); setInterval(() => {}, 1000);`],
+      [
+        '-e',
+        `const c = require('child_process').spawn(process.execPath, [${JSON.stringify(path.join(__dirname, '..', '..', 'bin', 'serve.js'))}], { stdio: ` +
+          `['pipe', 'inherit', 'inherit'] }); setInterval(() => {}, 1000);`,
+      ],
       { env: { ...process.env, ...b.env }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
@@ -105,20 +111,30 @@ describe('npm start process lifecycle', function () {
   /** `npm start` as a person or a supervisor runs it (its own process group), and how to stop it. */
   for (const [how, stop] of [
     ['SIGTERM to the `npm start` process itself (npm hands it on)', (npm: ChildProcess) => npm.kill('SIGTERM')],
-    ['Ctrl-C (SIGINT to the whole group: the service gets it from the terminal and again from npm)', (npm: ChildProcess) => process.kill(-(npm.pid as number), 'SIGINT')],
+    [
+      'Ctrl-C (SIGINT to the whole group: the service gets it from the terminal and again from npm)',
+      (npm: ChildProcess) => process.kill(-(npm.pid as number), 'SIGINT'),
+    ],
   ] as const) {
     it(`stops cleanly under \`npm start\` on ${how}`, async function () {
       // npm runs the script in a shell; the script execs node, so what npm hands on reaches the service.
       this.timeout(90_000);
       const mark = uniqueName('m');
       const b = await backendConfig('sqlite', { CAPTURE_SESSIONS: '2', SNAP_TEST_MARK: mark, LOG_LEVEL: 'info' });
-      const npm = spawn('npm', ['start', '--silent'], { cwd: path.join(__dirname, '..', '..', '..'), env: { ...process.env, ...b.env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+      const npm = spawn('npm', ['start', '--silent'], {
+        cwd: path.join(__dirname, '..', '..', '..'),
+        env: { ...process.env, ...b.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
       let out = '';
       npm.stdout?.on('data', (d) => (out += d));
       npm.stderr?.on('data', (d) => (out += d));
       try {
         await until('the service to be ready', async () => /Screenshot service ready/.test(out), 60_000);
-        expect(processesMarked('SNAP_TEST_MARK', mark).filter((pid) => pid !== npm.pid).length, 'the service, its ChromeDriver and browsers').to.be.greaterThan(2);
+        expect(processesMarked('SNAP_TEST_MARK', mark).filter((pid) => pid !== npm.pid).length, 'the service, its ChromeDriver and browsers').to.be.greaterThan(
+          2,
+        );
         stop(npm);
         // Stopped by its own shutdown (the browsers quit, the broker stopped), not cut short by a signal.
         await until('the service to stop cleanly', async () => out.includes('ServiceBroker is stopped'), 20_000).catch(() => undefined);

@@ -75,7 +75,9 @@ export async function chatAnalysis(client: OpenAI, policy: CallPolicy, req: Anal
     {
       role: 'user',
       content: contentParts(req, parts).map((p) =>
-        'image' in p ? { type: 'image_url' as const, image_url: { url: `data:${p.image.contentType};base64,${p.image.data.toString('base64')}` } } : { type: 'text' as const, text: p.text },
+        'image' in p
+          ? { type: 'image_url' as const, image_url: { url: `data:${p.image.contentType};base64,${p.image.data.toString('base64')}` } }
+          : { type: 'text' as const, text: p.text },
       ),
     },
   ];

@@ -32,9 +32,7 @@ export function analysisParts(req: AnalysisRequest): AnalysisParts {
     system:
       'You analyse screenshots of web pages and answer with one JSON object holding exactly the requested fields.' +
       (instructions ? `\n\nInstructions from the user:\n${instructions}` : ''),
-    text:
-      'Fill in every field from this screenshot.' +
-      (relaxed ? ' Where a field lists its options, use only those options, written exactly as given.' : ''),
+    text: 'Fill in every field from this screenshot.' + (relaxed ? ' Where a field lists its options, use only those options, written exactly as given.' : ''),
     structured: { schema, check: (answer) => checkStructuredAnswer(answer, fields) },
   };
 }

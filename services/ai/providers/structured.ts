@@ -103,14 +103,16 @@ function problem(e: ErrorObject): string {
   if (!field) return 'the answer is not a JSON object';
   if (e.keyword === 'enum' && index !== undefined) return `field '${field}' holds a value that is not one of its options`;
   if (e.keyword === 'enum') return `field '${field}' is not one of its options`;
-  if (e.keyword === 'type') return `field '${field}' must be ${index !== undefined ? 'a list of strings' : (TYPE_WORDS[String(params.type)] ?? String(params.type))}`;
+  if (e.keyword === 'type')
+    return `field '${field}' must be ${index !== undefined ? 'a list of strings' : (TYPE_WORDS[String(params.type)] ?? String(params.type))}`;
   return `field '${field}' ${e.message ?? 'is invalid'}`;
 }
 
 function invalid(what: string): AiFailure {
   return new AiFailure(
     'ai_response_invalid',
-    `The model's answer does not match the structured fields: ${what}. Try again; if it keeps failing, make the field descriptions or ai_structured_instructions clearer, or use another model.`,
+    `The model's answer does not match the structured fields: ${what}. Try again; if it keeps failing, make the field descriptions or ` +
+      `ai_structured_instructions clearer, or use another model.`,
   );
 }
 

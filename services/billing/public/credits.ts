@@ -73,7 +73,11 @@ export async function withCaptureCredits<T>(
   policy: CreditPolicy<T> & { analysed: (value: T) => boolean },
 ): Promise<T> {
   if (!billAi) return withCredits(caller, request, work, policy);
-  const aiRequest: CreditRequest = { ...request, amounts: { ai_credits: 1 }, ...(request.reservationId ? { reservationId: `${request.reservationId}:ai` } : {}) };
+  const aiRequest: CreditRequest = {
+    ...request,
+    amounts: { ai_credits: 1 },
+    ...(request.reservationId ? { reservationId: `${request.reservationId}:ai` } : {}),
+  };
   let aiHeld: Reservation | null = null;
   const settleAi = (value: T): Settlement => {
     const settlement = policy.settle ? policy.settle(value) : 'commit';

@@ -18,7 +18,10 @@ export function checkFeatures(account: AccountContext, features: FeatureRequest)
       throw serviceError('byok_plan_required', 'Using your own AI provider needs a paid screenshot plan; upgrade the plan, or use ai_provider=service.');
     }
     if (!account.addons.byo_ai) {
-      throw serviceError('byok_addon_required', 'Using your own AI provider needs the Bring Your Own AI addon; add it to your plan, or use ai_provider=service.');
+      throw serviceError(
+        'byok_addon_required',
+        'Using your own AI provider needs the Bring Your Own AI addon; add it to your plan, or use ai_provider=service.',
+      );
     }
   }
   if (features.ownProxy) {
@@ -26,8 +29,10 @@ export function checkFeatures(account: AccountContext, features: FeatureRequest)
       throw serviceError('byo_proxy_plan_required', 'Using your own proxy needs a paid screenshot plan; upgrade the plan, or leave out custom_proxy_id.');
     }
     if (!account.addons.byo_proxy) {
-      throw serviceError('byo_proxy_addon_required', 'Using your own proxy needs the Bring Your Own Proxy addon; add it to your plan, or leave out custom_proxy_id.');
+      throw serviceError(
+        'byo_proxy_addon_required',
+        'Using your own proxy needs the Bring Your Own Proxy addon; add it to your plan, or leave out custom_proxy_id.',
+      );
     }
   }
 }
-

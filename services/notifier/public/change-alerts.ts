@@ -61,7 +61,15 @@ export function slackMessage(alert: ChangeNotificationRecord, title: string | un
       },
       { type: 'section', text: { type: 'mrkdwn', text: `*Previous value*\n${slackValue(alert.previous_value)}` } },
       { type: 'section', text: { type: 'mrkdwn', text: `*New value*\n${slackValue(alert.retrieved_value)}` } },
-      { type: 'context', elements: [{ type: 'mrkdwn', text: `<!date^${Math.floor(Number(alert.sent_at) / 1000)}^{date_short_pretty} {time}|${new Date(Number(alert.sent_at)).toISOString()}>` }] },
+      {
+        type: 'context',
+        elements: [
+          {
+            type: 'mrkdwn',
+            text: `<!date^${Math.floor(Number(alert.sent_at) / 1000)}^{date_short_pretty} {time}|${new Date(Number(alert.sent_at)).toISOString()}>`,
+          },
+        ],
+      },
     ],
   };
 }
@@ -87,7 +95,10 @@ export async function recordChangeReadings(
     const previous = await previousQuery;
     if (!previous) {
       // The step's first reading is its baseline and sends nothing; of two first readings at once, one stands.
-      await trx('change_readings').insert({ ...key, account_id: capture.accountId, value, read_at_ms: capture.now }).onConflict(['config_id', 'step_index', 'selector_hash']).ignore();
+      await trx('change_readings')
+        .insert({ ...key, account_id: capture.accountId, value, read_at_ms: capture.now })
+        .onConflict(['config_id', 'step_index', 'selector_hash'])
+        .ignore();
       continue;
     }
     if (previous.value === value) continue;
