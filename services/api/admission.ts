@@ -22,6 +22,24 @@ import { checkAnalysis } from './analysis-checks';
 import { checkRouteOptions } from './route-options';
 
 /** What a capture will run with, as far as admission looks at it (snap options have no schedule or webhook). */
+/** What the plan gates and the route check refuse (for the routes' documented errors). */
+export const GATE_ERRORS = [
+  'byok_plan_required',
+  'byok_addon_required',
+  'byo_proxy_plan_required',
+  'byo_proxy_addon_required',
+  'custom_proxy_not_found',
+] as const;
+/** What the AI checks refuse. */
+export const AI_CHECK_ERRORS = [
+  'ai_provider_not_configured',
+  'ai_model_required',
+  'ai_model_not_supported',
+  'ai_provider_unavailable',
+  'invalid_ai_structured_fields',
+  'ai_service_not_configured',
+] as const;
+
 export type AdmittedOptions = Omit<ConfigOptions, 'url'> & { url?: string };
 
 export interface Admission {

@@ -12,7 +12,7 @@ import { billsAiCredits, NOT_ANALYSED } from '../ai/public/ai-record';
 import { withCaptureCredits } from '../billing/public/credits';
 import { ERROR_STATUS, isErrorCode, serviceError } from '../shared/errors';
 import type { Paging } from '../shared/paging';
-import { admitCapture } from './admission';
+import { AI_CHECK_ERRORS, admitCapture, GATE_ERRORS } from './admission';
 import type { ConfigOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';
@@ -221,24 +221,7 @@ function embedRoute(store: FileStore): RouteDef {
 }
 
 const CONFIG_ERRORS = ['invalid_parameter', 'not_found'] as const;
-const AI_ERRORS = [
-  'ai_provider_not_configured',
-  'ai_model_required',
-  'ai_model_not_supported',
-  'ai_provider_unavailable',
-  'invalid_ai_structured_fields',
-  'ai_service_not_configured',
-] as const;
-const START_ERRORS = [
-  'byok_plan_required',
-  'byok_addon_required',
-  'byo_proxy_plan_required',
-  'byo_proxy_addon_required',
-  'custom_proxy_not_found',
-  ...AI_ERRORS,
-  'screenshot_limit_reached',
-  'ai_credits_exhausted',
-] as const;
+const START_ERRORS = [...GATE_ERRORS, ...AI_CHECK_ERRORS, 'screenshot_limit_reached', 'ai_credits_exhausted'] as const;
 const ok = (properties: Record<string, unknown>) => ({ type: 'object', properties: { success: { type: 'boolean' }, ...properties } });
 
 export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[] {
@@ -262,7 +245,7 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       response: ok({ job_id: { type: 'string' }, embed_url: { type: 'string' } }),
       errors: [
         ...CONFIG_ERRORS,
-        ...AI_ERRORS,
+        ...AI_CHECK_ERRORS,
         'screenshot_limit_reached',
         'ai_credits_exhausted',
         'custom_proxy_not_found',
@@ -287,17 +270,7 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       tag: 'configurations',
       params: CONFIG_UPDATE_PARAMS,
       response: ok({ config: { type: 'object' } }),
-      errors: [
-        ...CONFIG_ERRORS,
-        'ai_provider_unsupported',
-        'url_not_allowed',
-        'byok_plan_required',
-        'byok_addon_required',
-        'byo_proxy_plan_required',
-        'byo_proxy_addon_required',
-        'custom_proxy_not_found',
-        ...AI_ERRORS,
-      ],
+      errors: [...CONFIG_ERRORS, 'ai_provider_unsupported', 'url_not_allowed', ...GATE_ERRORS, ...AI_CHECK_ERRORS],
       handler: (ctx) => updateConfig(ctx, policy),
     }),
     route({

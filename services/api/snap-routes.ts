@@ -18,7 +18,7 @@ import { serviceError } from '../shared/errors';
 import { INLINE_DOCUMENT_URL, OPTION_DEFAULTS, type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
 import { parseThumbnailName } from '../capture/public/thumbnail-names';
-import { admitCapture } from './admission';
+import { AI_CHECK_ERRORS, admitCapture, GATE_ERRORS } from './admission';
 import { type RouteContext, type RouteDef, route } from './http';
 import { type ParamShape, type RawParams, SNAP_HTML_PARAMS, SNAP_PARAMS } from './request-schemas';
 
@@ -118,19 +118,10 @@ function snapVariant(fixed: Partial<SnapOptions>, required: Array<keyof SnapOpti
 
 const SNAP_ERRORS = [
   'invalid_parameter',
-  'custom_proxy_not_found',
   'ai_provider_unsupported',
-  'ai_provider_not_configured',
-  'ai_model_required',
-  'ai_model_not_supported',
-  'ai_provider_unavailable',
-  'invalid_ai_structured_fields',
-  'ai_service_not_configured',
   'url_not_allowed',
-  'byok_plan_required',
-  'byok_addon_required',
-  'byo_proxy_plan_required',
-  'byo_proxy_addon_required',
+  ...GATE_ERRORS,
+  ...AI_CHECK_ERRORS,
   'screenshot_limit_reached',
   'ai_credits_exhausted',
   'page_load_failed',
