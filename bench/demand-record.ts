@@ -19,6 +19,7 @@ import path from 'node:path';
 import { loadConfig } from '../services/shared/config';
 import { call } from '../services/shared/contracts';
 import { startSystem, stopSystem } from '../runtime/system';
+import { parsePrometheus } from '../test/support/prometheus';
 import { startPageServerProcess } from './pages';
 import { snapQuery, stopOnSignals } from './run';
 
@@ -33,23 +34,15 @@ const METRICS_TOKEN = 'demand-record-metrics';
 
 const progress = (msg: string) => process.stderr.write(`[demand] ${msg}\n`);
 
-/** Sum of a metric's samples in the Prometheus text, those whose labels pass `keep`. */
-export function metricSum(text: string, name: string, keep: (labels: string) => boolean = () => true): number {
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    const m = /^([a-z_]+)(\{[^}]*\})? (\S+)$/.exec(line);
-    if (m && m[1] === name && keep(m[2] ?? '')) sum += Number(m[3]);
-  }
-  return sum;
-}
-
 /** The scaler's query on one scrape: busy + waiting + queued jobs other than research. */
 export function captureDemand(text: string): number {
-  return (
-    metricSum(text, 'snap_browser_slots_busy') +
-    metricSum(text, 'snap_capture_queue_depth') +
-    metricSum(text, 'snap_jobs', (l) => l.includes('state="queued"') && !l.includes('kind="research"'))
-  );
+  const metrics = parsePrometheus(text);
+  const sum = (name: string, keep: (labels: Record<string, string>) => boolean = () => true) =>
+    metrics
+      .all(name)
+      .filter((s) => keep(s.labels))
+      .reduce((n, s) => n + s.value, 0);
+  return sum('snap_browser_slots_busy') + sum('snap_capture_queue_depth') + sum('snap_jobs', (l) => l.state === 'queued' && l.kind !== 'research');
 }
 
 async function main(): Promise<void> {
