@@ -9,6 +9,57 @@ import WebSocket from 'ws';
 type Params = Record<string, unknown>;
 type Listener = (params: Params, sessionId: string | undefined) => void;
 
+interface Waiter {
+  method: string;
+  sentAt: number;
+  /** sendForData: the answer is its result's base64 `data`, decoded. */
+  data: boolean;
+  resolve(v: unknown): void;
+  reject(e: Error): void;
+}
+
+/** A message this long may be a data answer (a screenshot, a PDF): read as bytes first. */
+const DATA_ANSWER_MIN_BYTES = 16 * 1024;
+/** How a data answer from Chromium begins (`{"id":` then the id) and what follows the id. */
+const ID_PREFIX = Buffer.from('{"id":');
+const DATA_PREFIX = Buffer.from(',"result":{"data":"');
+
+/** The base64 alphabet's values by byte, -1 for any other byte ('=' included: padding is handled apart). */
+const BASE64_VALUE = new Int16Array(256).fill(-1);
+for (const [i, c] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'].entries()) BASE64_VALUE[c.charCodeAt(0)] = i;
+
+/**
+ * Decodes the base64 text in src[start, end) into a new buffer; null when it is not plain
+ * padded base64 (a character outside the alphabet, an escape, a length not a multiple of 4).
+ * Node decodes base64 only from strings: this reads the bytes as they came off the socket.
+ */
+export function decodeBase64Bytes(src: Uint8Array, start: number, end: number): Buffer | null {
+  const length = end - start;
+  if (length < 0 || length % 4 !== 0) return null;
+  const pad = length === 0 ? 0 : src[end - 1] === 0x3d ? (src[end - 2] === 0x3d ? 2 : 1) : 0;
+  const out = Buffer.allocUnsafe((length / 4) * 3 - pad);
+  const whole = pad ? end - 4 : end;
+  let o = 0;
+  for (let i = start; i < whole; i += 4) {
+    // Any -1 makes the sum negative: its sign bit survives the shifts and ORs.
+    const n = (BASE64_VALUE[src[i]!]! << 18) | (BASE64_VALUE[src[i + 1]!]! << 12) | (BASE64_VALUE[src[i + 2]!]! << 6) | BASE64_VALUE[src[i + 3]!]!;
+    if (n < 0) return null;
+    out[o++] = n >> 16;
+    out[o++] = (n >> 8) & 0xff;
+    out[o++] = n & 0xff;
+  }
+  if (pad) {
+    const a = BASE64_VALUE[src[whole]!]!;
+    const b = BASE64_VALUE[src[whole + 1]!]!;
+    const c = pad === 1 ? BASE64_VALUE[src[whole + 2]!]! : 0;
+    if (a < 0 || b < 0 || c < 0) return null;
+    const n = (a << 18) | (b << 12) | (c << 6);
+    out[o++] = n >> 16;
+    if (pad === 1) out[o++] = (n >> 8) & 0xff;
+  }
+  return out;
+}
+
 export class CdpError extends Error {
   constructor(
     readonly method: string,
@@ -21,13 +72,16 @@ export class CdpError extends Error {
 
 export class CdpConnection {
   private nextId = 1;
-  private readonly pending = new Map<number, { method: string; sentAt: number; resolve(v: Params): void; reject(e: Error): void }>();
+  private readonly pending = new Map<number, Waiter>();
+  /** Data answers read straight from their bytes (sendForData); the rest were parsed as JSON. */
+  dataAnswersFromBytes = 0;
   private readonly closeListeners: Array<(err: Error) => void> = [];
   private readonly listeners = new Map<string, Set<Listener>>();
   private closedError: Error | null = null;
 
   private constructor(private readonly ws: WebSocket) {
-    ws.on('message', (data) => this.onMessage(data.toString()));
+    // Without a binaryType set, ws hands over every message as one Buffer.
+    ws.on('message', (data) => this.onMessage(data as Buffer));
     ws.on('close', () => this.fail(new Error('CDP connection closed')));
     ws.on('error', (err) => this.fail(err instanceof Error ? err : new Error(String(err))));
   }
@@ -58,11 +112,26 @@ export class CdpConnection {
   }
 
   send<T = Params>(method: string, params: Params = {}, sessionId?: string): Promise<T> {
+    return this.command<T>(method, params, sessionId, false);
+  }
+
+  /**
+   * A command whose result is one base64 `data` field (Page.captureScreenshot,
+   * Page.printToPDF): resolves with it decoded. The answer is read from the message's bytes,
+   * never made a JavaScript string: a screenshot's base64 as text, then as the parsed field,
+   * is about a megabyte of heap per capture, and on a busy service a full garbage collection
+   * every few captures (docs/benchmark.md). Any other shape is parsed as JSON, as send does.
+   */
+  sendForData(method: string, params: Params = {}, sessionId?: string): Promise<Buffer> {
+    return this.command<Buffer>(method, params, sessionId, true);
+  }
+
+  private command<T>(method: string, params: Params, sessionId: string | undefined, data: boolean): Promise<T> {
     if (this.closedError) return Promise.reject(new CdpError(method, this.closedError.message));
     const id = this.nextId++;
     const message = JSON.stringify(sessionId ? { id, method, params, sessionId } : { id, method, params });
     return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { method, sentAt: Date.now(), resolve: resolve as (v: Params) => void, reject });
+      this.pending.set(id, { method, sentAt: Date.now(), data, resolve: resolve as (v: unknown) => void, reject });
       this.ws.send(message, (err) => {
         if (err) {
           this.pending.delete(id);
@@ -106,8 +175,9 @@ export class CdpConnection {
     this.ws.terminate();
   }
 
-  private onMessage(text: string): void {
-    const msg = JSON.parse(text) as {
+  private onMessage(raw: Buffer): void {
+    if (raw.length >= DATA_ANSWER_MIN_BYTES && this.dataAnswer(raw)) return;
+    const msg = JSON.parse(raw.toString()) as {
       id?: number;
       result?: Params;
       error?: { code: number; message: string };
@@ -120,12 +190,37 @@ export class CdpConnection {
       if (!waiter) return;
       this.pending.delete(msg.id);
       if (msg.error) waiter.reject(new CdpError(waiter.method, msg.error.message, msg.error.code));
-      else waiter.resolve(msg.result ?? {});
+      else if (!waiter.data) waiter.resolve(msg.result ?? {});
+      else if (typeof msg.result?.data === 'string') waiter.resolve(Buffer.from(msg.result.data, 'base64'));
+      else waiter.reject(new CdpError(waiter.method, 'the answer has no data'));
       return;
     }
     if (msg.method) {
       for (const listener of this.listeners.get(msg.method) ?? []) listener(msg.params ?? {}, msg.sessionId);
     }
+  }
+
+  /**
+   * Answers a sendForData waiter from the message's bytes when it has Chromium's shape,
+   * `{"id":N,"result":{"data":"<base64>"}...`; false (nothing done) for anything else.
+   */
+  private dataAnswer(raw: Buffer): boolean {
+    if (raw.compare(ID_PREFIX, 0, ID_PREFIX.length, 0, ID_PREFIX.length) !== 0) return false;
+    let id = 0;
+    let at = ID_PREFIX.length;
+    for (; at < 24 && raw[at]! >= 0x30 && raw[at]! <= 0x39; at++) id = id * 10 + raw[at]! - 0x30;
+    const waiter = this.pending.get(id);
+    if (!waiter?.data || raw.compare(DATA_PREFIX, 0, DATA_PREFIX.length, at, at + DATA_PREFIX.length) !== 0) return false;
+    const start = at + DATA_PREFIX.length;
+    const end = raw.indexOf(0x22, start);
+    // The result holds nothing but the data: a closing brace follows its closing quote.
+    if (end < 0 || raw[end + 1] !== 0x7d) return false;
+    const data = decodeBase64Bytes(raw, start, end);
+    if (!data) return false;
+    this.pending.delete(id);
+    this.dataAnswersFromBytes++;
+    waiter.resolve(data);
+    return true;
   }
 
   private fail(err: Error): void {

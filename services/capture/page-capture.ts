@@ -176,7 +176,7 @@ async function screenshot(page: PageSession, o: SnapOptions, clip: Box | null): 
   if (format === 'pdf') {
     const { width, height } = viewportOf(o);
     const [pdf, raster] = await Promise.all([
-      page.send<{ data: string }>('Page.printToPDF', {
+      page.sendForData('Page.printToPDF', {
         printBackground: true,
         paperWidth: width / 96,
         paperHeight: o.fullpage || o.fullpage_advanced ? Math.min(Math.max(height, await page.run(documentHeight)), maxCaptureHeight(o)) / 96 : height / 96,
@@ -185,14 +185,13 @@ async function screenshot(page: PageSession, o: SnapOptions, clip: Box | null): 
         marginLeft: 0,
         marginRight: 0,
       }),
-      page.send<{ data: string }>('Page.captureScreenshot', { format: 'jpeg', quality: 80 }),
+      page.sendForData('Page.captureScreenshot', { format: 'jpeg', quality: 80 }),
     ]);
-    return { image: Buffer.from(pdf.data, 'base64'), contentType: 'application/pdf', thumbnailSource: Buffer.from(raster.data, 'base64') };
+    return { image: pdf, contentType: 'application/pdf', thumbnailSource: raster };
   }
   const params: Params = { format, ...(format === 'jpeg' ? { quality: o.quality ?? DEFAULTS.quality } : {}) };
   if (clip) Object.assign(params, { clip: { ...clip, scale: 1 }, captureBeyondViewport: true });
-  const shot = await page.send<{ data: string }>('Page.captureScreenshot', params);
-  return { image: Buffer.from(shot.data, 'base64'), contentType: `image/${format}` };
+  return { image: await page.sendForData('Page.captureScreenshot', params), contentType: `image/${format}` };
 }
 
 export interface CaptureContext {

@@ -61,6 +61,11 @@ export class PageSession {
     return this.cdp.send<T>(method, params, this.sessionId);
   }
 
+  /** A command whose result is one base64 `data` field (a screenshot, a PDF), decoded (CdpConnection.sendForData). */
+  sendForData(method: string, params: Params = {}): Promise<Buffer> {
+    return this.cdp.sendForData(method, params, this.sessionId);
+  }
+
   /** Evaluates an expression in the page and returns its value (awaiting promises). */
   async evaluate<T>(expression: string, awaitPromise = true): Promise<T> {
     const r = await this.send<EvalResult<T>>('Runtime.evaluate', { expression, returnByValue: true, awaitPromise, userGesture: true });
