@@ -15,6 +15,7 @@ import { proxyService } from '../services/proxy/proxy.service';
 import { type SchedulerDeps, type SchedulerHandle, schedulerService } from '../services/scheduler/scheduler.service';
 import type { Config } from '../services/shared/config';
 import { migrateLatest } from '../services/shared/database';
+import { tuneHeap } from './heap';
 
 export interface SystemOverrides {
   billing?: Omit<BillingDeps, 'config'>;
@@ -44,6 +45,7 @@ export async function stopSystem(system: System): Promise<void> {
 }
 
 export async function startSystem(config: Readonly<Config>, overrides: SystemOverrides = {}): Promise<System> {
+  tuneHeap();
   if (config.migrateOnStart) await migrateLatest(config.database);
   const broker = new ServiceBroker(brokerOptions(config, overrides.logStream));
   const runs = (name: Config['services'][number]) => config.services.includes(name);
