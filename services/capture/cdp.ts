@@ -119,8 +119,8 @@ export class CdpConnection {
    * A command whose result is one base64 `data` field (Page.captureScreenshot,
    * Page.printToPDF): resolves with it decoded. The answer is read from the message's bytes,
    * never made a JavaScript string: a screenshot's base64 as text, then as the parsed field,
-   * is about a megabyte of heap per capture, and on a busy service a full garbage collection
-   * every few captures (docs/benchmark.md). Any other shape is parsed as JSON, as send does.
+   * was two copies of about half a megabyte each on the heap per capture. Any other shape is
+   * parsed as JSON, as send does.
    */
   sendForData(method: string, params: Params = {}, sessionId?: string): Promise<Buffer> {
     return this.command<Buffer>(method, params, sessionId, true);
