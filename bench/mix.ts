@@ -31,7 +31,7 @@
  * all, is in none. Whole-machine CPU (/proc/stat) per capture is shown beside it.
  *
  * Environment (a run with any of these set prints its report but leaves docs/benchmark.md alone):
- *   BENCH_MIX_ITERATIONS   measured captures per side at concurrency 1 and 4 (default "100,80";
+ *   BENCH_MIX_ITERATIONS   measured captures per side at concurrency 1 and 4 (default "100,160";
  *                          one number for both).
  *   BENCH_MIX_WARMUP       warm-up captures per side before each cell (default 8).
  *   BENCH_MIX_SITES        distinct site names (default 1000: no name comes back within a run).
@@ -50,13 +50,13 @@ import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './page
 import { descendantsNamed, machineCpuMs, processes, treesUse } from './procs';
 import { envSubset, publishResults, runBench, snapQuery } from './run';
 import { MIX_WEIGHTS, type MixItem, type MixPage, mixSequence, siteName, startFloorProxy, startSitesDns } from './sites';
-import { medianRatioInterval, percentile, stalledCapture } from './stats';
+import { type Block, medianRatioInterval, percentile, stalledCapture, throughputRatioInterval } from './stats';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const progress = (msg: string) => process.stderr.write(`[mix] ${msg}\n`);
 
 const SESSIONS = 4;
-const BLOCKS = 6;
+const BLOCKS = 10;
 const ALL_CONCURRENCY = [1, 4] as const;
 /** Issue 34, against the warm-tab floor on the mix. */
 export const MIX_TARGETS = { p50AtC1: 1.1, throughputAtC4: 0.9, cpuPerCapture: 1.2 };
@@ -80,7 +80,7 @@ function positive(name: string, raw: string): number {
 
 function iterations(): Record<number, number> {
   const raw = process.env.BENCH_MIX_ITERATIONS?.trim();
-  if (!raw) return { 1: 100, 4: 80 };
+  if (!raw) return { 1: 100, 4: 160 };
   const parts = raw.split(',').map((p) => positive('BENCH_MIX_ITERATIONS', p));
   if (parts.length === 1) return { 1: parts[0]!, 4: parts[0]! };
   if (parts.length === 2) return { 1: parts[0]!, 4: parts[1]! };
@@ -124,6 +124,8 @@ interface SideCell {
   /** RSS (its browsers; for snap, with this process) after each of its blocks, bytes. */
   rss: number[];
   bytes: number;
+  /** Its blocks in order (at concurrency 4, the throughput ratio's interval pairs them by round). */
+  blocks: Block[];
 }
 
 interface SideRuntime {
@@ -160,7 +162,9 @@ async function runBlock(rt: SideRuntime, seq: MixItem[], workers: number, count:
     }),
   );
   if (!cell) return;
-  cell.wallMs += performance.now() - t0;
+  const ms = performance.now() - t0;
+  cell.wallMs += ms;
+  cell.blocks.push({ captures: count, ms });
   const self = selfCpuMs() - self0;
   cell.selfCpuMs += self;
   cell.ownCpuMs += self;
@@ -172,7 +176,7 @@ async function runBlock(rt: SideRuntime, seq: MixItem[], workers: number, count:
 /** One cell: the sides in turns, reversed every other round; each side's browsers' CPU over the whole cell. */
 async function runCell(sides: SideRuntime[], seq: MixItem[], c: number): Promise<Record<Side, SideCell>> {
   const cells = Object.fromEntries(
-    sides.map((s) => [s.side, { samples: [], wallMs: 0, ownCpuMs: 0, selfCpuMs: 0, machineCpuMs: 0, rss: [], bytes: 0 } as SideCell]),
+    sides.map((s) => [s.side, { samples: [], wallMs: 0, ownCpuMs: 0, selfCpuMs: 0, machineCpuMs: 0, rss: [], bytes: 0, blocks: [] } as SideCell]),
   ) as Record<Side, SideCell>;
   for (const rt of sides) await runBlock(rt, seq, c, WARMUP, null);
   const before = new Map(sides.map((rt) => [rt.side, treesUse(rt.roots(c)).cpuMs]));
@@ -204,6 +208,7 @@ interface Figures {
   kb: number;
   samples: number[];
   byPage: Record<string, number[]>;
+  blocks: Block[];
 }
 
 function figures(cell: SideCell): Figures {
@@ -224,6 +229,7 @@ function figures(cell: SideCell): Figures {
     kb: cell.bytes / n / 1024,
     samples: ms,
     byPage,
+    blocks: cell.blocks,
   };
 }
 
@@ -300,7 +306,11 @@ function report(results: Record<number, Record<Side, Figures>>, info: { chromium
     const cell = (page: string) => SIDES.map((side) => p50Of(r[side].byPage[page])).join(' / ');
     lines.push(`| ${c} | ${Object.keys(MIX_WEIGHTS).map(cell).join(' | ')} |`);
   }
-  lines.push('', 'Targets on the mixed workload, against the warm-tab floor (issue 34). In brackets beside the p50 ratio, its 95% bootstrap interval.', '');
+  lines.push(
+    '',
+    'Targets on the mixed workload, against the warm-tab floor (issue 34). In brackets beside the p50 and throughput ratios, their 95% bootstrap intervals (over the rounds of blocks for throughput).',
+    '',
+  );
   const c1 = results[1];
   const c4 = results[4];
   const word = (met: boolean) => `**${met ? 'MET' : 'NOT MET'}**`;
@@ -314,9 +324,10 @@ function report(results: Record<number, Record<Side, Figures>>, info: { chromium
   } else lines.push(`- /snap p50 at concurrency 1 at most ${MIX_TARGETS.p50AtC1}x the warm-tab floor: **NOT MEASURED in this run**.`);
   if (c4) {
     const r = c4.snap.perSecond / c4.warm.perSecond;
+    const i = throughputRatioInterval(c4.warm.blocks, c4.snap.blocks);
     lines.push(
       `- /snap throughput at concurrency 4 at least ${MIX_TARGETS.throughputAtC4}x the warm-tab floor: ${word(r >= MIX_TARGETS.throughputAtC4)} ` +
-        `(${x(r)}; ${f2(c4.snap.perSecond)} / ${f2(c4.warm.perSecond)} captures/s).`,
+        `(${x(r)} [${x(i.low)}–${x(i.high)}]; ${f2(c4.snap.perSecond)} / ${f2(c4.warm.perSecond)} captures/s).`,
     );
   } else lines.push(`- /snap throughput at concurrency 4 at least ${MIX_TARGETS.throughputAtC4}x the warm-tab floor: **NOT MEASURED in this run**.`);
   const cpuRatios = CONCURRENCY.filter((c) => results[c]).map((c) => ({ c, r: results[c]!.snap.cpuMs / results[c]!.warm.cpuMs }));

@@ -1,6 +1,7 @@
 /**
  * The bench's statistics, kept apart from the measuring so they can be tested: percentiles,
- * how firm a ratio of two medians is, and whether a cell had a capture that stalled.
+ * how firm a ratio of two medians or of two throughputs is, and whether a cell had a capture
+ * that stalled.
  */
 
 /** Nearest-rank percentile of ascending samples (NaN when there are none). */
@@ -41,6 +42,43 @@ export function medianRatioInterval(base: readonly number[], over: readonly numb
   const b: number[] = new Array(over.length);
   const ratios: number[] = [];
   for (let r = 0; r < rounds; r++) ratios.push(resampledMedian(over, draw, b) / resampledMedian(base, draw, a));
+  ratios.sort((x, y) => x - y);
+  return { low: percentile(ratios, 0.025), high: percentile(ratios, 0.975) };
+}
+
+/** A block of captures run back to back: how many, and how long the block took. */
+export interface Block {
+  captures: number;
+  ms: number;
+}
+
+const rate = (blocks: readonly Block[], picks: readonly number[]): number => {
+  let captures = 0;
+  let ms = 0;
+  for (const i of picks) {
+    captures += blocks[i]!.captures;
+    ms += blocks[i]!.ms;
+  }
+  return captures / ms;
+};
+
+/**
+ * A 95% interval for the throughput ratio rate(over) / rate(base), where each side ran in
+ * blocks taking turns (block i of one side beside block i of the other): the rounds are
+ * resampled with replacement `rounds` times, both sides' blocks of a drawn round together,
+ * so drift that fell on a round moves both. Like medianRatioInterval, it says how far the
+ * ratio could move with other rounds of the same run, nothing about another machine.
+ */
+export function throughputRatioInterval(base: readonly Block[], over: readonly Block[], rounds = 2000, seed = 1): { low: number; high: number } {
+  const n = Math.min(base.length, over.length);
+  if (n === 0) return { low: Number.NaN, high: Number.NaN };
+  const draw = seeded(seed);
+  const picks: number[] = new Array(n);
+  const ratios: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    for (let i = 0; i < n; i++) picks[i] = Math.floor(draw() * n);
+    ratios.push(rate(over, picks) / rate(base, picks));
+  }
   ratios.sort((x, y) => x - y);
   return { low: percentile(ratios, 0.025), high: percentile(ratios, 0.975) };
 }

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { STALL_FACTOR, medianRatioInterval, percentile, stalledCapture } from '../../bench/stats';
+import { type Block, STALL_FACTOR, medianRatioInterval, percentile, stalledCapture, throughputRatioInterval } from '../../bench/stats';
 
 /** Capture-like times: a deterministic spread around `median` (log-normal-ish, p95 about 1.3x the p50). */
 function times(n: number, median: number, seed: number): number[] {
@@ -68,5 +68,35 @@ describe('bench statistics', () => {
     const slow = [...cell.slice(1), (STALL_FACTOR - 0.5) * p50(cell)];
     expect(stalledCapture(slow)).to.equal(null);
     expect(stalledCapture([5])).to.equal(null);
+  });
+  /** Blocks of 16 captures at `perSecond`, each block's time spread by about ±8% (deterministic). */
+  const blocksAt = (n: number, perSecond: number, seed: number): Block[] =>
+    times(n, 1, seed).map((f) => ({ captures: 16, ms: (16 / perSecond) * 1000 * Math.sqrt(f) }));
+  const rateOf = (blocks: Block[]) => blocks.reduce((a, b) => a + b.captures, 0) / blocks.reduce((a, b) => a + b.ms, 0);
+
+  it('the interval of a throughput ratio holds the measured ratio and, for the same rate, 1', () => {
+    const base = blocksAt(10, 7, 11);
+    const over = blocksAt(10, 7, 12);
+    const { low, high } = throughputRatioInterval(base, over);
+    const measured = rateOf(over) / rateOf(base);
+    expect(low).to.be.at.most(measured);
+    expect(high).to.be.at.least(measured);
+    expect(low).to.be.below(1);
+    expect(high).to.be.above(1);
+    expect(high - low).to.be.within(0.02, 0.2);
+    expect(throughputRatioInterval(base, over)).to.deep.equal({ low, high });
+    expect(throughputRatioInterval([], over).low).to.be.NaN;
+  });
+
+  it('pairs the blocks by round: drift that moves both sides of a round leaves the interval narrow, and a real 15% gap stays clear of 0.9', () => {
+    // Every round's blocks slowed by the same factor on both sides (the machine got busier, then quieter).
+    const drift = [1, 1.3, 0.8, 1.5, 1, 0.7, 1.2, 1.4, 0.9, 1.1];
+    const base = drift.map((d) => ({ captures: 16, ms: 2000 * d }));
+    const over = drift.map((d, i) => ({ captures: 16, ms: 2000 * d * (i % 2 ? 1.16 : 1.19) }));
+    const { low, high } = throughputRatioInterval(base, over);
+    expect(high).to.be.below(0.9);
+    expect(low).to.be.above(0.8);
+    // Resampled unpaired, the same drift would have spread it far wider.
+    expect(high - low).to.be.below(0.03);
   });
 });
