@@ -114,7 +114,6 @@ interface Sample {
 /** One side's figures in one cell. */
 interface SideCell {
   samples: Sample[];
-  wallMs: number;
   /** CPU of its browsers (over the whole cell) plus this process's during its turns, ms. */
   ownCpuMs: number;
   /** This process's CPU during its turns, ms. */
@@ -124,7 +123,7 @@ interface SideCell {
   /** RSS (its browsers; for snap, with this process) after each of its blocks, bytes. */
   rss: number[];
   bytes: number;
-  /** Its blocks in order (at concurrency 4, the throughput ratio's interval pairs them by round). */
+  /** Its blocks in order: its wall time, and at concurrency 4 the rounds the throughput ratio's interval pairs. */
   blocks: Block[];
 }
 
@@ -162,9 +161,7 @@ async function runBlock(rt: SideRuntime, seq: MixItem[], workers: number, count:
     }),
   );
   if (!cell) return;
-  const ms = performance.now() - t0;
-  cell.wallMs += ms;
-  cell.blocks.push({ captures: count, ms });
+  cell.blocks.push({ captures: count, ms: performance.now() - t0 });
   const self = selfCpuMs() - self0;
   cell.selfCpuMs += self;
   cell.ownCpuMs += self;
@@ -176,7 +173,7 @@ async function runBlock(rt: SideRuntime, seq: MixItem[], workers: number, count:
 /** One cell: the sides in turns, reversed every other round; each side's browsers' CPU over the whole cell. */
 async function runCell(sides: SideRuntime[], seq: MixItem[], c: number): Promise<Record<Side, SideCell>> {
   const cells = Object.fromEntries(
-    sides.map((s) => [s.side, { samples: [], wallMs: 0, ownCpuMs: 0, selfCpuMs: 0, machineCpuMs: 0, rss: [], bytes: 0, blocks: [] } as SideCell]),
+    sides.map((s) => [s.side, { samples: [], ownCpuMs: 0, selfCpuMs: 0, machineCpuMs: 0, rss: [], bytes: 0, blocks: [] } as SideCell]),
   ) as Record<Side, SideCell>;
   for (const rt of sides) await runBlock(rt, seq, c, WARMUP, null);
   const before = new Map(sides.map((rt) => [rt.side, treesUse(rt.roots(c)).cpuMs]));
@@ -220,7 +217,7 @@ function figures(cell: SideCell): Figures {
   return {
     p50: percentile(sorted, 0.5),
     p95: percentile(sorted, 0.95),
-    perSecond: (ms.length / cell.wallMs) * 1000,
+    perSecond: (ms.length / cell.blocks.reduce((a, b) => a + b.ms, 0)) * 1000,
     cpuMs: cell.ownCpuMs / n,
     selfMs: cell.selfCpuMs / n,
     machineMs: cell.machineCpuMs / n,
