@@ -29,6 +29,12 @@ function resampledMedian(samples: readonly number[], draw: () => number, scratch
   return percentile(scratch, 0.5);
 }
 
+/** The central 95% of resampled ratios: their 2.5th and 97.5th percentiles. */
+function central95(ratios: number[]): { low: number; high: number } {
+  ratios.sort((x, y) => x - y);
+  return { low: percentile(ratios, 0.025), high: percentile(ratios, 0.975) };
+}
+
 /**
  * A 95% interval for p50(over) / p50(base), by bootstrap: both sides resampled with replacement
  * `rounds` times, the 2.5th and 97.5th percentiles of the resampled ratios. It says how far the
@@ -42,8 +48,7 @@ export function medianRatioInterval(base: readonly number[], over: readonly numb
   const b: number[] = new Array(over.length);
   const ratios: number[] = [];
   for (let r = 0; r < rounds; r++) ratios.push(resampledMedian(over, draw, b) / resampledMedian(base, draw, a));
-  ratios.sort((x, y) => x - y);
-  return { low: percentile(ratios, 0.025), high: percentile(ratios, 0.975) };
+  return central95(ratios);
 }
 
 /** A block of captures run back to back: how many, and how long the block took. */
@@ -79,8 +84,7 @@ export function throughputRatioInterval(base: readonly Block[], over: readonly B
     for (let i = 0; i < n; i++) picks[i] = Math.floor(draw() * n);
     ratios.push(rate(over, picks) / rate(base, picks));
   }
-  ratios.sort((x, y) => x - y);
-  return { low: percentile(ratios, 0.025), high: percentile(ratios, 0.975) };
+  return central95(ratios);
 }
 
 /** How many times its cell's p50 a capture may take before the cell is reported as having stalled. */
