@@ -8,7 +8,7 @@ import knex, { type Knex } from 'knex';
 import type { Config } from '../../services/shared/config';
 import { knexConfig } from '../../services/shared/database';
 import { NATS_URL, backendConfig, uniqueName } from './backends';
-import { sharedGrid } from './grid';
+import { endSessionsStartedSince, sharedGrid } from './grid';
 import { type ServiceProcess, startServeProcess } from './processes';
 import { type RunningSystem, runSystem } from './system';
 
@@ -32,6 +32,7 @@ export async function startCaptureCluster(
   front: Config['services'] = ['api', 'billing', 'scheduler', 'ai', 'proxy'],
 ): Promise<CaptureCluster> {
   const grid = await sharedGrid();
+  const started = new Date();
   const b = await backendConfig('mysql', {
     TRANSPORTER: NATS_URL,
     NAMESPACE: uniqueName('ns'),
@@ -55,6 +56,8 @@ export async function startCaptureCluster(
     },
     async stop() {
       for (const capture of captures.reverse()) await capture.stop();
+      // A capture process a test killed left its Grid session behind.
+      await endSessionsStartedSince(grid, started);
       await system.stop();
       await db.destroy();
       await b.cleanup();

@@ -34,6 +34,20 @@ export function sharedGrid(): Promise<Grid> {
   return shared;
 }
 
+/**
+ * Ends every session on the Grid that started at or after `since`. A test calls it once its
+ * own systems have stopped: what is left then was held by a process it killed, and the Grid
+ * would keep it, and its slot, until its session timeout, leaving the next test short of
+ * browsers.
+ */
+export async function endSessionsStartedSince(grid: Grid, since: Date): Promise<void> {
+  const status = (await (await fetch(`${grid.url}/status`)).json()) as {
+    value: { nodes: Array<{ slots: Array<{ session: { sessionId: string; start: string } | null }> }> };
+  };
+  const left = status.value.nodes.flatMap((n) => n.slots.flatMap((s) => (s.session && new Date(s.session.start) >= since ? [s.session.sessionId] : [])));
+  await Promise.all(left.map((id) => fetch(`${grid.url}/session/${id}`, { method: 'DELETE' })));
+}
+
 export async function stopSharedGrid(): Promise<void> {
   if (!shared) return;
   const grid = await shared.catch(() => null);
