@@ -14,6 +14,10 @@
  *     taken out of the npm package @nightwatch/selenium-server@4.20.0 with `npm pack` + `tar`
  *     (that package's own install script downloads from the internet, so it is never installed).
  *
+ *   - Fonts for the world's scripts and colour emoji: the Debian packages of FONT_PACKAGES below
+ *     (CJK, Korean, Indic, Thai, Arabic, Hebrew, ...; without them such text is drawn as empty boxes
+ *     and emoji as outlines), then `fc-cache` so Chromium sees them.
+ *
  * Optional extra: Debian package `webext-ublock-origin-chromium` is added to the same apt call when
  * the package index has it (its absence is tolerated).
  *
@@ -45,6 +49,50 @@ const GRID_GITIGNORE = path.join(REPO_ROOT, 'grid', '.gitignore');
 const UBLOCK_PKG = 'webext-ublock-origin-chromium';
 const UBLOCK_DIRS = ['/usr/share/chromium/extensions/ublock-origin', '/usr/share/webext/ublock-origin-chromium'];
 const JAVA_PKG = 'openjdk-17-jre-headless';
+
+/**
+ * The fonts every browser that captures gets, as Debian bookworm packages: each with one file it
+ * installs (the fast path stats it) and what it covers. This is the one list: grid/Dockerfile.node
+ * and the table in docs/operations.md ("Fonts for every script") name the same packages
+ * (test/ops/font-packages.unit.test.ts), and test/ops/fonts.test.ts checks that fontconfig finds
+ * a font for each script. `patterns` are fontconfig patterns that each match a font once the package
+ * is there, checked with `fc-list` only when its file is not where Debian puts it and apt cannot
+ * install it (another distribution, fonts installed by hand).
+ */
+const FONT_PACKAGES = [
+  {
+    pkg: 'fontconfig',
+    file: '/usr/bin/fc-cache',
+    covers: 'no script: `fc-cache` and `fc-list`; builds the font cache Chromium reads at start',
+    patterns: [],
+  },
+  {
+    pkg: 'fonts-liberation',
+    file: '/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf',
+    covers: 'Latin, Greek, Cyrillic, with the metrics of Arial, Times New Roman and Courier New',
+    patterns: [':lang=en', ':lang=el', ':lang=ru'],
+  },
+  {
+    pkg: 'fonts-noto-core',
+    file: '/usr/share/fonts/truetype/noto/NotoSansDevanagari-Regular.ttf',
+    covers:
+      'Devanagari (Hindi, Marathi, Nepali), Bengali, Tamil, Telugu, Gujarati, Gurmukhi, Kannada, Malayalam, Oriya, Sinhala, ' +
+      'Thai, Lao, Khmer, Myanmar, Arabic, Urdu, Persian, Hebrew, Armenian, Georgian, Ethiopic, and most other living scripts',
+    patterns: ['hi', 'bn', 'ta', 'te', 'gu', 'pa', 'kn', 'ml', 'th', 'ar', 'he'].map((lang) => `:lang=${lang}`),
+  },
+  {
+    pkg: 'fonts-noto-cjk',
+    file: '/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc',
+    covers: 'Chinese (Simplified and Traditional), Japanese, Korean',
+    patterns: [':lang=zh-cn', ':lang=zh-tw', ':lang=ja', ':lang=ko'],
+  },
+  {
+    pkg: 'fonts-noto-color-emoji',
+    file: '/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf',
+    covers: 'emoji, in colour',
+    patterns: [':charset=1f600:color=True'],
+  },
+];
 
 function isExecutable(p) {
   try {
@@ -163,6 +211,30 @@ async function aptInstall(pkgs, log) {
   return done;
 }
 
+/**
+ * Whether fontconfig finds what a font package provides although its file is elsewhere (fc-list
+ * prints one line per matching font, nothing when none matches).
+ */
+async function fontsFoundElsewhere(font) {
+  if (font.pkg === 'fontconfig') return which('fc-cache') !== null && which('fc-list') !== null;
+  if (!which('fc-list')) return false;
+  for (const pattern of font.patterns) {
+    const r = await run('fc-list', [pattern, 'family'], { timeoutMs: 60000 });
+    if (r.code !== 0 || !r.out.trim()) return false;
+  }
+  return true;
+}
+
+/** Refresh fontconfig's cache after fonts were installed, so the next Chromium finds them at once. */
+async function refreshFontCache(log) {
+  if (!which('fc-cache')) {
+    log('[ensure-system-deps] fc-cache not found: Chromium scans the font folders itself at each start');
+    return;
+  }
+  const r = await run('fc-cache', [], { timeoutMs: 5 * 60 * 1000 });
+  if (r.code !== 0) log(`[ensure-system-deps] fc-cache failed (exit ${r.code}), fonts are found without the cache:\n${tail(r.out, 10)}`);
+}
+
 async function fetchSeleniumJar(dest, log) {
   const npm = which('npm');
   if (!npm) throw new Error(`npm not found on PATH: cannot fetch ${SELENIUM_NPM_PKG} for ${dest}`);
@@ -222,7 +294,7 @@ async function ensureSystemDeps({ log = () => {} } = {}) {
   const installed = [];
 
   // --- Debian packages -------------------------------------------------------------------------
-  const missing = []; // [{what, path, pkg}]
+  const missing = []; // [{what, path, pkg, font?}]
   if (!isExecutable(chromeBin)) {
     missing.push({ what: 'Chromium', path: chromeBin, pkg: chromeBin === '/usr/bin/chromium' ? 'chromium' : DEFAULT_CHROME_PKG });
   }
@@ -231,6 +303,12 @@ async function ensureSystemDeps({ log = () => {} } = {}) {
   }
   let javaBin = which(javaCmd);
   if (!javaBin) missing.push({ what: 'Java', path: javaCmd, pkg: JAVA_PKG });
+  for (const font of FONT_PACKAGES) {
+    if (fs.existsSync(font.file)) continue;
+    // Elsewhere than Debian puts it, and apt cannot help: enough when fontconfig finds it all the same.
+    if (!aptUsable() && (await fontsFoundElsewhere(font))) continue;
+    missing.push({ what: font.pkg, path: font.file, pkg: font.pkg, font: true });
+  }
 
   if (missing.length) {
     const pkgs = [...new Set(missing.map((m) => m.pkg))];
@@ -251,12 +329,16 @@ async function ensureSystemDeps({ log = () => {} } = {}) {
       throw new Error(
         `Missing ${desc}. Install the Debian packages (as root): ` +
           `apt-get update && apt-get install -y --no-install-recommends ${pkgs.join(' ')}` +
-          ` (optionally also ${UBLOCK_PKG}), or set CHROME_BIN / CHROMEDRIVER_BIN / JAVA_BIN.`,
+          (missing.some((m) => !m.font) ? ` (optionally also ${UBLOCK_PKG}), or set CHROME_BIN / CHROMEDRIVER_BIN / JAVA_BIN.` : '.') +
+          (missing.some((m) => m.font)
+            ? ' Fonts installed some other way also do, once fontconfig finds a font for each script (docs/operations.md, "Fonts for every script").'
+            : ''),
       );
     }
     log(`[ensure-system-deps] missing ${desc}; installing ${pkgs.join(' ')} with apt-get`);
     installed.push(...(await aptInstall(pkgs, log)));
-    const still = missing.filter((m) => (m.pkg === JAVA_PKG ? !which(javaCmd) : !isExecutable(m.path)));
+    if (missing.some((m) => m.font)) await refreshFontCache(log);
+    const still = missing.filter((m) => (m.pkg === JAVA_PKG ? !which(javaCmd) : m.font ? !fs.existsSync(m.path) : !isExecutable(m.path)));
     if (still.length) {
       throw new Error(
         `apt-get install finished but still missing: ${still.map((m) => `${m.what} (${m.path})`).join(', ')}. ` +
@@ -304,6 +386,7 @@ module.exports = {
   DEFAULT_CHROME_BIN,
   DEFAULT_CHROMEDRIVER_BIN,
   DEFAULT_SELENIUM_JAR,
+  FONT_PACKAGES,
 };
 
 if (require.main === module) {
