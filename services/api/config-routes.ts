@@ -323,8 +323,10 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       errors: [
         ...CONFIG_ERRORS,
         'page_load_failed',
+        'page_crashed',
         'selector_not_found',
         'capture_timeout',
+        'browser_failed',
         'url_not_allowed',
         'screenshot_limit_reached',
         'ai_credits_exhausted',

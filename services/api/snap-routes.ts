@@ -22,7 +22,10 @@ import { AI_CHECK_ERRORS, admitCapture, GATE_ERRORS } from './admission';
 import { type RouteContext, type RouteDef, route } from './http';
 import { type ParamShape, type RawParams, SNAP_HTML_PARAMS, SNAP_PARAMS } from './request-schemas';
 
-/** The snap JSON record: exactly the spec's fields (plus success), `ai` when an analysis was asked for, the proxy fields when one was used. */
+/**
+ * The snap JSON record: the spec's fields (plus success), `ai` when an analysis was asked for, the proxy fields when one was used, and
+ * load_finished (docs/api.md).
+ */
 export function snapRecord(ref: ScreenshotRef, withAi: boolean): Record<string, unknown> {
   return {
     success: true,
@@ -34,6 +37,8 @@ export function snapRecord(ref: ScreenshotRef, withAi: boolean): Record<string, 
     taken_at_timestamp: String(ref.taken_at_ms),
     taken_at: new Date(ref.taken_at_ms).toISOString().replace('Z', '+00:00'),
     job_id: ref.job_id,
+    // Beyond the spec's fields (docs/api.md): whether the page finished loading or was taken as drawn at navigation_timeout.
+    ...(ref.load_finished !== null ? { load_finished: ref.load_finished } : {}),
     ...(withAi ? { ai: ref.ai ?? NOT_ANALYSED } : {}),
     ...egressFields(ref),
   };
@@ -125,10 +130,12 @@ const SNAP_ERRORS = [
   'screenshot_limit_reached',
   'ai_credits_exhausted',
   'page_load_failed',
+  'page_crashed',
   'selector_not_found',
   'capacity_exhausted',
   'concurrency_limit_reached',
   'capture_timeout',
+  'browser_failed',
 ] as const;
 
 const SNAP_ANSWERS = { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf', 'application/json'] };

@@ -224,8 +224,11 @@ export class BrowserSlot {
     const { targetId } = await this.cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId: contextId, newWindow: true });
     const { sessionId } = await this.cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
     const viewport = this.nextViewport;
-    const [, , { frameTree }] = await Promise.all([
+    // Page events (dialogs among them), the renderer's crash and the lifecycle events a capture watches (page-watch.ts).
+    const [, , , , { frameTree }] = await Promise.all([
       this.cdp.send('Page.enable', {}, sessionId),
+      this.cdp.send('Inspector.enable', {}, sessionId),
+      this.cdp.send('Page.setLifecycleEventsEnabled', { enabled: true }, sessionId),
       presetPage(this.cdp, sessionId, this.userAgent, viewport),
       this.cdp.send<{ frameTree: { frame: { id: string } } }>('Page.getFrameTree', {}, sessionId),
     ]);
@@ -300,7 +303,11 @@ export async function launchSession(opts: LaunchOptions, id: number): Promise<Br
         throw err;
       }
     }
-    const version = await cdp.send<{ userAgent: string }>('Browser.getVersion');
+    // The pages the captures' pages open are announced (Target.targetCreated), so that a capture closes them (page-watch.ts).
+    const [version] = await Promise.all([
+      cdp.send<{ userAgent: string }>('Browser.getVersion'),
+      cdp.send('Target.setDiscoverTargets', { discover: true, filter: [{ type: 'page' }] }),
+    ]);
     // Sites serve degraded pages to "HeadlessChrome"; captures should look like a person's.
     slot.userAgent = version.userAgent.replace('HeadlessChrome', 'Chrome');
     return slot;

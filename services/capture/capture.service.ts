@@ -219,9 +219,10 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
         { log: this.logger, launcher: launchSession, gate: admission },
       );
       const metrics = new CaptureMetrics(pool, config.capture, db, this.logger);
-      const engine = new CaptureEngine({ pool, policy, blocker: () => blockers.get(), timeoutMs: config.capture.timeoutMs });
+      const engineDeps = { pool, policy, blocker: () => blockers.get(), timeoutMs: config.capture.timeoutMs, observer: metrics };
+      const engine = new CaptureEngine(engineDeps);
       // Research's captures also read each page (its text and links).
-      const readingEngine = new CaptureEngine({ pool, policy, blocker: () => blockers.get(), timeoutMs: config.capture.timeoutMs, runPage: readingCapture });
+      const readingEngine = new CaptureEngine({ ...engineDeps, runPage: readingCapture });
       const analyst: Analyst = {
         check: (accountId, options) => call(this.broker, 'ai.check', { accountId, options }),
         // The provider call is bounded by AI_TIMEOUT_MS; the broker's timeout is a backstop.

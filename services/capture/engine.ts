@@ -14,8 +14,9 @@ import { type BrowserSlot, type PreparedPage, withTimeout } from './browser-slot
 import type { BlockerSource } from './blocking';
 import type { EgressPolicy } from '../shared/egress';
 import type { GatewayCapture } from './gateway';
-import { type CaptureOutput, capturePage } from './page-capture';
-import { PageSession, viewportOf } from './page-session';
+import { BrowserHiccup, type CaptureOutput, capturePage } from './page-capture';
+import { PageSession, sleep, viewportOf } from './page-session';
+import { PageWatch } from './page-watch';
 
 const DISPOSE_TIMEOUT_MS = 5_000;
 /** A capture whose browser died is taken again only if at least this much of its budget is left. */
@@ -26,19 +27,32 @@ class BrowserLost extends Error {
   constructor(override readonly cause: Error) {
     super(`the browser was lost during the capture: ${cause.message}`);
   }
+}
 
-  /** What the client is told when the capture is not (or no longer) taken again. */
-  answer(why: 'twice' | 'late' | 'actions'): Error {
-    const stopped = 'The browser stopped (crashed or ran out of memory) while capturing the page';
-    const note = {
-      twice: `${stopped}, twice, on two browsers; capture a lighter page, or try again later.`,
-      late: `${stopped}, too late to try again within the time budget; try again.`,
-      actions:
-        `${stopped}; captures with multi_step_actions are not taken again by themselves, as the steps may already have acted on the site. Try again ` +
-        `if that is safe.`,
-    }[why];
-    return serviceError('page_load_failed', note);
+/** What a capture the browser failed under is answered when it is not (or no longer) taken again. */
+function browserFailure(err: BrowserLost | BrowserHiccup, why: 'twice' | 'late' | 'actions'): Error {
+  const what =
+    err instanceof BrowserLost
+      ? 'The browser stopped (crashed, or ran out of memory) while capturing the page'
+      : err.kind === 'screenshot_failed'
+        ? 'The browser failed to take the screenshot'
+        : "The browser closed the page's tab under the capture";
+  // A page that stops two browsers in a row is the page's doing; the rest is the browser's.
+  if (why === 'twice' && err instanceof BrowserLost) {
+    return serviceError('page_crashed', `${what}, twice, on two browsers; nothing was charged. Capture a lighter page.`);
   }
+  const note = {
+    twice: `${what}, twice; nothing was charged. Try again.`,
+    late: `${what}, too late to try again within the time budget; nothing was charged. Try again.`,
+    actions: `${what}; captures with multi_step_actions are not taken again by themselves, as the steps may already have acted on the site. Nothing was charged; try again if that is safe.`,
+  }[why];
+  return serviceError('browser_failed', note);
+}
+
+/** Each failure of the browser under a capture, by kind, and whether the capture was taken again (metrics.ts). */
+export type BrowserFailureKind = 'browser_lost' | BrowserHiccup['kind'];
+export interface BrowserFailureObserver {
+  browserFailed(kind: BrowserFailureKind, retried: boolean): void;
 }
 
 /** How one capture gets its browser, and the time it spent waiting for one and holding one. */
@@ -66,6 +80,8 @@ export interface CaptureEngineDeps {
   timeoutMs: number;
   /** What runs on the page (capturePage by default); unit tests stand in for the browser here. */
   runPage?: typeof capturePage;
+  /** Told of each failure of the browser under a capture. */
+  observer?: BrowserFailureObserver | null;
 }
 
 /** How one capture runs, beyond its options. */
@@ -84,6 +100,7 @@ export class CaptureEngine {
   private readonly blocker: BlockerSource;
   private readonly timeoutMs: number;
   private readonly runPage: typeof capturePage;
+  private readonly observer: BrowserFailureObserver | null;
 
   constructor(deps: CaptureEngineDeps) {
     this.pool = deps.pool;
@@ -91,6 +108,7 @@ export class CaptureEngine {
     this.blocker = deps.blocker;
     this.timeoutMs = deps.timeoutMs;
     this.runPage = deps.runPage ?? capturePage;
+    this.observer = deps.observer ?? null;
   }
 
   /**
@@ -110,18 +128,23 @@ export class CaptureEngine {
     try {
       return await attempt();
     } catch (err) {
-      if (!(err instanceof BrowserLost)) throw err;
-      // The browser died under the capture (a crash, the OOM killer, its node gone): once
-      // more on another browser, within what is left of the time budget. A page that kills
-      // browsers gets two and is then answered page_load_failed. Not with multi-step
-      // actions: their steps may already have acted on the site (a form sent), and doing
-      // them again is not ours to decide.
-      if (options.multi_step_actions?.length) throw err.answer('actions');
-      if (budget.deadline - Date.now() < MIN_RETRY_MS) throw err.answer('late');
+      if (!(err instanceof BrowserLost || err instanceof BrowserHiccup)) throw err;
+      // The browser failed under the capture, not the page: it died (a crash, the OOM killer,
+      // its node gone), its screenshot call failed, or the tab went away. Once more, on a
+      // fresh context (on another browser when this one died), within what is left of the
+      // time budget. A page that kills browsers gets two and is then answered page_crashed.
+      // Not with multi-step actions: their steps may already have acted on the site (a form
+      // sent), and doing them again is not ours to decide.
+      const kind: BrowserFailureKind = err instanceof BrowserLost ? 'browser_lost' : err.kind;
+      const why = options.multi_step_actions?.length ? 'actions' : budget.deadline - Date.now() < MIN_RETRY_MS ? 'late' : null;
+      this.observer?.browserFailed(kind, why === null);
+      if (why) throw browserFailure(err, why);
       try {
         return await attempt();
       } catch (again) {
-        throw again instanceof BrowserLost ? again.answer('twice') : again;
+        if (!(again instanceof BrowserLost || again instanceof BrowserHiccup)) throw again;
+        this.observer?.browserFailed(again instanceof BrowserLost ? 'browser_lost' : again.kind, false);
+        throw browserFailure(again, 'twice');
       }
     }
   }
@@ -169,8 +192,9 @@ export class CaptureEngine {
           throw new BrowserLost(err as Error);
         }
         // An error without a domain code is the browser's own failure, not the page's: the
-        // session is replaced rather than trusted with the next capture.
-        if (!(err as { type?: unknown }).type) slot.broken = true;
+        // session is replaced rather than trusted with the next capture. A hiccup of a browser
+        // that still answers costs only the capture's context (disposed below).
+        if (!(err as { type?: unknown }).type && !(err instanceof BrowserHiccup)) slot.broken = true;
         throw err;
       }
       return finish ? await finish(out) : out;
@@ -194,36 +218,49 @@ export class CaptureEngine {
     deadline: number,
     gateway: GatewayCapture | null,
   ): Promise<CaptureOutput> {
+    const session = new PageSession(slot.cdp, page.sessionId, page.contextId, page.targetId, page.mainFrameId, page.viewport);
+    const watch = PageWatch.start(session);
     let timer: NodeJS.Timeout | undefined;
     const overrun = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () =>
-          reject(
-            serviceError(
-              'capture_timeout',
-              `The capture took longer than ${Math.round(this.timeoutMs / 1000)} seconds and was stopped; lower wait, avoid incremental_scroll, or capture ` +
-                `a lighter page.`,
-            ),
-          ),
+        () => {
+          overrunNote(session, watch, this.timeoutMs).then((note) => reject(serviceError('capture_timeout', note)));
+        },
         Math.max(0, deadline - Date.now()),
       );
     });
-    const work = this.runPage(
-      {
-        page: new PageSession(slot.cdp, page.sessionId, page.contextId, page.mainFrameId, page.viewport),
-        userAgent: slot.userAgent,
-        policy: this.policy,
-        blocker: this.blocker,
-        deadline,
-        gateway,
-      },
-      options,
-    );
+    const work = this.runPage({ page: session, userAgent: slot.userAgent, policy: this.policy, blocker: this.blocker, deadline, gateway, watch }, options);
     work.catch(() => undefined);
     try {
-      return await Promise.race([work, overrun]);
+      return await Promise.race([work, overrun, watch.crashed]);
     } finally {
       clearTimeout(timer);
+      watch.stop();
     }
   }
+}
+
+/** How long the page may take to answer a trivial script before its renderer counts as busy. */
+const BUSY_PROBE_MS = 1_000;
+
+/**
+ * The note of a capture that ran out of time: what it was doing, and whether the page's own
+ * script kept its renderer busy (a trivial script left unanswered).
+ */
+async function overrunNote(page: PageSession, watch: PageWatch, timeoutMs: number): Promise<string> {
+  const step = watch.step;
+  // Any answer, an error included, is the renderer answering.
+  const probe = Promise.resolve().then(() => page.evaluate<number>('1', false));
+  const busy = !(await Promise.race([
+    probe.then(
+      () => true,
+      () => true,
+    ),
+    sleep(BUSY_PROBE_MS).then(() => false),
+  ]));
+  const cause = busy ? "; the page's own script kept its renderer busy (it did not answer a trivial script within a second)" : '';
+  return (
+    `The capture took longer than ${Math.round(timeoutMs / 1000)} seconds and was stopped while ${step}${cause}. ` +
+    'Nothing was charged; see docs/api.md (wait_until, navigation_timeout) for what bounds each step.'
+  );
 }

@@ -9,6 +9,7 @@ import type { Knex } from 'knex';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { JobKind, NodePressure } from '../shared/contracts';
 import { METRIC_PREFIX as P, type MetricsSnapshot } from '../shared/metrics';
+import type { BrowserFailureKind, BrowserFailureObserver } from './engine';
 
 /** What a capture's outcome is counted as: recorded, failed (with its error code), or superseded (its lease was lost and another instance's result counts). */
 export type CaptureOutcome = 'success' | 'failure' | 'superseded';
@@ -28,13 +29,14 @@ const JOB_STATES = ['queued', 'running'] as const;
 const REJECTED_WINDOW_MS = 60_000;
 const JOB_KINDS = ['snap', 'config', 'scheduled', 'research'] as const;
 
-export class CaptureMetrics implements CaptureObserver {
+export class CaptureMetrics implements CaptureObserver, BrowserFailureObserver {
   readonly registry = new Registry();
   private readonly captures: Counter<'kind' | 'outcome' | 'error_code'>;
   private readonly duration: Histogram<'outcome'>;
   private readonly queueWait: Histogram<'kind'>;
   private readonly browserTime: Histogram<'kind'>;
   private readonly egress: Counter<'route'>;
+  private readonly browserFailures: Counter<'kind' | 'retried'>;
   /** When captures were refused for capacity, oldest first (within REJECTED_WINDOW_MS). */
   private readonly rejections: number[] = [];
 
@@ -79,6 +81,15 @@ export class CaptureMetrics implements CaptureObserver {
       name: `${P}egress_gateway_bytes_total`,
       help: 'Bytes captures sent to and received from their targets through the egress gateways, by route (direct, real_location, custom_proxy).',
       labelNames: ['route'],
+      registers,
+    });
+    this.browserFailures = new Counter({
+      name: `${P}browser_failures_total`,
+      help:
+        "Failures of the browser under a capture, not the page's doing, by kind (browser_lost: the browser died; screenshot_failed: its screenshot " +
+        "call failed; target_closed: the page's tab went away) and retried (true: the capture was taken again on a fresh context; false: answered " +
+        'browser_failed or page_crashed).',
+      labelNames: ['kind', 'retried'],
       registers,
     });
     const stats = () => this.pool.stats;
@@ -175,6 +186,10 @@ export class CaptureMetrics implements CaptureObserver {
   private forgetOldRejections(): void {
     const since = Date.now() - REJECTED_WINDOW_MS;
     while (this.rejections.length && (this.rejections[0] as number) < since) this.rejections.shift();
+  }
+
+  browserFailed(kind: BrowserFailureKind, retried: boolean): void {
+    this.browserFailures.inc({ kind, retried: String(retried) });
   }
 
   egressBytes(route: EgressRoute, bytes: number): void {

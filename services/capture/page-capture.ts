@@ -13,7 +13,10 @@ import type { EgressPolicy } from '../shared/egress';
 import type { GatewayCapture } from './gateway';
 import { type BlockerSource, injectCosmetics, wantsBlocking } from './blocking';
 import { ConsentHandler } from './consent';
+import type { PageWatch, WaitUntil } from './page-watch';
+import { settleFonts, untilPainted } from './painting';
 import { type ChangeReading, runActions } from './actions';
+import { CdpError } from './cdp';
 import { type PageReading, READ_PAGE } from './page-reading';
 import { documentHeight, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
 import { DEFAULTS, type PageSession, browserGone, deviceMetrics, insertStyle, quote, sameViewport, sleep, viewportOf, waitForSelector } from './page-session';
@@ -32,6 +35,8 @@ export interface CaptureOutput {
   egressBytes?: number;
   /** The page's address, title, text and links, when the context asked (`read`, page-reading.ts). */
   reading?: PageReading;
+  /** Every navigation reached wait_until's moment (false: the page was taken as drawn at navigation_timeout). */
+  loadFinished?: boolean;
 }
 
 type Params = Record<string, unknown>;
@@ -77,23 +82,59 @@ async function prepare(page: PageSession, o: SnapOptions, userAgent: string): Pr
   await Promise.all(steps);
 }
 
-async function navigate(page: PageSession, url: string, deadline: number, guard: RequestGuard): Promise<void> {
-  const loaded = page.cdp.waitFor('Page.loadEventFired', page.sessionId, Math.max(1, deadline - Date.now()));
-  loaded.catch(() => undefined);
-  const nav = await page.send<{ errorText?: string }>('Page.navigate', { url });
+/** How one navigation is bounded: the moment it waits for, until when, and what it watches. */
+export interface NavigationBound {
+  until: WaitUntil;
+  /** navigation_timeout, ms. */
+  ms: number;
+  /** The capture's own deadline (epoch ms): the bound never outlasts it. */
+  deadline: number;
+  watch: PageWatch;
+  guard: RequestGuard;
+}
+
+const MOMENT_WORDS: Record<WaitUntil, string> = {
+  load: 'its load event',
+  domcontentloaded: 'its DOMContentLoaded event',
+  networkidle: 'its load event and 500 ms without a request',
+};
+
+/**
+ * Navigates and waits for the moment wait_until names, at most navigation_timeout. A page
+ * that has drawn something by then is captured as it is (false: the load did not finish); one
+ * whose server has not answered, or that has drawn nothing, fails with page_load_failed.
+ * Returns whether the moment was reached.
+ */
+async function navigate(page: PageSession, url: string, bound: NavigationBound): Promise<boolean> {
+  const { watch, guard, until } = bound;
+  const by = Math.min(Date.now() + bound.ms, bound.deadline);
+  const seconds = `${Math.round(bound.ms / 100) / 10} s`;
+  watch.step = `waiting for the server of ${url} to answer`;
+  const sent = page.send<{ errorText?: string }>('Page.navigate', { url });
+  sent.catch(() => undefined);
+  const nav = await Promise.race([sent, sleep(by - Date.now()).then(() => null)]);
   const refused = guard.refusedNavigation(url);
   if (refused) throw urlNotAllowed(`The page may not be captured: ${refused}`);
+  if (nav === null) {
+    throw serviceError(
+      'page_load_failed',
+      `The server of ${url} sent no answer within ${seconds} (navigation_timeout); check that it is up and reachable from the internet.`,
+    );
+  }
   if (nav.errorText) {
     throw serviceError('page_load_failed', `The page could not be loaded (${nav.errorText}); check that ${url} is reachable from the internet.`);
   }
-  try {
-    await loaded;
-  } catch {
-    // A page whose load event never comes (a stalled sub-resource) is still captured as it
-    // is when the time budget runs out; the overall capture timeout decides otherwise.
-  }
+  watch.step = `waiting for ${MOMENT_WORDS[until]} (wait_until=${until})`;
+  const reached = await watch.until(until, by);
   const after = guard.refusedNavigation();
   if (after) throw urlNotAllowed(`The page may not be captured: ${after}`);
+  if (reached || watch.painted) return reached;
+  const moved = watch.documents > 2 ? `; it navigated itself ${watch.documents - 1} times meanwhile` : '';
+  throw serviceError(
+    'page_load_failed',
+    `The page drew nothing within ${seconds} (navigation_timeout) and never reached ${MOMENT_WORDS[until]}${moved}; raise navigation_timeout, ` +
+      'or check the page in a browser.',
+  );
 }
 
 /**
@@ -205,11 +246,36 @@ export interface CaptureContext {
   gateway?: GatewayCapture | null;
   /** Also read the page once captured (domain research). */
   read?: boolean;
+  /** Dialogs, popups, the renderer's crash and the page's loading (the engine starts it). */
+  watch: PageWatch;
 }
 
-/** Runs the capture; throws domain errors (selector_not_found, page_load_failed, ...). */
+/**
+ * The transient failures of a browser under a capture, not the page's doing: its screenshot
+ * call answered "Internal error" (seen about once in 70 captures under steady load), or the tab
+ * went away under a command. The engine takes the capture again, once, on a fresh context.
+ */
+export class BrowserHiccup extends Error {
+  constructor(
+    readonly kind: 'screenshot_failed' | 'target_closed',
+    override readonly cause: Error,
+  ) {
+    super(`the browser failed under the capture (${kind}): ${cause.message}`);
+  }
+}
+
+/** A CDP error that is the browser's transient failure (BrowserHiccup's kind), or null. */
+function hiccupOf(err: unknown): BrowserHiccup | null {
+  if (browserGone(err)) return new BrowserHiccup('target_closed', err as Error);
+  if (err instanceof CdpError && /^Page\.(captureScreenshot|printToPDF)$/.test(err.method) && /Internal error|Unable to capture/i.test(err.message)) {
+    return new BrowserHiccup('screenshot_failed', err);
+  }
+  return null;
+}
+
+/** Runs the capture; throws domain errors (selector_not_found, page_load_failed, ...), or BrowserHiccup. */
 export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<CaptureOutput> {
-  const { page, policy, deadline } = ctx;
+  const { page, policy, deadline, watch } = ctx;
   // A /snap_html document is answered by the guard at its own address, never fetched.
   const inline = o.html_content !== undefined ? { url: o.url, html: o.html_content } : null;
   if (!inline) await admitUrl(policy, o.url, 'url: ');
@@ -220,6 +286,13 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
   const blocker = wantsBlocking(o) ? await ctx.blocker() : null;
   const guard = await guardRequests(page, policy, blocker ? { blocker, o } : null, ctx.gateway ?? null, inline);
   const consent = o.no_cookie_banners ? await ConsentHandler.attach(page, { scriptsDisabled: o.disable_js }) : null;
+  const bound: NavigationBound = {
+    until: o.wait_until ?? DEFAULTS.wait_until,
+    ms: o.navigation_timeout ?? DEFAULTS.navigation_timeout,
+    deadline,
+    watch,
+    guard,
+  };
   try {
     // The pointer is parked as soon as the page's document is parsed (DOMContentLoaded), so the
     // frame the move asks for is drawn while the page's images still load, not in the image's turn.
@@ -227,31 +300,45 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
     const offParsed = page.cdp.on('Page.domContentEventFired', (_params, sessionId) => {
       if (sessionId === page.sessionId) parked ??= parkPointer(page, o);
     });
+    let loadFinished: boolean;
     try {
-      await navigate(page, o.url, deadline, guard);
+      loadFinished = await navigate(page, o.url, bound);
     } finally {
       offParsed();
     }
     parked ??= parkPointer(page, o);
-    if (consent) await consent.settle(deadline);
-    if (o.wait_for) await waitFor(page, o.wait_for, deadline);
+    if (consent) {
+      watch.step = 'dismissing the cookie banner (no_cookie_banners)';
+      await consent.settle(deadline);
+    }
+    if (o.wait_for) {
+      watch.step = `waiting for an element matching ${quote(o.wait_for)} (wait_for)`;
+      await waitFor(page, o.wait_for, deadline);
+    }
+    watch.step = "running the page's injections (css_inject, js_inject)";
     if (blocker) await injectCosmetics(page, blocker, o);
     await inject(page, o);
     // multi_step_actions: after the injections, before scrolling and the global wait. A
     // step's navigation passes the same egress policy as the main URL.
-    const changes = o.multi_step_actions?.length
-      ? (
-          await runActions(page, o.multi_step_actions, deadline, {
-            refusedNavigation: guard.refusedNavigation,
-            async navigate(url) {
-              await admitUrl(policy, url);
-              await navigate(page, url, deadline, guard);
-            },
-          })
-        ).changes
-      : undefined;
-    if (wantsWholePage(o)) await loadWholePage(page, o, deadline);
+    let changes: ChangeReading[] | undefined;
+    if (o.multi_step_actions?.length) {
+      watch.step = 'running multi_step_actions';
+      const done = await runActions(page, o.multi_step_actions, deadline, {
+        refusedNavigation: guard.refusedNavigation,
+        async navigate(url) {
+          await admitUrl(policy, url);
+          loadFinished = (await navigate(page, url, bound)) && loadFinished;
+          watch.step = 'running multi_step_actions';
+        },
+      });
+      changes = done.changes;
+    }
+    if (wantsWholePage(o)) {
+      watch.step = 'loading the whole page (fullpage)';
+      await loadWholePage(page, o, deadline);
+    }
     const wait = o.wait ?? DEFAULTS.wait;
+    watch.step = `waiting the ${wait} ms of wait`;
     if (wait > 0) await sleep(Math.min(wait, Math.max(0, deadline - Date.now())));
     // The page may have navigated itself since it loaded (a meta refresh, a script): what the
     // egress policy refused then is answered as a refused page, never captured as an error page.
@@ -259,6 +346,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
     if (refused) throw urlNotAllowed(`The page may not be captured: ${refused}`);
 
     if (o.html_only) {
+      watch.step = 'reading the HTML';
       await parked;
       const html = o.selectors
         ? await page.evaluate<string | null>(`(() => { const el = document.querySelector(${quote(o.selectors)}); return el ? el.outerHTML : null; })()`, false)
@@ -267,9 +355,12 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
             false,
           );
       if (html === null) throw serviceError('selector_not_found', `selectors: no element matches ${quote(o.selectors ?? '')} on the page.`);
-      return { html, ...(changes ? { changes } : {}) };
+      return { html, loadFinished, ...(changes ? { changes } : {}) };
     }
 
+    // Web fonts still loading would leave their text invisible (font-display: block).
+    watch.step = "waiting for the page's web fonts";
+    await settleFonts(page, deadline);
     // Full-page images and element boxes are cut at the maximum height, never refused.
     const fullpage = Boolean(o.fullpage || o.fullpage_advanced);
     let clip: Box | null = null;
@@ -284,14 +375,14 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
       const { width, height } = viewportOf(o);
       clip = { x: 0, y: 0, width, height: Math.min(Math.max(height, await page.run(documentHeight)), maxCaptureHeight(o)) };
     }
-    const [, shot] = await Promise.all([parked, screenshot(page, o, clip)]);
+    watch.step = 'taking the screenshot';
+    const [, first] = await Promise.all([parked, screenshot(page, o, clip)]);
+    // A picture of one colour where the page has visible content was taken before the page painted it.
+    const shot = await untilPainted(page, first, () => screenshot(page, o, clip), deadline);
     const reading = ctx.read ? await page.evaluate<PageReading>(READ_PAGE, false) : undefined;
-    return { ...shot, ...(changes ? { changes } : {}), ...(reading ? { reading } : {}) };
+    return { ...shot, loadFinished, ...(changes ? { changes } : {}), ...(reading ? { reading } : {}) };
   } catch (err) {
-    if (browserGone(err)) {
-      throw serviceError('page_load_failed', 'The page crashed the browser tab while loading; try again, or capture a simpler page.');
-    }
-    throw err;
+    throw hiccupOf(err) ?? err;
   } finally {
     guard.stop();
     consent?.stop();

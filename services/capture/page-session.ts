@@ -51,6 +51,8 @@ export class PageSession {
     readonly sessionId: string,
     /** The page's own browser context (permissions are granted per context). */
     readonly contextId: string,
+    /** The page's target (its tab). */
+    readonly targetId: string,
     /** The page's main frame (the same across its navigations). */
     readonly mainFrameId: string,
     /** The device metrics the page was prepared with (presetPage). */

@@ -29,6 +29,8 @@ export interface NewScreenshot extends StoredFiles {
   proxy_server: string | null;
   custom_proxy: string | null;
   bandwidth_bytes: number;
+  /** The page reached its wait_until moment (false: taken as drawn at navigation_timeout); null when not known. */
+  load_finished: boolean | null;
 }
 
 export interface ScreenshotRow extends NewScreenshot {
@@ -67,9 +69,11 @@ export class ScreenshotRepository {
       now?: number;
       /** The real location or own proxy it went through (default none). */
       route?: { location: string | null; customProxy: string | null; bandwidthBytes: number };
+      /** Whether the page finished loading (default not known). */
+      loadFinished?: boolean | null;
     },
   ): NewScreenshot {
-    const { options, files, ai, now = Date.now(), route = { location: null, customProxy: null, bandwidthBytes: 0 } } = capture;
+    const { options, files, ai, now = Date.now(), route = { location: null, customProxy: null, bandwidthBytes: 0 }, loadFinished = null } = capture;
     return {
       account_id: job.accountId,
       config_id: job.configId,
@@ -82,6 +86,7 @@ export class ScreenshotRepository {
       proxy_server: route.location,
       custom_proxy: route.customProxy,
       bandwidth_bytes: route.bandwidthBytes,
+      load_finished: loadFinished,
     };
   }
 
@@ -101,6 +106,8 @@ export class ScreenshotRepository {
       proxy_server: row.proxy_server ?? null,
       custom_proxy: row.custom_proxy ?? null,
       bandwidth_bytes: Number(row.bandwidth_bytes ?? 0),
+      // MySQL and SQLite both keep a boolean as 0 or 1.
+      load_finished: row.load_finished === null || row.load_finished === undefined ? null : Boolean(row.load_finished),
     };
   }
 

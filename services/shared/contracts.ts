@@ -89,6 +89,8 @@ export interface ScreenshotRef {
   custom_proxy: string | null;
   /** Bytes through the real location's upstream (0 otherwise). */
   bandwidth_bytes: number;
+  /** The page reached its wait_until moment (false: captured as drawn at navigation_timeout); null for captures recorded before it was kept. */
+  load_finished: boolean | null;
 }
 
 /**

@@ -65,9 +65,13 @@ export const ERROR_STATUS = {
   image_not_supported: 400,
   // capture
   page_load_failed: 422,
+  /** The page's renderer crashed or was killed for memory (the browser itself is fine). */
+  page_crashed: 422,
   selector_not_found: 422,
   action_failed: 422,
   capture_timeout: 504,
+  /** The browser failed under the capture (not the page's fault) twice, or with too little time left to try again. */
+  browser_failed: 502,
   capacity_exhausted: 503,
   /** GET /health before any capture node has a live browser (the note says what is missing). */
   not_ready: 503,

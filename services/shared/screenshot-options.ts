@@ -77,6 +77,11 @@ export const AI_PROVIDERS = ['service', 'anthropic', 'openai', 'openrouter'] as 
 export const IMAGE_FORMATS = ['jpeg', 'png', 'webp', 'pdf'] as const;
 export const SCHEDULE_INTERVALS = ['minutes', 'hours', 'days', 'weeks', 'months', 'years'] as const;
 export const CHANGE_TARGETS = ['webhook', 'slack'] as const;
+/** The moments of a page's loading a capture can wait for (wait_until), as other screenshot APIs spell them. */
+export const WAIT_UNTIL = ['load', 'domcontentloaded', 'networkidle'] as const;
+/** navigation_timeout's range, ms: the page's time to reach wait_until before it is taken as drawn. */
+export const MIN_NAVIGATION_TIMEOUT_MS = 1000;
+export const MAX_NAVIGATION_TIMEOUT_MS = 30_000;
 export const ACTION_TYPES = [
   'click',
   'hover',
@@ -175,6 +180,27 @@ export const OPTION_TABLE = [
     description: 'Milliseconds to wait before the capture.',
   }),
   option({ name: 'wait_for', schema: text(1000), scope: 'capture', affectsCapture: true, description: 'CSS selector that must appear before the capture.' }),
+  option({
+    name: 'wait_until',
+    schema: textEnum(WAIT_UNTIL),
+    scope: 'capture',
+    affectsCapture: true,
+    default: 'load',
+    description:
+      "The moment of the page's loading the capture waits for: load (the load event), domcontentloaded (the document parsed) or networkidle (the load " +
+      'event, then no request for 500 ms). Bounded by navigation_timeout.',
+  }),
+  option({
+    name: 'navigation_timeout',
+    schema: Type.Integer({ minimum: MIN_NAVIGATION_TIMEOUT_MS, maximum: MAX_NAVIGATION_TIMEOUT_MS }),
+    scope: 'capture',
+    affectsCapture: true,
+    zeroIsUnset: true,
+    default: 10_000,
+    description:
+      'Milliseconds the page has to reach wait_until. A page that has drawn something by then is captured as it is (the JSON record says ' +
+      'load_finished: false); one that has drawn nothing, or whose server has not answered, fails with page_load_failed.',
+  }),
   option({
     name: 'incremental_scroll',
     schema: Type.Boolean(),

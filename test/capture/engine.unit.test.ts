@@ -12,7 +12,7 @@ import { BrowserSlot, type PreparedPage } from '../../services/capture/browser-s
 import { CdpConnection, CdpError } from '../../services/capture/cdp';
 import { EgressPolicy } from '../../services/shared/egress';
 import { CaptureEngine, turnOf } from '../../services/capture/engine';
-import type { CaptureContext, CaptureOutput } from '../../services/capture/page-capture';
+import { BrowserHiccup, type CaptureContext, type CaptureOutput } from '../../services/capture/page-capture';
 import { serviceError } from '../../services/shared/errors';
 import type { SnapOptions } from '../../services/shared/screenshot-options';
 
@@ -34,7 +34,15 @@ const gone = () => new CdpError('Page.navigate', 'CDP connection closed: the bro
 /** A browser slot whose browser is a stub; `crash` is a page capture during which that browser dies. */
 function stubSlot(id: number) {
   const slot = sinon.createStubInstance(BrowserSlot);
-  Object.assign(slot, { id, busy: true, broken: false, userAgent: 'Mozilla/5.0 Chrome/156', cdp: sinon.createStubInstance(CdpConnection) });
+  const cdp = sinon.createStubInstance(CdpConnection);
+  // The page's events as the engine subscribes to them (the page watch), to send them by hand.
+  const listeners = new Map<string, (params: Record<string, unknown>, sessionId: string | undefined) => void>();
+  cdp.on.callsFake((event, listener) => {
+    listeners.set(event, listener);
+    return () => listeners.delete(event);
+  });
+  cdp.send.resolves({});
+  Object.assign(slot, { id, busy: true, broken: false, userAgent: 'Mozilla/5.0 Chrome/156', cdp });
   let lost = false;
   sinon.stub(slot, 'lost').get(() => lost);
   const unwatch = sinon.stub();
@@ -44,6 +52,10 @@ function stubSlot(id: number) {
   return {
     slot,
     unwatch,
+    /** The browser sends an event of the page's session. */
+    emit(event: string, params: Record<string, unknown> = {}) {
+      listeners.get(event)?.(params, `session-${id}`);
+    },
     die() {
       lost = true;
     },
@@ -143,16 +155,67 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     expect(runPage.secondCall.args[0].deadline).to.equal(runPage.firstCall.args[0].deadline);
   });
 
-  it('answers page_load_failed when the page kills a second browser too', async () => {
+  it('answers page_crashed when the page kills a second browser too', async () => {
     const first = stubSlot(1);
     const second = stubSlot(2);
     pool.acquire.onFirstCall().resolves(first.slot).onSecondCall().resolves(second.slot);
     runPage.onFirstCall().callsFake(first.crash);
     runPage.onSecondCall().callsFake(second.crash);
     const err = await rejection(engine.capture(OPTIONS));
-    expect(err.type).to.equal('page_load_failed');
+    expect(err.type).to.equal('page_crashed');
     expect(err.message).to.contain('twice, on two browsers');
     sinon.assert.calledTwice(runPage);
+  });
+
+  it("takes a capture again, once, on a fresh context when the browser's screenshot call fails, keeping the browser, and counts it", async () => {
+    const observer = { browserFailed: sinon.stub() };
+    engine = new CaptureEngine({ pool, policy, blocker, timeoutMs: TIMEOUT_MS, runPage, observer });
+    const { slot } = stubSlot(1);
+    pool.acquire.resolves(slot);
+    runPage.onFirstCall().rejects(new BrowserHiccup('screenshot_failed', new CdpError('Page.captureScreenshot', 'Internal error')));
+    runPage.onSecondCall().resolves(OUTPUT);
+    expect(await engine.capture(OPTIONS)).to.equal(OUTPUT);
+    sinon.assert.calledTwice(runPage);
+    // Each attempt had a context of its own, disposed after it; the browser stays in service.
+    sinon.assert.calledTwice(slot.takePage);
+    sinon.assert.calledTwice(slot.recycle);
+    expect(slot.broken).to.equal(false);
+    sinon.assert.calledOnceWithExactly(observer.browserFailed, 'screenshot_failed', true);
+  });
+
+  it('answers browser_failed (502), not internal_error, when the browser fails the capture twice', async () => {
+    const observer = { browserFailed: sinon.stub() };
+    engine = new CaptureEngine({ pool, policy, blocker, timeoutMs: TIMEOUT_MS, runPage, observer });
+    const { slot } = stubSlot(1);
+    pool.acquire.resolves(slot);
+    runPage.callsFake(() => Promise.reject(new BrowserHiccup('target_closed', new CdpError('Page.navigate', 'Target closed'))));
+    const err = await rejection(engine.capture(OPTIONS));
+    expect(err.type).to.equal('browser_failed');
+    expect((err as { code?: number }).code).to.equal(502);
+    expect(err.message).to.contain("closed the page's tab under the capture, twice");
+    sinon.assert.calledTwice(runPage);
+    expect(observer.browserFailed.args).to.deep.equal([
+      ['target_closed', true],
+      ['target_closed', false],
+    ]);
+  });
+
+  it("answers page_crashed the moment the page's renderer crashes, without waiting for the capture, and keeps the browser", async () => {
+    const stub = stubSlot(1);
+    pool.acquire.resolves(stub.slot);
+    runPage.returns(new Promise(() => undefined));
+    const settled = engine.capture(OPTIONS).then(
+      () => null,
+      (e: Error & { type?: string }) => e,
+    );
+    await new Promise((r) => setImmediate(r));
+    stub.emit('Inspector.targetCrashed');
+    const err = await settled;
+    expect(err?.type).to.equal('page_crashed');
+    expect(err?.message).to.contain('ran out of memory');
+    sinon.assert.calledOnce(runPage);
+    sinon.assert.calledOnceWithExactly(pool.release, stub.slot);
+    expect(stub.slot.broken).to.equal(false);
   });
 
   it('does not take a capture with multi_step_actions again (its steps may have acted on the site)', async () => {
@@ -160,7 +223,7 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     pool.acquire.resolves(first.slot);
     runPage.callsFake(first.crash);
     const err = await rejection(engine.capture({ ...OPTIONS, multi_step_actions: [{ type: 'click', selector: '#send' }] }));
-    expect(err.type).to.equal('page_load_failed');
+    expect(err.type).to.equal('browser_failed');
     expect(err.message).to.contain('not taken again by themselves');
     sinon.assert.calledOnce(runPage);
     sinon.assert.calledOnce(pool.acquire);
@@ -185,12 +248,12 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     );
     await clock.tickAsync(TIMEOUT_MS - 900);
     const err = await settled;
-    expect(err?.type).to.equal('page_load_failed');
+    expect(err?.type).to.equal('browser_failed');
     expect(err?.message).to.contain('too late to try again');
     sinon.assert.calledOnce(runPage);
   });
 
-  it('stops a capture that overruns its budget with capture_timeout, and still disposes its page and gives the browser back', async () => {
+  it('stops a capture that overruns its budget with capture_timeout, naming what it was doing, and still disposes its page and gives the browser back', async () => {
     const clock = sinon.useFakeTimers();
     const { slot } = stubSlot(1);
     pool.acquire.resolves(slot);
@@ -204,7 +267,7 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     await clock.tickAsync(1);
     const err = await settled;
     expect(err?.type).to.equal('capture_timeout');
-    expect(err?.message).to.contain('longer than 30 seconds');
+    expect(err?.message).to.contain('longer than 30 seconds and was stopped while preparing the page');
     sinon.assert.calledOnceWithExactly(slot.recycle, pageOf(1), sinon.match.number, undefined);
     sinon.assert.calledOnceWithExactly(pool.release, slot);
     // An overrun is the page's doing: the browser stays in service.

@@ -82,6 +82,7 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       proxy_server: null,
       custom_proxy: null,
       bandwidth_bytes: 0,
+      load_finished: true,
     });
 
     /** Page N by definition: filter, sort (time, then id), skip (N-1) x limit. */

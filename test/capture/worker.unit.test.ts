@@ -40,6 +40,7 @@ const ref = (id: string): ScreenshotRef => ({
   proxy_server: null,
   custom_proxy: null,
   bandwidth_bytes: 0,
+  load_finished: true,
 });
 
 function setup(sessions = 2) {

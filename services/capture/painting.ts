@@ -1,0 +1,99 @@
+/**
+ * That the picture shows what the page draws: its web fonts loaded, and a screenshot that
+ * came back as one colour while the page has visible content taken again once the page has
+ * painted (docs/decisions/2026-11-28-nothing-blank-by-accident.md).
+ */
+import sharp from 'sharp';
+import { type PageSession, inPageCall, sleep } from './page-session';
+
+/** The longest a capture waits for the page's web fonts (document.fonts.ready). */
+export const FONTS_MS = 3_000;
+/** Time kept for the screenshot itself when the deadline is near. */
+const SAFETY_MS = 1_000;
+/** How often a one-colour picture of a page with content is taken again, a frame apart. */
+export const REPAINT_TRIES = 3;
+/** A picture this small per pixel may be of one colour, and is looked at; a larger one cannot be. */
+const BLANK_BYTES_PER_PIXEL = 0.03;
+/** Channel values of one colour differ by no more than this (JPEG noise). */
+const FLAT_TOLERANCE = 2;
+
+/**
+ * In the page: resolves once no font face of the page is loading any more (loaded or failed).
+ * Not document.fonts.ready: that also waits for the document to finish loading, which a page
+ * taken as drawn at navigation_timeout never does.
+ */
+function fontsSettled(): Promise<boolean> {
+  const loading = () => {
+    let any = false;
+    document.fonts.forEach((face) => {
+      any ||= face.status === 'loading';
+    });
+    return any;
+  };
+  if (!loading()) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const check = () => {
+      if (!loading()) resolve(true);
+    };
+    document.fonts.addEventListener('loadingdone', check);
+    document.fonts.addEventListener('loadingerror', check);
+  });
+}
+
+/** Waits, at most FONTS_MS and within the deadline, for the fonts the page uses to have loaded (or failed). */
+export async function settleFonts(page: PageSession, deadline: number): Promise<void> {
+  const ms = Math.min(FONTS_MS, deadline - Date.now() - SAFETY_MS);
+  if (ms <= 0) return;
+  const ready = page.evaluate<boolean>(inPageCall(fontsSettled), true);
+  ready.catch(() => undefined);
+  await Promise.race([ready, sleep(ms)]).catch(() => undefined);
+}
+
+/** Whether an image is of one colour (within FLAT_TOLERANCE); decoded only when it is small enough to be one. */
+export async function isOneColour(image: Buffer): Promise<boolean> {
+  const meta = await sharp(image).metadata();
+  const pixels = (meta.width ?? 0) * (meta.height ?? 0);
+  if (!pixels || image.length > pixels * BLANK_BYTES_PER_PIXEL) return false;
+  const { channels } = await sharp(image).removeAlpha().stats();
+  return channels.every((c) => c.max - c.min <= FLAT_TOLERANCE);
+}
+
+/** In the page: it has something a person would see (text, an image, a canvas, a video, a frame, a form control). */
+const HAS_VISIBLE_CONTENT = `(() => {
+  const body = document.body;
+  if (!body) return false;
+  if (body.innerText.trim() !== '') return true;
+  for (const el of document.querySelectorAll('img, svg, canvas, video, iframe, input, button, select, textarea')) {
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0 && r.bottom > 0 && r.right > 0) return true;
+  }
+  return false;
+})()`;
+
+/** In the page: resolves after the next two frames (the first may be the one already under way). */
+const TWO_FRAMES = 'new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve(true))))';
+
+/**
+ * The screenshot, taken again after a frame (at most REPAINT_TRIES times, within the
+ * deadline) while it is of one colour and the page has visible content. A page that is of
+ * one colour by design (nothing visible, or text in its background's colour) costs one look
+ * at the page, and then the tries.
+ */
+export async function untilPainted<T extends { image: Buffer; contentType: string }>(
+  page: PageSession,
+  first: T,
+  again: () => Promise<T>,
+  deadline: number,
+): Promise<T> {
+  if (!first.contentType.startsWith('image/')) return first;
+  let shot = first;
+  for (let tries = 0; tries < REPAINT_TRIES && deadline - Date.now() > SAFETY_MS; tries++) {
+    if (!(await isOneColour(shot.image))) return shot;
+    if (tries === 0 && !(await page.evaluate<boolean>(HAS_VISIBLE_CONTENT, false))) return shot;
+    const frames = page.evaluate<boolean>(TWO_FRAMES, true);
+    frames.catch(() => undefined);
+    await Promise.race([frames, sleep(250)]);
+    shot = await again();
+  }
+  return shot;
+}
