@@ -24,12 +24,17 @@
  * opt-out to finish (at most ACTION_MS), always within the capture's deadline. A page
  * without a banner costs one round trip to the page after load. Detection goes on in the
  * page meanwhile: a banner that appears later is still handled during `wait`.
- Cross-origin iframes running in another renderer process (site isolation) are
- * separate CDP targets and are not covered.
+ *
+ * Frames in renderers of their own (cross-site frames under site isolation, where a consent
+ * platform often draws its wall) are separate CDP targets: the page watch attaches each as it
+ * starts, paused, and the same script and binding are installed on its session before its
+ * document runs (PageWatch.onFrame), so a wall drawn there is handled the same way. Contexts
+ * are told apart by session and id (ids are per session).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { type PageSession, insertStyle } from './page-session';
+import type { PageWatch } from './page-watch';
 
 const WORLD = '__snap_consent';
 const BINDING = '__snapConsentSend';
@@ -44,6 +49,13 @@ const ACTION_MS = 5000;
 const SAFETY_MS = 1500;
 
 type Params = Record<string, unknown>;
+
+/** An execution context: ids are per session, so a context is its session and its id. */
+interface Ctx {
+  sid: string;
+  id: number;
+}
+const keyOf = (c: Ctx): string => `${c.sid}/${c.id}`;
 
 interface CompactRules {
   v: number;
@@ -131,12 +143,12 @@ export interface ConsentOutcome {
 
 export class ConsentHandler {
   private readonly offs: Array<() => void> = [];
-  /** Isolated-world context id -> frame id; frame id -> main-world context id. */
-  private readonly worldFrames = new Map<number, string>();
-  private readonly mainContexts = new Map<string, number>();
+  /** Isolated-world context (by key) -> frame id; frame id -> main-world context. */
+  private readonly worldFrames = new Map<string, string>();
+  private readonly mainContexts = new Map<string, Ctx>();
   private topLifecycle = 'loading';
   /** The top frame's isolated-world context. */
-  private topContext: number | null = null;
+  private topContext: Ctx | null = null;
   private started = false;
   /** Messages received so far, and how many there were when the content script was last seen idle. */
   private messages = 0;
@@ -145,9 +157,9 @@ export class ConsentHandler {
   private probing = false;
   private stopped = false;
   private cmpDetected: string | null = null;
-  /** Contexts (frames) that found a popup, and the outcome of their opt-out (true: done). */
-  private readonly popups = new Map<number, string>();
-  private readonly results = new Map<number, boolean>();
+  /** Contexts (frames, by key) that found a popup, with the context, and the outcome of their opt-out (true: done). */
+  private readonly popups = new Map<string, { ctx: Ctx; cmp: string }>();
+  private readonly results = new Map<string, boolean>();
   private readonly waiters = new Set<() => void>();
 
   private constructor(
@@ -160,20 +172,20 @@ export class ConsentHandler {
    * scripts disabled (disable_js) the content script still runs, but its timers do not: it
    * can find and pre-hide a banner, not click through one, so nothing is waited for.
    */
-  static async attach(page: PageSession, opts: { scriptsDisabled?: boolean } = {}): Promise<ConsentHandler> {
+  static async attach(page: PageSession, watch: PageWatch, opts: { scriptsDisabled?: boolean } = {}): Promise<ConsentHandler> {
     const a = loadAssets();
     const h = new ConsentHandler(page, Boolean(opts.scriptsDisabled));
     h.offs.push(
-      page.cdp.on('Runtime.executionContextCreated', (params, sessionId) => {
-        if (sessionId !== page.sessionId) return;
+      page.cdp.on('Runtime.executionContextCreated', (params, sid) => {
+        if (!sid || !watch.ours(sid)) return;
         const ctx = (params as { context: { id: number; name: string; auxData?: { frameId?: string; isDefault?: boolean } } }).context;
         const frameId = ctx.auxData?.frameId;
         if (!frameId) return;
-        if (ctx.auxData?.isDefault) h.mainContexts.set(frameId, ctx.id);
-        else if (ctx.name === WORLD) h.worldFrames.set(ctx.id, frameId);
+        if (ctx.auxData?.isDefault) h.mainContexts.set(frameId, { sid, id: ctx.id });
+        else if (ctx.name === WORLD) h.worldFrames.set(keyOf({ sid, id: ctx.id }), frameId);
       }),
-      page.cdp.on('Runtime.bindingCalled', (params, sessionId) => {
-        if (sessionId !== page.sessionId) return;
+      page.cdp.on('Runtime.bindingCalled', (params, sid) => {
+        if (!sid || !watch.ours(sid)) return;
         const { name, payload, executionContextId } = params as { name: string; payload: string; executionContextId: number };
         if (name !== BINDING) return;
         let parsed: { top: boolean; m: Message };
@@ -182,17 +194,20 @@ export class ConsentHandler {
         } catch {
           return;
         }
-        void h.onMessage(parsed.m, parsed.top, executionContextId).catch(() => undefined);
+        void h.onMessage(parsed.m, parsed.top, { sid, id: executionContextId }).catch(() => undefined);
       }),
     );
-    try {
-      await Promise.all([
-        page.send('Runtime.addBinding', { name: BINDING, executionContextName: WORLD }),
-        page.send('Page.addScriptToEvaluateOnNewDocument', { source: a.source, worldName: WORLD }),
+    // The binding and the content script, on the page's session and on each of its out-of-process frames'.
+    const install = (sid: string) =>
+      Promise.all([
+        page.cdp.send('Runtime.addBinding', { name: BINDING, executionContextName: WORLD }, sid),
+        page.cdp.send('Page.addScriptToEvaluateOnNewDocument', { source: a.source, worldName: WORLD }, sid),
         // Context and binding events; pages are prepared without the Runtime domain, whose
         // events every other capture would pay for.
-        page.send('Runtime.enable'),
+        page.cdp.send('Runtime.enable', {}, sid),
       ]);
+    try {
+      await Promise.all([install(page.sessionId), watch.onFrame(install)]);
     } catch (err) {
       h.stop();
       throw err;
@@ -200,33 +215,38 @@ export class ConsentHandler {
     return h;
   }
 
-  private reply(contextId: number, message: Params): Promise<unknown> {
-    return this.page
-      .send('Runtime.evaluate', { expression: `window.autoconsentReceiveMessage && window.autoconsentReceiveMessage(${JSON.stringify(message)})`, contextId })
-      .catch(() => undefined);
+  /** A command in a context's session. */
+  private send<T = Params>(ctx: Ctx, method: string, params: Params): Promise<T> {
+    return this.page.cdp.send<T>(method, { ...params, contextId: ctx.id }, ctx.sid);
   }
 
-  private async onMessage(m: Message, top: boolean, contextId: number): Promise<void> {
+  private reply(ctx: Ctx, message: Params): Promise<unknown> {
+    return this.send(ctx, 'Runtime.evaluate', {
+      expression: `window.autoconsentReceiveMessage && window.autoconsentReceiveMessage(${JSON.stringify(message)})`,
+    }).catch(() => undefined);
+  }
+
+  private async onMessage(m: Message, top: boolean, ctx: Ctx): Promise<void> {
     this.messages++;
-    if (top) this.topContext = contextId;
+    const key = keyOf(ctx);
+    if (top) this.topContext = ctx;
     switch (m.type) {
       case 'init': {
         const a = loadAssets();
         const compact = a.filter(a.rules, { url: m.url ?? '', mainFrame: top });
-        await this.reply(contextId, { type: 'initResp', config: CONFIG, rules: { autoconsent: [], compact } });
+        await this.reply(ctx, { type: 'initResp', config: CONFIG, rules: { autoconsent: [], compact } });
         return;
       }
       case 'eval': {
         // A rule step that must run in the page's own world (a CMP's JavaScript API).
         this.evalsPending++;
-        const frameId = this.worldFrames.get(contextId);
+        const frameId = this.worldFrames.get(key);
         const mainContext = frameId ? this.mainContexts.get(frameId) : undefined;
         let result = false;
         if (mainContext !== undefined && m.code) {
           try {
-            const r = await this.page.send<{ result?: { value?: unknown }; exceptionDetails?: unknown }>('Runtime.evaluate', {
+            const r = await this.send<{ result?: { value?: unknown }; exceptionDetails?: unknown }>(mainContext, 'Runtime.evaluate', {
               expression: m.code,
-              contextId: mainContext,
               returnByValue: true,
               awaitPromise: true,
               timeout: 1000,
@@ -236,7 +256,7 @@ export class ConsentHandler {
             result = false;
           }
         }
-        await this.reply(contextId, { type: 'evalResp', id: m.id, result });
+        await this.reply(ctx, { type: 'evalResp', id: m.id, result });
         this.evalsPending--;
         this.wakeAll();
         return;
@@ -251,13 +271,13 @@ export class ConsentHandler {
         this.cmpDetected ??= m.cmp ?? 'unknown';
         break;
       case 'popupFound':
-        if (!this.popups.has(contextId)) this.popups.set(contextId, m.cmp ?? 'unknown');
+        if (!this.popups.has(key)) this.popups.set(key, { ctx, cmp: m.cmp ?? 'unknown' });
         break;
       case 'optOutResult':
-        this.results.set(contextId, Boolean(m.result));
+        this.results.set(key, Boolean(m.result));
         break;
       case 'autoconsentDone':
-        this.results.set(contextId, true);
+        this.results.set(key, true);
         break;
     }
     this.wakeAll();
@@ -301,7 +321,7 @@ export class ConsentHandler {
           await this.changed(100);
           continue;
         }
-        const ok = await this.page.send('Runtime.evaluate', { expression: 'true', contextId: this.topContext }).then(
+        const ok = await this.send(this.topContext, 'Runtime.evaluate', { expression: 'true' }).then(
           () => true,
           () => false,
         );
@@ -349,26 +369,23 @@ export class ConsentHandler {
     if (this.popups.size === 0 && this.topContext !== null) {
       // No banner in time: the page is captured as it is, without autoconsent's pre-hiding
       // (its selectors cover every known CMP and a few look like ordinary page parts).
-      await this.page
-        .send('Runtime.evaluate', { expression: `(document.getElementById('autoconsent-prehide') || { remove() {} }).remove()`, contextId: this.topContext })
-        .catch(() => undefined);
+      await this.send(this.topContext, 'Runtime.evaluate', {
+        expression: `(document.getElementById('autoconsent-prehide') || { remove() {} }).remove()`,
+      }).catch(() => undefined);
     } else if (this.popups.size > 0 && !this.dismissed) {
-      for (const ctx of this.popups.keys()) {
-        if (this.results.get(ctx) === true) continue;
-        const r = await this.page
-          .send<{ result?: { value?: unknown } }>('Runtime.evaluate', {
-            expression:
-              `(() => { const css = window.__snapPrehideCss || (document.getElementById('autoconsent-prehide') || {}).textContent; if (!css) ` +
-              `return false; (${insertStyle})(css, 'id', 'snap-consent-fallback'); return true; })()`,
-            contextId: ctx,
-            returnByValue: true,
-          })
-          .catch(() => undefined);
+      for (const [key, { ctx }] of this.popups) {
+        if (this.results.get(key) === true) continue;
+        const r = await this.send<{ result?: { value?: unknown } }>(ctx, 'Runtime.evaluate', {
+          expression:
+            `(() => { const css = window.__snapPrehideCss || (document.getElementById('autoconsent-prehide') || {}).textContent; if (!css) ` +
+            `return false; (${insertStyle})(css, 'id', 'snap-consent-fallback'); return true; })()`,
+          returnByValue: true,
+        }).catch(() => undefined);
         fallbackHidden ||= r?.result?.value === true;
       }
     }
     return {
-      cmp: this.popups.values().next().value ?? null,
+      cmp: this.popups.values().next().value?.cmp ?? null,
       popupFound: this.popups.size > 0,
       dismissed: this.dismissed,
       fallbackHidden,

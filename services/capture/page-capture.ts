@@ -42,8 +42,8 @@ export interface CaptureOutput {
 type Params = Record<string, unknown>;
 
 /** Applies everything that must be in place before the first request (beyond presetPage). */
-async function prepare(page: PageSession, o: SnapOptions, userAgent: string): Promise<void> {
-  const steps: Array<Promise<unknown>> = [];
+async function prepare(page: PageSession, o: SnapOptions, userAgent: string, watch: PageWatch): Promise<void> {
+  const steps: Array<Promise<unknown>> = [watch.attachFrames()];
   const viewport = viewportOf(o);
   if (!sameViewport(viewport, page.viewport)) steps.push(page.send('Emulation.setDeviceMetricsOverride', deviceMetrics(viewport)));
   if (o.user_agent || o.accept_language) {
@@ -280,12 +280,12 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
   const inline = o.html_content !== undefined ? { url: o.url, html: o.html_content } : null;
   if (!inline) await admitUrl(policy, o.url, 'url: ');
 
-  await prepare(page, o, ctx.userAgent);
+  await prepare(page, o, ctx.userAgent, watch);
   // Requests are paused for the egress policy or for blocking; autoconsent is installed
   // before navigating.
   const blocker = wantsBlocking(o) ? await ctx.blocker() : null;
   const guard = await guardRequests(page, policy, blocker ? { blocker, o } : null, ctx.gateway ?? null, inline);
-  const consent = o.no_cookie_banners ? await ConsentHandler.attach(page, { scriptsDisabled: o.disable_js }) : null;
+  const consent = o.no_cookie_banners ? await ConsentHandler.attach(page, watch, { scriptsDisabled: o.disable_js }) : null;
   const bound: NavigationBound = {
     until: o.wait_until ?? DEFAULTS.wait_until,
     ms: o.navigation_timeout ?? DEFAULTS.navigation_timeout,

@@ -13,6 +13,9 @@
  * - The page's loading, from the lifecycle events of the main frame's current document: what
  *   wait_until waits for, whether anything was drawn (first contentful paint), and how often the
  *   page navigated itself.
+ * - Frames in renderers of their own (site isolation: cross-site frames under `--site-per-process`,
+ *   the full browser's default): each is attached as it starts, paused, set up (dialogs, and
+ *   what onFrame asks: the consent handling) and then let run, so nothing of it runs unwatched.
  *
  * The page's session has Page, Inspector and lifecycle events enabled (BrowserSlot.createPage),
  * and the browser's connection discovers targets (launchSession), so nothing is sent here
@@ -50,6 +53,9 @@ export class PageWatch {
   private events = new Set<string>();
   private readonly changed = new Set<() => void>();
   private readonly offs: Array<() => void> = [];
+  /** The sessions of the page's out-of-process frames (and of their frames). */
+  readonly frames = new Set<string>();
+  private readonly frameSetups: Array<(sessionId: string) => Promise<unknown>> = [];
 
   private constructor(private readonly page: PageSession) {
     let crash!: (err: Error) => void;
@@ -60,11 +66,23 @@ export class PageWatch {
     const { cdp, sessionId } = page;
     this.offs.push(
       cdp.on('Page.javascriptDialogOpening', (p, sid) => {
-        if (sid !== sessionId) return;
+        if (!sid || !this.ours(sid)) return;
         const type = String(p.type);
         this.dialogs[type] = (this.dialogs[type] ?? 0) + 1;
         // A dialog the page closed itself in the meantime answers an error: nothing to do then.
-        page.send('Page.handleJavaScriptDialog', { accept: DIALOG_ANSWER[type] ?? false }).catch(() => undefined);
+        cdp.send('Page.handleJavaScriptDialog', { accept: DIALOG_ANSWER[type] ?? false }, sid).catch(() => undefined);
+      }),
+      cdp.on('Target.attachedToTarget', (p, sid) => {
+        const info = p.targetInfo as { type: string };
+        const child = String(p.sessionId);
+        if (!sid || !this.ours(sid)) return;
+        if (info.type !== 'iframe') {
+          // Nothing else is watched (a worker): let it run.
+          cdp.send('Runtime.runIfWaitingForDebugger', {}, child).catch(() => undefined);
+          return;
+        }
+        this.frames.add(child);
+        void this.setUpFrame(child);
       }),
       cdp.on('Target.targetCreated', (p) => {
         const info = p.targetInfo as { targetId: string; type: string; browserContextId?: string };
@@ -84,6 +102,36 @@ export class PageWatch {
 
   static start(page: PageSession): PageWatch {
     return new PageWatch(page);
+  }
+
+  /** The page's own session, or one of its out-of-process frames'. */
+  ours(sessionId: string): boolean {
+    return sessionId === this.page.sessionId || this.frames.has(sessionId);
+  }
+
+  /**
+   * Has the page's out-of-process frames attached as they start, paused until they are set up
+   * (onFrame); sent with the capture's first commands.
+   */
+  attachFrames(): Promise<unknown> {
+    return this.page.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true });
+  }
+
+  /** Also runs `setup` on each out-of-process frame's session before its document runs (and on those already attached). */
+  onFrame(setup: (sessionId: string) => Promise<unknown>): Promise<unknown> {
+    this.frameSetups.push(setup);
+    return Promise.all([...this.frames].map((sid) => setup(sid).catch(() => undefined)));
+  }
+
+  /** A new frame session: dialogs, its own frames, each onFrame setup; then its document runs. */
+  private async setUpFrame(sessionId: string): Promise<void> {
+    const { cdp } = this.page;
+    await Promise.all([
+      cdp.send('Page.enable', {}, sessionId),
+      cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true }, sessionId),
+      ...this.frameSetups.map((setup) => setup(sessionId)),
+    ]).catch(() => undefined);
+    await cdp.send('Runtime.runIfWaitingForDebugger', {}, sessionId).catch(() => undefined);
   }
 
   private crashNote(): string {

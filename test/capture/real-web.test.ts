@@ -1,5 +1,7 @@
 /**
- * What real pages do that must neither hold nor spoil a capture, end to end on the real Grid:
+ * What real pages do that must neither hold nor spoil a capture, end to end on the real Grid,
+ * with site isolation on (`--site-per-process`: a cross-site frame runs in a renderer of its
+ * own, as in the full browser, so what is handled in frames is handled there too):
  * JavaScript dialogs (answered at once, in frames too), popups (closed, never captured), a
  * renderer that runs out of memory (page_crashed at once, the browser kept), loads that never
  * finish (captured as drawn at navigation_timeout, the record says so), a server that never
@@ -38,7 +40,7 @@ describe('real pages: dialogs, popups, crashes and loads that never finish (real
     ALLOW_PRIVATE_NETWORKS: 'true',
     CAPTURE_SESSIONS: '2',
     CAPTURE_TIMEOUT_MS: '15000',
-    CHROME_EXTRA_ARGS: '--js-flags=--max-old-space-size=64',
+    CHROME_EXTRA_ARGS: '--js-flags=--max-old-space-size=64 --site-per-process',
   });
   let site: LocalServer;
   let silent: { origin: string; stop(): Promise<void> };
@@ -58,7 +60,32 @@ describe('real pages: dialogs, popups, crashes and loads that never finish (real
             ),
           };
         case '/dialog-frame':
-          return { body: block(RED, `<iframe src="/dialog-inner" style="position:fixed;left:0;top:0;width:300px;height:300px;border:0"></iframe>`) };
+          // The frame from another site (localhost, not 127.0.0.1): a renderer of its own.
+          return {
+            body: block(
+              RED,
+              `<iframe src="http://localhost:${site.port}/dialog-inner" style="position:fixed;left:0;top:0;width:300px;height:300px;border:0"></iframe>`,
+            ),
+          };
+        case '/consent-frame':
+          // A consent wall drawn by a frame of another site (piano.io's banner), over the bottom 200 px;
+          // the frame asks the page to remove it once refused.
+          return {
+            body: block(
+              GREEN,
+              `<iframe id="cmp" src="http://localhost:${site.port}/piano" style="position:fixed;left:0;bottom:0;width:100%;height:200px;border:0"></iframe>` +
+                "<script>addEventListener('message', (e) => { if (e.data === 'piano-closed') { document.getElementById('cmp').remove(); " +
+                "document.documentElement.dataset.consent = 'rejected'; } });</script>",
+            ),
+          };
+        case '/piano':
+          return {
+            body:
+              `<body style="margin:0"><div id="piano-cookie_banner" style="height:200px;background:rgb(${RED.join(',')})">We use cookies ` +
+              '<button data-acceptance-button>Accept</button><button data-close-button>Close</button></div>' +
+              "<script>document.querySelector('[data-close-button]').onclick = () => parent.postMessage('piano-closed', '*');" +
+              "document.querySelector('[data-acceptance-button]').onclick = () => parent.postMessage('piano-accepted', '*');</script></body>",
+          };
         case '/dialog-inner':
           return {
             body: `<body style="margin:0"><script>alert('from a frame');</script><div style="width:300px;height:300px;background:rgb(${BLUE.join(',')})"></div></body>`,
@@ -76,7 +103,8 @@ describe('real pages: dialogs, popups, crashes and loads that never finish (real
           popupPings++;
           return { body: 'alive' };
         case '/oom':
-          return { body: block(GREEN, '<script>setTimeout(() => { const a = []; for (;;) a.push(new Array(1e6).fill(1.5)); }, 50);</script>') };
+          // Allocates without end while it loads.
+          return { body: block(GREEN, '<script>const a = []; for (;;) a.push(new Array(1e6).fill(1.5));</script>') };
         case '/hanging-image':
           // The document is complete, its image never comes: the load event never fires.
           return { body: block(GREEN, `<img src="${streamingOrigin}/never-image" width="10" height="10">`) };
@@ -143,10 +171,21 @@ describe('real pages: dialogs, popups, crashes and loads that never finish (real
     expect(html.body.html).to.match(/<title>false,null<\/title>/);
   });
 
-  it('answers a dialog opened by a frame of the page', async () => {
+  it('answers a dialog opened by a frame of another site, in its own renderer', async () => {
     const { r } = await timed({ url: url('/dialog-frame') });
     expect(r.status, JSON.stringify(r.body)).to.equal(200);
     expect(await colourAt(r.raw, 100, 100)).to.satisfy((c: Rgb) => near(c, BLUE));
+  });
+
+  it('refuses a consent wall drawn by a frame of another site, in its own renderer (no_cookie_banners)', async () => {
+    const shown = await timed({ url: url('/consent-frame') });
+    expect(await colourAt(shown.r.raw, 200, 250), 'the wall, without no_cookie_banners').to.satisfy((c: Rgb) => near(c, RED));
+    // A moment for the page to act on the frame's message (as the default wait gives it).
+    const refused = await timed({ url: url('/consent-frame'), no_cookie_banners: true, wait: 300 });
+    expect(refused.r.status, JSON.stringify(refused.r.body)).to.equal(200);
+    expect(await colourAt(refused.r.raw, 200, 250), 'the page behind the wall').to.satisfy((c: Rgb) => near(c, GREEN));
+    const html = await t.snap({ url: url('/consent-frame'), no_cookie_banners: true, html_only: true, wait: 300 });
+    expect(html.body.html, 'refused through the close button, not hidden').to.match(/data-consent="rejected"/);
   });
 
   it('leaves a page that asks before being left (beforeunload is accepted)', async () => {
