@@ -19,6 +19,13 @@
  *      second, each scheduler's CPU, and that each configuration fired exactly once (the run
  *      fails if one fired twice or not at all).
  *
+ *   3. A capture instance killed under a burst (issue 47). A stack as `npm run stack` runs it
+ *      (two capture instances with two browser sessions each, two Grid nodes, the supervisor
+ *      on), an account allowed 64 captures at once: KILL_BURST GET /snap of the bench's heavy
+ *      page at once, then capture-1 SIGKILLed KILL_AFTER_MS later. Reported: the answers by
+ *      status, when the last came, the account's usage against the 200s, each snap's job (one
+ *      each, the taken-again ones in two attempts), and the same burst with no kill beside it.
+ *
  * Results go to stdout and, when every part and layout ran, into docs/benchmark.md (its "stack" results);
  * progress to stderr. Every process started is stopped at the end, on failure and on
  * SIGINT/SIGTERM too (each stack drops its database).
@@ -28,7 +35,7 @@
  *   BENCH_STACK_WARMUP    warm-up captures per worker before measuring (default 3)
  *   BENCH_STACK_LAYOUTS   e.g. "1x1,2x2" (default 1x1,2x1,1x2,2x2)
  *   BENCH_STACK_CONFIGS   scheduled configurations in the round (default 10000)
- *   BENCH_STACK_PARTS     "spread", "scheduler" or both (default spread,scheduler)
+ *   BENCH_STACK_PARTS     "spread", "scheduler", "kill" or any of them (default all three)
  *   STACK_MYSQL_URL, STACK_REDIS_URL, STACK_NATS_URL  as for `npm run stack`
  */
 import { spawnSync } from 'node:child_process';
@@ -51,7 +58,10 @@ const CONCURRENCY = 4;
 const TOTAL_SESSIONS = 4;
 const SCHEDULERS = 3;
 const ALL_LAYOUTS = ['1x1', '2x1', '1x2', '2x2'] as const;
-const ALL_PARTS = ['spread', 'scheduler'] as const;
+const ALL_PARTS = ['spread', 'scheduler', 'kill'] as const;
+/** Part 3: the burst, and how long after it capture-1 is killed. */
+const KILL_BURST = 40;
+const KILL_AFTER_MS = 1_500;
 
 const progress = (msg: string) => process.stderr.write(`[bench:stack] ${msg}\n`);
 
@@ -122,7 +132,15 @@ const running = new Set<Stack>();
 
 async function startStack(
   label: string,
-  o: { captureInstances: number; gridNodes: number; schedulerInstances: number; sessionsPerCapture: number; env: Record<string, string> },
+  o: {
+    captureInstances: number;
+    gridNodes: number;
+    schedulerInstances: number;
+    sessionsPerCapture: number;
+    env: Record<string, string>;
+    /** Start a service process that dies again, as `npm run stack` does (default: a death fails the bench). */
+    restart?: boolean;
+  },
 ): Promise<Stack> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'snap-bench-stack-'));
   progress(
@@ -138,8 +156,8 @@ async function startStack(
     ...o,
     dir,
     port: 0,
-    // A process that dies fails the bench instead of being started again unnoticed.
-    restart: false,
+    // A process that dies fails the bench instead of being started again unnoticed (but where a death is what is measured).
+    restart: o.restart ?? false,
     env: {
       // The bench's pages are on 127.0.0.1.
       ALLOW_PRIVATE_NETWORKS: 'true',
@@ -715,7 +733,125 @@ function roundReport(r: RoundResult | null): string[] {
   return lines;
 }
 
-function report(layouts: LayoutResult[], round: RoundResult | null, totalSeconds: number, loads: number[]): string {
+// ------------------------------------------------------------------------------------------
+// 3. a capture instance killed under a burst
+// ------------------------------------------------------------------------------------------
+
+interface BurstResult {
+  killed: boolean;
+  statuses: Map<number, number>;
+  lastAnswerSeconds: number;
+  usage: number;
+  jobs: number;
+  takenAgain: number;
+  screenshots: number;
+}
+
+/** One burst of KILL_BURST snaps of the heavy page at once (capture-1 SIGKILLed KILL_AFTER_MS in, with `kill`). */
+async function burst(stack: Stack, pages: PageServer, kill: boolean): Promise<BurstResult> {
+  const { account_id, access_token } = createAccount(stack);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: KILL_BURST });
+  agents.add(agent);
+  const statuses = new Map<number, number>();
+  const t = performance.now();
+  let last = 0;
+  const one = (n: number) =>
+    new Promise<void>((resolve) => {
+      const url = `${stack.url}/snap?${snapQuery(access_token, `${pages.origin}${pages.pages.heavy}?burst=${n}`)}`;
+      const req = http.get(url, { agent, timeout: 180_000, signal: aborted.signal }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          statuses.set(res.statusCode ?? 0, (statuses.get(res.statusCode ?? 0) ?? 0) + 1);
+          last = performance.now() - t;
+          resolve();
+        });
+      });
+      req.on('error', () => {
+        statuses.set(0, (statuses.get(0) ?? 0) + 1);
+        resolve();
+      });
+    });
+  const answers = Promise.all(Array.from({ length: KILL_BURST }, (_, n) => one(n)));
+  if (kill) {
+    await new Promise((r) => setTimeout(r, KILL_AFTER_MS));
+    const generation = stack.instances.get('capture-1')?.generation ?? 0;
+    stack.kill('capture-1');
+    progress(`kill: capture-1 SIGKILLed ${KILL_AFTER_MS} ms into the burst`);
+    await answers;
+    await stack.restarted('capture-1', generation);
+  } else await answers;
+  agent.destroy();
+  agents.delete(agent);
+  const db = knex({ client: 'mysql2', connection: stack.serviceEnv().DATABASE_URL });
+  try {
+    const jobs = (await db('jobs').where({ account_id, kind: 'snap' }).select('attempts')) as Array<{ attempts: number }>;
+    const [{ n }] = (await db('screenshots').where({ account_id }).count({ n: '*' })) as Array<{ n: number | string }>;
+    const limits = (await (await fetch(`${stack.url}/account_limits?access_token=${access_token}`)).json()) as {
+      results?: { screenshot_current_month_usage?: number };
+    };
+    return {
+      killed: kill,
+      statuses,
+      lastAnswerSeconds: last / 1000,
+      usage: limits.results?.screenshot_current_month_usage ?? -1,
+      jobs: jobs.length,
+      takenAgain: jobs.filter((j) => Number(j.attempts) > 1).length,
+      screenshots: Number(n),
+    };
+  } finally {
+    await db.destroy();
+  }
+}
+
+async function runKill(pages: PageServer): Promise<BurstResult[]> {
+  // Each instance lets the whole burst wait: what is measured is what a death loses, not the queue's limit.
+  const stack = await startStack('kill', {
+    captureInstances: 2,
+    gridNodes: 2,
+    schedulerInstances: 1,
+    sessionsPerCapture: 2,
+    env: { CAPTURE_QUEUE_MAX: String(KILL_BURST) },
+    restart: true,
+  });
+  let failed = true;
+  try {
+    await waitForBrowsers(stack, 4);
+    const calm = await burst(stack, pages, false);
+    const killed = await burst(stack, pages, true);
+    failed = false;
+    return [calm, killed];
+  } finally {
+    await stopStack(stack, failed);
+  }
+}
+
+function killReport(results: BurstResult[]): string[] {
+  if (!results.length) return [];
+  const statusText = (r: BurstResult) => [...r.statuses.entries()].map(([s, n]) => `${n} x ${s === 0 ? 'no answer' : s}`).join(', ');
+  const killed = results.find((r) => r.killed);
+  const met = killed
+    ? (killed.statuses.get(200) ?? 0) === KILL_BURST && killed.usage === KILL_BURST && killed.jobs === KILL_BURST && killed.screenshots === KILL_BURST
+    : false;
+  return [
+    '',
+    '## A capture instance killed under a burst',
+    '',
+    `Two capture instances with two browser sessions each on two Grid nodes, the supervisor on, each letting ${KILL_BURST} captures wait ` +
+      `(CAPTURE_QUEUE_MAX). ${KILL_BURST} GET /snap of the heavy page at once from one account (64 at once allowed); with the kill, capture-1 SIGKILLed ` +
+      `${KILL_AFTER_MS} ms into the burst.`,
+    '',
+    '| burst | answers | last answer, s | usage | jobs | taken again | screenshots |',
+    '|---|---|---:|---:|---:|---:|---:|',
+    ...results.map(
+      (r) =>
+        `| ${r.killed ? 'capture-1 killed' : 'no kill'} | ${statusText(r)} | ${r.lastAnswerSeconds.toFixed(1)} | ${r.usage} | ${r.jobs} | ${r.takenAgain} | ${r.screenshots} |`,
+    ),
+    '',
+    `Target: with the kill, every snap answered 200, charged once, one job and one screenshot each (issue 47): ${met ? '**MET**' : '**NOT MET**'}.`,
+  ];
+}
+
+function report(layouts: LayoutResult[], round: RoundResult | null, kills: BurstResult[], totalSeconds: number, loads: number[]): string {
   const cpus = os.cpus();
   const lines = [
     '# Benchmark: the full stack as separate processes',
@@ -728,7 +864,7 @@ function report(layouts: LayoutResult[], round: RoundResult | null, totalSeconds
       `${Math.max(...loads) > 1.5 ? ' — **a busy machine: other work was running, so these are noisy figures**' : ''}.`,
     '',
   ];
-  return [...lines, ...spreadReport(layouts), ...roundReport(round)].join('\n');
+  return [...lines, ...spreadReport(layouts), ...roundReport(round), ...killReport(kills)].join('\n');
 }
 
 // ------------------------------------------------------------------------------------------
@@ -760,8 +896,15 @@ async function main(): Promise<void> {
       pages = null;
     }
     const round = PARTS.includes('scheduler') ? await runSchedulerRound() : null;
+    let kills: BurstResult[] = [];
+    if (PARTS.includes('kill')) {
+      pages = await startPageServer();
+      kills = await runKill(pages);
+      await pages.stop();
+      pages = null;
+    }
     loads.push(os.loadavg()[0]!);
-    const text = report(layouts, round, (performance.now() - t0) / 1000, loads);
+    const text = report(layouts, round, kills, (performance.now() - t0) / 1000, loads);
     publishResults('stack', text, FULL_RUN, progress);
   } finally {
     await cleanup();

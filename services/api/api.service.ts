@@ -34,7 +34,7 @@ export function apiRoutes(
   return [
     ...operationRoutes(config),
     ...ACCOUNT_ROUTES,
-    ...snapRoutes(store, policy),
+    ...snapRoutes(store, policy, config.capture.queueTimeoutMs + config.capture.timeoutMs),
     ...configRoutes(store, policy),
     ...AI_ROUTES,
     ...imageAnalysisRoutes(policy, config),

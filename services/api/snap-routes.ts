@@ -19,6 +19,7 @@ import { INLINE_DOCUMENT_URL, OPTION_DEFAULTS, type SnapOptions, captureKey, req
 import type { FileStore } from '../shared/storage';
 import { parseThumbnailName } from '../capture/public/thumbnail-names';
 import { AI_CHECK_ERRORS, admitCapture, GATE_ERRORS } from './admission';
+import { takeSnap } from './capture-call';
 import { type RouteContext, type RouteDef, route } from './http';
 import { type ParamShape, type RawParams, SNAP_HTML_PARAMS, SNAP_PARAMS } from './request-schemas';
 
@@ -69,7 +70,7 @@ async function answer(ctx: RouteContext, store: FileStore, ref: ScreenshotRef, o
 }
 
 /** A snap of `options`, through the one admission path. */
-async function snap(ctx: RouteContext<unknown>, store: FileStore, policy: TargetPolicy, options: SnapOptions): Promise<unknown> {
+async function snap(ctx: RouteContext<unknown>, store: FileStore, policy: TargetPolicy, budgetMs: number, options: SnapOptions): Promise<unknown> {
   const { broker, account } = ctx;
   await admitCapture({ broker, account, policy, given: options });
   const features = requestedFeatures(options);
@@ -82,7 +83,7 @@ async function snap(ctx: RouteContext<unknown>, store: FileStore, policy: Target
     broker,
     { account, amounts: { screenshots: 1 }, features },
     billsAiCredits(options),
-    () => call(broker, 'capture.take', { account, options }),
+    () => takeSnap(broker, { account, options }, budgetMs),
     {
       analysed: (taken) => taken.ai?.ai_analyzed === true,
     },
@@ -147,8 +148,9 @@ function snapEndpoint<P>(url: string, summary: string, params: ParamShape<P>, ha
   );
 }
 
-export function snapRoutes(store: FileStore, policy: TargetPolicy): RouteDef[] {
-  const snapOf = (ctx: RouteContext<SnapOptions>) => snap(ctx, store, policy, ctx.params);
+/** `budgetMs`: a snap's time to wait for a browser and capture (CAPTURE_QUEUE_TIMEOUT_MS and CAPTURE_TIMEOUT_MS), within which it is taken again when its capture instance disappears. */
+export function snapRoutes(store: FileStore, policy: TargetPolicy, budgetMs: number): RouteDef[] {
+  const snapOf = (ctx: RouteContext<SnapOptions>) => snap(ctx, store, policy, budgetMs, ctx.params);
   const snaps = [
     ...snapEndpoint('/snap', 'Capture a page: the image (default), the JSON record (json=true) or the rendered HTML (html_only=true).', SNAP_PARAMS, snapOf),
     ...snapEndpoint(
@@ -156,7 +158,7 @@ export function snapRoutes(store: FileStore, policy: TargetPolicy): RouteDef[] {
       'Render the HTML document given in html_content, with the snap options: the image, the JSON record (json=true) or the rendered HTML (html_only=true). ' +
         '1 screenshot credit.',
       SNAP_HTML_PARAMS,
-      (ctx) => snap(ctx, store, policy, { ...ctx.params, url: INLINE_DOCUMENT_URL }),
+      (ctx) => snap(ctx, store, policy, budgetMs, { ...ctx.params, url: INLINE_DOCUMENT_URL }),
     ),
     ...snapEndpoint(
       '/snap_ai_analysis',

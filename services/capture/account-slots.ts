@@ -44,7 +44,7 @@ export interface AccountSlots {
    */
   start(ticket: Ticket): Promise<boolean>;
   /** The capture is over: it counts no more. */
-  finish(ticket: Ticket): Promise<void>;
+  finish(ticket: Pick<Ticket, 'id' | 'accountId'>): Promise<void>;
   /** Extends the leases of the tickets this instance holds (only of those still counted). */
   renew(tickets: Ticket[]): Promise<void>;
   /** When each account last started a capture (ms), for the jobs queue's turn order. */
@@ -138,7 +138,7 @@ export class RedisAccountSlots implements AccountSlots {
     return (await this.redis.slotsStart(k('run'), k('wait'), k('last'), t.id, now, now + this.leaseMs, t.limits.maxConcurrent)) === 1;
   }
 
-  async finish(t: Ticket): Promise<void> {
+  async finish(t: Pick<Ticket, 'id' | 'accountId'>): Promise<void> {
     await this.redis.multi().zrem(this.key(t.accountId, 'run'), t.id).zrem(this.key(t.accountId, 'wait'), t.id).exec();
   }
 
@@ -212,7 +212,7 @@ export class MemoryAccountSlots implements AccountSlots {
     return true;
   }
 
-  async finish(t: Ticket): Promise<void> {
+  async finish(t: Pick<Ticket, 'id' | 'accountId'>): Promise<void> {
     const a = this.accounts.get(t.accountId);
     if (!a) return;
     a.running.delete(t.id);

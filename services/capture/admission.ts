@@ -112,6 +112,15 @@ export class Admission {
     for (const listener of this.finished) listener(t);
   }
 
+  /**
+   * Gives back the place of a capture that no instance runs any more (its instance disappeared
+   * and the api gave up on it), whoever held it, instead of leaving it to lapse with its lease.
+   */
+  async release(t: Pick<Ticket, 'id' | 'accountId'>): Promise<void> {
+    this.live.delete(t.id);
+    await this.deps.slots.finish(t);
+  }
+
   lastStarts(accountIds: string[]): Promise<Map<string, number>> {
     return this.deps.slots.lastStarts(accountIds);
   }

@@ -33,6 +33,13 @@ export interface Claim {
   cls: PoolClass;
   /** The capture's ticket in its account's counts; null for work of no account (the job worker asking for a browser to claim a job with). */
   ticket: Ticket | null;
+  /** When it began waiting, if before it asked here (a snap taken again after its instance disappeared keeps its place). */
+  since?: number;
+  /**
+   * A snap taken again after the instance that held it disappeared: it was let in there, so a
+   * full queue here does not refuse it (the dead instance's waiting work moves here whole).
+   */
+  again?: boolean;
 }
 
 /** A capture of no account (tests, tools). */
@@ -137,7 +144,7 @@ export class BrowserPool {
   acquire(claim: Claim = ANYONE): Promise<BrowserSlot> {
     if (this.closed) return Promise.reject(serviceError('capacity_exhausted', 'The capture service is shutting down; retry shortly.', { retryAfter: 5 }));
     const waiting = this.queue.count((w) => !isWorkerAsk(w.claim));
-    if (!isWorkerAsk(claim) && !this.pickFree() && waiting >= this.opts.queueMax) {
+    if (!isWorkerAsk(claim) && !claim.again && !this.pickFree() && waiting >= this.opts.queueMax) {
       return Promise.reject(
         serviceError('capacity_exhausted', `All ${this.opts.sessions} browsers are busy and ${waiting} captures are waiting; retry shortly.`, {
           retryAfter: 2,
@@ -148,7 +155,7 @@ export class BrowserPool {
       const waiter: Waiter = {
         cls: claim.cls,
         accountId: claim.ticket?.accountId ?? '',
-        since: Date.now(),
+        since: claim.since ?? Date.now(),
         claim,
         resolve,
         reject,

@@ -29,7 +29,7 @@ import { EgressGateway } from './gateway';
 import { CaptureEngine, turnOf } from './engine';
 import { CaptureFiles } from './files';
 import { GridDrainWatch } from './grid-drain';
-import { JobQueue, jobStatusOf } from './jobs';
+import { JobQueue, finishedAnswer, jobStatusOf } from './jobs';
 import { CaptureMetrics } from './metrics';
 import { readingCapture } from './page-capture';
 import { type Analyst, CapturePipeline, type Router } from './pipeline';
@@ -80,11 +80,16 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
   let s: CaptureState;
   const blockers = new BlockerLoader();
 
-  /** A snap: captured while the HTTP request waits; its job is recorded for GET /jobs. */
+  /**
+   * A snap: captured while the HTTP request waits; its job is recorded for GET /jobs. An
+   * attempt after the first (its instance disappeared under it: the api takes it again here)
+   * keeps its job, its place in its account's counts and in the fair order.
+   */
   const take: Handler<'capture.take'> = async (ctx) => {
-    const { account, options } = ctx.params;
-    // Its account's limits first (429 past them), before anything is written.
-    const ticket = s.admission.ticket(randomId(12), account);
+    const { account, options, jobId, attempt, since } = ctx.params;
+    // Its account's limits first (429 past them), before anything is written; a ticket still
+    // counted from an earlier attempt is taken over as it is.
+    const ticket = s.admission.ticket(jobId, account);
     try {
       await s.admission.admit(ticket);
     } catch (err) {
@@ -93,12 +98,22 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
     }
     try {
       const snapConfig = await call(ctx, 'scheduler.snapConfig', { accountId: account.accountId, options, snapKey: captureKey(options) });
-      const job = await s.queue.start({ id: ticket.id, accountId: account.accountId, configId: snapConfig.id });
-      void call(ctx, 'scheduler.noteJob', { configId: job.configId, jobId: job.id }).catch(() => undefined);
-      return await s.pipeline.snap(job, options, turnOf({ cls: 'snap', ticket }));
+      const owner = { id: jobId, accountId: account.accountId, configId: snapConfig.id };
+      const begun = attempt > 1 ? await s.queue.retake(owner) : { leased: await s.queue.start(owner) };
+      if ('finished' in begun) return finishedAnswer(begun.finished, s.screenshots);
+      const job = begun.leased;
+      if (attempt === 1) void call(ctx, 'scheduler.noteJob', { configId: job.configId, jobId: job.id }).catch(() => undefined);
+      return await s.pipeline.snap(job, options, turnOf({ cls: 'snap', ticket, since, again: attempt > 1 }));
     } finally {
       await s.admission.finish(ticket);
     }
+  };
+
+  const abandon: Handler<'capture.abandon'> = async (ctx) => {
+    const { accountId, jobId, errorCode, note } = ctx.params;
+    await s.queue.abandon(accountId, jobId, errorCode, note);
+    await s.admission.release({ id: jobId, accountId });
+    return { ok: true as const };
   };
 
   const enqueue: Handler<'capture.enqueue'> = async (ctx) => {
@@ -161,6 +176,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
     actions: {
       // The broker's timeout is a backstop; the engine enforces the capture's own budget.
       take: { handler: take, timeout: config.capture.timeoutMs + config.capture.queueTimeoutMs + config.ai.timeoutMs + 30_000 },
+      abandon: abandon,
       findRecent: (ctx) => s.screenshots.findRecent(ctx.params.accountId, ctx.params.cacheKey, ctx.params.since),
       enqueue: enqueue,
       jobStatus: jobStatus,

@@ -8,6 +8,7 @@
  * dies under a capture is replaced and the capture taken again, once, on another browser.
  */
 import { serviceError } from '../shared/errors';
+import { takeAgain } from '../shared/take-again';
 import type { SnapOptions } from '../shared/screenshot-options';
 import type { BrowserPool, Claim } from './browser-pool';
 import { type BrowserSlot, type PreparedPage, withTimeout } from './browser-slot';
@@ -29,8 +30,11 @@ class BrowserLost extends Error {
   }
 }
 
+/** Why a capture the browser failed under is not taken again: it was already, too little time is left, or it has steps. */
+type NotAgain = 'twice' | 'late' | 'actions';
+
 /** What a capture the browser failed under is answered when it is not (or no longer) taken again. */
-function browserFailure(err: BrowserLost | BrowserHiccup, why: 'twice' | 'late' | 'actions'): Error {
+function browserFailure(err: BrowserLost | BrowserHiccup, why: NotAgain): Error {
   const what =
     err instanceof BrowserLost
       ? 'The browser stopped (crashed, or ran out of memory) while capturing the page'
@@ -124,29 +128,19 @@ export class CaptureEngine {
     const run = { finish: how.finish, upstream: how.upstream ?? null, answered: how.answered, turn: how.turn ?? turnOf({ cls: 'snap', ticket: null }) };
     // Set when the first browser starts the capture; a capture taken again keeps it.
     const budget = { deadline: 0 };
-    const attempt = () => this.attempt(options, budget, run);
-    try {
-      return await attempt();
-    } catch (err) {
-      if (!(err instanceof BrowserLost || err instanceof BrowserHiccup)) throw err;
-      // The browser failed under the capture, not the page: it died (a crash, the OOM killer,
-      // its node gone), its screenshot call failed, or the tab went away. Once more, on a
-      // fresh context (on another browser when this one died), within what is left of the
-      // time budget. A page that kills browsers gets two and is then answered page_crashed.
-      // Not with multi-step actions: their steps may already have acted on the site (a form
-      // sent), and doing them again is not ours to decide.
-      const kind: BrowserFailureKind = err instanceof BrowserLost ? 'browser_lost' : err.kind;
-      const why = options.multi_step_actions?.length ? 'actions' : budget.deadline - Date.now() < MIN_RETRY_MS ? 'late' : null;
-      this.observer?.browserFailed(kind, why === null);
-      if (why) throw browserFailure(err, why);
-      try {
-        return await attempt();
-      } catch (again) {
-        if (!(again instanceof BrowserLost || again instanceof BrowserHiccup)) throw again;
-        this.observer?.browserFailed(again instanceof BrowserLost ? 'browser_lost' : again.kind, false);
-        throw browserFailure(again, 'twice');
-      }
-    }
+    // The browser failed under the capture, not the page: it died (a crash, the OOM killer,
+    // its node gone), its screenshot call failed, or the tab went away. Once more, on a fresh
+    // context (on another browser when this one died), within what is left of the time
+    // budget. A page that kills browsers gets two and is then answered page_crashed. Not with
+    // multi-step actions: their steps may already have acted on the site (a form sent), and
+    // doing them again is not ours to decide.
+    return takeAgain(() => this.attempt(options, budget, run), {
+      lost: (err) => (err instanceof BrowserLost || err instanceof BrowserHiccup ? err : null),
+      refuse: (_err, attempts): NotAgain | null =>
+        attempts > 1 ? 'twice' : options.multi_step_actions?.length ? 'actions' : budget.deadline - Date.now() < MIN_RETRY_MS ? 'late' : null,
+      answer: browserFailure,
+      observed: (err, again) => this.observer?.browserFailed(err instanceof BrowserLost ? 'browser_lost' : err.kind, again),
+    });
   }
 
   private async attempt<T>(

@@ -11,7 +11,8 @@
  *   the account's oldest waiting capture arrived or when the account was last served, whichever
  *   is later. An account that queued a thousand captures gets one turn in each round, like an
  *   account that queued one.
- * - Within an account: first come, first served.
+ * - Within an account: first come, first served (by when each began waiting: work taken again
+ *   after its instance disappeared keeps the place it had).
  */
 
 /** A lower class passed over this many times in a row, while it waited, gets the next turn. */
@@ -105,7 +106,8 @@ export class FairQueue<C extends string, W extends Waiting<C>> {
       if (!eligible(w)) continue;
       classes.add(w.cls);
       const key = `${w.cls}\u0000${w.accountId}`;
-      if (!oldest.has(key)) oldest.set(key, w);
+      const first = oldest.get(key);
+      if (!first || w.since < first.since) oldest.set(key, w);
     }
     const cls = this.classes.pick(classes);
     if (cls === null) return null;

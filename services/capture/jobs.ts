@@ -23,6 +23,7 @@
  */
 import type { Knex } from 'knex';
 import type { CaptureJobKind, JobKind, JobStatus, ScreenshotRef } from '../shared/contracts';
+import { isErrorCode, serviceError } from '../shared/errors';
 import type { SnapOptions } from '../shared/screenshot-options';
 import { type LeaseColumns, Leases, newLeaseToken } from '../shared/lease';
 import { type ClassTurns, inTurnOrder } from './fair-queue';
@@ -120,7 +121,7 @@ export class JobQueue {
       .ignore();
   }
 
-  /** Records a snap's job as running under a lease held by the request that captures it. */
+  /** Records a snap's job as running under a lease held by the request that captures it (its first attempt). */
   async start(job: { id: string; accountId: string; configId: string }): Promise<LeasedJob> {
     const leased = { ...job, leaseToken: newLeaseToken() };
     await this.db('jobs').insert({
@@ -129,10 +130,35 @@ export class JobQueue {
       config_id: job.configId,
       kind: 'snap',
       status: 'running',
+      attempts: 1,
       lease_token: leased.leaseToken,
       created_at_ms: this.now(),
     });
     return leased;
+  }
+
+  /**
+   * A snap's job taken again after the instance that ran it disappeared (the api says so): a
+   * new lease, so that the old holder can no longer complete it, and one more attempt. When it
+   * already finished (recorded just before its instance went), its row is the answer; when the
+   * first attempt never wrote it, it is started now.
+   */
+  async retake(job: { id: string; accountId: string; configId: string }): Promise<{ leased: LeasedJob } | { finished: JobRow }> {
+    const leaseToken = newLeaseToken();
+    const n = await this.db('jobs')
+      .where({ id: job.id, account_id: job.accountId, kind: 'snap', status: 'running' })
+      .update({ lease_token: leaseToken, attempts: this.db.raw('attempts + 1') });
+    if (n === 1) return { leased: { ...job, leaseToken } };
+    const row = await this.find(job.accountId, job.id);
+    if (row) return { finished: row };
+    return { leased: await this.start(job) };
+  }
+
+  /** Fails a snap's job whoever holds it (the api gave up on it: its instance disappeared and no other could take it in time). */
+  async abandon(accountId: string, jobId: string, errorCode: string, note: string): Promise<void> {
+    await this.db('jobs')
+      .where({ id: jobId, account_id: accountId, kind: 'snap', status: 'running' })
+      .update({ status: 'failed', error_code: errorCode, note, lease_token: null, finished_at_ms: this.now() });
   }
 
   /**
@@ -263,6 +289,17 @@ export class JobQueue {
       .whereNot({ kind: 'research' })
       .first('id', 'account_id', 'config_id', 'status', 'error_code', 'note', 'screenshot_id');
   }
+}
+
+/**
+ * The answer of a snap's job that finished before its request heard of it (its instance
+ * disappeared with the answer): its screenshot, or its failure as it was recorded.
+ */
+export async function finishedAnswer(row: JobRow, screenshots: { byId(id: number): Promise<ScreenshotRef | null> }): Promise<ScreenshotRef> {
+  const status = jobStatusOf(row, row.status === 'completed' && row.screenshot_id !== null ? await screenshots.byId(row.screenshot_id) : null);
+  if (status.status === 'completed') return status.screenshot;
+  const code = status.status === 'failed' && isErrorCode(status.error_code) ? status.error_code : 'internal_error';
+  throw serviceError(code, status.status === 'failed' ? status.note : 'The capture ended in no state it can be answered from.');
 }
 
 /** What GET /jobs shows of a job: a completed job whose screenshot is gone reads as failed. */

@@ -268,7 +268,15 @@ export interface Actions {
   'billing.upsertPlan': [PlanInput, PlanRecord];
   /** The account behind an id (capture reads the plan's concurrency limits of a queued job's account). */
   'billing.account': [{ accountId: string }, AccountContext];
-  'capture.take': [{ account: AccountContext; options: SnapOptions }, ScreenshotRef];
+  /**
+   * A snap's capture. `jobId` names its job and its place in the account's counts, given by the
+   * api so that an attempt taken again on another instance (`attempt` 2 and on, after the
+   * instance running it disappeared) is the same job and place; `since` is when the request
+   * came (its place in the fair order).
+   */
+  'capture.take': [{ account: AccountContext; options: SnapOptions; jobId: string; attempt: number; since: number }, ScreenshotRef];
+  /** The api gave up on a snap whose instance disappeared: its job fails with this answer and its place in the counts is given back. */
+  'capture.abandon': [{ accountId: string; jobId: string; errorCode: string; note: string }, { ok: true }];
   'capture.findRecent': [{ accountId: string; cacheKey: string; since: number }, ScreenshotRef | null];
   'capture.enqueue': [{ accountId: string; configId: string; jobId: string; kind: CaptureJobKind; options: SnapOptions }, { job_id: string }];
   'capture.jobStatus': [{ accountId: string; jobId: string }, JobStatus];

@@ -142,6 +142,18 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
     expect(pool.stats.queued).to.equal(1);
   });
 
+  it('lets a snap taken again after its instance disappeared wait past a full queue, in the place its arrival gives it', async () => {
+    await startPool({ sessions: 1, queueMax: 1 });
+    const held = await pool.acquire();
+    const newer = pool.acquire({ cls: 'snap', ticket: null });
+    const again = pool.acquire({ cls: 'snap', ticket: null, since: Date.now() - 10_000, again: true });
+    expect(pool.stats.queued).to.equal(2);
+    pool.release(held);
+    // The one that came first (on the instance that died) gets the browser first.
+    const first = await Promise.race([again.then(() => 'again'), newer.then(() => 'newer')]);
+    expect(first).to.equal('again');
+  });
+
   it('answers capacity_exhausted when no browser becomes free within the queue timeout', async () => {
     await startPool({ sessions: 1 });
     await pool.acquire();

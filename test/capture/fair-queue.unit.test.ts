@@ -31,6 +31,14 @@ describe('the fair order of waiting work (unit)', () => {
     expect(serveAll(q)).to.deep.equal(['A1', 'B1', 'C1', 'A2', 'A3', 'A4']);
   });
 
+  it("serves an account's own work by when each began waiting, not when it was added (work taken again keeps its place)", () => {
+    const q = new FairQueue<Cls, W>(['snap', 'jobs']);
+    q.add({ cls: 'snap', accountId: 'A', since: 50, name: 'A-new' });
+    q.add({ cls: 'snap', accountId: 'A', since: 10, name: 'A-taken-again' });
+    q.add({ cls: 'snap', accountId: 'B', since: 30, name: 'B1' });
+    expect(serveAll(q)).to.deep.equal(['A-taken-again', 'B1', 'A-new']);
+  });
+
   it('gives the next turn to the account that has waited longest for it: an account just served goes behind those waiting since before', () => {
     const q = new FairQueue<Cls, W>(['snap', 'jobs']);
     q.add({ cls: 'snap', accountId: 'A', since: 1, name: 'A1' });

@@ -125,6 +125,40 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     expect(await queue.find('acc', 's1')).to.deep.include({ status: 'completed' });
   });
 
+  it("takes a snap's job again under a new lease, one more attempt: the first holder can no longer complete it", async () => {
+    const owner = { id: 's2', accountId: 'acc', configId: 'cfg' };
+    const first = await queue.start(owner);
+    const again = await queue.retake(owner);
+    if (!('leased' in again)) throw new Error('expected the job to be leased again');
+    expect(again.leased.leaseToken).to.not.equal(first.leaseToken);
+    expect((await db('jobs').where({ id: 's2' }).first('attempts')).attempts).to.equal(2);
+    expect(await queue.complete(first, record(first))).to.equal(null);
+    expect(await queue.complete(again.leased, record(again.leased))).to.be.a('number');
+    expect(await db('screenshots').where({ job_id: 's2' })).to.have.length(1);
+  });
+
+  it("answers a snap's job taken again after it finished with its row, and starts one its first attempt never wrote", async () => {
+    const owner = { id: 's3', accountId: 'acc', configId: 'cfg' };
+    const first = await queue.start(owner);
+    await queue.complete(first, record(first));
+    const again = await queue.retake(owner);
+    expect(again).to.have.nested.property('finished.status', 'completed');
+    const fresh = await queue.retake({ id: 's4', accountId: 'acc', configId: 'cfg' });
+    expect(fresh).to.have.property('leased');
+    expect(await queue.find('acc', 's4')).to.deep.include({ status: 'running' });
+  });
+
+  it("fails a snap's job the api gave up on, whoever holds it, and never a finished one", async () => {
+    const running = await queue.start({ id: 's5', accountId: 'acc', configId: 'cfg' });
+    await queue.abandon('acc', 's5', 'capacity_exhausted', 'its instance stopped');
+    expect(await queue.find('acc', 's5')).to.deep.include({ status: 'failed', error_code: 'capacity_exhausted', note: 'its instance stopped' });
+    expect(await queue.complete(running, record(running))).to.equal(null);
+    const done = await queue.start({ id: 's6', accountId: 'acc', configId: 'cfg' });
+    await queue.complete(done, record(done));
+    await queue.abandon('acc', 's6', 'capacity_exhausted', 'late');
+    expect(await queue.find('acc', 's6')).to.deep.include({ status: 'completed' });
+  });
+
   describe('the fair order of claims', () => {
     const queueFor = (id: string, accountId: string, kind: 'config' | 'scheduled', at: number) => {
       clock = at;
@@ -165,7 +199,7 @@ describe('JobQueue (SQLite, controlled clock)', () => {
       expect(a1?.id).to.equal('a1');
       expect((await queue.claim(one))?.id).to.equal('b1');
       expect(await queue.claim(one)).to.equal(null);
-      await slots.finish({ id: 'a1', accountId: 'A', limits: { maxConcurrent: 1, maxQueued: 0 } });
+      await slots.finish({ id: 'a1', accountId: 'A' });
       expect((await queue.claim(one))?.id).to.equal('a2');
     });
   });

@@ -1,9 +1,10 @@
 /**
  * Fair sharing across capture instances (MariaDB, Redis, NATS; two capture processes with one
  * browser each): an account's limit holds over both instances, and when an instance is killed
- * with captures running and waiting, each waiting capture either finishes once on the other
- * instance or is refused cleanly (503, refunded); none is charged twice, and the dead
- * instance's places in the account's counts lapse with their leases.
+ * with captures running and waiting, each finishes once on the other instance (a queued job
+ * taken over when its lease runs out, a snap taken again by the api at once); none is charged
+ * twice, and the dead instance's places in the account's counts are taken over or lapse with
+ * their leases.
  */
 import { expect } from 'chai';
 import { RedisAccountSlots } from '../../services/capture/account-slots';
@@ -24,7 +25,7 @@ describe('fair sharing across capture instances (MariaDB + Redis + NATS)', funct
   });
   after(async () => fx?.stop());
 
-  it('a capture instance killed with a full queue: each waiting capture finishes once elsewhere or is refused cleanly, none charged twice', async () => {
+  it('a capture instance killed with a full queue: each waiting capture finishes once elsewhere, none charged twice', async () => {
     const cluster = await startCaptureCluster({ CAPTURE_SESSIONS: '1', CAPTURE_JOB_LEASE_MS: String(LEASE_MS) });
     const { db, front, config } = cluster;
     const slots = new RedisAccountSlots(config.redisUrl as string, config.redisPrefix, LEASE_MS);
@@ -73,15 +74,12 @@ describe('fair sharing across capture instances (MariaDB + Redis + NATS)', funct
       ).to.have.length(1);
       const perJob = await db('screenshots').whereIn('job_id', jobs).groupBy('job_id').select('job_id').count({ n: '*' });
       expect(perJob.map((r) => Number(r.n))).to.deep.equal(jobs.map(() => 1));
-      // A snap waiting on the killed instance is refused cleanly; one on the other finishes.
-      for (const r of answers) {
-        if (r.status === 200) continue;
-        expect(r.status, JSON.stringify(r.body)).to.equal(503);
-        expect(r.body.error_code).to.equal('capacity_exhausted');
-        expect(Number(r.headers.get('retry-after'))).to.be.at.least(1);
-      }
-      const snapped = answers.filter((r) => r.status === 200).length;
-      expect(snapped, 'snaps answered by the instance left').to.be.at.least(1);
+      // A snap waiting on the killed instance is taken again on the other: every snap finishes.
+      expect(
+        answers.map((r) => r.status),
+        JSON.stringify(answers.map((r) => r.body)),
+      ).to.deep.equal([200, 200, 200]);
+      const snapped = answers.length;
       // Charged once for each screenshot, nothing for a refusal.
       const usage = await request<{ results: { screenshot_current_month_usage: number } }>(front.base, 'GET', `/account_limits?access_token=${access_token}`);
       expect(usage.body.results.screenshot_current_month_usage).to.equal(jobs.length + snapped);

@@ -1,0 +1,104 @@
+/**
+ * The api's call to capture for a snap (services/api/capture-call.ts) with the broker stubbed
+ * (sinon): an instance left pinging unanswered is taken for gone; a snap whose instance went
+ * away is taken again under the same job and arrival time, and given up cleanly when no time
+ * is left. The same with real processes killed: test/system/instance-death-cluster.test.ts.
+ */
+import { expect } from 'chai';
+import { Errors, type ServiceBroker } from 'moleculer';
+import sinon from 'sinon';
+import { NodeWatch, PING_EVERY_MS, PONG_WITHIN_MS, takeSnap } from '../../services/api/capture-call';
+import type { AccountContext, ScreenshotRef } from '../../services/shared/contracts';
+import { serviceError } from '../../services/shared/errors';
+
+const REF = { id: '1', job_id: 'j' } as ScreenshotRef;
+const ACCOUNT = { accountId: 'acc' } as AccountContext;
+const SNAP = { account: ACCOUNT, options: { url: 'https://example.test/' } };
+
+/** What a call whose capture instance disappeared fails with (Moleculer's, when the node is dropped). */
+const rejected = () => new Errors.RequestRejectedError({ action: 'capture.take', nodeID: 'cap-1' });
+
+function stubBroker() {
+  const disconnected = sinon.stub();
+  const broker = {
+    nodeID: 'api-1',
+    call: sinon.stub(),
+    ping: sinon.stub(),
+    registry: { nodes: { disconnected } },
+    logger: { warn: sinon.stub() },
+  };
+  return { broker, disconnected, as: broker as unknown as ServiceBroker };
+}
+
+/** A pending call as Moleculer returns it: the promise with its context (the node it went to). */
+function pendingOn<T>(nodeID: string, p: Promise<T>): Promise<T> & { ctx: { nodeID: string } } {
+  return Object.assign(p, { ctx: { nodeID } });
+}
+
+describe("the api's call to capture (unit: the broker stubbed)", () => {
+  afterEach(() => sinon.restore());
+
+  it('pings the instance a call waits on, and takes it for gone at the first ping it leaves unanswered', async () => {
+    const clock = sinon.useFakeTimers();
+    const { broker, disconnected, as } = stubBroker();
+    broker.ping.onFirstCall().resolves({ nodeID: 'cap-1' }).onSecondCall().resolves(null);
+    const watch = new NodeWatch(as);
+    void watch.follow(pendingOn('cap-1', new Promise(() => undefined)));
+    await clock.tickAsync(PING_EVERY_MS);
+    sinon.assert.calledOnceWithExactly(broker.ping, 'cap-1', PONG_WITHIN_MS);
+    sinon.assert.notCalled(disconnected);
+    await clock.tickAsync(PING_EVERY_MS);
+    sinon.assert.calledOnceWithExactly(disconnected, 'cap-1', true);
+  });
+
+  it('pings nothing for a call answered in this process, and stops pinging once the call settles', async () => {
+    const clock = sinon.useFakeTimers();
+    const { broker, as } = stubBroker();
+    broker.ping.resolves({});
+    const watch = new NodeWatch(as);
+    await watch.follow(pendingOn('api-1', Promise.resolve(1)));
+    await watch.follow(pendingOn('cap-1', Promise.resolve(2)));
+    await clock.tickAsync(5 * PING_EVERY_MS);
+    sinon.assert.notCalled(broker.ping);
+  });
+
+  it('takes a snap whose instance went away again, as the same job with the same arrival time', async () => {
+    const { broker, as } = stubBroker();
+    broker.call.onFirstCall().callsFake(() => pendingOn('cap-1', Promise.reject(rejected())));
+    broker.call.onSecondCall().callsFake(() => pendingOn('cap-2', Promise.resolve(REF)));
+    expect(await takeSnap(as, SNAP, 60_000)).to.equal(REF);
+    const [first, second] = broker.call.args.map((a) => a[1] as { jobId: string; attempt: number; since: number });
+    expect(second?.jobId).to.equal(first?.jobId);
+    expect(second?.since).to.equal(first?.since);
+    expect([first?.attempt, second?.attempt]).to.deep.equal([1, 2]);
+  });
+
+  it('answers capacity_exhausted when too little of the budget is left, and gives its job and place back', async () => {
+    const { broker, as } = stubBroker();
+    broker.call.callsFake((action: string) =>
+      action === 'capture.take' ? pendingOn('cap-1', Promise.reject(rejected())) : pendingOn('cap-2', Promise.resolve({ ok: true })),
+    );
+    const err = await takeSnap(as, SNAP, 1_000).then(
+      () => null,
+      (e: Error & { type?: string }) => e,
+    );
+    expect(err?.type).to.equal('capacity_exhausted');
+    expect(err?.message).to.match(/stopped, and no other could take it within its time budget; nothing was charged/);
+    const abandon = broker.call.args.find((a) => a[0] === 'capture.abandon');
+    const take = broker.call.args.find((a) => a[0] === 'capture.take');
+    expect(abandon?.[1]).to.deep.include({ accountId: 'acc', jobId: (take?.[1] as { jobId: string }).jobId, errorCode: 'capacity_exhausted' });
+  });
+
+  it("passes the capture's own answer on as it is", async () => {
+    const { broker, as } = stubBroker();
+    const failed = serviceError('page_load_failed', 'The page could not be loaded.');
+    broker.call.callsFake(() => pendingOn('cap-1', Promise.reject(failed)));
+    expect(
+      await takeSnap(as, SNAP, 60_000).then(
+        () => null,
+        (e: Error) => e,
+      ),
+    ).to.equal(failed);
+    sinon.assert.calledOnce(broker.call);
+  });
+});
