@@ -9,6 +9,10 @@
  * and frames are also started directly, since an element sized in viewport units above
  * them grows with the viewport and keeps them out of it.
  *
+ * Once loaded, the image is made to show what a person scrolling sees where the renderer
+ * would draw otherwise: sections with `content-visibility: auto` drawn, elements fixed in the
+ * lower half of the viewport at the bottom of the page (drawAsScrolled).
+ *
  * `fullpage_advanced` and `incremental_scroll` first scroll through the page a viewport at
  * a time (loaders driven by scroll events, infinite scroll up to the maximum height), then
  * go back to the top, so that sticky and fixed headers are where they are at the top.
@@ -114,6 +118,63 @@ function imagesLoading(): number {
   let n = 0;
   for (let i = 0; i < document.images.length; i++) if (!document.images[i]?.complete) n++;
   return n;
+}
+
+/**
+ * Once everything is loaded and the viewport is back, what the image of the whole page would
+ * otherwise show unlike a person scrolling it:
+ * - sections with `content-visibility: auto` away from the viewport are skipped by the
+ *   renderer (drawn blank below the first screens): they are made visible;
+ * - elements fixed in the lower half of the viewport (a bottom bar, a chat launcher) are
+ *   drawn there, over the content of the first screen, and not at the bottom of the page,
+ *   where a person who scrolled to the end sees them: they are moved down by the page's
+ *   height less the viewport's (at most `max`, the tallest the image may be), with the
+ *   `translate` property, which leaves the layout as it is. Fixed elements that reach into
+ *   the upper half (headers, sidebars, overlays) stay where the first screen has them, and
+ *   so do those with a fixed element inside (which is moved on its own).
+ * Through a stylesheet of our own in document.adoptedStyleSheets, with structural selectors:
+ * the page's DOM (and its HTML, for html_only) stays as the page made it. Says how many
+ * elements of each it changed.
+ */
+function drawAsScrolled(max: number): { skipped: number; fixed: number } {
+  const pathOf = (el: Element): string => {
+    const parts: string[] = [];
+    for (let e: Element | null = el; e && e !== document.documentElement; e = e.parentElement) {
+      let i = 1;
+      for (let s = e.previousElementSibling; s; s = s.previousElementSibling) i++;
+      parts.unshift(`*:nth-child(${i})`);
+    }
+    return `:root > ${parts.join(' > ')}`;
+  };
+  const skipped: Element[] = [];
+  const fixed: Element[] = [];
+  const all = document.body ? document.body.getElementsByTagName('*') : null;
+  for (let i = 0; all && i < all.length; i++) {
+    const el = all[i] as Element;
+    const style = getComputedStyle(el);
+    if (style.getPropertyValue('content-visibility') === 'auto') skipped.push(el);
+    else if (style.position === 'fixed') fixed.push(el);
+  }
+  const done = { skipped: skipped.length, fixed: 0 };
+  if (!skipped.length && !fixed.length) return done;
+  const sheet = new CSSStyleSheet();
+  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+  for (const el of skipped) sheet.insertRule(`${pathOf(el)}{content-visibility:visible !important}`, sheet.cssRules.length);
+  // Measured with the skipped sections drawn (they may be taller than their placeholder size).
+  const viewport = window.innerHeight;
+  const bottom = Math.min(max, Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0));
+  if (bottom <= viewport) return done;
+  for (const el of fixed) {
+    const r = el.getBoundingClientRect();
+    // In the lower half of the viewport (a bar, a launcher, a toast): as on the last screen. What reaches
+    // into the upper half (a header, a sidebar, an overlay, a dialog) stays as on the first. So does one
+    // with a fixed element inside: translated, it would hold that one (a transform makes a containing
+    // block), which is looked at on its own.
+    if (r.width < 1 || r.height < 1 || r.top < viewport / 2 || r.bottom > viewport + 1 || fixed.some((f) => f !== el && el.contains(f))) continue;
+    sheet.insertRule(`${pathOf(el)}{translate:0 ${bottom - viewport}px !important}`, sheet.cssRules.length);
+    done.fixed++;
+  }
+  return done;
 }
 
 /**
@@ -276,9 +337,10 @@ async function growUntilLoaded(page: PageSession, net: NetworkWatch, o: SnapOpti
     if (grown > viewport) await putBack();
     // Lazy elements the page added meanwhile (an observer's next part) are started too.
     const now = await page.run(startLazyLoads);
-    if (now <= height || height >= max || round >= MAX_GROW_ROUNDS || Date.now() >= deadline) return;
+    if (now <= height || height >= max || round >= MAX_GROW_ROUNDS || Date.now() >= deadline) break;
     height = now;
   }
+  await page.run(drawAsScrolled, max);
 }
 
 /** Whether the page listens for scroll events on the window or the document (CDP's getEventListeners). */

@@ -27,6 +27,8 @@ const COLOURS: Rgb[] = [
 const FRAME_COLOUR: Rgb = [0, 0, 90];
 const WHITE: Rgb = [255, 255, 255];
 const HEADER: Rgb = [220, 0, 0];
+const FOOTER: Rgb = [20, 30, 110];
+const BOX: Rgb = [0, 160, 160];
 /** How late every image and frame is answered. */
 const LATE_MS = 150;
 
@@ -95,11 +97,37 @@ const PAGES: Record<string, string> = {
   ),
   // 24 000 px of 1 000 px bands, each its own colour.
   '/taller': doc(Array.from({ length: 24 }, (_, i) => `<div style="height:1000px;background:rgb(${band(i).join(',')})"></div>`).join('')),
+  // The same with a bar fixed to the bottom of the viewport.
+  '/taller-fixed': doc(
+    Array.from({ length: 24 }, (_, i) => `<div style="height:1000px;background:rgb(${band(i).join(',')})"></div>`).join('') +
+      `<footer style="position:fixed;left:0;right:0;bottom:0;height:40px;background:rgb(${FOOTER.join(',')})"></footer>`,
+  ),
   // A section taller than the viewport with a lazy image near its bottom, under a sticky header.
   '/section': doc(
     `<div id="page"><header style="position:sticky;top:0;height:60px;background:rgb(${HEADER.join(',')})"></header><div style="height:700px"></div>` +
       `<section id="s" style="position:relative;height:3000px;background:rgb(238,238,238)"><img loading="lazy" src="${src(COLOURS[4]!)}" width="400" ` +
       `height="300" style="position:absolute;left:100px;top:2500px"></section><div style="height:2000px"></div></div>`,
+  ),
+  // Eight 700 px sections the renderer skips while they are away from the viewport (content-visibility: auto).
+  '/skipped': doc(
+    COLOURS.slice(0, 8)
+      .map(
+        (c) =>
+          `<section style="content-visibility:auto;contain-intrinsic-size:auto 700px"><div style="height:700px;background:rgb(${c.join(',')})"></div></section>`,
+      )
+      .join(''),
+  ),
+  // Four 700 px bands under a bar fixed to the bottom of the viewport, a launcher fixed at its bottom right, and a header fixed at its top.
+  '/fixed-bottom': doc(
+    COLOURS.slice(0, 4)
+      .map((c) => `<div style="height:700px;background:rgb(${c.join(',')})"></div>`)
+      .join('') +
+      `<header style="position:fixed;left:0;right:0;top:0;height:40px;background:rgb(${HEADER.join(',')})"></header>` +
+      `<footer style="position:fixed;left:0;right:0;bottom:0;height:50px;background:rgb(${FOOTER.join(',')})"></footer>` +
+      `<div style="position:fixed;right:20px;bottom:70px;width:60px;height:60px;background:rgb(${FRAME_COLOUR.join(',')})"></div>` +
+      // A fixed box holding a fixed badge: the box stays on the first screen, the badge goes down alone.
+      `<div style="position:fixed;left:20px;bottom:70px;width:60px;height:60px;background:rgb(${BOX.join(',')})">` +
+      `<div style="position:fixed;left:30px;bottom:80px;width:20px;height:20px;background:rgb(${HEADER.join(',')})"></div></div>`,
   ),
 };
 
@@ -261,6 +289,43 @@ describe('fullpage and fullpage_advanced (real Grid)', function () {
     for (let y = 60; y < 5760; y += 20) if (near(px.at(10, y), HEADER)) red.push(y);
     expect(red, 'rows below the header showing it').to.deep.equal([]);
     expect(near(px.at(300, 760 + 2650), COLOURS[4]!)).to.equal(true);
+  });
+
+  it('fullpage draws the sections the renderer skips away from the viewport (content-visibility: auto), and leaves their DOM as it is', async () => {
+    const r = await t.snap({ url: url('/skipped'), fullpage: true, page_width: 800, page_height: 600, image_format: 'png' });
+    expect(await imageSize(r.raw)).to.deep.equal([800, 5600]);
+    const px = await pixelsOf(r.raw);
+    for (let i = 0; i < 8; i++) expect(px.at(400, i * 700 + 350), `section ${i}`).to.deep.equal(COLOURS[i]);
+    const html = await t.snap({ url: url('/skipped'), fullpage: true, html_only: true });
+    expect(html.body.html as string).to.contain(PAGES['/skipped']!.slice(PAGES['/skipped']!.indexOf('<section'), PAGES['/skipped']!.indexOf('</body>')));
+  });
+
+  for (const mode of ['fullpage', 'fullpage_advanced'] as const) {
+    it(`${mode}: what is fixed in the lower half of the viewport is drawn once, at the bottom of the page, not over the first screen; a fixed header stays at the top`, async () => {
+      const r = await t.snap({ url: url('/fixed-bottom'), [mode]: true, page_width: 800, page_height: 600, image_format: 'png' });
+      expect(await imageSize(r.raw)).to.deep.equal([800, 2800]);
+      const px = await pixelsOf(r.raw);
+      expect(px.at(400, 2775), 'the bar, in the last 50 rows').to.deep.equal(FOOTER);
+      expect(px.at(750, 2800 - 100), 'the launcher, 70 px above the bottom').to.deep.equal(FRAME_COLOUR);
+      expect(px.at(40, 2800 - 90), 'the badge, moved alone').to.deep.equal(HEADER);
+      expect(px.at(70, 600 - 100), 'its box, left on the first screen').to.deep.equal(BOX);
+      const covered: number[] = [];
+      // Above where they belong: the launcher's 60 px end 70 px above the bottom, the bar is the last 50.
+      for (let y = 0; y < 2750; y += 10) if (near(px.at(400, y), FOOTER) || (y < 2670 && near(px.at(750, y), FRAME_COLOUR))) covered.push(y);
+      expect(covered, 'rows above the bottom showing the bar or the launcher').to.deep.equal([]);
+      for (let i = 0; i < 4; i++) expect(px.at(400, i * 700 + 575), `band ${i}, where the bar is on the first screen`).to.deep.equal(COLOURS[i]);
+      expect(px.at(400, 20), 'the fixed header, at the top').to.deep.equal(HEADER);
+      expect(px.at(400, 2700), 'no header at the bottom').to.deep.equal(COLOURS[3]);
+    });
+  }
+
+  it('a page cut at the maximum height: what is fixed at the bottom of the viewport is at the bottom of the image', async () => {
+    const r = await t.snap({ url: url('/taller-fixed'), fullpage: true, page_width: 400, image_format: 'png' });
+    expect(await imageSize(r.raw)).to.deep.equal([400, MAX_FULLPAGE_HEIGHT]);
+    const px = await pixelsOf(r.raw);
+    expect(px.at(200, MAX_FULLPAGE_HEIGHT - 20)).to.deep.equal(FOOTER);
+    expect(px.at(200, MAX_FULLPAGE_HEIGHT - 60)).to.deep.equal(band(15));
+    expect(px.at(200, 1000 - 20), 'where the bar is on the first screen').to.deep.equal(band(0));
   });
 
   it('captures the long page fast (prints the times: fullpage and fullpage_advanced, JPEG, 1920 wide)', async () => {
