@@ -12,7 +12,9 @@ import type { SnapOptions } from '../shared/screenshot-options';
 import type { EgressPolicy } from '../shared/egress';
 import type { GatewayCapture } from './gateway';
 import { type BlockerSource, injectCosmetics, wantsBlocking } from './blocking';
+import sharp from 'sharp';
 import { ConsentHandler } from './consent';
+import { drawFramesOutOfView } from './cross-site-frames';
 import type { PageWatch, WaitUntil } from './page-watch';
 import { settleFonts, untilPainted } from './painting';
 import { type ChangeReading, runActions } from './actions';
@@ -235,6 +237,14 @@ async function screenshot(page: PageSession, o: SnapOptions, clip: Box | null): 
   return { image: await page.sendForData('Page.captureScreenshot', params), contentType: `image/${format}` };
 }
 
+/** Encodes an image as the capture's format asks (after frames were drawn into a full page). */
+function encodeAs(img: sharp.Sharp, o: SnapOptions): sharp.Sharp {
+  const format = o.image_format ?? DEFAULTS.image_format;
+  if (format === 'png') return img.png();
+  if (format === 'webp') return img.webp();
+  return img.jpeg({ quality: o.quality ?? DEFAULTS.quality });
+}
+
 export interface CaptureContext {
   page: PageSession;
   userAgent: string;
@@ -379,6 +389,11 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
     const [, first] = await Promise.all([parked, screenshot(page, o, clip)]);
     // A picture of one colour where the page has visible content was taken before the page painted it.
     const shot = await untilPainted(page, first, () => screenshot(page, o, clip), deadline);
+    if (fullpage && !o.selectors && clip && shot.contentType.startsWith('image/')) {
+      watch.step = 'drawing the frames of other sites below the first screen';
+      const drawn = await drawFramesOutOfView(page, shot, clip, viewportOf(o).scale, (img) => encodeAs(img, o), deadline);
+      if (drawn) shot.image = drawn;
+    }
     const reading = ctx.read ? await page.evaluate<PageReading>(READ_PAGE, false) : undefined;
     return { ...shot, loadFinished, ...(changes ? { changes } : {}), ...(reading ? { reading } : {}) };
   } catch (err) {
