@@ -1,0 +1,209 @@
+/**
+ * Pages that fail, or never finish, as real ones do: dialogs while loading, popups, a page that
+ * asks before being left, a renderer that runs out of memory, one that uses a lot without
+ * running out, a body that never ends, a server that never answers, redirects in a loop (HTTP
+ * and script), and content revealed only after the load event. Each has a clear answer in
+ * well under the capture's budget: the picture of the page where there is one, or the error
+ * code that names what happened (docs/api.md, "Real pages").
+ */
+import { COLOURS, type QualityPage, type Rgb, box, css, doc, expectError } from './page';
+import { expectColour, expectFilled, expectInk } from './picture';
+
+const BRAND: Rgb = COLOURS.teal;
+/** A page's usual content: a header bar and a heading, for a check that the page itself is in the picture. */
+const content = (colour: Rgb = BRAND) =>
+  box(colour, 0, 0, 800, 80) + '<h1 style="position:absolute;left:40px;top:120px;margin:0;font:36px sans-serif">Welcome to the shop</h1>';
+
+/** The page itself is in the picture: its header bar and its heading. */
+async function expectContent(a: Parameters<QualityPage['check']>[0], colour: Rgb = BRAND): Promise<void> {
+  const p = await a.picture();
+  expectFilled(p, { x: 10, y: 10, w: 780, h: 60 }, colour, 'the page’s header bar');
+  expectInk(p, { x: 40, y: 115, w: 500, h: 50 }, 'the page’s heading');
+}
+
+/** The answer came in time (ms), not after the capture's budget. */
+function expectWithin(a: Parameters<QualityPage['check']>[0], ms: number, what: string): void {
+  if (a.ms > ms) throw new Error(`${what} took ${a.ms} ms, expected under ${ms} ms`);
+}
+
+export const FAILURE_PAGES: QualityPage[] = [
+  {
+    name: 'alert-while-loading',
+    mimics: 'an old site or a broken script that calls alert() while the page loads ("Please enable cookies", a debug alert left in)',
+    routes: { '/': { body: doc(`<script>alert('Welcome!');</script>${content()}`) } },
+    params: {},
+    async check(a) {
+      await expectContent(a);
+      expectWithin(a, 2_000, 'a page with an alert');
+    },
+  },
+  {
+    name: 'confirm-and-prompt',
+    mimics: 'an age gate or a "leave this site?" check written with confirm() and prompt() in the page’s script',
+    routes: {
+      '/': {
+        body: doc(
+          `${content()}<script>const adult = confirm('Are you over 18?'); const name = prompt('Your name?', 'guest'); ` +
+            `document.body.insertAdjacentHTML('beforeend', '<div style="position:absolute;left:40px;top:300px;width:300px;height:60px;background:' + ` +
+            `(adult === false && name === null ? '${css(COLOURS.green)}' : '${css(COLOURS.red)}') + '"></div>');</script>`,
+        ),
+      },
+    },
+    params: {},
+    async check(a) {
+      await expectContent(a);
+      // Dismissed, both: the page carries on with false and null, and draws green.
+      expectColour(await a.picture(), 190, 330, COLOURS.green, 'what the page drew after confirm (false) and prompt (null)');
+    },
+  },
+  {
+    name: 'dialog-in-frame',
+    mimics: 'an embedded widget or ad from another site that calls alert() in its frame',
+    routes: {
+      '/': ({ origins }) => ({
+        body: doc(
+          `${content()}<iframe src="${origins.other}/dialog-in-frame/ad" width="300" height="150" style="position:absolute;left:40px;top:250px"></iframe>`,
+        ),
+      }),
+    },
+    otherRoutes: { '/ad': { body: doc(`<script>alert('You won!');</script>${box(COLOURS.orange, 0, 0, 300, 150)}`) } },
+    params: {},
+    async check(a) {
+      await expectContent(a);
+      expectColour(await a.picture(), 190, 325, COLOURS.orange, 'the frame’s content after its alert');
+    },
+  },
+  {
+    name: 'beforeunload-on-leave',
+    mimics: 'a form or an editor that asks "Leave site? Changes you made may not be saved" (beforeunload), left by a redirect step',
+    routes: {
+      '/': {
+        body: doc(
+          `${content(COLOURS.red)}<input id="q" style="position:absolute;left:40px;top:300px">` +
+            "<script>addEventListener('beforeunload', (e) => { e.preventDefault(); e.returnValue = ''; });</script>",
+        ),
+      },
+      '/next': { body: doc(content()) },
+    },
+    params: {
+      multi_step_actions: (_o, folder) =>
+        JSON.stringify([
+          { type: 'text_field', selector: '#q', value: 'unsaved' },
+          { type: 'redirect', value: `${folder}next` },
+        ]),
+    },
+    async check(a) {
+      await expectContent(a);
+    },
+  },
+  {
+    name: 'popup-on-load',
+    mimics: 'a pop-under ad or a "subscribe" window opened with window.open when the page loads',
+    routes: {
+      '/': { body: doc(`${content()}<script>window.open('popup', '_blank'); window.open('popup', 'promo', 'width=400,height=300');</script>`) },
+      '/popup': { body: doc(box(COLOURS.red, 0, 0, 2000, 2000)) },
+    },
+    params: {},
+    async check(a) {
+      await expectContent(a);
+    },
+  },
+  {
+    name: 'renderer-out-of-memory',
+    mimics: 'a page whose script allocates without end (a runaway loop, a leaking single-page app) until its renderer is killed for memory',
+    routes: { '/': { body: doc(`${content()}<script>const a = []; for (;;) a.push(new Array(1e7).fill(1.5));</script>`) } },
+    params: {},
+    check(a) {
+      expectError(a, 422, 'page_crashed');
+      expectWithin(a, 20_000, 'a renderer that ran out of memory');
+    },
+  },
+  {
+    name: 'memory-pressure',
+    mimics: 'a heavy web app that holds a few hundred megabytes (maps, editors, dashboards) and still draws',
+    routes: {
+      '/': {
+        body: doc(`<script>window.__keep = []; for (let i = 0; i < 40; i++) window.__keep.push(new Array(1e6).fill(i + 0.5));</script>${content()}`),
+      },
+    },
+    params: {},
+    async check(a) {
+      await expectContent(a);
+    },
+  },
+  {
+    name: 'never-ending-body',
+    mimics: 'a page whose HTML keeps streaming (a live blog, a long poll, a server that never closes the response) while its content is on screen',
+    routes: { '/': { never: 'open', body: doc(content()).replace('</body></html>', '') } },
+    params: { navigation_timeout: 2_000 },
+    async check(a) {
+      await expectContent(a);
+      expectWithin(a, 4_500, 'a body that never ends, with navigation_timeout=2000');
+    },
+  },
+  {
+    name: 'load-held-by-script',
+    mimics: 'a third-party script or image that never answers and so holds the load event (a tag manager, a tracking pixel)',
+    routes: {
+      '/': ({ origins }) => ({ body: doc(`${content()}<img src="${origins.other}/load-held-by-script/pixel.gif" width="1" height="1">`) }),
+    },
+    otherRoutes: { '/pixel.gif': { never: 'silent', body: '' } },
+    params: { navigation_timeout: 2_000, json: true },
+    check(a) {
+      if (a.status !== 200 || a.body?.load_finished !== false)
+        throw new Error(`answered ${a.status} ${JSON.stringify(a.body)}, expected 200 with load_finished false`);
+      expectWithin(a, 4_500, 'a page whose load event never comes, with navigation_timeout=2000');
+    },
+  },
+  {
+    name: 'server-never-answers',
+    mimics: 'a server that accepts the connection and never answers (an overloaded origin, a stuck proxy)',
+    routes: { '/': { never: 'silent', body: '' } },
+    params: { navigation_timeout: 2_000 },
+    check(a) {
+      expectError(a, 422, 'page_load_failed');
+      if (!String(a.body?.note).includes('sent no answer within 2 s')) throw new Error(`the note does not name the silent server: ${a.body?.note}`);
+      expectWithin(a, 4_000, 'a server that never answers, with navigation_timeout=2000');
+    },
+  },
+  {
+    name: 'redirect-loop-http',
+    mimics: 'a misconfigured site whose HTTP redirects go round in a loop (http to https and back, a cookie check)',
+    routes: { '/': { status: 302, headers: { location: './' }, body: '' } },
+    params: {},
+    check(a) {
+      expectError(a, 422, 'page_load_failed');
+      if (!/ERR_TOO_MANY_REDIRECTS/.test(String(a.body?.note))) throw new Error(`the note does not name the redirect loop: ${a.body?.note}`);
+    },
+  },
+  {
+    name: 'redirect-loop-script',
+    mimics: 'two pages whose scripts send the browser to each other for good (a broken login or geo redirect)',
+    routes: {
+      '/': { body: doc("<script>location.replace('other');</script>") },
+      '/other': { body: doc("<script>location.replace('./');</script>") },
+    },
+    params: { navigation_timeout: 2_000 },
+    check(a) {
+      expectError(a, 422, 'page_load_failed');
+      if (!/navigated itself \d+ times/.test(String(a.body?.note))) throw new Error(`the note does not say the page kept navigating: ${a.body?.note}`);
+      expectWithin(a, 4_000, 'a page that keeps redirecting itself, with navigation_timeout=2000');
+    },
+  },
+  {
+    name: 'revealed-after-load',
+    mimics: 'a page kept invisible until its script is ready (an anti-flicker snippet of an A/B testing tool: body opacity 0 until the next frame)',
+    routes: {
+      '/': {
+        body: doc(
+          `<style>body{opacity:0}</style>${content()}` +
+            "<script>addEventListener('load', () => requestAnimationFrame(() => setTimeout(() => { document.body.style.opacity = 1; }, 30)));</script>",
+        ),
+      },
+    },
+    params: {},
+    async check(a) {
+      await expectContent(a);
+    },
+  },
+];

@@ -1,0 +1,252 @@
+/**
+ * Full-page captures of the page layouts real sites use: a sticky header over a 100vh hero,
+ * content-visibility sections, a fixed footer, a scrolling element inside the page, and what
+ * loads lazily (images by attribute and by IntersectionObserver, frames from another site).
+ * The right picture is the page as a person scrolling it sees it: everything loaded and
+ * drawn, what is sticky or fixed once at its place, viewport units at the viewport's size.
+ * All at 800x600 (page_width, page_height), PNG, fullpage, wait=0.
+ */
+import { COLOURS, PALETTE, type QualityPage, type Rgb, css, doc, solidDoc, solidSvg } from './page';
+import { expectColour, expectSize, rowsOf } from './picture';
+
+const FULL = { fullpage: true };
+
+const HEADER: Rgb = COLOURS.red;
+const HERO: Rgb = COLOURS.grey;
+const FOOTER: Rgb = [20, 30, 110];
+
+/** `count` images of the palette, 400x300 at x=100, the first at `top`, `spacing` apart, each answered `delayMs` late. */
+const imageColumn = (count: number, top: number, spacing: number, img: (c: Rgb) => string) =>
+  PALETTE.slice(0, count)
+    .map((c, i) => `<div style="position:absolute;left:100px;top:${top + i * spacing}px">${img(c)}</div>`)
+    .join('');
+
+/** The colour of each image of such a column (150 px into it) is its palette colour. */
+function expectColumn(p: Parameters<typeof expectColour>[0], count: number, top: number, spacing: number, what: string): void {
+  const wrong: string[] = [];
+  for (let i = 0; i < count; i++) {
+    try {
+      expectColour(p, 300, top + i * spacing + 150, PALETTE[i]!, `${what} ${i}`, 12);
+    } catch (err) {
+      wrong.push((err as Error).message);
+    }
+  }
+  if (wrong.length) throw new Error(wrong.join('; '));
+}
+
+export const FULLPAGE_PAGES: QualityPage[] = [
+  {
+    name: 'fullpage-hero-sticky',
+    mimics: 'a landing page (Stripe, Apple, most SaaS sites): a sticky header over a 100vh hero, sections below',
+    routes: {
+      '/': {
+        body: doc(
+          `<header style="position:sticky;top:0;height:60px;background:${css(HEADER)};z-index:10"></header>` +
+            `<section style="height:100vh;background:${css(HERO)}"></section>` +
+            PALETTE.slice(1, 5)
+              .map((c) => `<section style="height:600px;background:${css(c)}"></section>`)
+              .join(''),
+        ),
+      },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      // The hero is as tall as the viewport (600), not as the grown page.
+      expectSize(p, 800, 60 + 600 + 4 * 600);
+      expectColour(p, 400, 30, HEADER, 'the sticky header, at the top');
+      expectColour(p, 400, 65, HERO, 'the hero, under the header');
+      expectColour(p, 400, 655, HERO, 'the hero, 600 px tall');
+      for (let i = 0; i < 4; i++) expectColour(p, 400, 660 + i * 600 + 300, PALETTE[i + 1]!, `section ${i + 1}`);
+      const again = rowsOf(p, 10, HEADER, 60, p.height);
+      if (again.length) throw new Error(`the sticky header is drawn again below the top, at rows ${again.slice(0, 5).join(', ')}…`);
+    },
+  },
+  {
+    name: 'fullpage-content-visibility',
+    mimics: 'long articles and docs sites (web.dev, large SPAs) that skip rendering offscreen sections with content-visibility: auto',
+    routes: {
+      '/': {
+        body: doc(
+          PALETTE.slice(0, 8)
+            .map(
+              (c, i) =>
+                `<section style="content-visibility:auto;contain-intrinsic-size:auto 700px"><div style="height:700px;background:${css(c)}">` +
+                `<h2 style="margin:0;padding:20px">Section ${i + 1}</h2></div></section>`,
+            )
+            .join(''),
+        ),
+      },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 8 * 700);
+      const wrong: string[] = [];
+      for (let i = 0; i < 8; i++) {
+        try {
+          expectColour(p, 400, i * 700 + 400, PALETTE[i]!, `section ${i + 1} (content-visibility: auto)`);
+        } catch (err) {
+          wrong.push((err as Error).message);
+        }
+      }
+      if (wrong.length) throw new Error(wrong.join('; '));
+    },
+  },
+  {
+    name: 'fullpage-fixed-footer',
+    mimics: 'shops and web apps with a position: fixed bottom bar (add-to-cart, app navigation, a promotion strip)',
+    routes: {
+      '/': {
+        body: doc(
+          PALETTE.slice(0, 4)
+            .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
+            .join('') + `<footer style="position:fixed;left:0;right:0;bottom:0;height:50px;background:${css(FOOTER)}"></footer>`,
+        ),
+      },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 2800);
+      // Once, at the bottom of the page, where a person who scrolled to the end sees it; nowhere over the content above.
+      expectColour(p, 400, 2775, FOOTER, 'the fixed footer, at the bottom of the page');
+      const elsewhere = rowsOf(p, 400, FOOTER, 0, 2750);
+      if (elsewhere.length)
+        throw new Error(`the fixed footer covers the content at rows ${elsewhere.slice(0, 5).join(', ')}…, expected it only in the last 50 rows`);
+      for (let i = 0; i < 4; i++) expectColour(p, 400, i * 700 + 350, PALETTE[i]!, `section ${i + 1}`);
+    },
+  },
+  {
+    name: 'fullpage-inner-scroll',
+    mimics: 'web apps and chat/feed UIs (Slack, Gmail, dashboards) whose content scrolls inside an element, not the page',
+    routes: {
+      '/': {
+        body: doc(
+          `<header style="height:100px;background:${css(HERO)}"></header>` +
+            '<div id="feed" style="margin-left:150px;width:420px;height:400px;overflow-y:auto">' +
+            PALETTE.slice(0, 8)
+              .map((c) => `<img loading="lazy" src="${solidSvg(c, 400, 300, 150)}" width="400" height="300">`)
+              .join('') +
+            '</div>' +
+            `<footer style="height:700px;background:${css(FOOTER)}"></footer>`,
+        ),
+      },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      // The page's own height (100 + 400 + 700), not the inner element's content (8 x 300).
+      expectSize(p, 800, 1200);
+      // The element as a person sees it at its scroll position: its first image, and the top of the second.
+      expectColour(p, 350, 100 + 150, PALETTE[0]!, 'the first image inside the scrolling element');
+      expectColour(p, 350, 100 + 350, PALETTE[1]!, 'the second image, at the bottom of the scrolling element');
+      expectColour(p, 50, 300, COLOURS.white, 'beside the scrolling element');
+      expectColour(p, 400, 1150, FOOTER, 'the footer under the scrolling element');
+    },
+  },
+  {
+    name: 'lazy-img-attribute',
+    mimics: 'blogs and shops using native lazy loading (<img loading="lazy">, WordPress since 5.5) down a long page',
+    // Far apart: Chromium loads native lazy images up to about 3000 px below the viewport by itself.
+    routes: {
+      '/': {
+        body: doc(
+          `<div style="position:relative;height:8000px">${imageColumn(5, 100, 1500, (c) => `<img loading="lazy" src="${solidSvg(c, 400, 300, 200)}" width="400" height="300">`)}</div>`,
+        ),
+      },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 8000);
+      expectColumn(p, 5, 100, 1500, 'lazy image');
+    },
+  },
+  {
+    name: 'lazy-img-observer',
+    mimics: 'lazy-loading libraries (vanilla-lazyload, lozad) and frameworks (Next.js before native): data-src swapped in by an IntersectionObserver',
+    routes: {
+      '/': {
+        body: doc(
+          `<div style="position:relative;height:8000px">${imageColumn(5, 100, 1500, (c) => `<img class="lazy" data-src="${solidSvg(c, 400, 300, 200)}" width="400" height="300">`)}</div>` +
+            '<script>const io = new IntersectionObserver((es) => { for (const e of es) if (e.isIntersecting) { e.target.src = e.target.dataset.src; ' +
+            "e.target.classList.add('loaded'); io.unobserve(e.target); } }, { rootMargin: '100px' });" +
+            "document.querySelectorAll('img.lazy').forEach((i) => io.observe(i));</script>",
+        ),
+      },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 8000);
+      expectColumn(p, 5, 100, 1500, 'observer-loaded image');
+    },
+  },
+  {
+    name: 'lazy-iframe',
+    mimics: 'embedded maps, forms and players served from the site itself as loading="lazy" frames, far down an article',
+    routes: {
+      // Far down: Chromium loads lazy frames up to about 4000 px below the viewport by itself.
+      '/': {
+        body: doc(
+          '<div style="position:relative;height:8000px"><iframe loading="lazy" src="embed" width="400" height="300" style="position:absolute;left:100px;top:7000px"></iframe></div>',
+        ),
+      },
+      '/embed': { delayMs: 150, body: solidDoc(COLOURS.teal) },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 8000);
+      expectColour(p, 300, 7150, COLOURS.teal, 'the lazy frame');
+    },
+  },
+  {
+    name: 'lazy-iframe-cross-site',
+    mimics: 'embedded videos and posts from another site (YouTube, Vimeo, Twitter/X, Instagram embeds) as loading="lazy" frames, far down an article',
+    routes: {
+      '/': ({ origins }) => ({
+        body: doc(
+          '<div style="position:relative;height:8000px">' +
+            `<iframe loading="lazy" src="${origins.other}/lazy-iframe-cross-site/player" width="400" height="300" style="position:absolute;left:100px;top:7000px"></iframe></div>`,
+        ),
+      }),
+    },
+    otherRoutes: { '/player': { delayMs: 150, body: solidDoc(COLOURS.indigo) } },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 8000);
+      expectColour(p, 300, 7150, COLOURS.indigo, 'the lazy cross-site frame');
+    },
+  },
+  {
+    name: 'cross-site-frames-retina',
+    mimics: 'an article with several embeds from other sites (maps, videos, posts) down the page, captured at scale_factor 2 as JPEG',
+    routes: {
+      '/': ({ origins }) => ({
+        body: doc(
+          `<div style="position:relative;height:5000px">${[1500, 3000, 4500]
+            .map(
+              (top, i) =>
+                `<iframe src="${origins.other}/cross-site-frames-retina/embed?c=${i}" width="300" height="200" style="position:absolute;left:${100 + i * 150}px;top:${top}px"></iframe>`,
+            )
+            .join('')}</div>`,
+        ),
+      }),
+    },
+    otherRoutes: {
+      '/embed': ({ query }) => ({ body: solidDoc([COLOURS.teal, COLOURS.pink, COLOURS.brown][Number(query.get('c'))] ?? COLOURS.black) }),
+    },
+    params: { ...FULL, scale_factor: 2, image_format: 'jpeg' },
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 1600, 10_000);
+      [COLOURS.teal, COLOURS.pink, COLOURS.brown].forEach((c, i) => {
+        expectColour(p, (100 + i * 150 + 150) * 2, ([1500, 3000, 4500][i]! + 100) * 2, c, `embed ${i + 1} of another site`);
+      });
+      expectColour(p, 20, 3100 * 2, COLOURS.white, 'the page beside the embeds');
+    },
+  },
+];
