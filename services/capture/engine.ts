@@ -215,18 +215,25 @@ export class CaptureEngine {
     const session = new PageSession(slot.cdp, page.sessionId, page.contextId, page.targetId, page.mainFrameId, page.viewport);
     const watch = PageWatch.start(session);
     let timer: NodeJS.Timeout | undefined;
+    // From the deadline on, the answer is the timeout's, whatever the page's work says while its note is made.
+    let late = false;
     const overrun = new Promise<never>((_, reject) => {
       timer = setTimeout(
         () => {
+          late = true;
           overrunNote(session, watch, this.timeoutMs).then((note) => reject(serviceError('capture_timeout', note)));
         },
         Math.max(0, deadline - Date.now()),
       );
     });
     const work = this.runPage({ page: session, userAgent: slot.userAgent, policy: this.policy, blocker: this.blocker, deadline, gateway, watch }, options);
-    work.catch(() => undefined);
+    const inTime = work.then(
+      (out) => (late ? overrun : out),
+      (err: unknown) => (late ? overrun : Promise.reject(err)),
+    );
+    inTime.catch(() => undefined);
     try {
-      return await Promise.race([work, overrun, watch.crashed]);
+      return await Promise.race([inTime, overrun, watch.crashed]);
     } finally {
       clearTimeout(timer);
       watch.stop();

@@ -109,6 +109,8 @@ const MOMENT_WORDS: Record<WaitUntil, string> = {
  */
 async function navigate(page: PageSession, url: string, bound: NavigationBound): Promise<boolean> {
   const { watch, guard, until } = bound;
+  // When the capture's own deadline comes first, the capture runs out of time: the engine's
+  // answer (504, naming what was pending) is the one given from the deadline on.
   const by = Math.min(Date.now() + bound.ms, bound.deadline);
   const seconds = `${Math.round(bound.ms / 100) / 10} s`;
   watch.step = `waiting for the server of ${url} to answer`;

@@ -274,6 +274,24 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     expect(slot.broken).to.equal(false);
   });
 
+  it("answers capture_timeout from the deadline on, whatever the page's work answers while the timeout's note is made", async () => {
+    const clock = sinon.useFakeTimers();
+    const { slot } = stubSlot(1);
+    pool.acquire.resolves(slot);
+    // The renderer is busy: the timeout's note waits a second for it to answer a trivial script...
+    (slot.cdp as sinon.SinonStubbedInstance<CdpConnection>).send.withArgs('Runtime.evaluate').returns(new Promise(() => undefined));
+    // ...while the page's work fails a moment after the deadline (its own bound ran out with it).
+    runPage.callsFake(() => new Promise((_, reject) => setTimeout(() => reject(serviceError('page_load_failed', 'The page drew nothing.')), TIMEOUT_MS + 5)));
+    const settled = engine.capture(OPTIONS).then(
+      () => null,
+      (e: Error & { type?: string }) => e,
+    );
+    await clock.tickAsync(TIMEOUT_MS + 1_100);
+    const err = await settled;
+    expect(err?.type).to.equal('capture_timeout');
+    expect(err?.message).to.contain("the page's own script kept its renderer busy");
+  });
+
   it("replaces a browser whose failure is its own (no error code), not one that failed on the page's account", async () => {
     const { slot: failing } = stubSlot(1);
     pool.acquire.resolves(failing);

@@ -201,11 +201,12 @@ describe('real pages: dialogs, popups, crashes and loads that never finish (real
 
   it('closes the popups a page opens and captures the page itself', async () => {
     popupPings = 0;
-    // A second to run in, were they left open: a popup pings its server as it loads and every 100 ms.
+    // A second to run in, were they left open: a popup pings its server as it loads and every 100 ms
+    // (two popups, about 20 pings). Closed as they are created, they may ping once each at most.
     const { r } = await timed({ url: url('/popup'), wait: 1000 });
     expect(r.status, JSON.stringify(r.body)).to.equal(200);
     expect(await colourAt(r.raw)).to.satisfy((c: Rgb) => near(c, GREEN));
-    expect(popupPings, 'pings from popups left open').to.equal(0);
+    expect(popupPings, 'pings from popups left open').to.be.at.most(2);
   });
 
   it('answers a renderer that runs out of memory at once with page_crashed, charges nothing, and the browser captures again', async () => {

@@ -11,6 +11,7 @@ import { NATS_URL, backendConfig, uniqueName } from './backends';
 import { endSessionsStartedSince, sharedGrid } from './grid';
 import { type ServiceProcess, startServeProcess } from './processes';
 import { type RunningSystem, runSystem } from './system';
+import { until } from './wait';
 
 export interface CaptureCluster {
   config: Readonly<Config>;
@@ -20,6 +21,8 @@ export interface CaptureCluster {
   front: RunningSystem;
   /** Starts one more capture instance (a process); stopped with the cluster unless it is gone already. */
   startCapture(): Promise<ServiceProcess>;
+  /** Starts `n` capture instances and waits until the services here see every one of them. */
+  startCaptures(n: number): Promise<ServiceProcess[]>;
   stop(): Promise<void>;
 }
 
@@ -43,16 +46,24 @@ export async function startCaptureCluster(
   const db = knex(knexConfig(b.config.database));
   const system = await runSystem({ ...b.config, services: front });
   const captures: ServiceProcess[] = [];
+  const startCapture = async () => {
+    const capture = await startServeProcess({ ...b.env, SERVICES: 'capture', MIGRATE_ON_START: 'false', PORT: '0' }, /ServiceBroker .* started/, {
+      timeoutMs: 60_000,
+    });
+    captures.push(capture);
+    return capture;
+  };
   return {
     config: b.config,
     db,
     front: system,
-    async startCapture() {
-      const capture = await startServeProcess({ ...b.env, SERVICES: 'capture', MIGRATE_ON_START: 'false', PORT: '0' }, /ServiceBroker .* started/, {
-        timeoutMs: 60_000,
-      });
-      captures.push(capture);
-      return capture;
+    startCapture,
+    async startCaptures(n) {
+      const started: ServiceProcess[] = [];
+      for (let i = 0; i < n; i++) started.push(await startCapture());
+      const seen = () => system.broker.registry.getServiceList({ onlyAvailable: true }).filter((s) => s.name === 'capture').length;
+      await until(`${n} capture instances`, async () => seen() >= n);
+      return started;
     },
     async stop() {
       for (const capture of captures.reverse()) await capture.stop();

@@ -30,11 +30,7 @@ describe('fair sharing across capture instances (MariaDB + Redis + NATS)', funct
     const { db, front, config } = cluster;
     const slots = new RedisAccountSlots(config.redisUrl as string, config.redisPrefix, LEASE_MS);
     try {
-      const captures = [await cluster.startCapture(), await cluster.startCapture()];
-      await until(
-        'both capture instances',
-        async () => front.broker.registry.getServiceList({ onlyAvailable: true }).filter((s) => s.name === 'capture').length === 2,
-      );
+      const captures = await cluster.startCaptures(2);
       await call(front.broker, 'billing.upsertPlan', { name: 'pair', paid: true, screenshot_limit: 1_000, max_concurrent: 2, max_queued: 4 });
       const { account_id: accountId, access_token } = await front.account('pair');
 

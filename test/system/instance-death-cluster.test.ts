@@ -32,11 +32,7 @@ describe('a capture instance killed under a burst of snaps (MariaDB + Redis + NA
     const { db, front, config } = cluster;
     const slots = new RedisAccountSlots(config.redisUrl as string, config.redisPrefix, LEASE_MS);
     try {
-      const captures = [await cluster.startCapture(), await cluster.startCapture()];
-      await until(
-        'both capture instances',
-        async () => front.broker.registry.getServiceList({ onlyAvailable: true }).filter((s) => s.name === 'capture').length === 2,
-      );
+      const captures = await cluster.startCaptures(2);
       // A plan that lets the whole burst in: no snap is refused by its own account's limits.
       await call(front.broker, 'billing.upsertPlan', { name: 'burst', paid: true, screenshot_limit: 1_000, max_concurrent: 4, max_queued: 16 });
       const { account_id: accountId, access_token } = await front.account('burst');
