@@ -110,8 +110,10 @@ const MOMENT_WORDS: Record<WaitUntil, string> = {
 async function navigate(page: PageSession, url: string, bound: NavigationBound): Promise<boolean> {
   const { watch, guard, until } = bound;
   // When the capture's own deadline comes first, the capture runs out of time: the engine's
-  // answer (504, naming what was pending) is the one given from the deadline on.
-  const by = Math.min(Date.now() + bound.ms, bound.deadline);
+  // answer (504, naming what was pending) is the one given from the deadline on, so this
+  // bound ends just after it, never on the same tick.
+  const boundAt = Date.now() + bound.ms;
+  const by = boundAt < bound.deadline ? boundAt : bound.deadline + 250;
   const seconds = `${Math.round(bound.ms / 100) / 10} s`;
   watch.step = `waiting for the server of ${url} to answer`;
   const sent = page.send<{ errorText?: string }>('Page.navigate', { url });
