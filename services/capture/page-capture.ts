@@ -116,7 +116,8 @@ async function navigate(page: PageSession, url: string, bound: NavigationBound):
   const by = boundAt < bound.deadline ? boundAt : bound.deadline + 250;
   const seconds = `${Math.round(bound.ms / 100) / 10} s`;
   watch.step = `waiting for the server of ${url} to answer`;
-  const sent = page.send<{ errorText?: string }>('Page.navigate', { url });
+  const left = watch.documents;
+  const sent = page.send<{ errorText?: string; loaderId?: string }>('Page.navigate', { url });
   sent.catch(() => undefined);
   const nav = await Promise.race([sent, sleep(by - Date.now()).then(() => null)]);
   const refused = guard.refusedNavigation(url);
@@ -130,8 +131,10 @@ async function navigate(page: PageSession, url: string, bound: NavigationBound):
   if (nav.errorText) {
     throw serviceError('page_load_failed', `The page could not be loaded (${nav.errorText}); check that ${url} is reachable from the internet.`);
   }
+  // A navigation within the document (a #fragment) starts none: nothing more to wait for.
+  if (!nav.loaderId) return true;
   watch.step = `waiting for ${MOMENT_WORDS[until]} (wait_until=${until})`;
-  const reached = await watch.until(until, by);
+  const reached = await watch.until(until, by, left);
   const after = guard.refusedNavigation();
   if (after) throw urlNotAllowed(`The page may not be captured: ${after}`);
   if (reached || watch.painted) return reached;

@@ -156,9 +156,9 @@ export class PageWatch {
     for (const listener of this.changed) listener();
   }
 
-  /** The current document has reached the moment. */
-  reached(until: WaitUntil): boolean {
-    return this.loader !== null && MOMENT[until].every((name) => this.events.has(name));
+  /** The current document, begun after the first `after` documents of the capture, has reached the moment. */
+  reached(until: WaitUntil, after = 0): boolean {
+    return this.documents > after && MOMENT[until].every((name) => this.events.has(name));
   }
 
   /** Something of the current document was drawn (its first contentful paint). */
@@ -171,9 +171,12 @@ export class PageWatch {
     return this.events.has('DOMContentLoaded') || this.events.has('load');
   }
 
-  /** Resolves true when the current document reaches the moment, false at `by` (epoch ms). */
-  until(moment: WaitUntil, by: number): Promise<boolean> {
-    if (this.reached(moment)) return Promise.resolve(true);
+  /**
+   * Resolves true when a document begun after the first `after` (the count before a navigation
+   * was sent: never the document it leaves) reaches the moment, false at `by` (epoch ms).
+   */
+  until(moment: WaitUntil, by: number, after = 0): Promise<boolean> {
+    if (this.reached(moment, after)) return Promise.resolve(true);
     return new Promise((resolve) => {
       const done = (reached: boolean) => {
         clearTimeout(timer);
@@ -181,7 +184,7 @@ export class PageWatch {
         resolve(reached);
       };
       const check = () => {
-        if (this.reached(moment)) done(true);
+        if (this.reached(moment, after)) done(true);
       };
       const timer = setTimeout(() => done(false), Math.max(0, by - Date.now()));
       this.changed.add(check);
