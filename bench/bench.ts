@@ -61,7 +61,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { withTimeout } from '../services/capture/browser-slot';
+import { withTimeout } from '../services/capture/browsers/browser-slot';
 import { loadConfig, type Config } from '../services/shared/config';
 import { type System, startSystem, stopSystem } from '../runtime/system';
 import { type FloorTab, IsolatedPool, type Work, benchAccount, floorCapture, openFloorTab, snapOnce } from './floor';

@@ -7,7 +7,7 @@
  */
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { type BrowserSlot, launchSession, withTimeout } from '../services/capture/browser-slot';
+import { type BrowserSlot, launchSession, withTimeout } from '../services/capture/browsers/browser-slot';
 import type { Config } from '../services/shared/config';
 import { call } from '../services/shared/contracts';
 import type { System } from '../runtime/system';

@@ -14,7 +14,7 @@
  */
 import os from 'node:os';
 import knex, { type Knex } from 'knex';
-import { ScreenshotRepository } from '../services/capture/screenshots';
+import { ScreenshotRepository } from '../services/capture/jobs/screenshots';
 import { knexConfig } from '../services/shared/database';
 import type { Paging } from '../services/shared/paging';
 import { backendConfig } from '../test/support/backends';

@@ -43,7 +43,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type System, startSystem, stopSystem } from '../runtime/system';
-import { withTimeout } from '../services/capture/browser-slot';
+import { withTimeout } from '../services/capture/browsers/browser-slot';
 import { loadConfig } from '../services/shared/config';
 import { type FloorTab, IsolatedPool, type Work, benchAccount, floorCapture, openFloorTab, snapOnce } from './floor';
 import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './pages';

@@ -12,7 +12,7 @@ import { billsAiCredits, NOT_ANALYSED } from '../ai/public/ai-record';
 import { withCaptureCredits } from '../billing/public/credits';
 import { ERROR_STATUS, isErrorCode, serviceError } from '../shared/errors';
 import type { Paging } from '../shared/paging';
-import { AI_CHECK_ERRORS, admitCapture, GATE_ERRORS } from './admission';
+import { AI_CHECK_ERRORS, admitCapture, GATE_ERRORS } from './spend-admission';
 import type { ConfigOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';

@@ -6,7 +6,7 @@
  * for an own AI provider, the provider and model (ai.check), targets that name a refused
  * address literally, then that the month's research credits cover every domain (reserved
  * and given back at once: each domain reserves its own when it starts). The capture service
- * writes the request and a job per domain, and runs them (services/capture/research.ts).
+ * writes the request and a job per domain, and runs them (services/capture/research/research.ts).
  */
 import net from 'node:net';
 import { type Static, type TProperties, Type } from '@sinclair/typebox';

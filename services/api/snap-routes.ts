@@ -18,7 +18,7 @@ import { serviceError } from '../shared/errors';
 import { INLINE_DOCUMENT_URL, OPTION_DEFAULTS, type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
 import { parseThumbnailName } from '../capture/public/thumbnail-names';
-import { AI_CHECK_ERRORS, admitCapture, GATE_ERRORS } from './admission';
+import { AI_CHECK_ERRORS, admitCapture, GATE_ERRORS } from './spend-admission';
 import { takeSnap } from './capture-call';
 import { type RouteContext, type RouteDef, route } from './http';
 import { type ParamShape, type RawParams, SNAP_HTML_PARAMS, SNAP_PARAMS } from './request-schemas';

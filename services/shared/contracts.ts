@@ -299,7 +299,7 @@ export interface Actions {
     { accountId: string; id: string; from: number },
     { head: Omit<ResearchReport, 'results'> | null; results: ResearchReport['results']; next: number | null },
   ];
-  /** This capture node's metrics (services/capture/metrics.ts), for the api's GET /metrics. */
+  /** This capture node's metrics (services/capture/jobs/metrics.ts), for the api's GET /metrics. */
   /** This billing node's metrics (services/billing/metrics.ts). */
   'billing.metrics': [Record<string, never>, MetricsSnapshot];
   /** This api node's metrics (services/api/metrics.ts). */

@@ -3,7 +3,7 @@
  * carries (`structures`, the official MCP server's names), and the shapes of its status,
  * report and webhook, each a JSON Schema the OpenAPI document shows and a type taken from it.
  * The api validates and answers (services/api/research-routes.ts), capture runs each domain
- * as a job (services/capture/research.ts), the ai service extracts the fields
+ * as a job (services/capture/research/research.ts), the ai service extracts the fields
  * (services/ai/research-extraction.ts); docs/ai.md describes it for users.
  */
 import { type Static, Type } from '@sinclair/typebox';

@@ -6,7 +6,12 @@
  *   (what one service owns and others call, its owner publishes there);
  * - `runtime/` (the composition root and process plumbing) and `bin/` may import anything;
  *   nothing under services/ imports them;
- * - no import cycle among the modules of services/, type-level included.
+ * - no import cycle among the modules of services/, type-level included;
+ * - inside services/capture/, its rooms (each folder's header says what it owns): the page
+ *   imports only the page; fair sharing only itself; the browsers the page and fair sharing;
+ *   the jobs the browsers and fair sharing, never the page (they reach it through the engine);
+ *   research the jobs and the engine only. The service's wiring (its top-level files) may
+ *   import every room.
  * Data files (JSON, such as the Chromium flags grid/ and capture share) are not modules: any
  * code may read them.
  */
@@ -53,8 +58,39 @@ function placeOf(file: string): Place {
   return { kind: 'service', service: parts[1] as string, isPublic: parts[2] === 'public' };
 }
 
+/** What each room of services/capture/ may import besides itself: rooms, or single modules of one. */
+const CAPTURE_ROOMS: Record<string, readonly string[]> = {
+  page: [],
+  fairness: [],
+  browsers: ['page', 'fairness'],
+  jobs: ['browsers', 'fairness'],
+  research: ['jobs', 'browsers/engine.ts'],
+  public: [],
+};
+
+/** The room of a module of services/capture/ (its folder), or null for the service's top-level wiring. */
+function captureRoomOf(file: string): string | null {
+  const parts = file.split(path.sep);
+  return parts[0] === 'services' && parts[1] === 'capture' && parts.length > 3 ? (parts[2] as string) : null;
+}
+
+/** Why `from` may not import `to` inside services/capture/, or null when it may. */
+function roomRefusal(from: string, to: string): string | null {
+  const a = captureRoomOf(from);
+  const b = captureRoomOf(to);
+  if (!from.startsWith(`services${path.sep}capture${path.sep}`) || !to.startsWith(`services${path.sep}capture${path.sep}`)) return null;
+  if (a === null || a === b || b === 'public') return null;
+  const allowed = CAPTURE_ROOMS[a];
+  if (!allowed) return `${from}: services/capture/${a}/ is no room the import rule knows (add it to CAPTURE_ROOMS with what it may import)`;
+  const inner = to.split(path.sep).slice(2).join('/');
+  if (b !== null && allowed.some((r) => r === b || r === inner)) return null;
+  return `${from} imports ${to}: the capture room ${a}/ imports only ${[a, ...allowed].join(', ')} (see its header)`;
+}
+
 /** Why `from` may not import `to`, or null when it may. */
 function refusal(from: string, to: string): string | null {
+  const inRooms = roomRefusal(from, to);
+  if (inRooms) return inRooms;
   const a = placeOf(from);
   const b = placeOf(to);
   if (a.kind === 'runtime' || a.kind === 'bin' || a.kind === 'other') return null;
@@ -113,7 +149,7 @@ describe('the import graph of services/ (the layering rule)', () => {
     expect([...graph.values()].flat().length).to.be.greaterThan(300);
   });
 
-  it("the kernel imports only the kernel; a service imports the kernel, itself and other services' public/ only", () => {
+  it("the kernel imports only the kernel; a service imports the kernel, itself and other services' public/ only; capture's rooms import as their headers say", () => {
     const refusals = [...graph].flatMap(([from, tos]) => tos.map((to) => refusal(from, to)).filter((r): r is string => r !== null));
     expect(refusals).to.deep.equal([]);
   });
@@ -127,10 +163,19 @@ describe('the import graph of services/ (the layering rule)', () => {
 
   it('the rule and the cycle finder refuse what they should (checked on made-up imports)', () => {
     expect(refusal('services/shared/errors.ts', 'services/billing/public/credits.ts')).to.contain('the kernel');
-    expect(refusal('services/api/http.ts', 'services/capture/engine.ts')).to.contain('publish it in services/capture/public/');
+    expect(refusal('services/api/http.ts', 'services/capture/browsers/engine.ts')).to.contain('publish it in services/capture/public/');
     expect(refusal('services/api/http.ts', 'runtime/system.ts')).to.contain('never imports the runtime');
     expect(refusal('services/api/http.ts', 'services/capture/public/thumbnail-names.ts')).to.equal(null);
     expect(refusal('runtime/system.ts', 'services/capture/capture.service.ts')).to.equal(null);
+    const [page, engine, pool, jobs] = ['page/page-capture.ts', 'browsers/engine.ts', 'browsers/browser-pool.ts', 'jobs/jobs.ts'].map((f) =>
+      path.join('services', 'capture', ...f.split('/')),
+    ) as [string, string, string, string];
+    expect(refusal(path.join('services', 'capture', 'jobs', 'files.ts'), page)).to.contain('the capture room jobs/ imports only');
+    expect(refusal(path.join('services', 'capture', 'jobs', 'files.ts'), engine)).to.equal(null);
+    expect(refusal(page, jobs)).to.contain('the capture room page/ imports only page');
+    expect(refusal(path.join('services', 'capture', 'research', 'research.ts'), engine)).to.equal(null);
+    expect(refusal(path.join('services', 'capture', 'research', 'research.ts'), pool)).to.contain('research/ imports only');
+    expect(refusal(path.join('services', 'capture', 'capture.service.ts'), page)).to.equal(null);
     expect(
       cyclesOf(
         new Map([

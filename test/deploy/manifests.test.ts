@@ -15,7 +15,7 @@ import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { brokerOptions } from '../../moleculer.config';
 import { captureService } from '../../services/capture/capture.service';
-import { DRAIN_CHECK_MS } from '../../services/capture/grid-drain';
+import { DRAIN_CHECK_MS } from '../../services/capture/browsers/grid-drain';
 import { ALL_SERVICES, loadConfig } from '../../services/shared/config';
 import { type EnvSource, type K8sObject, containerEnv, find, kustomizeVersion, readYaml, render, serviceDeployments } from './render';
 

@@ -3,7 +3,7 @@
  * of this repository that exists (never one outside it, which a clone would not have), and a
  * `#anchor` is a heading of its target as GitHub slugs it. Links with a scheme (https:,
  * mailto:) are not followed: the tests reach no other host. And every repository path the
- * docs name in a code span (`services/capture/pipeline.ts`) exists, so a reader sent to a
+ * docs name in a code span (`services/capture/jobs/pipeline.ts`) exists, so a reader sent to a
  * file finds it after the code moves.
  */
 import fs from 'node:fs';

@@ -14,7 +14,7 @@
 import fs from 'node:fs';
 import type http from 'node:http';
 import path from 'node:path';
-import { FIXTURE_HOSTS, type BlockingFixtures, startBlockingFixtures } from '../capture/consent-fixtures';
+import { FIXTURE_HOSTS, type BlockingFixtures, startBlockingFixtures } from '../capture/page/consent-fixtures';
 import { TEST_DEFAULTS } from '../support/backends';
 import { startCaptureSystem } from '../support/capture-helpers';
 import { qs } from '../support/http';

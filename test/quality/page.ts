@@ -17,7 +17,7 @@ export interface Origins {
   site: string;
   /** A second site (cross-site to `site`), e.g. http://embed.quality-cdn.test:port */
   other: string;
-  /** A page of the consent fixtures (test/capture/consent-fixtures.ts): http://<host>:<port><path>. */
+  /** A page of the consent fixtures (test/capture/page/consent-fixtures.ts): http://<host>:<port><path>. */
   consent(host: string, path?: string): string;
 }
 

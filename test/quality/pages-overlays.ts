@@ -4,11 +4,11 @@
  * as it is), and chat widgets and newsletter modals (captured as the page shows them: the
  * page and the widget both drawn, nothing blank). 800x600, PNG, wait=0.
  *
- * The OneTrust and consentmanager banners are the blocking tests' (test/capture/consent-fixtures.ts:
+ * The OneTrust and consentmanager banners are the blocking tests' (test/capture/page/consent-fixtures.ts:
  * an <h1> "Article" at the top, the banner over the bottom 200 px); Didomi's and CookieYes's
  * walls are here, with the markup and ids their SDKs use (the ones autoconsent's rules look for).
  */
-import { CMP_API_HOST, CMP_BROKEN_HOST, CONSENT_HOST } from '../capture/consent-fixtures';
+import { CMP_API_HOST, CMP_BROKEN_HOST, CONSENT_HOST } from '../capture/page/consent-fixtures';
 import { COLOURS, type QualityPage, type Rgb, box, css, doc, solidDoc } from './page';
 import { expectBlank, expectColour, expectInk, expectSize } from './picture';
 

@@ -3,7 +3,7 @@
  * of its own: what a claim leases, when a lease runs out, that only the current token renews,
  * ends or works under a lease, and, on MariaDB, the row locks (SKIP LOCKED) that let claimers
  * on several instances pass each other's rows by. Its uses are proved with their owners: the
- * jobs queue (test/capture/jobs.test.ts, research-queue.test.ts), the outbox
+ * jobs queue (test/capture/jobs/jobs.test.ts, research-queue.test.ts), the outbox
  * (test/notifier/deliveries.test.ts) and the scheduler (test/scheduler/schedule-runner.test.ts).
  */
 import fs from 'node:fs';

@@ -7,7 +7,7 @@
  * their leases.
  */
 import { expect } from 'chai';
-import { RedisAccountSlots } from '../../services/capture/account-slots';
+import { RedisAccountSlots } from '../../services/capture/fairness/account-slots';
 import { call } from '../../services/shared/contracts';
 import { uniqueName } from '../support/backends';
 import { startCaptureCluster } from '../support/capture-cluster';

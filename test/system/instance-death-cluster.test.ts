@@ -7,7 +7,7 @@
  * the burst is answered, long before its leases could have run out.
  */
 import { expect } from 'chai';
-import { RedisAccountSlots } from '../../services/capture/account-slots';
+import { RedisAccountSlots } from '../../services/capture/fairness/account-slots';
 import { call } from '../../services/shared/contracts';
 import { uniqueName } from '../support/backends';
 import { startCaptureCluster } from '../support/capture-cluster';

@@ -1,0 +1,380 @@
+/**
+ * Full-page captures: what has to happen before the image for it to be the whole page as a
+ * person scrolling it would see it (DESIGN.md section 4), and how tall that image may be.
+ *
+ * `fullpage` grows the viewport to the document's height, so that whatever a viewport
+ * triggers (lazy images and frames, IntersectionObserver loaders, resize handlers) starts
+ * at once, waits for it on the page's own signals (its requests, its images), puts the
+ * viewport back and measures the document again, and repeats while it grew. Lazy images
+ * and frames are also started directly, since an element sized in viewport units above
+ * them grows with the viewport and keeps them out of it.
+ *
+ * Once loaded, the image is made to show what a person scrolling sees where the renderer
+ * would draw otherwise: sections with `content-visibility: auto` drawn, elements fixed in the
+ * lower half of the viewport at the bottom of the page (drawAsScrolled).
+ *
+ * `fullpage_advanced` and `incremental_scroll` first scroll through the page a viewport at
+ * a time (loaders driven by scroll events, infinite scroll up to the maximum height), then
+ * go back to the top, so that sticky and fixed headers are where they are at the top.
+ */
+import type { SnapOptions } from '../../shared/screenshot-options';
+import { DEFAULTS, type PageSession, deviceMetrics, inPageCall, sleep, viewportOf } from './page-session';
+
+/**
+ * The tallest full-page image, in CSS pixels; a longer page is cut there. Below every
+ * encoder's limit at scale_factor 1 (WebP 16 383 pixels a side, JPEG 65 535), and about
+ * a second of rasterising and encoding at the default width.
+ */
+export const MAX_FULLPAGE_HEIGHT = 16_000;
+/**
+ * The most pixels a full-page image may have: the maximum height at the widest viewport
+ * (7 680), or at 1 920 CSS px and scale_factor 2. Past it the renderer needs gigabytes and
+ * tens of seconds, and the thumbnail's decoder refuses the image.
+ */
+const MAX_IMAGE_PIXELS = MAX_FULLPAGE_HEIGHT * 7_680;
+/** WebP cannot be taller than this many pixels. */
+const WEBP_MAX_SIDE = 16_383;
+
+/** How long one round may wait for what growing the viewport started loading. */
+const SETTLE_CAP_MS = 1_500;
+/** Rounds of growing the viewport while the document keeps growing (an endless page). */
+const MAX_GROW_ROUNDS = 4;
+/** How long scrolling may take, as the spec bounds incremental_scroll. */
+const SCROLL_BUDGET_MS = 10_000;
+/** At the bottom while scrolling: how long to wait for what it started (the next page of an infinite scroll). */
+const BOTTOM_SETTLE_CAP_MS = 1_500;
+/**
+ * Time at each scroll position when the page listens for scroll events: scroll handlers
+ * are commonly throttled to about 100-125 ms (lazysizes: 125), and a position they never
+ * see is never loaded. Without scroll listeners a rendering update is enough.
+ */
+const SCROLL_HANDLER_DWELL_MS = 150;
+/** incremental_scroll scrolls slowly on purpose (content that animates in as it is scrolled to). */
+const INCREMENTAL_DWELL_MS = 400;
+/** A rendering update that has not come after this long is not waited for any longer. */
+const FRAME_CAP_MS = 100;
+
+/**
+ * How tall (CSS px) a full-page capture, or an element's box, may be for these options:
+ * MAX_FULLPAGE_HEIGHT, less where the image would have more than MAX_IMAGE_PIXELS pixels
+ * or be taller than WebP allows; never less than the viewport.
+ */
+export function maxCaptureHeight(o: SnapOptions): number {
+  const format = o.image_format ?? DEFAULTS.image_format;
+  const { width, height, scale } = viewportOf(o);
+  let max = MAX_FULLPAGE_HEIGHT;
+  if (format !== 'pdf') max = Math.min(max, MAX_IMAGE_PIXELS / (width * scale * scale));
+  if (format === 'webp') max = Math.min(max, WEBP_MAX_SIDE / scale);
+  return Math.max(height, Math.floor(max));
+}
+
+/** The work a capture's options ask for before the image (fullpage, fullpage_advanced, incremental_scroll). */
+export function wantsWholePage(o: SnapOptions): boolean {
+  return Boolean(o.fullpage || o.fullpage_advanced || o.incremental_scroll);
+}
+
+/**
+ * Loads what the options ask for: scrolls through the page (fullpage_advanced,
+ * incremental_scroll), then loads everything down to the maximum height (fullpage,
+ * fullpage_advanced). Leaves the page at its top, at its own viewport.
+ */
+export async function loadWholePage(page: PageSession, o: SnapOptions, deadline: number): Promise<void> {
+  const net = NetworkWatch.start(page);
+  try {
+    // With page scripts off there is nothing to wait a frame for (no loader runs, and
+    // Chromium loads lazy images at once), and the page's timers would never fire.
+    const scripts = !o.disable_js;
+    if (o.fullpage_advanced || o.incremental_scroll) await scrollThrough(page, net, o, scripts, deadline);
+    if (o.fullpage || o.fullpage_advanced) await growUntilLoaded(page, net, o, scripts, deadline);
+  } finally {
+    net.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Functions run inside the page (serialised with toString, so they use nothing from here).
+
+/** The document's height (CSS px). */
+export function documentHeight(): number {
+  return Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
+}
+
+/**
+ * Starts every lazy image and frame loading, goes to the top of the page, and says how
+ * tall the document is. The loading attribute is put back at once: the page's DOM stays
+ * as it was (html_only shows it), and a load once started goes on.
+ */
+function startLazyLoads(): number {
+  document.querySelectorAll<HTMLImageElement | HTMLIFrameElement>('img[loading=lazy], iframe[loading=lazy]').forEach((el) => {
+    el.loading = 'eager';
+    el.loading = 'lazy';
+  });
+  window.scrollTo({ top: 0, left: 0, behavior: 'instant' });
+  return Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
+}
+
+/** Images of the document still loading. */
+function imagesLoading(): number {
+  let n = 0;
+  for (let i = 0; i < document.images.length; i++) if (!document.images[i]?.complete) n++;
+  return n;
+}
+
+/**
+ * Once everything is loaded and the viewport is back, what the image of the whole page would
+ * otherwise show unlike a person scrolling it:
+ * - sections with `content-visibility: auto` away from the viewport are skipped by the
+ *   renderer (drawn blank below the first screens): they are made visible;
+ * - elements fixed in the lower half of the viewport (a bottom bar, a chat launcher) are
+ *   drawn there, over the content of the first screen, and not at the bottom of the page,
+ *   where a person who scrolled to the end sees them: they are moved down by the page's
+ *   height less the viewport's (at most `max`, the tallest the image may be), with the
+ *   `translate` property, which leaves the layout as it is. Fixed elements that reach into
+ *   the upper half (headers, sidebars, overlays) stay where the first screen has them, and
+ *   so do those with a fixed element inside (which is moved on its own).
+ * Through a stylesheet of our own in document.adoptedStyleSheets, with structural selectors:
+ * the page's DOM (and its HTML, for html_only) stays as the page made it. Says how many
+ * elements of each it changed.
+ */
+function drawAsScrolled(max: number): { skipped: number; fixed: number } {
+  const pathOf = (el: Element): string => {
+    const parts: string[] = [];
+    for (let e: Element | null = el; e && e !== document.documentElement; e = e.parentElement) {
+      let i = 1;
+      for (let s = e.previousElementSibling; s; s = s.previousElementSibling) i++;
+      parts.unshift(`*:nth-child(${i})`);
+    }
+    return `:root > ${parts.join(' > ')}`;
+  };
+  const skipped: Element[] = [];
+  const fixed: Element[] = [];
+  const all = document.body ? document.body.getElementsByTagName('*') : null;
+  for (let i = 0; all && i < all.length; i++) {
+    const el = all[i] as Element;
+    const style = getComputedStyle(el);
+    if (style.getPropertyValue('content-visibility') === 'auto') skipped.push(el);
+    else if (style.position === 'fixed') fixed.push(el);
+  }
+  const done = { skipped: skipped.length, fixed: 0 };
+  if (!skipped.length && !fixed.length) return done;
+  const sheet = new CSSStyleSheet();
+  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+  for (const el of skipped) sheet.insertRule(`${pathOf(el)}{content-visibility:visible !important}`, sheet.cssRules.length);
+  // Measured with the skipped sections drawn (they may be taller than their placeholder size).
+  const viewport = window.innerHeight;
+  const bottom = Math.min(max, Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0));
+  if (bottom <= viewport) return done;
+  for (const el of fixed) {
+    const r = el.getBoundingClientRect();
+    // In the lower half of the viewport (a bar, a launcher, a toast): as on the last screen. What reaches
+    // into the upper half (a header, a sidebar, an overlay, a dialog) stays as on the first. So does one
+    // with a fixed element inside: translated, it would hold that one (a transform makes a containing
+    // block), which is looked at on its own.
+    if (r.width < 1 || r.height < 1 || r.top < viewport / 2 || r.bottom > viewport + 1 || fixed.some((f) => f !== el && el.contains(f))) continue;
+    sheet.insertRule(`${pathOf(el)}{translate:0 ${bottom - viewport}px !important}`, sheet.cssRules.length);
+    done.fixed++;
+  }
+  return done;
+}
+
+/**
+ * Resolves after the next rendering update, or after capMs if none comes. An observer of
+ * our own signals it: the first notification of a new IntersectionObserver is delivered
+ * after the update's intersection steps, behind those of the page's observers (created
+ * before it), and after that update's scroll events and animation-frame callbacks. One
+ * frame, where two animation frames would be two.
+ */
+function afterRenderingUpdate(capMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const io = new IntersectionObserver(() => {
+      io.disconnect();
+      resolve(true);
+    });
+    io.observe(document.documentElement);
+    setTimeout(() => {
+      io.disconnect();
+      resolve(false);
+    }, capMs);
+  });
+}
+
+/**
+ * Scrolls one viewport down, never past `max`; says whether this is the bottom (of the
+ * document or of what may be captured), or the page does not scroll at all.
+ */
+function scrollDown(max: number): boolean {
+  const bottom = Math.min(max, Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0));
+  const before = window.scrollY;
+  window.scrollTo({ top: Math.min(before + window.innerHeight, bottom - window.innerHeight), left: 0, behavior: 'instant' });
+  return window.scrollY === before || window.scrollY + window.innerHeight >= bottom - 1;
+}
+
+/** Whether the page has more below the viewport, above `max` (an infinite scroll that loaded its next part). */
+function moreBelow(max: number): boolean {
+  const bottom = Math.min(max, Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0));
+  return window.scrollY + window.innerHeight < bottom - 1;
+}
+
+// ---------------------------------------------------------------------------------------
+
+/** Requests that need not end for the page to be complete (streams, pushes, pings). */
+const NEVER_AWAITED = new Set(['Media', 'EventSource', 'WebSocket', 'Ping', 'Prefetch', 'CSPViolationReport', 'Manifest']);
+
+/** The page's requests in flight, as CDP's Network domain reports them from now on. */
+class NetworkWatch {
+  private readonly inFlight = new Set<string>();
+  private waiters: Array<() => void> = [];
+  private readonly off: Array<() => void>;
+
+  /**
+   * Not waited for: the page's session takes commands in order, so whatever the next
+   * command starts is reported (the answer itself took 20-30 ms on a long page). A failure
+   * shows in the commands after it.
+   */
+  static start(page: PageSession): NetworkWatch {
+    const watch = new NetworkWatch(page);
+    // Without buffers: nothing here reads a response body, which Chromium would otherwise keep a copy of.
+    page.send('Network.enable', { maxTotalBufferSize: 0, maxResourceBufferSize: 0 }).catch(() => undefined);
+    return watch;
+  }
+
+  private constructor(page: PageSession) {
+    const own =
+      (fn: (p: { requestId: string; type?: string }) => void) =>
+      (params: Record<string, unknown>, sessionId: string | undefined): void => {
+        if (sessionId === page.sessionId) fn(params as { requestId: string; type?: string });
+      };
+    this.off = [
+      page.cdp.on(
+        'Network.requestWillBeSent',
+        own((p) => {
+          if (!NEVER_AWAITED.has(p.type ?? '')) this.inFlight.add(p.requestId);
+        }),
+      ),
+      page.cdp.on(
+        'Network.loadingFinished',
+        own((p) => this.ended(p.requestId)),
+      ),
+      page.cdp.on(
+        'Network.loadingFailed',
+        own((p) => this.ended(p.requestId)),
+      ),
+    ];
+  }
+
+  get idle(): boolean {
+    return this.inFlight.size === 0;
+  }
+
+  /** Resolves when no request is in flight, or at `until` (epoch ms). */
+  quiet(until: number): Promise<void> {
+    if (this.idle) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, Math.max(0, until - Date.now()));
+      this.waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  stop(): void {
+    for (const off of this.off) off();
+    for (const wake of this.waiters.splice(0)) wake();
+  }
+
+  private ended(requestId: string): void {
+    if (this.inFlight.delete(requestId) && this.inFlight.size === 0) for (const wake of this.waiters.splice(0)) wake();
+  }
+}
+
+/** Lets the page render once (see afterRenderingUpdate); a page whose scripts are off is not asked. */
+async function renderingUpdate(page: PageSession, scripts: boolean): Promise<void> {
+  if (!scripts) return;
+  // The page could have replaced its timers; the answer is not waited for longer than the cap.
+  await Promise.race([page.evaluate(inPageCall(afterRenderingUpdate, FRAME_CAP_MS), true), sleep(2 * FRAME_CAP_MS)]);
+}
+
+/**
+ * Waits until what the page started loading has loaded: after a rendering update (so
+ * observers have run and started their loads), no request in flight and no image still
+ * loading. At most until `until`; what is still loading then is captured as it is.
+ */
+async function settle(page: PageSession, net: NetworkWatch, scripts: boolean, until: number): Promise<void> {
+  for (;;) {
+    await renderingUpdate(page, scripts);
+    if (net.idle && (await page.run(imagesLoading)) === 0) return;
+    if (Date.now() >= until) return;
+    // Images that started before the watch began are not among its requests: they are looked at again shortly.
+    await (net.idle ? sleep(Math.min(25, until - Date.now())) : net.quiet(until));
+  }
+}
+
+/**
+ * fullpage: grows the viewport to the document's height (at most the maximum), waits for
+ * what that started, puts the viewport back and measures again; once more while the
+ * document grew. The viewport is put back every round because elements sized in viewport
+ * units grow with it: measured at the grown viewport, a page with a full-screen header
+ * would seem to grow for ever, and captured there, the header would be as tall as the page.
+ */
+async function growUntilLoaded(page: PageSession, net: NetworkWatch, o: SnapOptions, scripts: boolean, deadline: number): Promise<void> {
+  const own = viewportOf(o);
+  const viewport = own.height;
+  const max = maxCaptureHeight(o);
+  // Grown for the page only: its layout viewport (innerHeight, what observers see) takes the
+  // document's height while the browser's visible size stays the viewport's, so the browser
+  // does not rasterise the whole page for the frames this waits on. The image is made after
+  // the viewport is put back (captureBeyondViewport rasterises it then), so a raster of the
+  // grown page would be thrown away: measured on the bench's long page, about 140 ms of
+  // browser CPU and 70 ms per capture.
+  const grow = (height: number) => page.send('Emulation.setDeviceMetricsOverride', { ...deviceMetrics({ ...own, height }), dontSetVisibleSize: true });
+  const putBack = () => page.send('Emulation.setDeviceMetricsOverride', deviceMetrics(own));
+  let height = await page.run(startLazyLoads);
+  for (let round = 1; ; round++) {
+    const grown = Math.min(height, max);
+    if (grown > viewport) await grow(grown);
+    await settle(page, net, scripts, Math.min(deadline, Date.now() + SETTLE_CAP_MS));
+    if (grown > viewport) await putBack();
+    // Lazy elements the page added meanwhile (an observer's next part) are started too.
+    const now = await page.run(startLazyLoads);
+    if (now <= height || height >= max || round >= MAX_GROW_ROUNDS || Date.now() >= deadline) break;
+    height = now;
+  }
+  await page.run(drawAsScrolled, max);
+}
+
+/** Whether the page listens for scroll events on the window or the document (CDP's getEventListeners). */
+async function listensForScroll(page: PageSession): Promise<boolean> {
+  const r = await page.send<{ result: { value?: boolean } }>('Runtime.evaluate', {
+    expression: '[window, document, document.documentElement, document.body].some((t) => t && (getEventListeners(t).scroll || []).length > 0)',
+    includeCommandLineAPI: true,
+    returnByValue: true,
+  });
+  return r.result.value === true;
+}
+
+/**
+ * fullpage_advanced, incremental_scroll: scrolls down a viewport at a time, letting the
+ * page render at each position (longer where scroll handlers need it); at the bottom,
+ * waits for what that started and goes on if the page grew (infinite scroll), up to the
+ * maximum height; then back to the top, and the page renders there once more. All within
+ * SCROLL_BUDGET_MS.
+ */
+async function scrollThrough(page: PageSession, net: NetworkWatch, o: SnapOptions, scripts: boolean, deadline: number): Promise<void> {
+  const until = Math.min(deadline, Date.now() + SCROLL_BUDGET_MS);
+  const max = maxCaptureHeight(o);
+  const dwell = o.incremental_scroll ? INCREMENTAL_DWELL_MS : scripts && (await listensForScroll(page)) ? SCROLL_HANDLER_DWELL_MS : 0;
+  for (;;) {
+    const atBottom = await page.run(scrollDown, max);
+    await renderingUpdate(page, scripts);
+    if (dwell) await sleep(Math.min(dwell, until - Date.now()));
+    if (Date.now() + dwell >= until) break;
+    if (atBottom) {
+      await settle(page, net, scripts, Math.min(until, Date.now() + BOTTOM_SETTLE_CAP_MS));
+      if (!(await page.run(moreBelow, max))) break;
+    }
+  }
+  await page.evaluate("window.scrollTo({ top: 0, left: 0, behavior: 'instant' })", false);
+  await renderingUpdate(page, scripts);
+  if (dwell) await sleep(Math.min(dwell, until - Date.now()));
+}

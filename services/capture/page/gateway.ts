@@ -1,0 +1,233 @@
+/**
+ * The egress gateway (DESIGN section 5, modelled on Stripe's Smokescreen): a forward proxy
+ * (proxy-chain) that every browser context of a capture uses as its proxy. One gateway
+ * listens per browser slot and is bound to the capture running in that slot; requests
+ * arriving while no capture is bound are refused.
+ *
+ * For every request (plain HTTP, and CONNECT for https and wss) the gateway resolves the
+ * name itself (EgressPolicy.admit), refuses it when any address is loopback, private,
+ * link-local, metadata or another refused range (IPv4 inside IPv6 included), and otherwise
+ * connects to the very address it checked: its lookup hands Node that address and nothing
+ * else, so a DNS server answering differently the second time (rebinding) has no second
+ * time. Literal addresses are checked before any connection is attempted.
+ *
+ * Each capture's bytes (what went to and came from the targets) are counted from the
+ * connections it used; when the capture is unbound its connections are closed and counted.
+ *
+ * Timeouts: a connection with no traffic for idleTimeoutMs is closed; a connection to a
+ * target or upstream that is not established within connectTimeoutMs is given up (plain
+ * HTTP: on the outgoing socket; CONNECT: until the tunnel is answered), so a black-holed
+ * address costs a page that long, not the idle timeout.
+ */
+import type dns from 'node:dns';
+import http from 'node:http';
+import net, { type AddressInfo, type NetConnectOpts, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { RequestError, Server } from 'proxy-chain';
+import type { EgressPolicy } from '../../shared/egress';
+
+export interface GatewayOptions {
+  policy: EgressPolicy;
+  /** Where the gateway listens (127.0.0.1 when the browsers run on this host). */
+  bindHost: string;
+  /** The host the browsers reach it at (EGRESS_GATEWAY_HOST); defaults to bindHost. */
+  advertisedHost?: string;
+  /** A connection to the gateway with no traffic for this long is closed. */
+  idleTimeoutMs: number;
+  /** A connection to a target (or an upstream) not established within this is given up. */
+  connectTimeoutMs: number;
+}
+
+/** A request the policy refused: the host asked for, its port and why. */
+export interface Refusal {
+  host: string;
+  port: number;
+  reason: string;
+}
+
+/** One capture's use of the gateway: what was refused and how many bytes went through. */
+export class GatewayCapture {
+  readonly refusals: Refusal[] = [];
+  /**
+   * The upstream proxy this capture goes out through (a real location's or the account's own,
+   * credentials included), or null: straight to the targets. Only the gateway uses it: the
+   * browser knows the gateway's address and nothing else. `agent`: the capture's own
+   * outgoing connections for plain HTTP (CaptureAgent), destroyed when it is unbound.
+   */
+  constructor(
+    readonly upstream: string | null,
+    readonly agent: http.Agent,
+  ) {}
+
+  /** Bytes sent to and received from targets by the capture's connections, counted so far. */
+  bytes = 0;
+  ended = false;
+
+  /** The refusal of a URL's host and port, if the gateway refused it (`<url> <reason>`). */
+  refusalOf(rawUrl: string): string | null {
+    let url: URL;
+    try {
+      url = new URL(rawUrl);
+    } catch {
+      return null;
+    }
+    const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    const port = Number(url.port || (url.protocol === 'https:' || url.protocol === 'wss:' ? 443 : 80));
+    const r = this.refusals.find((x) => x.host === host && x.port === port);
+    return r ? `${rawUrl} ${r.reason}` : null;
+  }
+}
+
+/**
+ * One capture's outgoing connections for plain HTTP (and chaining to an upstream): kept
+ * alive between its requests, as the browser would keep them alive going out directly,
+ * and never beyond the capture (destroyed when it is unbound), so a connection's bytes are
+ * always its capture's. A connection not established within `connectTimeoutMs` is given up.
+ */
+class CaptureAgent extends http.Agent {
+  constructor(private readonly connectTimeoutMs: number) {
+    // An idle connection is let go after 4 s, before the usual 5 s of servers that send no
+    // keep-alive hint (Node honours a hint), so a request seldom meets one the target is closing.
+    super({ keepAlive: true, scheduling: 'lifo', timeout: 4_000 });
+  }
+
+  override createConnection(options: NetConnectOpts, callback?: (err: Error | null, socket: Duplex) => void): Duplex {
+    const socket = net.createConnection(options);
+    const timer = setTimeout(
+      () => socket.destroy(Object.assign(new Error(`connect timed out after ${this.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' })),
+      this.connectTimeoutMs,
+    );
+    socket.once('connect', () => clearTimeout(timer));
+    socket.once('close', () => clearTimeout(timer));
+    callback?.(null, socket);
+    return socket;
+  }
+}
+
+/**
+ * A CONNECT: the client's socket gets connectTimeoutMs until the gateway first answers on it
+ * ("200 Connection Established" once the target is connected, or an error), then the idle
+ * timeout again. proxy-chain opens the tunnel itself, so its first write is the one signal.
+ */
+function timeTunnelConnect(socket: Socket, connectTimeoutMs: number, idleTimeoutMs: number): void {
+  socket.setTimeout(connectTimeoutMs);
+  const write = socket.write;
+  socket.write = function (this: Socket, ...args: Parameters<Socket['write']>) {
+    socket.write = write;
+    socket.setTimeout(idleTimeoutMs);
+    return write.apply(this, args);
+  } as Socket['write'];
+}
+
+/** A lookup that answers one address, whatever it is asked: the address the policy checked. */
+function pinnedLookup(address: string, family: 4 | 6): typeof dns.lookup {
+  const lookup = (_host: string, options: unknown, callback?: unknown): void => {
+    const cb = (typeof options === 'function' ? options : callback) as (...a: unknown[]) => void;
+    const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
+    if (all) process.nextTick(cb, null, [{ address, family }]);
+    else process.nextTick(cb, null, address, family);
+  };
+  return lookup as unknown as typeof dns.lookup;
+}
+
+export class EgressGateway {
+  private current: GatewayCapture | null = null;
+  private readonly byConnection = new Map<number, GatewayCapture>();
+
+  private constructor(
+    private readonly server: Server,
+    private readonly advertisedHost: string,
+    private readonly timeouts: { connectTimeoutMs: number; idleTimeoutMs: number },
+  ) {}
+
+  static async start(opts: GatewayOptions): Promise<EgressGateway> {
+    let gateway: EgressGateway | null = null;
+    const server = new Server({
+      port: 0,
+      host: opts.bindHost,
+      prepareRequestFunction: ({ connectionId, hostname, port, isHttp }) => {
+        if (!gateway) throw new RequestError('The gateway is starting.', 503);
+        return gateway.prepare(connectionId, hostname, port, isHttp, opts.policy);
+      },
+    });
+    gateway = new EgressGateway(server, opts.advertisedHost ?? opts.bindHost, opts);
+    const g = gateway;
+    server.on('connectionClosed', ({ connectionId, stats }: { connectionId: number; stats?: { trgTxBytes: number | null; trgRxBytes: number | null } }) => {
+      const capture = g.byConnection.get(connectionId);
+      g.byConnection.delete(connectionId);
+      if (capture && !capture.ended && stats) capture.bytes += (stats.trgTxBytes ?? 0) + (stats.trgRxBytes ?? 0);
+    });
+    // proxy-chain destroys a socket that times out.
+    server.server.on('connection', (socket: Socket) => socket.setTimeout(opts.idleTimeoutMs));
+    await server.listen();
+    return gateway;
+  }
+
+  get port(): number {
+    return (this.server.server.address() as AddressInfo).port;
+  }
+
+  /** The proxy address for Target.createBrowserContext. */
+  get proxyServer(): string {
+    const host = this.advertisedHost.includes(':') ? `[${this.advertisedHost}]` : this.advertisedHost;
+    return `http://${host}:${this.port}`;
+  }
+
+  private async prepare(
+    connectionId: number,
+    hostname: string,
+    port: number,
+    isHttp: boolean,
+    policy: EgressPolicy,
+  ): Promise<{ dnsLookup?: typeof dns.lookup; httpAgent: http.Agent; upstreamProxyUrl?: string }> {
+    let capture = this.byConnection.get(connectionId);
+    if (!capture) {
+      capture = this.current ?? undefined;
+      if (capture) this.byConnection.set(connectionId, capture);
+    }
+    if (!capture || capture.ended) throw new RequestError('No capture is running through this gateway.', 403);
+    const admission = await policy.admit(hostname);
+    if (!admission.allowed) {
+      if (admission.unresolvable) throw new RequestError(`${hostname} ${admission.reason}`, 502);
+      capture.refusals.push({ host: hostname.replace(/^\[|\]$/g, '').toLowerCase(), port, reason: admission.reason });
+      throw new RequestError(`${hostname} ${admission.reason}; refused by the egress policy.`, 403);
+    }
+    const source = isHttp ? undefined : this.server.connections.get(connectionId);
+    if (source) timeTunnelConnect(source, this.timeouts.connectTimeoutMs, this.timeouts.idleTimeoutMs);
+    // Through an upstream, the upstream connects to the target (and resolves it in its own
+    // region); the policy above still refused what resolves here to a refused address.
+    // A kept-alive connection was made to an address the policy admitted earlier in this capture.
+    const httpAgent = capture.agent;
+    if (capture.upstream) return { upstreamProxyUrl: capture.upstream, httpAgent };
+    return { dnsLookup: pinnedLookup(admission.address, admission.family), httpAgent };
+  }
+
+  /** Binds the next capture (one at a time), going out directly or through `upstream`; its requests are checked and counted. */
+  bind(upstream: string | null = null): GatewayCapture {
+    if (this.current) throw new Error('the egress gateway is already bound to a capture');
+    this.current = new GatewayCapture(upstream, new CaptureAgent(this.timeouts.connectTimeoutMs));
+    return this.current;
+  }
+
+  /** Ends a capture: its connections still open are counted and closed; its bytes are final. */
+  unbind(capture: GatewayCapture): number {
+    if (this.current === capture) this.current = null;
+    for (const [id, c] of this.byConnection) {
+      if (c !== capture) continue;
+      const stats = this.server.getConnectionStats(id);
+      if (stats) capture.bytes += (stats.trgTxBytes ?? 0) + (stats.trgRxBytes ?? 0);
+      this.byConnection.delete(id);
+      this.server.closeConnection(id);
+    }
+    capture.agent.destroy();
+    capture.ended = true;
+    return capture.bytes;
+  }
+
+  async close(): Promise<void> {
+    // Only the capture still bound has connections kept alive; an unbound one's were destroyed.
+    this.current?.agent.destroy();
+    this.current = null;
+    await this.server.close(true);
+  }
+}

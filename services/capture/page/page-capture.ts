@@ -1,0 +1,417 @@
+/**
+ * One capture on a prepared page: emulation (viewport, scale, user agent, language, time
+ * zone, geolocation, JavaScript), request control (headers, cookies, the request guard),
+ * navigation, waiting, scrolling, injection, then the image (or PDF, or HTML).
+ *
+ * Everything goes through CDP on the page's flat session; the page lives in its own
+ * browser context, which the caller disposes afterwards, so nothing set here outlives the
+ * capture.
+ */
+import { serviceError } from '../../shared/errors';
+import type { SnapOptions } from '../../shared/screenshot-options';
+import type { EgressPolicy } from '../../shared/egress';
+import type { GatewayCapture } from './gateway';
+import { type BlockerSource, injectCosmetics, wantsBlocking } from './blocking';
+import type sharp from 'sharp';
+import { ConsentHandler } from './consent';
+import { drawFramesOutOfView } from './cross-site-frames';
+import type { PageWatch, WaitUntil } from './page-watch';
+import { settleFonts, untilPainted } from './painting';
+import { type ChangeReading, runActions } from './actions';
+import { CdpError } from './cdp';
+import { type PageReading, READ_PAGE } from './page-reading';
+import { documentHeight, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
+import { DEFAULTS, type PageSession, browserGone, deviceMetrics, insertStyle, quote, sameViewport, sleep, viewportOf, waitForSelector } from './page-session';
+import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './request-guard';
+
+export interface CaptureOutput {
+  /** The image or PDF; absent for html_only. */
+  image?: Buffer;
+  contentType?: string;
+  /** A raster for the thumbnail when the main output is a PDF. */
+  thumbnailSource?: Buffer;
+  html?: string;
+  /** Texts read by multi_step_actions `change` steps (change detection compares them). */
+  changes?: ChangeReading[];
+  /** Bytes the capture sent and received through its egress gateway (set by the engine). */
+  egressBytes?: number;
+  /** The page's address, title, text and links, when the context asked (`read`, page-reading.ts). */
+  reading?: PageReading;
+  /** Every navigation reached wait_until's moment (false: the page was taken as drawn at navigation_timeout). */
+  loadFinished?: boolean;
+}
+
+type Params = Record<string, unknown>;
+
+/** Applies everything that must be in place before the first request (beyond presetPage). */
+async function prepare(page: PageSession, o: SnapOptions, userAgent: string, watch: PageWatch): Promise<void> {
+  const steps: Array<Promise<unknown>> = [watch.attachFrames()];
+  const viewport = viewportOf(o);
+  if (!sameViewport(viewport, page.viewport)) steps.push(page.send('Emulation.setDeviceMetricsOverride', deviceMetrics(viewport)));
+  if (o.user_agent || o.accept_language) {
+    steps.push(
+      page.send('Emulation.setUserAgentOverride', {
+        userAgent: o.user_agent ?? userAgent,
+        ...(o.accept_language ? { acceptLanguage: o.accept_language } : {}),
+      }),
+    );
+  }
+  if (o.time_zone) steps.push(page.send('Emulation.setTimezoneOverride', { timezoneId: o.time_zone }));
+  if (o.latitude !== undefined || o.longitude !== undefined) {
+    steps.push(page.cdp.send('Browser.grantPermissions', { permissions: ['geolocation'], browserContextId: page.contextId }));
+    steps.push(page.send('Emulation.setGeolocationOverride', { latitude: o.latitude ?? 0, longitude: o.longitude ?? 0, accuracy: o.accuracy ?? 100 }));
+  }
+  if (o.disable_js) steps.push(page.send('Emulation.setScriptExecutionDisabled', { value: true }));
+  if (o.headers?.length || o.cookies?.length) {
+    steps.push(page.send('Network.enable'));
+    if (o.headers?.length) steps.push(page.send('Network.setExtraHTTPHeaders', { headers: Object.fromEntries(o.headers.map((h) => [h.key, h.value])) }));
+    if (o.cookies?.length) {
+      const target = new URL(o.url);
+      steps.push(
+        page.send('Network.setCookies', {
+          cookies: o.cookies.map((c) => ({
+            name: c.key,
+            value: c.value,
+            domain: c.domain ?? target.hostname,
+            path: c.path ?? '/',
+            ...(c.secure !== undefined ? { secure: c.secure } : {}),
+            ...(c.httpOnly !== undefined ? { httpOnly: c.httpOnly } : {}),
+          })),
+        }),
+      );
+    }
+  }
+  await Promise.all(steps);
+}
+
+/** How one navigation is bounded: the moment it waits for, until when, and what it watches. */
+export interface NavigationBound {
+  until: WaitUntil;
+  /** navigation_timeout, ms. */
+  ms: number;
+  /** The capture's own deadline (epoch ms): the bound never outlasts it. */
+  deadline: number;
+  watch: PageWatch;
+  guard: RequestGuard;
+}
+
+const MOMENT_WORDS: Record<WaitUntil, string> = {
+  load: 'its load event',
+  domcontentloaded: 'its DOMContentLoaded event',
+  networkidle: 'its load event and 500 ms without a request',
+};
+
+/**
+ * Navigates and waits for the moment wait_until names, at most navigation_timeout. A page
+ * that has drawn something by then is captured as it is (false: the load did not finish); one
+ * whose server has not answered, or that has drawn nothing, fails with page_load_failed.
+ * Returns whether the moment was reached.
+ */
+async function navigate(page: PageSession, url: string, bound: NavigationBound): Promise<boolean> {
+  const { watch, guard, until } = bound;
+  // When the capture's own deadline comes first, the capture runs out of time: the engine's
+  // answer (504, naming what was pending) is the one given from the deadline on, so this
+  // bound ends just after it, never on the same tick.
+  const boundAt = Date.now() + bound.ms;
+  const by = boundAt < bound.deadline ? boundAt : bound.deadline + 250;
+  const seconds = `${Math.round(bound.ms / 100) / 10} s`;
+  watch.step = `waiting for the server of ${url} to answer`;
+  const left = watch.documents;
+  const sent = page.send<{ errorText?: string; loaderId?: string }>('Page.navigate', { url });
+  sent.catch(() => undefined);
+  const nav = await Promise.race([sent, sleep(by - Date.now()).then(() => null)]);
+  const refused = guard.refusedNavigation(url);
+  if (refused) throw urlNotAllowed(`The page may not be captured: ${refused}`);
+  if (nav === null) {
+    throw serviceError(
+      'page_load_failed',
+      `The server of ${url} sent no answer within ${seconds} (navigation_timeout); check that it is up and reachable from the internet.`,
+    );
+  }
+  if (nav.errorText) {
+    throw serviceError('page_load_failed', `The page could not be loaded (${nav.errorText}); check that ${url} is reachable from the internet.`);
+  }
+  // A navigation within the document (a #fragment) starts none: nothing more to wait for.
+  if (!nav.loaderId) return true;
+  watch.step = `waiting for ${MOMENT_WORDS[until]} (wait_until=${until})`;
+  const reached = await watch.until(until, by, left);
+  const after = guard.refusedNavigation();
+  if (after) throw urlNotAllowed(`The page may not be captured: ${after}`);
+  if (reached || watch.painted) return reached;
+  const moved = watch.documents > 2 ? `; it navigated itself ${watch.documents - 1} times meanwhile` : '';
+  throw serviceError(
+    'page_load_failed',
+    `The page drew nothing within ${seconds} (navigation_timeout) and never reached ${MOMENT_WORDS[until]}${moved}; raise navigation_timeout, ` +
+      'or check the page in a browser.',
+  );
+}
+
+/**
+ * Moves the pointer off the page, below and to the right of the viewport. Chromium's headless
+ * shell starts every page with the pointer at (0, 0), so whatever sits in the top-left corner
+ * would be captured in its :hover state; a person's browser has no pointer over a page it has
+ * just opened. Below and right, not above: leaving through the top edge is what "exit intent"
+ * pop-ups wait for.
+ *
+ * Sent once the new document is parsed (DOMContentLoaded; at the load event if that never came):
+ * sent earlier, even right after Page.navigate answers or the frame commits, the new document
+ * does not always get it. Awaited only with the output: its answer waits for the renderer's
+ * next frame (about 10 ms), and the moves and clicks of later steps come after it on the same
+ * session anyway. Sent at the load event, that frame fell in the image's turn; sent at
+ * DOMContentLoaded, it is drawn while the page's images still load (docs/benchmark.md).
+ */
+function parkPointer(page: PageSession, o: SnapOptions): Promise<unknown> {
+  const { width, height } = viewportOf(o);
+  const parked = page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: width + 10, y: height + 10 });
+  // Awaited later, or not at all when a step fails first.
+  parked.catch(() => undefined);
+  return parked;
+}
+
+/** wait_for: the element must show up within the time budget. */
+async function waitFor(page: PageSession, selector: string, deadline: number): Promise<void> {
+  const found = await waitForSelector(page, selector, deadline);
+  if (found === 'timed-out')
+    throw serviceError('selector_not_found', `wait_for: no element matches ${quote(selector)} on the page (waited until the time budget ran out).`);
+  if (found !== 'present')
+    throw serviceError('invalid_parameter', `wait_for: ${quote(selector)} is not a valid CSS selector (${found.invalid.split('\n')[0]}).`);
+}
+
+async function inject(page: PageSession, o: SnapOptions): Promise<void> {
+  if (o.css_inject) {
+    await page.run(insertStyle, o.css_inject, 'data-injected', 'css_inject');
+  }
+  if (o.js_inject && !o.disable_js) {
+    try {
+      await page.evaluate(o.js_inject, true);
+    } catch (err) {
+      throw serviceError('invalid_parameter', `js_inject: the script threw: ${(err as Error).message.split('\n')[0]}.`);
+    }
+  }
+}
+
+interface Box {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+/**
+ * The element's box in the document. `scroll` brings it into view first (for the pointer,
+ * and where the element is captured as it is seen); a full-page capture leaves the page at
+ * its top and cuts the element out of the whole page.
+ */
+async function elementBox(page: PageSession, selector: string, scroll: boolean): Promise<Box> {
+  const box = await page.evaluate<Box | null>(
+    `(() => { const el = document.querySelector(${quote(selector)}); if (!el) return null; ${
+      scroll ? "el.scrollIntoView({ block: 'center', inline: " + "'center' }); " : ''
+    }const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height }; })()`,
+    false,
+  );
+  if (!box) throw serviceError('selector_not_found', `selectors: no element matches ${quote(selector)} on the page.`);
+  if (box.width < 1 || box.height < 1) throw serviceError('selector_not_found', `selectors: the element matching ${quote(selector)} has no visible size.`);
+  return box;
+}
+
+async function hover(page: PageSession, box: Box): Promise<void> {
+  const { x: scrollX, y: scrollY } = await page.evaluate<{ x: number; y: number }>('({ x: window.scrollX, y: window.scrollY })', false);
+  await page.send('Input.dispatchMouseEvent', { type: 'mouseMoved', x: box.x - scrollX + box.width / 2, y: box.y - scrollY + box.height / 2 });
+  // Let :hover styles and transitions apply.
+  await sleep(150);
+}
+
+async function screenshot(page: PageSession, o: SnapOptions, clip: Box | null): Promise<{ image: Buffer; contentType: string; thumbnailSource?: Buffer }> {
+  const format = o.image_format ?? DEFAULTS.image_format;
+  if (format === 'pdf') {
+    const { width, height } = viewportOf(o);
+    const [pdf, raster] = await Promise.all([
+      page.sendForData('Page.printToPDF', {
+        printBackground: true,
+        paperWidth: width / 96,
+        paperHeight: o.fullpage || o.fullpage_advanced ? Math.min(Math.max(height, await page.run(documentHeight)), maxCaptureHeight(o)) / 96 : height / 96,
+        marginTop: 0,
+        marginBottom: 0,
+        marginLeft: 0,
+        marginRight: 0,
+      }),
+      page.sendForData('Page.captureScreenshot', { format: 'jpeg', quality: 80 }),
+    ]);
+    return { image: pdf, contentType: 'application/pdf', thumbnailSource: raster };
+  }
+  const params: Params = { format, ...(format === 'jpeg' ? { quality: o.quality ?? DEFAULTS.quality } : {}) };
+  if (clip) Object.assign(params, { clip: { ...clip, scale: 1 }, captureBeyondViewport: true });
+  return { image: await page.sendForData('Page.captureScreenshot', params), contentType: `image/${format}` };
+}
+
+/** Encodes an image as the capture's format asks (after frames were drawn into a full page). */
+function encodeAs(img: sharp.Sharp, o: SnapOptions): sharp.Sharp {
+  const format = o.image_format ?? DEFAULTS.image_format;
+  if (format === 'png') return img.png();
+  if (format === 'webp') return img.webp();
+  return img.jpeg({ quality: o.quality ?? DEFAULTS.quality });
+}
+
+export interface CaptureContext {
+  page: PageSession;
+  userAgent: string;
+  policy: EgressPolicy;
+  blocker: BlockerSource;
+  /** Epoch ms by which the capture must be done. */
+  deadline: number;
+  /** The capture's use of its slot's egress gateway (null: the browser goes out directly). */
+  gateway?: GatewayCapture | null;
+  /** Also read the page once captured (domain research). */
+  read?: boolean;
+  /** Dialogs, popups, the renderer's crash and the page's loading (the engine starts it). */
+  watch: PageWatch;
+}
+
+/**
+ * The transient failures of a browser under a capture, not the page's doing: its screenshot
+ * call answered "Internal error" (seen about once in 70 captures under steady load), or the tab
+ * went away under a command. The engine takes the capture again, once, on a fresh context.
+ */
+export class BrowserHiccup extends Error {
+  constructor(
+    readonly kind: 'screenshot_failed' | 'target_closed',
+    override readonly cause: Error,
+  ) {
+    super(`the browser failed under the capture (${kind}): ${cause.message}`);
+  }
+}
+
+/** A CDP error that is the browser's transient failure (BrowserHiccup's kind), or null. */
+function hiccupOf(err: unknown): BrowserHiccup | null {
+  if (browserGone(err)) return new BrowserHiccup('target_closed', err as Error);
+  if (err instanceof CdpError && /^Page\.(captureScreenshot|printToPDF)$/.test(err.method) && /Internal error|Unable to capture/i.test(err.message)) {
+    return new BrowserHiccup('screenshot_failed', err);
+  }
+  return null;
+}
+
+/** Runs the capture; throws domain errors (selector_not_found, page_load_failed, ...), or BrowserHiccup. */
+export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<CaptureOutput> {
+  const { page, policy, deadline, watch } = ctx;
+  // A /snap_html document is answered by the guard at its own address, never fetched.
+  const inline = o.html_content !== undefined ? { url: o.url, html: o.html_content } : null;
+  if (!inline) await admitUrl(policy, o.url, 'url: ');
+
+  await prepare(page, o, ctx.userAgent, watch);
+  // Requests are paused for the egress policy or for blocking; autoconsent is installed
+  // before navigating.
+  const blocker = wantsBlocking(o) ? await ctx.blocker() : null;
+  const guard = await guardRequests(page, policy, blocker ? { blocker, o } : null, ctx.gateway ?? null, inline);
+  const consent = o.no_cookie_banners ? await ConsentHandler.attach(page, watch, { scriptsDisabled: o.disable_js }) : null;
+  const bound: NavigationBound = {
+    until: o.wait_until ?? DEFAULTS.wait_until,
+    ms: o.navigation_timeout ?? DEFAULTS.navigation_timeout,
+    deadline,
+    watch,
+    guard,
+  };
+  try {
+    // The pointer is parked as soon as the page's document is parsed (DOMContentLoaded), so the
+    // frame the move asks for is drawn while the page's images still load, not in the image's turn.
+    let parked: Promise<unknown> | null = null;
+    const offParsed = page.cdp.on('Page.domContentEventFired', (_params, sessionId) => {
+      if (sessionId === page.sessionId) parked ??= parkPointer(page, o);
+    });
+    let loadFinished: boolean;
+    try {
+      loadFinished = await navigate(page, o.url, bound);
+    } finally {
+      offParsed();
+    }
+    parked ??= parkPointer(page, o);
+    if (consent) {
+      watch.step = 'dismissing the cookie banner (no_cookie_banners)';
+      await consent.settle(deadline);
+    }
+    if (o.wait_for) {
+      watch.step = `waiting for an element matching ${quote(o.wait_for)} (wait_for)`;
+      await waitFor(page, o.wait_for, deadline);
+    }
+    watch.step = "running the page's injections (css_inject, js_inject)";
+    if (blocker) await injectCosmetics(page, blocker, o);
+    await inject(page, o);
+    // multi_step_actions: after the injections, before scrolling and the global wait. A
+    // step's navigation passes the same egress policy as the main URL.
+    let changes: ChangeReading[] | undefined;
+    if (o.multi_step_actions?.length) {
+      watch.step = 'running multi_step_actions';
+      const done = await runActions(page, o.multi_step_actions, deadline, {
+        refusedNavigation: guard.refusedNavigation,
+        async navigate(url) {
+          await admitUrl(policy, url);
+          loadFinished = (await navigate(page, url, bound)) && loadFinished;
+          watch.step = 'running multi_step_actions';
+        },
+      });
+      changes = done.changes;
+    }
+    if (wantsWholePage(o)) {
+      watch.step = 'loading the whole page (fullpage)';
+      await loadWholePage(page, o, deadline);
+    }
+    const wait = o.wait ?? DEFAULTS.wait;
+    watch.step = `waiting the ${wait} ms of wait`;
+    if (wait > 0) await sleep(Math.min(wait, Math.max(0, deadline - Date.now())));
+    // The page may have navigated itself since it loaded (a meta refresh, a script): what the
+    // egress policy refused then is answered as a refused page, never captured as an error page.
+    const refused = guard.refusedNavigation();
+    if (refused) throw urlNotAllowed(`The page may not be captured: ${refused}`);
+
+    if (o.html_only) {
+      watch.step = 'reading the HTML';
+      await parked;
+      const html = o.selectors
+        ? await page.evaluate<string | null>(`(() => { const el = document.querySelector(${quote(o.selectors)}); return el ? el.outerHTML : null; })()`, false)
+        : await page.evaluate<string>(
+            "(document.doctype ? new XMLSerializer().serializeToString(document.doctype) + '\\n' : '') + document.documentElement.outerHTML",
+            false,
+          );
+      if (html === null) throw serviceError('selector_not_found', `selectors: no element matches ${quote(o.selectors ?? '')} on the page.`);
+      return { html, loadFinished, ...(changes ? { changes } : {}) };
+    }
+
+    // Web fonts still loading would leave their text invisible (font-display: block).
+    watch.step = "waiting for the page's web fonts";
+    await settleFonts(page, deadline);
+    // Full-page images and element boxes are cut at the maximum height, never refused.
+    const fullpage = Boolean(o.fullpage || o.fullpage_advanced);
+    let clip: Box | null = null;
+    if (o.selectors) {
+      clip = await elementBox(page, o.selectors, !fullpage || Boolean(o.hover_on_selected));
+      if (o.hover_on_selected) {
+        await hover(page, clip);
+        clip = await elementBox(page, o.selectors, true);
+      }
+      clip.height = Math.min(clip.height, maxCaptureHeight(o));
+    } else if (fullpage) {
+      const { width, height } = viewportOf(o);
+      clip = { x: 0, y: 0, width, height: Math.min(Math.max(height, await page.run(documentHeight)), maxCaptureHeight(o)) };
+    }
+    watch.step = 'taking the screenshot';
+    const [, first] = await Promise.all([parked, screenshot(page, o, clip)]);
+    // A picture of one colour where the page has visible content was taken before the page painted it.
+    const shot = await untilPainted(page, first, () => screenshot(page, o, clip), deadline);
+    if (fullpage && !o.selectors && clip && shot.contentType.startsWith('image/')) {
+      watch.step = 'drawing the frames of other sites below the first screen';
+      const drawn = await drawFramesOutOfView(page, shot, clip, viewportOf(o).scale, (img) => encodeAs(img, o), deadline);
+      if (drawn) shot.image = drawn;
+    }
+    const reading = ctx.read ? await page.evaluate<PageReading>(READ_PAGE, false) : undefined;
+    return { ...shot, loadFinished, ...(changes ? { changes } : {}), ...(reading ? { reading } : {}) };
+  } catch (err) {
+    throw hiccupOf(err) ?? err;
+  } finally {
+    guard.stop();
+    consent?.stop();
+  }
+}
+
+/** A capture that also reads the page once captured: the engine's runPage for domain research. */
+export function readingCapture(ctx: CaptureContext, o: SnapOptions): Promise<CaptureOutput> {
+  return capturePage({ ...ctx, read: true }, o);
+}

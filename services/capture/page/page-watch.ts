@@ -1,0 +1,198 @@
+/**
+ * What a capture watches on its page from before its first request until its image: what a
+ * real page does that would otherwise hold or spoil the capture.
+ *
+ * - JavaScript dialogs are answered the moment they open (docs/decisions/2026-11-28-dialogs-answered-at-once.md):
+ *   `alert` and `beforeunload` accepted (OK; leave the page), `confirm` and `prompt` dismissed
+ *   (Cancel; the prompt returns null), in the main frame and in every frame of its renderer.
+ *   The page's script goes on at once.
+ * - Popups the page opens (window.open, target=_blank) are closed as they are created: the
+ *   capture is always of its own tab, and a popup would only take CPU from it.
+ * - A crash of the page's renderer (out of memory, killed) fails the capture at once with
+ *   page_crashed, instead of leaving its commands unanswered until the time budget runs out.
+ * - The page's loading, from the lifecycle events of the main frame's current document: what
+ *   wait_until waits for, whether anything was drawn (first contentful paint), and how often the
+ *   page navigated itself.
+ * - Frames in renderers of their own (site isolation: cross-site frames under `--site-per-process`,
+ *   the full browser's default): each is attached as it starts, paused, set up (dialogs, and
+ *   what onFrame asks: the consent handling) and then let run, so nothing of it runs unwatched.
+ *
+ * The page's session has Page, Inspector and lifecycle events enabled (BrowserSlot.createPage),
+ * and the browser's connection discovers targets (launchSession), so nothing is sent here
+ * before navigating.
+ */
+import { serviceError } from '../../shared/errors';
+import type { WAIT_UNTIL } from '../../shared/screenshot-options';
+import type { PageSession } from './page-session';
+
+export type WaitUntil = (typeof WAIT_UNTIL)[number];
+
+/** The lifecycle events (Page.lifecycleEvent names) that make up each wait_until moment. */
+const MOMENT: Record<WaitUntil, readonly string[]> = {
+  load: ['load'],
+  domcontentloaded: ['DOMContentLoaded'],
+  networkidle: ['load', 'networkIdle'],
+};
+
+/** What a dialog of each type is answered with: true accepts (OK), false dismisses (Cancel). */
+export const DIALOG_ANSWER: Readonly<Record<string, boolean>> = { alert: true, beforeunload: true, confirm: false, prompt: false };
+
+type Params = Record<string, unknown>;
+
+export class PageWatch {
+  /** Rejects with page_crashed when the page's renderer crashes (never resolves). */
+  readonly crashed: Promise<never>;
+  /** Dialogs answered, by type. */
+  readonly dialogs: Record<string, number> = {};
+  popupsClosed = 0;
+  /** What the capture is doing now, in words, for the note of a capture that runs out of time ("waiting for ..."). */
+  step = 'preparing the page';
+  /** Documents the main frame has started during the capture (1 for a page that did not navigate itself). */
+  documents = 0;
+  private loader: string | null = null;
+  private events = new Set<string>();
+  private readonly changed = new Set<() => void>();
+  private readonly offs: Array<() => void> = [];
+  /** The sessions of the page's out-of-process frames (and of their frames). */
+  readonly frames = new Set<string>();
+  private readonly frameSetups: Array<(sessionId: string) => Promise<unknown>> = [];
+
+  private constructor(private readonly page: PageSession) {
+    let crash!: (err: Error) => void;
+    this.crashed = new Promise<never>((_, reject) => {
+      crash = reject;
+    });
+    this.crashed.catch(() => undefined);
+    const { cdp, sessionId } = page;
+    this.offs.push(
+      cdp.on('Page.javascriptDialogOpening', (p, sid) => {
+        if (!sid || !this.ours(sid)) return;
+        const type = String(p.type);
+        this.dialogs[type] = (this.dialogs[type] ?? 0) + 1;
+        // A dialog the page closed itself in the meantime answers an error: nothing to do then.
+        cdp.send('Page.handleJavaScriptDialog', { accept: DIALOG_ANSWER[type] ?? false }, sid).catch(() => undefined);
+      }),
+      cdp.on('Target.attachedToTarget', (p, sid) => {
+        const info = p.targetInfo as { type: string };
+        const child = String(p.sessionId);
+        if (!sid || !this.ours(sid)) return;
+        if (info.type !== 'iframe') {
+          // Nothing else is watched (a worker): let it run.
+          cdp.send('Runtime.runIfWaitingForDebugger', {}, child).catch(() => undefined);
+          return;
+        }
+        this.frames.add(child);
+        void this.setUpFrame(child);
+      }),
+      cdp.on('Target.targetCreated', (p) => {
+        const info = p.targetInfo as { targetId: string; type: string; browserContextId?: string };
+        if (info.browserContextId !== page.contextId || info.targetId === page.targetId || info.type !== 'page') return;
+        this.popupsClosed++;
+        cdp.send('Target.closeTarget', { targetId: info.targetId }).catch(() => undefined);
+      }),
+      cdp.on('Inspector.targetCrashed', (_p, sid) => {
+        if (sid === sessionId) crash(serviceError('page_crashed', this.crashNote()));
+      }),
+      cdp.on('Page.lifecycleEvent', (p, sid) => {
+        if (sid !== sessionId || p.frameId !== page.mainFrameId) return;
+        this.lifecycle(p);
+      }),
+    );
+  }
+
+  static start(page: PageSession): PageWatch {
+    return new PageWatch(page);
+  }
+
+  /** The page's own session, or one of its out-of-process frames'. */
+  ours(sessionId: string): boolean {
+    return sessionId === this.page.sessionId || this.frames.has(sessionId);
+  }
+
+  /**
+   * Has the page's out-of-process frames attached as they start, paused until they are set up
+   * (onFrame); sent with the capture's first commands.
+   */
+  attachFrames(): Promise<unknown> {
+    return this.page.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true });
+  }
+
+  /** Also runs `setup` on each out-of-process frame's session before its document runs (and on those already attached). */
+  onFrame(setup: (sessionId: string) => Promise<unknown>): Promise<unknown> {
+    this.frameSetups.push(setup);
+    return Promise.all([...this.frames].map((sid) => setup(sid).catch(() => undefined)));
+  }
+
+  /** A new frame session: dialogs, its own frames, each onFrame setup; then its document runs. */
+  private async setUpFrame(sessionId: string): Promise<void> {
+    const { cdp } = this.page;
+    await Promise.all([
+      cdp.send('Page.enable', {}, sessionId),
+      cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true }, sessionId),
+      ...this.frameSetups.map((setup) => setup(sessionId)),
+    ]).catch(() => undefined);
+    await cdp.send('Runtime.runIfWaitingForDebugger', {}, sessionId).catch(() => undefined);
+  }
+
+  private crashNote(): string {
+    return (
+      'The page crashed its browser tab (its renderer ran out of memory or was killed) before it could be captured; nothing was charged. A page ' +
+      'that allocates without end cannot be captured; try again, or capture a lighter page.'
+    );
+  }
+
+  private lifecycle(p: Params): void {
+    const loader = String(p.loaderId);
+    if (p.name === 'init') {
+      if (loader === this.loader) return;
+      this.loader = loader;
+      this.events = new Set();
+      this.documents++;
+    } else if (loader !== this.loader) {
+      // The prepared about:blank's late events (networkIdle), or a document already replaced.
+      return;
+    }
+    this.events.add(String(p.name));
+    for (const listener of this.changed) listener();
+  }
+
+  /** The current document, begun after the first `after` documents of the capture, has reached the moment. */
+  reached(until: WaitUntil, after = 0): boolean {
+    return this.documents > after && MOMENT[until].every((name) => this.events.has(name));
+  }
+
+  /** Something of the current document was drawn (its first contentful paint). */
+  get painted(): boolean {
+    return this.events.has('firstContentfulPaint');
+  }
+
+  /** The current document has parsed (DOMContentLoaded), or has loaded. */
+  get parsed(): boolean {
+    return this.events.has('DOMContentLoaded') || this.events.has('load');
+  }
+
+  /**
+   * Resolves true when a document begun after the first `after` (the count before a navigation
+   * was sent: never the document it leaves) reaches the moment, false at `by` (epoch ms).
+   */
+  until(moment: WaitUntil, by: number, after = 0): Promise<boolean> {
+    if (this.reached(moment, after)) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (reached: boolean) => {
+        clearTimeout(timer);
+        this.changed.delete(check);
+        resolve(reached);
+      };
+      const check = () => {
+        if (this.reached(moment, after)) done(true);
+      };
+      const timer = setTimeout(() => done(false), Math.max(0, by - Date.now()));
+      this.changed.add(check);
+    });
+  }
+
+  stop(): void {
+    for (const off of this.offs.splice(0)) off();
+    this.changed.clear();
+  }
+}

@@ -1,0 +1,214 @@
+/**
+ * JobQueue on a real SQLite file with a controlled clock: leases, take-over after a lease
+ * runs out, and that only the lease holder completes or fails a job. (The same queue on
+ * MariaDB with several instances is proved in test/system/jobs-cluster.test.ts.)
+ */
+import { expect } from 'chai';
+import type { Knex } from 'knex';
+import { MemoryAccountSlots } from '../../../services/capture/fairness/account-slots';
+import { ClassTurns } from '../../../services/capture/fairness/fair-queue';
+import { type ClaimTurns, JOB_KINDS, JobQueue } from '../../../services/capture/jobs/jobs';
+import { ScreenshotRepository } from '../../../services/capture/jobs/screenshots';
+import { migratedSqlite } from '../../support/sqlite';
+
+const LEASE_MS = 10_000;
+const files = { image_name: 'a.png', thumb_name: null, html_name: null, content_type: 'image/png' };
+
+describe('JobQueue (SQLite, controlled clock)', () => {
+  let sqlite: Awaited<ReturnType<typeof migratedSqlite>>;
+  let db: Knex;
+  let clock: number;
+  let queue: JobQueue;
+  let screenshots: ScreenshotRepository;
+  let slots: MemoryAccountSlots;
+  /** The real claim order, over account counts in this process (each account may run plenty here). */
+  let turns: ClaimTurns;
+
+  /** The claim order with every account's plan running `maxConcurrent` captures at once. */
+  const turnsWith = (maxConcurrent: number): ClaimTurns => {
+    const ticket = (job: { id: string; accountId: string }) => ({ ...job, limits: { maxConcurrent, maxQueued: 0 } });
+    return {
+      kinds: new ClassTurns(JOB_KINDS),
+      lastStarts: (ids) => slots.lastStarts(ids),
+      starter: async (accountId) => (id) => slots.start(ticket({ id, accountId })),
+      undo: (job) => slots.finish(ticket(job)),
+    };
+  };
+
+  beforeEach(async () => {
+    sqlite = await migratedSqlite();
+    db = sqlite.db;
+    clock = 1_000_000;
+    queue = new JobQueue(db, LEASE_MS, () => clock);
+    slots = new MemoryAccountSlots(LEASE_MS, () => clock);
+    turns = turnsWith(100);
+    screenshots = new ScreenshotRepository(db, { appUrl: 'http://app', cdnUrl: 'http://cdn' });
+  });
+
+  afterEach(async () => {
+    await sqlite.drop();
+  });
+
+  const enqueue = (id: string, at = clock) => {
+    clock = at;
+    return queue.enqueue({ id, accountId: 'acc', configId: 'cfg', kind: 'config', options: { url: `https://example.test/${id}` } });
+  };
+  const record = (job: { id: string; accountId: string; configId: string }) => (trx: Knex.Transaction) =>
+    screenshots.insert(ScreenshotRepository.newRow(job, { options: { url: 'https://example.test/' }, files, ai: null, now: clock }), trx);
+
+  it('hands out the oldest queued job once, with its options, until its lease runs out', async () => {
+    await enqueue('j2', 2_000_000);
+    await enqueue('j1', 1_000_000);
+    clock = 2_000_001;
+    const first = await queue.claim(turns);
+    expect(first).to.include({ id: 'j1', accountId: 'acc', configId: 'cfg', kind: 'config', attempts: 1 });
+    expect(first && 'options' in first ? first.options : null).to.deep.equal({ url: 'https://example.test/j1' });
+    expect((await queue.claim(turns))?.id).to.equal('j2');
+    expect(await queue.claim(turns)).to.equal(null);
+
+    clock += LEASE_MS + 1;
+    const again = await queue.claim(turns);
+    expect(again).to.include({ id: 'j1', attempts: 2 });
+    expect(again?.leaseToken).to.not.equal(first?.leaseToken);
+  });
+
+  it('lets a renewed lease keep its job', async () => {
+    await enqueue('j1');
+    const job = await queue.claim(turns);
+    clock += LEASE_MS - 1;
+    expect(await queue.renew(job!)).to.equal(true);
+    clock += LEASE_MS - 1;
+    expect(await queue.claim(turns)).to.equal(null);
+  });
+
+  it('completes a job with its screenshot only under the current lease', async () => {
+    await enqueue('j1');
+    const stale = await queue.claim(turns);
+    clock += LEASE_MS + 1;
+    const current = await queue.claim(turns);
+    expect(await queue.renew(stale!)).to.equal(false);
+    expect(await queue.complete(stale!, record(stale!))).to.equal(null);
+    expect(await db('screenshots').count({ n: '*' }).first()).to.deep.equal({ n: 0 });
+    expect(await queue.fail(stale!, 'page_load_failed', 'x')).to.equal(false);
+
+    const id = await queue.complete(current!, record(current!));
+    expect(id).to.be.a('number');
+    expect(await queue.find('acc', 'j1')).to.deep.include({ status: 'completed', screenshot_id: id, error_code: null });
+    expect(await queue.complete(current!, record(current!))).to.equal(null);
+    expect(await queue.find('other-account', 'j1')).to.equal(undefined);
+  });
+
+  it('records a failure once, with its code and note', async () => {
+    await enqueue('j1');
+    const job = await queue.claim(turns);
+    expect(await queue.fail(job!, 'selector_not_found', 'no #x')).to.equal(true);
+    expect(await queue.find('acc', 'j1')).to.deep.include({ status: 'failed', error_code: 'selector_not_found', note: 'no #x' });
+    expect(await queue.fail(job!, 'internal_error', 'again')).to.equal(false);
+    expect(await queue.claim(turns)).to.equal(null);
+  });
+
+  it('gives a released job back to the queue', async () => {
+    await enqueue('j1');
+    const job = await queue.claim(turns);
+    await queue.release(job!);
+    expect(await queue.find('acc', 'j1')).to.deep.include({ status: 'queued' });
+    expect(await queue.claim(turns)).to.include({ id: 'j1', attempts: 2 });
+  });
+
+  it('writes a snap’s job as running under its own lease: never claimed, completed like any other', async () => {
+    const snap = await queue.start({ id: 's1', accountId: 'acc', configId: 'cfg' });
+    clock += 10 * LEASE_MS;
+    expect(await queue.claim(turns)).to.equal(null);
+    expect(await queue.find('acc', 's1')).to.deep.include({ status: 'running' });
+    expect(await queue.complete({ ...snap, leaseToken: 'not-the-lease' }, record(snap))).to.equal(null);
+    expect(await queue.complete(snap, record(snap))).to.be.a('number');
+    expect(await queue.find('acc', 's1')).to.deep.include({ status: 'completed' });
+  });
+
+  it("takes a snap's job again under a new lease, one more attempt: the first holder can no longer complete it", async () => {
+    const owner = { id: 's2', accountId: 'acc', configId: 'cfg' };
+    const first = await queue.start(owner);
+    const again = await queue.retake(owner);
+    if (!('leased' in again)) throw new Error('expected the job to be leased again');
+    expect(again.leased.leaseToken).to.not.equal(first.leaseToken);
+    expect((await db('jobs').where({ id: 's2' }).first('attempts')).attempts).to.equal(2);
+    expect(await queue.complete(first, record(first))).to.equal(null);
+    expect(await queue.complete(again.leased, record(again.leased))).to.be.a('number');
+    expect(await db('screenshots').where({ job_id: 's2' })).to.have.length(1);
+  });
+
+  it("answers a snap's job taken again after it finished with its row, and starts one its first attempt never wrote", async () => {
+    const owner = { id: 's3', accountId: 'acc', configId: 'cfg' };
+    const first = await queue.start(owner);
+    await queue.complete(first, record(first));
+    const again = await queue.retake(owner);
+    expect(again).to.have.nested.property('finished.status', 'completed');
+    const fresh = await queue.retake({ id: 's4', accountId: 'acc', configId: 'cfg' });
+    expect(fresh).to.have.property('leased');
+    expect(await queue.find('acc', 's4')).to.deep.include({ status: 'running' });
+  });
+
+  it("fails a snap's job the api gave up on, whoever holds it, and never a finished one", async () => {
+    const running = await queue.start({ id: 's5', accountId: 'acc', configId: 'cfg' });
+    await queue.abandon('acc', 's5', 'capacity_exhausted', 'its instance stopped');
+    expect(await queue.find('acc', 's5')).to.deep.include({ status: 'failed', error_code: 'capacity_exhausted', note: 'its instance stopped' });
+    expect(await queue.complete(running, record(running))).to.equal(null);
+    const done = await queue.start({ id: 's6', accountId: 'acc', configId: 'cfg' });
+    await queue.complete(done, record(done));
+    await queue.abandon('acc', 's6', 'capacity_exhausted', 'late');
+    expect(await queue.find('acc', 's6')).to.deep.include({ status: 'completed' });
+  });
+
+  describe('the fair order of claims', () => {
+    const queueFor = (id: string, accountId: string, kind: 'config' | 'scheduled', at: number) => {
+      clock = at;
+      return queue.enqueue({ id, accountId, configId: `cfg-${accountId}`, kind, options: { url: `https://example.test/${id}` } });
+    };
+    /** Claims until none is left, the clock moving 1 s a claim; the ids in the order claimed. */
+    async function claimAll(t: ClaimTurns = turns): Promise<string[]> {
+      const ids: string[] = [];
+      for (let job = await queue.claim(t); job; job = await queue.claim(t)) {
+        ids.push(job.id);
+        clock += 1_000;
+      }
+      return ids;
+    }
+
+    it('serves accounts in turn, not in the order their jobs were queued', async () => {
+      for (let i = 1; i <= 3; i++) await queueFor(`a${i}`, 'A', 'config', 1_000_000 + i);
+      await queueFor('b1', 'B', 'config', 1_000_010);
+      await queueFor('c1', 'C', 'config', 1_000_020);
+      clock = 2_000_000;
+      expect(await claimAll()).to.deep.equal(['a1', 'b1', 'c1', 'a2', 'a3']);
+    });
+
+    it("serves configurations' jobs before scheduled ones, and a scheduled one at least once in four claims", async () => {
+      for (let i = 1; i <= 2; i++) await queueFor(`s${i}`, 'S', 'scheduled', 1_000_000 + i);
+      for (let i = 1; i <= 6; i++) await queueFor(`c${i}`, 'C', 'config', 1_000_100 + i);
+      clock = 2_000_000;
+      expect(await claimAll()).to.deep.equal(['c1', 'c2', 'c3', 's1', 'c4', 'c5', 'c6', 's2']);
+    });
+
+    it('passes by an account that runs all its plan allows, and comes back to it once one of its captures ends', async () => {
+      const one = turnsWith(1);
+      await queueFor('a1', 'A', 'config', 1_000_001);
+      await queueFor('a2', 'A', 'config', 1_000_002);
+      await queueFor('b1', 'B', 'config', 1_000_003);
+      clock = 2_000_000;
+      const a1 = await queue.claim(one);
+      expect(a1?.id).to.equal('a1');
+      expect((await queue.claim(one))?.id).to.equal('b1');
+      expect(await queue.claim(one)).to.equal(null);
+      await slots.finish({ id: 'a1', accountId: 'A' });
+      expect((await queue.claim(one))?.id).to.equal('a2');
+    });
+  });
+
+  it('deletes a configuration’s jobs, and only those', async () => {
+    await enqueue('j1');
+    await queue.enqueue({ id: 'j2', accountId: 'acc', configId: 'other', kind: 'config', options: { url: 'https://example.test/' } });
+    await queue.deleteForConfig('acc', 'cfg');
+    expect(await queue.find('acc', 'j1')).to.equal(undefined);
+    expect(await queue.find('acc', 'j2')).to.deep.include({ status: 'queued' });
+  });
+});

@@ -1,0 +1,75 @@
+/**
+ * CdpConnection reading data answers (screenshots, PDFs) from the socket's bytes, against a
+ * WebSocket server on loopback that answers as Chromium does: the bytes must be the base64's,
+ * the fast path must be taken for Chromium's shape, and anything else must still be parsed
+ * as JSON, never answered wrongly.
+ */
+import { expect } from 'chai';
+import crypto from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer } from 'ws';
+import { CdpConnection, CdpError, decodeBase64Bytes } from '../../../services/capture/page/cdp';
+
+type Answer = (msg: { id: number; method: string; sessionId?: string }) => string;
+
+describe('CdpConnection data answers', () => {
+  let server: WebSocketServer;
+  let answer: Answer;
+  let cdp: CdpConnection;
+
+  beforeEach(async () => {
+    server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    await new Promise((resolve) => server.once('listening', resolve));
+    server.on('connection', (ws) => ws.on('message', (data) => ws.send(answer(JSON.parse(data.toString())))));
+    cdp = await CdpConnection.open(`ws://127.0.0.1:${(server.address() as AddressInfo).port}/devtools/browser/x`);
+  });
+
+  afterEach(async () => {
+    cdp.close();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  const image = crypto.randomBytes(300_000);
+
+  it('reads a screenshot in Chromium’s shape from its bytes, session id and all', async () => {
+    answer = (m) => `{"id":${m.id},"result":{"data":"${image.toString('base64')}"},"sessionId":"${m.sessionId}"}`;
+    const data = await cdp.sendForData('Page.captureScreenshot', { format: 'png' }, 'S1');
+    expect(data.equals(image)).to.equal(true);
+    expect(cdp.dataAnswersFromBytes).to.equal(1);
+  });
+
+  it('decodes every padding and length exactly', async () => {
+    for (const length of [0, 1, 2, 3, 4, 5, 20_000, 20_001, 20_002]) {
+      const bytes = crypto.randomBytes(length);
+      const text = Buffer.from(bytes.toString('base64'));
+      expect(decodeBase64Bytes(text, 0, text.length)?.equals(bytes), `length ${length}`).to.equal(true);
+    }
+  });
+
+  it('parses any other shape as JSON and still answers the decoded data', async () => {
+    const b64 = image.toString('base64');
+    const shapes: Answer[] = [
+      // Fields in another order, and an escaped slash: the bytes are not plain base64.
+      (m) => `{"result":{"data":"${b64}"},"id":${m.id}}`,
+      (m) => `{"id":${m.id},"result":{"data":"${b64.replace(/\//g, '\\/')}"}}`,
+      // More in the result than the data.
+      (m) => `{"id":${m.id},"result":{"data":"${b64}","extra":1}}`,
+    ];
+    for (const shape of shapes) {
+      answer = shape;
+      expect((await cdp.sendForData('Page.captureScreenshot')).equals(image)).to.equal(true);
+    }
+    expect(cdp.dataAnswersFromBytes).to.equal(0);
+  });
+
+  it('leaves a large answer to plain send as JSON, and fails a data command answered with an error', async () => {
+    answer = (m) => `{"id":${m.id},"result":{"data":"${image.toString('base64')}"}}`;
+    const plain = await cdp.send<{ data: string }>('Page.captureScreenshot');
+    expect(plain.data).to.equal(image.toString('base64'));
+    answer = (m) => `{"id":${m.id},"error":{"code":-32000,"message":"Unable to capture screenshot"}}`;
+    const err = await cdp.sendForData('Page.captureScreenshot').catch((e: Error) => e);
+    expect(err).to.be.instanceOf(CdpError);
+    expect((err as CdpError).message).to.equal('Page.captureScreenshot: Unable to capture screenshot');
+    expect(cdp.dataAnswersFromBytes).to.equal(0);
+  });
+});

@@ -1,0 +1,105 @@
+/**
+ * painting.ts with the page stubbed (sinon) and real images (sharp): a picture of one colour
+ * is told from a page with content, and taken again while the page has something to show;
+ * the wait for web fonts is bounded.
+ */
+import { expect } from 'chai';
+import sharp from 'sharp';
+import sinon from 'sinon';
+import { FONTS_MS, REPAINT_TRIES, isOneColour, settleFonts, untilPainted } from '../../../services/capture/page/painting';
+import { PageSession } from '../../../services/capture/page/page-session';
+
+const solid = (format: 'jpeg' | 'png', rgb: [number, number, number]) =>
+  sharp({ create: { width: 800, height: 600, channels: 3, background: { r: rgb[0], g: rgb[1], b: rgb[2] } } })
+    [format]()
+    .toBuffer();
+
+/** A white picture with a dark block in it: what a page with content looks like. */
+const drawn = (format: 'jpeg' | 'png') =>
+  sharp({ create: { width: 800, height: 600, channels: 3, background: { r: 255, g: 255, b: 255 } } })
+    .composite([{ input: { create: { width: 120, height: 40, channels: 3, background: { r: 20, g: 20, b: 20 } } }, left: 30, top: 30 }])
+    [format]()
+    .toBuffer();
+
+function stubPage() {
+  const page = sinon.createStubInstance(PageSession);
+  return page;
+}
+
+describe('painting: blank pictures and web fonts (unit: the page stubbed)', () => {
+  afterEach(() => sinon.restore());
+
+  it('tells a picture of one colour, in JPEG and PNG, from one with content', async () => {
+    expect(await isOneColour(await solid('jpeg', [255, 255, 255]))).to.equal(true);
+    expect(await isOneColour(await solid('png', [12, 80, 200]))).to.equal(true);
+    expect(await isOneColour(await drawn('jpeg'))).to.equal(false);
+    expect(await isOneColour(await drawn('png'))).to.equal(false);
+  });
+
+  it('takes the picture again, after the next frames, while it is blank and the page has content', async () => {
+    const page = stubPage();
+    page.evaluate.resolves(true);
+    const blank = { image: await solid('jpeg', [255, 255, 255]), contentType: 'image/jpeg' };
+    const painted = { image: await drawn('jpeg'), contentType: 'image/jpeg' };
+    const again = sinon.stub().onFirstCall().resolves(blank).onSecondCall().resolves(painted);
+    const shot = await untilPainted(page, blank, again, Date.now() + 30_000);
+    expect(shot).to.equal(painted);
+    sinon.assert.calledTwice(again);
+    // One look at the page's content, then a wait for two frames before each try.
+    expect(page.evaluate.args.filter(([expr]) => expr.includes('requestAnimationFrame'))).to.have.length(2);
+  });
+
+  it('keeps a picture with content as it is, without looking at the page', async () => {
+    const page = stubPage();
+    const painted = { image: await drawn('png'), contentType: 'image/png' };
+    const again = sinon.stub();
+    expect(await untilPainted(page, painted, again, Date.now() + 30_000)).to.equal(painted);
+    sinon.assert.notCalled(again);
+    sinon.assert.notCalled(page.evaluate);
+  });
+
+  it('keeps a blank picture of a page with nothing to show, after one look at the page', async () => {
+    const page = stubPage();
+    page.evaluate.resolves(false);
+    const blank = { image: await solid('png', [255, 255, 255]), contentType: 'image/png' };
+    const again = sinon.stub();
+    expect(await untilPainted(page, blank, again, Date.now() + 30_000)).to.equal(blank);
+    sinon.assert.notCalled(again);
+    sinon.assert.calledOnce(page.evaluate);
+  });
+
+  it(`gives up after ${REPAINT_TRIES} tries, and takes none when the deadline is near`, async () => {
+    const page = stubPage();
+    page.evaluate.resolves(true);
+    const blank = { image: await solid('jpeg', [0, 0, 0]), contentType: 'image/jpeg' };
+    const again = sinon.stub().resolves(blank);
+    expect(await untilPainted(page, blank, again, Date.now() + 30_000)).to.equal(blank);
+    sinon.assert.callCount(again, REPAINT_TRIES);
+    again.resetHistory();
+    await untilPainted(page, blank, again, Date.now() + 500);
+    sinon.assert.notCalled(again);
+  });
+
+  it('leaves a PDF alone', async () => {
+    const page = stubPage();
+    const pdf = { image: Buffer.from('%PDF-1.7'), contentType: 'application/pdf' };
+    expect(await untilPainted(page, pdf, sinon.stub(), Date.now() + 30_000)).to.equal(pdf);
+    sinon.assert.notCalled(page.evaluate);
+  });
+
+  it(`waits for the page's fonts at most ${FONTS_MS} ms`, async () => {
+    const clock = sinon.useFakeTimers();
+    const page = stubPage();
+    page.evaluate.returns(new Promise(() => undefined));
+    let done = false;
+    const settled = settleFonts(page, Date.now() + 60_000).then(() => {
+      done = true;
+    });
+    await clock.tickAsync(FONTS_MS - 1);
+    expect(done).to.equal(false);
+    await clock.tickAsync(1);
+    await settled;
+    expect(done).to.equal(true);
+    expect(page.evaluate.firstCall.args[0]).to.include('loadingdone');
+  });
+});
