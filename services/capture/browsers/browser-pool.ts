@@ -8,7 +8,7 @@
  * Who gets the next free browser is the fair order of fair-queue.ts: /snap's captures
  * before the job worker's (at least one browser in four for jobs while both wait), account
  * by account in turn, and a capture starts only while its account runs fewer captures than
- * its plan allows over every instance (the TurnGate: Admission). A capture whose account is
+ * its plan allows over every instance (the TurnGate: ConcurrencyAdmission). A capture whose account is
  * at its limit waits, and the browser goes to the next account's.
  */
 import { serviceError } from '../../shared/errors';
@@ -45,7 +45,7 @@ export interface Claim {
 /** A capture of no account (tests, tools). */
 const ANYONE: Claim = { cls: 'snap', ticket: null };
 
-/** What lets a capture start: its account's running count (Admission). */
+/** What lets a capture start: its account's running count (ConcurrencyAdmission). */
 export interface TurnGate {
   /** True when the ticket's capture may start now; false while its account runs all it may. */
   start(ticket: Ticket): Promise<boolean>;

@@ -19,7 +19,7 @@ export function limitsOf(plan: Pick<PlanRecord, 'max_concurrent' | 'max_queued'>
 /** A queued job's account limits are read from billing at most this often per account. */
 const LIMITS_TTL_MS = 10_000;
 
-export interface AdmissionDeps {
+export interface ConcurrencyAdmissionDeps {
   slots: AccountSlots;
   /** The lease of a ticket; renewed every third of it. */
   leaseMs: number;
@@ -31,7 +31,7 @@ export interface AdmissionDeps {
   now?: () => number;
 }
 
-export class Admission {
+export class ConcurrencyAdmission {
   /** The tickets this instance holds, renewed until finished. */
   private readonly live = new Map<string, Ticket>();
   private readonly limits = new Map<string, { limits: ConcurrencyLimits; at: number }>();
@@ -39,7 +39,7 @@ export class Admission {
   private renewer: NodeJS.Timeout | null = null;
   private readonly now: () => number;
 
-  constructor(private readonly deps: AdmissionDeps) {
+  constructor(private readonly deps: ConcurrencyAdmissionDeps) {
     this.now = deps.now ?? Date.now;
   }
 

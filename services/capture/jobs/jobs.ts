@@ -295,11 +295,21 @@ export class JobQueue {
  * The answer of a snap's job that finished before its request heard of it (its instance
  * disappeared with the answer): its screenshot, or its failure as it was recorded.
  */
-export async function finishedAnswer(row: JobRow, screenshots: { byId(id: number): Promise<ScreenshotRef | null> }): Promise<ScreenshotRef> {
-  const status = jobStatusOf(row, row.status === 'completed' && row.screenshot_id !== null ? await screenshots.byId(row.screenshot_id) : null);
+export async function finishedAnswer(row: JobRow, screenshots: ScreenshotLookup): Promise<ScreenshotRef> {
+  const status = await statusOfJob(row, screenshots);
   if (status.status === 'completed') return status.screenshot;
   const code = status.status === 'failed' && isErrorCode(status.error_code) ? status.error_code : 'internal_error';
   throw serviceError(code, status.status === 'failed' ? status.note : 'The capture ended in no state it can be answered from.');
+}
+
+/** Where a job's screenshot is looked up (the screenshots table). */
+export interface ScreenshotLookup {
+  byId(id: number): Promise<ScreenshotRef | null>;
+}
+
+/** What GET /jobs shows of a job, its screenshot looked up when it completed. */
+export async function statusOfJob(row: JobRow, screenshots: ScreenshotLookup): Promise<JobStatus> {
+  return jobStatusOf(row, row.status === 'completed' && row.screenshot_id !== null ? await screenshots.byId(row.screenshot_id) : null);
 }
 
 /** What GET /jobs shows of a job: a completed job whose screenshot is gone reads as failed. */

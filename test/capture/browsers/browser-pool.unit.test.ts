@@ -2,12 +2,12 @@
  * BrowserPool with its browsers stubbed (sinon): the launcher hands out stub BrowserSlots,
  * so capacity, the wait queue, the choice of browser and the replacement of broken, lost
  * and silent browsers are checked in milliseconds, with sinon's clock for the timers. The
- * fair order and the accounts' limits run with the real Admission over counts in the process.
+ * fair order and the accounts' limits run with the real ConcurrencyAdmission over counts in the process.
  */
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { MemoryAccountSlots, type Ticket } from '../../../services/capture/fairness/account-slots';
-import { Admission } from '../../../services/capture/fairness/concurrency-admission';
+import { ConcurrencyAdmission } from '../../../services/capture/fairness/concurrency-admission';
 import { BrowserPool, type Claim, type PoolOptions } from '../../../services/capture/browsers/browser-pool';
 import { BrowserSlot, type LaunchOptions } from '../../../services/capture/browsers/browser-slot';
 
@@ -39,7 +39,7 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
     return slot;
   }
 
-  async function startPool(opts: Partial<PoolOptions> = {}, admission?: Admission): Promise<BrowserPool> {
+  async function startPool(opts: Partial<PoolOptions> = {}, admission?: ConcurrencyAdmission): Promise<BrowserPool> {
     pool = new BrowserPool(
       LAUNCH,
       { sessions: 2, queueMax: 2, queueTimeoutMs: QUEUE_TIMEOUT_MS, keepAliveMs: KEEP_ALIVE_MS, ...opts },
@@ -49,9 +49,9 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
     return pool;
   }
 
-  /** The real Admission over counts in this process; a capture that ends wakes the pool, as in the service. */
-  function admissionFor(): Admission {
-    const admission = new Admission({
+  /** The real ConcurrencyAdmission over counts in this process; a capture that ends wakes the pool, as in the service. */
+  function admissionFor(): ConcurrencyAdmission {
+    const admission = new ConcurrencyAdmission({
       slots: new MemoryAccountSlots(60_000),
       leaseMs: 60_000,
       accountOf: () => Promise.reject(new Error('no jobs here')),

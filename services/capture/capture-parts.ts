@@ -1,0 +1,122 @@
+/**
+ * The capture service's parts, built from its configuration and its collaborators: the
+ * account counts (Redis in the full stack, this process embedded), the browser pool with a
+ * gateway per browser, the engines, the pipeline, research, the job worker and the Grid
+ * drain watch. The service file starts and stops what this builds.
+ */
+import type { Knex } from 'knex';
+import type { LoggerInstance, ServiceBroker } from 'moleculer';
+import type { Config } from '../shared/config';
+import { egressPolicyFor } from '../shared/egress';
+import type { SnapOptions } from '../shared/screenshot-options';
+import type { FileStore } from '../shared/storage';
+import { BrowserPool } from './browsers/browser-pool';
+import { launchSession } from './browsers/browser-slot';
+import { CaptureEngine, turnOf } from './browsers/engine';
+import { GridDrainWatch } from './browsers/grid-drain';
+import type { Collaborators } from './collaborators';
+import { MemoryAccountSlots, RedisAccountSlots } from './fairness/account-slots';
+import { ConcurrencyAdmission } from './fairness/concurrency-admission';
+import { CaptureFiles } from './jobs/files';
+import { JobQueue } from './jobs/jobs';
+import { CaptureMetrics } from './jobs/metrics';
+import { CapturePipeline } from './jobs/pipeline';
+import { ScreenshotRepository } from './jobs/screenshots';
+import { SnapDesk } from './jobs/snaps';
+import { JobWorker } from './jobs/worker';
+import type { BlockerLoader } from './page/blocking';
+import { EgressGateway } from './page/gateway';
+import { readingCapture } from './page/page-capture';
+import { ResearchRunner } from './research/research';
+import { ResearchDesk } from './research/research-desk';
+import { ResearchRepository, researchDeliveryBody } from './research/research-jobs';
+
+export interface CaptureParts {
+  store: FileStore;
+  screenshots: ScreenshotRepository;
+  pool: BrowserPool;
+  admission: ConcurrencyAdmission;
+  metrics: CaptureMetrics;
+  worker: JobWorker;
+  research: ResearchRepository;
+  snaps: SnapDesk;
+  researchDesk: ResearchDesk;
+  drainWatch: GridDrainWatch | null;
+}
+
+export interface PartsInput {
+  config: Readonly<Config>;
+  db: Knex;
+  store: FileStore;
+  blockers: BlockerLoader;
+  collaborators: Collaborators;
+  /** The job worker emits its jobs' events through it. */
+  broker: ServiceBroker;
+  log: LoggerInstance;
+}
+
+export function captureParts({ config, db, store, blockers, collaborators: c, broker, log }: PartsInput): CaptureParts {
+  const files = new CaptureFiles(store);
+  const screenshots = new ScreenshotRepository(db, config);
+  const queue = new JobQueue(db, config.capture.jobLeaseMs);
+  const gw = config.capture.gateway;
+  const policy = egressPolicyFor(config);
+  // Every account's running and waiting captures over every instance: Redis in the full
+  // stack, this process in embedded mode; tickets under the jobs' lease (account-slots.ts).
+  const leaseMs = config.capture.jobLeaseMs;
+  const slots = config.redisUrl ? new RedisAccountSlots(config.redisUrl, config.redisPrefix, leaseMs) : new MemoryAccountSlots(leaseMs);
+  const admission = new ConcurrencyAdmission({ slots, leaseMs, accountOf: c.accountOf, captureSeconds: () => pool.captureSeconds, log });
+  const pool: BrowserPool = new BrowserPool(
+    {
+      seleniumUrl: config.seleniumUrl,
+      chromeBin: config.capture.chromeBin,
+      chromedriverBin: config.capture.chromedriverBin,
+      extraArgs: config.capture.extraArgs,
+      // One gateway per browser slot, beside this capture instance (DESIGN section 5).
+      gateway: gw
+        ? () =>
+            EgressGateway.start({
+              policy,
+              bindHost: gw.bindHost,
+              advertisedHost: gw.advertisedHost,
+              idleTimeoutMs: gw.idleTimeoutMs,
+              connectTimeoutMs: gw.connectTimeoutMs,
+            })
+        : null,
+    },
+    { sessions: config.capture.sessions, queueMax: config.capture.queueMax, queueTimeoutMs: config.capture.queueTimeoutMs, keepAliveMs: 20_000 },
+    { log, launcher: launchSession, gate: admission },
+  );
+  const metrics = new CaptureMetrics(pool, config.capture, db, log);
+  const engineDeps = { pool, policy, blocker: () => blockers.get(), timeoutMs: config.capture.timeoutMs, observer: metrics };
+  const engine = new CaptureEngine(engineDeps);
+  // Research's captures also read each page (its text and links).
+  const readingEngine = new CaptureEngine({ ...engineDeps, runPage: readingCapture });
+  const pipeline = new CapturePipeline({ engine, files, screenshots, queue, analyst: c.analyst, router: c.router, observer: metrics, log });
+  const research = new ResearchRepository(db, config);
+  const researchRunner = new ResearchRunner({
+    repo: research,
+    // A research page is captured as a job: below /snap in the pool's order (its domain's
+    // run holds the account's place in its counts).
+    engine: { capture: (options: SnapOptions) => readingEngine.capture(options, { turn: turnOf({ cls: 'jobs', ticket: null }) }) },
+    store,
+    analyst: c.researchAnalyst,
+    delivery: (status) => researchDeliveryBody(status, config.baseUrl),
+    ended: c.researchEnded,
+    observer: metrics,
+    log,
+  });
+  const worker = new JobWorker(
+    { broker, queue, pipeline, logger: log, browsers: pool, tickets: admission, research: researchRunner },
+    { sessions: config.capture.sessions, leaseMs, researchSessions: config.capture.researchSessions },
+  );
+  // A capture that ends here may let its account start another: waiting snaps and jobs.
+  admission.onFinished(() => {
+    pool.wake();
+    worker.wake();
+  });
+  const snaps = new SnapDesk({ db, admission, queue, pipeline, screenshots, files, metrics, configs: c.snapConfigs, jobQueued: c.jobQueued });
+  // On a Grid, browsers leave a draining node between captures, so it can stop without cutting one.
+  const drainWatch = config.seleniumUrl ? new GridDrainWatch({ seleniumUrl: config.seleniumUrl, pool, log }) : null;
+  return { store, screenshots, pool, admission, metrics, worker, research, snaps, researchDesk: new ResearchDesk(research, c.jobQueued), drainWatch };
+}

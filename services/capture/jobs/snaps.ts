@@ -1,0 +1,107 @@
+/**
+ * What the capture service's job actions do: a snap taken while its request waits (admitted
+ * by its account's limits, recorded as a job under its configuration, captured by the
+ * pipeline), a snap given up by the api, a job queued or looked up, a thumbnail made on first
+ * request, and a configuration's archive deleted (rows first, then files).
+ */
+import type { Knex } from 'knex';
+import type { AccountContext, JobStatus, ScreenshotRef } from '../../shared/contracts';
+import { failureOf, serviceError } from '../../shared/errors';
+import type { SnapOptions } from '../../shared/screenshot-options';
+import type { ConcurrencyAdmission } from '../fairness/concurrency-admission';
+import { turnOf } from '../browsers/engine';
+import type { CaptureFiles } from './files';
+import { type JobQueue, finishedAnswer, statusOfJob } from './jobs';
+import type { CaptureMetrics } from './metrics';
+import type { CapturePipeline } from './pipeline';
+import type { ScreenshotRepository } from './screenshots';
+
+/** The scheduler as a snap sees it: the configuration a snap is recorded under, and its latest job noted. */
+export interface SnapConfigs {
+  snapConfig(accountId: string, options: SnapOptions): Promise<{ id: string }>;
+  noteJob(configId: string, jobId: string): void;
+}
+
+export interface SnapDeskDeps {
+  db: Knex;
+  admission: Pick<ConcurrencyAdmission, 'ticket' | 'admit' | 'finish' | 'release'>;
+  queue: JobQueue;
+  pipeline: Pick<CapturePipeline, 'snap'>;
+  screenshots: ScreenshotRepository;
+  files: Pick<CaptureFiles, 'thumbnailOf' | 'remove'>;
+  metrics: Pick<CaptureMetrics, 'refused'>;
+  configs: SnapConfigs;
+  /** A job was queued (every instance's worker hears of it; one claims it). */
+  jobQueued: (jobId: string) => void;
+}
+
+export class SnapDesk {
+  constructor(private readonly deps: SnapDeskDeps) {}
+
+  /**
+   * A snap: captured while the HTTP request waits; its job is recorded for GET /jobs. An
+   * attempt after the first (its instance disappeared under it: the api takes it again here)
+   * keeps its job, its place in its account's counts and in the fair order.
+   */
+  async take(p: { account: AccountContext; options: SnapOptions; jobId: string; attempt: number; since: number }): Promise<ScreenshotRef> {
+    const { admission, queue, screenshots } = this.deps;
+    // Its account's limits first (429 past them), before anything is written; a ticket still
+    // counted from an earlier attempt is taken over as it is.
+    const ticket = admission.ticket(p.jobId, p.account);
+    try {
+      await admission.admit(ticket);
+    } catch (err) {
+      this.deps.metrics.refused('snap', failureOf(err).code);
+      throw err;
+    }
+    try {
+      const snapConfig = await this.deps.configs.snapConfig(p.account.accountId, p.options);
+      const owner = { id: p.jobId, accountId: p.account.accountId, configId: snapConfig.id };
+      const begun = p.attempt > 1 ? await queue.retake(owner) : { leased: await queue.start(owner) };
+      if ('finished' in begun) return finishedAnswer(begun.finished, screenshots);
+      const job = begun.leased;
+      if (p.attempt === 1) this.deps.configs.noteJob(job.configId, job.id);
+      return await this.deps.pipeline.snap(job, p.options, turnOf({ cls: 'snap', ticket, since: p.since, again: p.attempt > 1 }));
+    } finally {
+      await admission.finish(ticket);
+    }
+  }
+
+  /** The api gave up on a snap: its job fails with this answer and its place in the counts is given back. */
+  async abandon(accountId: string, jobId: string, errorCode: string, note: string): Promise<void> {
+    await this.deps.queue.abandon(accountId, jobId, errorCode, note);
+    await this.deps.admission.release({ id: jobId, accountId });
+  }
+
+  /** A configuration's job (scheduled, or capture-now) queued for the workers. */
+  async enqueue(job: Parameters<JobQueue['enqueue']>[0]): Promise<{ job_id: string }> {
+    await this.deps.queue.enqueue(job);
+    this.deps.jobQueued(job.id);
+    return { job_id: job.id };
+  }
+
+  async jobStatus(accountId: string, jobId: string): Promise<JobStatus> {
+    const row = await this.deps.queue.find(accountId, jobId);
+    if (!row) throw serviceError('not_found', `No job "${jobId}" in this account.`);
+    return statusOfJob(row, this.deps.screenshots);
+  }
+
+  /** A thumbnail is made when first asked for, and only one a screenshot recorded. */
+  async thumbnail(name: string): Promise<{ made: boolean }> {
+    const image = await this.deps.screenshots.imageOfThumbnail(name);
+    return { made: image !== null && (await this.deps.files.thumbnailOf(name, image)) };
+  }
+
+  /** Deletes a configuration's screenshots (rows and files) and jobs. */
+  async deleteForConfig(accountId: string, configId: string): Promise<{ screenshots: number }> {
+    const { db, screenshots, queue, files } = this.deps;
+    const stored = await screenshots.filesOfConfig(accountId, configId);
+    await db.transaction(async (trx) => {
+      await screenshots.deleteForConfig(accountId, configId, trx);
+      await queue.deleteForConfig(accountId, configId, trx);
+    });
+    // Files go after the rows, so no listed screenshot ever points at a missing file.
+    await Promise.all(stored.map((f) => files.remove(f)));
+    return { screenshots: stored.length };
+  }
+}
