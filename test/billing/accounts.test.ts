@@ -23,17 +23,6 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       await cleanup();
     });
 
-    it('migrates down and up again cleanly', async () => {
-      await db.migrate.rollback(undefined, true);
-      expect(await db.schema.hasTable('accounts')).to.equal(false);
-      await db.migrate.latest();
-      expect(await db.schema.hasTable('api_keys')).to.equal(true);
-      expect(await repo.listPlans()).to.deep.equal([
-        { name: 'free', paid: false, screenshot_limit: 25, max_concurrent: 1, max_queued: 2 },
-        { name: 'paid', paid: true, screenshot_limit: 10000, max_concurrent: 1, max_queued: 8 },
-      ]);
-    });
-
     it('stores only the hash of a key and finds the account by it', async () => {
       const { account_id, access_token } = await repo.create('paid', { byo_ai: 1, bandwidth_2gb: 2 });
       const stored = await db('api_keys').where({ account_id });
