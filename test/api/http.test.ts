@@ -135,7 +135,7 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
     });
     it('an unknown route is 404 not_found in the envelope', async () => {
       expectEnvelope(await request(sys.base, 'GET', '/screenshot?url=x'), 404, 'not_found', 'GET /screenshot');
-      // A known path with a method it does not take is 405 (test/api/http-errors.test.ts).
+      // A known path with a method it does not take is 405 (test/api/protocol-errors.test.ts).
       expectEnvelope(await request(sys.base, 'DELETE', '/screenshot'), 404, 'not_found');
     });
     it('a body over the size limit is 413 payload_too_large', async () => {
