@@ -5,12 +5,12 @@
  * listing providers and models and removing a key are open to every account, so an account
  * can see what it would get and can always take its key back.
  */
-import { type TSchema, Type } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import { call, MODEL_RECORD_SCHEMA, OWN_AI_PROVIDERS, type OwnAiProvider, PROVIDER_RECORD_SCHEMA, UPSTREAMS } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
 import { ownAiEnabled } from '../billing/public/plan-gates';
 import { textEnum } from '../shared/screenshot-options';
-import { type RouteContext, type RouteDef, route } from './http';
+import { ok, type RouteContext, type RouteDef, route } from './http';
 import { KEY_ONLY_PARAMS, objectParams, type ParamShape } from './request-schemas';
 
 /** The values a shape's parse gives its handler. */
@@ -100,7 +100,6 @@ async function removeKey(ctx: RouteContext) {
   return { success: true, note };
 }
 
-const ok = <P extends Record<string, TSchema>>(properties: P) => Type.Object({ success: Type.Boolean(), ...properties });
 const PROVIDER_ERRORS = ['invalid_parameter', 'ai_provider_unsupported'] as const;
 const GATES = ['byok_plan_required', 'byok_addon_required'] as const;
 const UPSTREAM_FAILURES = ['ai_provider_key_rejected', 'ai_provider_unavailable', 'ai_provider_error'] as const;

@@ -11,19 +11,19 @@ import { serviceError } from '../shared/errors';
 import type { AnalysisOptions } from '../shared/screenshot-options';
 
 /**
- * What the checks of an analysis answer before any credit, for a route's error list: the
- * plan gates of an own provider, then ai.check's (provider, model, the service's backend).
+ * What the checks of an analysis answer before any credit, for a route's error list: ai.check's
+ * (provider, model, the service's backend), and an analysis option named without the flag.
  */
 export const ANALYSIS_CHECK_ERRORS = [
-  'ai_provider_unsupported',
-  'byok_plan_required',
-  'byok_addon_required',
+  'invalid_parameter',
   'ai_provider_not_configured',
   'ai_model_required',
   'ai_model_not_supported',
   'ai_provider_unavailable',
   'ai_service_not_configured',
 ] as const;
+/** And where the analysis may carry structured fields (ai.check judges them). */
+export const STRUCTURED_FIELDS_ERRORS = ['invalid_ai_structured_fields'] as const;
 
 /** The options that mean something only with analyze_image_with_ai=true. */
 const ANALYSIS_ONLY = ['ai_prompt', 'ai_prompt_mode', 'ai_structured_fields', 'ai_structured_instructions', 'ai_model'] as const;

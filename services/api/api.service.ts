@@ -9,7 +9,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { LoggerInstance } from 'moleculer';
 import type { ServiceUnit } from '../shared/service-unit';
 import type { Config } from '../shared/config';
-import { buildHttpServer, openApiDocument, type RouteDef } from './http';
+import { buildHttpServer, OPENAPI_DOCUMENT_SCHEMA, openApiDocument, type RouteDef } from './http';
 import { operationRoutes } from './operations';
 import { ACCOUNT_ROUTES } from './routes';
 import { AI_ROUTES } from './ai-routes';
@@ -84,7 +84,7 @@ export function apiService(deps: { config: Readonly<Config>; store?: FileStore }
             summary: 'This document.',
             tag: 'operations',
             auth: false,
-            response: { type: 'object' },
+            response: OPENAPI_DOCUMENT_SCHEMA,
             errors: [],
             handler: async () => document,
           },

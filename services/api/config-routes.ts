@@ -7,44 +7,23 @@
  */
 import sharp from 'sharp';
 import type { TargetPolicy } from '../shared/address-policy';
-import { type ConfigView, type ScreenshotRef, call } from '../shared/contracts';
-import { billsAiCredits, NOT_ANALYSED } from '../ai/public/ai-record';
+import { Type } from '@sinclair/typebox';
+import { type ConfigView, call } from '../shared/contracts';
+import { billsAiCredits } from '../ai/public/ai-record';
+import { FULL_RECORD_SCHEMA, fullRecord, JOB_ANSWER_SCHEMA, LISTED_RECORD_SCHEMA, listedRecord } from '../capture/public/screenshot-records';
+import { CONFIG_RECORD_SCHEMA } from '../scheduler/public/config-record';
 import { withCaptureCredits } from '../billing/public/credits';
-import { ERROR_STATUS, isErrorCode, serviceError } from '../shared/errors';
+import { ERROR_STATUS, type ErrorCode, isErrorCode, serviceError } from '../shared/errors';
 import type { Paging } from '../shared/paging';
-import { AI_CHECK_ERRORS, admitCapture, GATE_ERRORS } from './spend-admission';
+import { admission, type Spending } from './spend-admission';
 import type { ConfigOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';
-import { type RouteContext, type RouteDef, route } from './http';
+import { ok, type RouteContext, type RouteDef, route } from './http';
 import { PAGING_PARAMS } from './paging-params';
-import { snapRecord } from './snap-routes';
 import { CONFIG_CREATE_PARAMS, CONFIG_UPDATE_PARAMS, type ConfigChanges, KEY_ONLY_PARAMS, givenOptions } from './request-schemas';
 
-/** Per-configuration list and job status: the four (L) fields, taken_at_timestamp in unix seconds. */
-function listed(ref: ScreenshotRef) {
-  return {
-    direct_link: ref.direct_link,
-    direct_thumbnail_link: ref.direct_thumbnail_link,
-    taken_at_timestamp: Math.floor(ref.taken_at_ms / 1000),
-    job_id: ref.job_id,
-  };
-}
-
-/** Account-wide list: the snap record's fields plus the ones only this list carries. */
-function fullRecord(ref: ScreenshotRef) {
-  const { success: _, ...record } = snapRecord(ref, false);
-  return {
-    ...record,
-    is_browser_extension_screenshot: false,
-    ai: ref.ai ?? NOT_ANALYSED,
-    is_proxy_screenshot: ref.proxy_server !== null,
-    proxy_server: ref.proxy_server,
-    ...(ref.custom_proxy !== null ? { custom_proxy: ref.custom_proxy } : {}),
-  };
-}
-
-const configView = (v: ConfigView) => ({ config: v.config, ids: v.ids, created_at: v.created_at });
+const configView = (v: ConfigView): ConfigView => ({ config: v.config, ids: v.ids, created_at: v.created_at });
 
 /**
  * Starts a capture job of a configuration: reserves the credits under the job's id (the
@@ -82,10 +61,18 @@ async function startJob(
   );
 }
 
+/**
+ * What a configuration can name and spend. Creating one and capture-now start a job (its
+ * screenshot and AI credits reserved here; the bandwidth is the job's); a PATCH spends nothing.
+ */
+const CONFIG: Omit<Spending, 'credits'> = { features: ['ownAi', 'ownProxy'], structuredFields: true, route: true, schedule: true };
+const START_ADMISSION = admission({ ...CONFIG, credits: ['screenshots', 'ai_credits'] });
+const CHANGE_ADMISSION = admission({ ...CONFIG, credits: [] });
+
 async function createConfig(ctx: RouteContext<ConfigOptions>, policy: TargetPolicy) {
   const { broker, account } = ctx;
   const options = ctx.params;
-  await admitCapture({ broker, account, policy, given: options });
+  await START_ADMISSION.admit({ broker, account, policy, given: options });
   // The job id is chosen first so the configuration records it as its last job.
   const jobId = randomId(12);
   let embedUrl = '';
@@ -107,7 +94,7 @@ async function captureNow(ctx: RouteContext, policy: TargetPolicy) {
   const existing = await call(ctx.broker, 'scheduler.get', { accountId: ctx.account.accountId, id: ctx.path.id ?? '' });
   // The stored configuration is admitted as a new one would be: a plan downgraded, a provider
   // key or an own proxy removed since it was stored answers now, before any credit; no fallback.
-  await admitCapture({ broker: ctx.broker, account: ctx.account, policy, given: existing.options });
+  await START_ADMISSION.admit({ broker: ctx.broker, account: ctx.account, policy, given: existing.options });
   const jobId = randomId(12);
   const configId = await startJob(ctx, jobId, existing.options, async () => existing.ids.screenshot_config_id);
   await call(ctx.broker, 'scheduler.noteJob', { configId, jobId });
@@ -136,7 +123,7 @@ async function updateConfig(ctx: RouteContext<ConfigChanges>, policy: TargetPoli
   }
   // The stored options, under the change, are what the configuration will run with (merged as the scheduler merges them).
   const stored = async () => (await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' })).options;
-  await admitCapture({ broker: ctx.broker, account: ctx.account, policy, given: changes, stored });
+  await CHANGE_ADMISSION.admit({ broker: ctx.broker, account: ctx.account, policy, given: changes, stored });
   const v = await call(ctx.broker, 'scheduler.update', { accountId, id: ctx.path.id ?? '', input: { given: givenOptions(ctx.raw), options: changes } });
   return { success: true, config: v.config };
 }
@@ -161,7 +148,7 @@ async function listConfigScreenshots(ctx: RouteContext<Paging>) {
   const accountId = ctx.account.accountId;
   const v = await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' });
   const { screenshots, has_more } = await call(ctx.broker, 'capture.listForConfig', { accountId, configId: v.ids.screenshot_config_id, paging });
-  return { success: true, screenshots: screenshots.map(listed), has_more };
+  return { success: true, screenshots: screenshots.map(listedRecord), has_more };
 }
 
 async function listScreenshots(ctx: RouteContext<Paging>) {
@@ -172,7 +159,7 @@ async function listScreenshots(ctx: RouteContext<Paging>) {
 
 async function jobStatus(ctx: RouteContext) {
   const job = await call(ctx.broker, 'capture.jobStatus', { accountId: ctx.account.accountId, jobId: ctx.path.job_id ?? '' });
-  if (job.status === 'completed') return { success: true, status: job.status, job_id: job.job_id, screenshot: listed(job.screenshot) };
+  if (job.status === 'completed') return { success: true, status: job.status, job_id: job.job_id, screenshot: listedRecord(job.screenshot) };
   if (job.status === 'failed') {
     // The failure's own status (e.g. 422 page_load_failed), with the job's state.
     const status = isErrorCode(job.error_code) ? ERROR_STATUS[job.error_code] : 500;
@@ -220,9 +207,7 @@ function embedRoute(store: FileStore): RouteDef {
   };
 }
 
-const CONFIG_ERRORS = ['invalid_parameter', 'not_found'] as const;
-const START_ERRORS = [...GATE_ERRORS, ...AI_CHECK_ERRORS, 'screenshot_limit_reached', 'ai_credits_exhausted'] as const;
-const ok = (properties: Record<string, unknown>) => ({ type: 'object', properties: { success: { type: 'boolean' }, ...properties } });
+const CONFIG_ERRORS: ErrorCode[] = ['invalid_parameter', 'not_found'];
 
 export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[] {
   return [
@@ -232,8 +217,8 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       summary: 'Create a configuration (optionally scheduled) and start its first capture.',
       tag: 'configurations',
       params: CONFIG_CREATE_PARAMS,
-      response: ok({ screenshot_configuration_id: { type: 'string' }, embed_url: { type: 'string' }, job_id: { type: 'string' } }),
-      errors: [...CONFIG_ERRORS, 'ai_provider_unsupported', 'url_not_allowed', ...START_ERRORS],
+      response: ok({ screenshot_configuration_id: Type.String(), embed_url: Type.String(), job_id: Type.String() }),
+      errors: [...CONFIG_ERRORS, 'ai_provider_unsupported', ...START_ADMISSION.errors],
       handler: (ctx) => createConfig(ctx, policy),
     }),
     route({
@@ -242,15 +227,9 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       summary: 'Start a capture now (the schedule is not disturbed).',
       tag: 'configurations',
       params: KEY_ONLY_PARAMS,
-      response: ok({ job_id: { type: 'string' }, embed_url: { type: 'string' } }),
-      errors: [
-        ...CONFIG_ERRORS,
-        ...AI_CHECK_ERRORS,
-        'screenshot_limit_reached',
-        'ai_credits_exhausted',
-        'custom_proxy_not_found',
-        'real_location_bandwidth_exhausted',
-      ],
+      response: ok({ job_id: Type.String(), embed_url: Type.String() }),
+      // The stored configuration, admitted as a new one (its bandwidth is its job's: GET /jobs/:job_id).
+      errors: [...CONFIG_ERRORS, ...START_ADMISSION.errors],
       handler: (ctx) => captureNow(ctx, policy),
     }),
     route({
@@ -259,7 +238,7 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       summary: 'A configuration: its options as given, ids and creation time (epoch ms).',
       tag: 'configurations',
       params: KEY_ONLY_PARAMS,
-      response: ok({ config: { type: 'object' }, ids: { type: 'object' }, created_at: { type: 'string' } }),
+      response: ok(CONFIG_RECORD_SCHEMA.properties),
       errors: [...CONFIG_ERRORS],
       handler: getConfig,
     }),
@@ -269,8 +248,8 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       summary: 'Change options (url may be left out: the stored one is kept); leaving out scheduled_screenshot=true makes it one-time.',
       tag: 'configurations',
       params: CONFIG_UPDATE_PARAMS,
-      response: ok({ config: { type: 'object' } }),
-      errors: [...CONFIG_ERRORS, 'ai_provider_unsupported', 'url_not_allowed', ...GATE_ERRORS, ...AI_CHECK_ERRORS],
+      response: ok({ config: CONFIG_RECORD_SCHEMA.properties.config }),
+      errors: [...CONFIG_ERRORS, 'ai_provider_unsupported', ...CHANGE_ADMISSION.errors],
       handler: (ctx) => updateConfig(ctx, policy),
     }),
     route({
@@ -279,7 +258,7 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       summary: "The account's configurations, paged.",
       tag: 'configurations',
       params: PAGING_PARAMS,
-      response: ok({ screenshot_configurations: { type: 'array' }, has_more: { type: 'boolean' } }),
+      response: ok({ screenshot_configurations: Type.Array(CONFIG_RECORD_SCHEMA), has_more: Type.Boolean() }),
       errors: ['invalid_parameter'],
       handler: listConfigs,
     }),
@@ -289,7 +268,7 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       summary: 'Delete a configuration with its screenshots and their files.',
       tag: 'configurations',
       params: KEY_ONLY_PARAMS,
-      response: ok({ deleted: { type: 'boolean' }, screenshot_configuration: { type: 'object' } }),
+      response: ok({ deleted: Type.Boolean(), screenshot_configuration: CONFIG_RECORD_SCHEMA }),
       errors: [...CONFIG_ERRORS],
       handler: deleteConfig,
     }),
@@ -299,7 +278,7 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       summary: "A configuration's screenshots, paged.",
       tag: 'archive',
       params: PAGING_PARAMS,
-      response: ok({ screenshots: { type: 'array' }, has_more: { type: 'boolean' } }),
+      response: ok({ screenshots: Type.Array(LISTED_RECORD_SCHEMA), has_more: Type.Boolean() }),
       errors: [...CONFIG_ERRORS],
       handler: listConfigScreenshots,
     }),
@@ -309,7 +288,7 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       summary: 'Every screenshot of the account, paged (full records).',
       tag: 'archive',
       params: PAGING_PARAMS,
-      response: ok({ screenshots: { type: 'array' }, has_more: { type: 'boolean' } }),
+      response: ok({ screenshots: Type.Array(FULL_RECORD_SCHEMA), has_more: Type.Boolean() }),
       errors: ['invalid_parameter'],
       handler: listScreenshots,
     }),
@@ -319,7 +298,7 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       summary: "A capture job's state: queued, running, completed (with the screenshot) or failed.",
       tag: 'configurations',
       params: KEY_ONLY_PARAMS,
-      response: ok({ status: { type: 'string' }, job_id: { type: 'string' }, screenshot: { type: 'object' } }),
+      response: JOB_ANSWER_SCHEMA,
       errors: [
         ...CONFIG_ERRORS,
         'page_load_failed',

@@ -8,7 +8,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import formbody from '@fastify/formbody';
+import { type TProperties, Type } from '@sinclair/typebox';
 import type { ServiceBroker } from 'moleculer';
+import { answerSent } from '../shared/answer-check';
 import type { Config } from '../shared/config';
 import { type AccountContext, call } from '../shared/contracts';
 import { type ErrorCode, ERROR_STATUS, serviceError, toEnvelope } from '../shared/errors';
@@ -76,6 +78,15 @@ interface RouteShape<P> {
    */
   response: JsonSchema | { contentTypes: string[]; json?: JsonSchema };
   errors: ErrorCode[];
+}
+
+/** The schema of a success answer: `success` and the record's fields (the owners publish the records, in their public/ folders). */
+export const ok = <P extends TProperties>(properties: P) => Type.Object({ success: Type.Boolean(), ...properties });
+
+/** The JSON Schema of a route's JSON answer; a route that declares none answers JSON never (the schema nothing meets). */
+export function jsonAnswerSchema(response: RouteDef['response']): JsonSchema {
+  if (!('contentTypes' in response && Array.isArray(response.contentTypes))) return response;
+  return (response.json as JsonSchema | undefined) ?? { not: {}, description: 'This route declares no JSON answer.' };
 }
 
 /** A route whose handler must take the params its declared shape produces (a mismatch does not compile). */
@@ -220,9 +231,15 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
   for (const def of routes) {
     // A route without a json option always answers JSON: json=true there is a client marker.
     const answersJson = !(def.params?.schema.properties as Record<string, unknown> | undefined)?.json;
+    const answerSchema = jsonAnswerSchema(def.response);
     app.route({
       method: def.method,
       url: def.url,
+      // Every JSON answer (returned or sent) meets the route's schema; the tests check it (shared/answer-check.ts).
+      preSerialization: (_request, reply, payload, done) => {
+        if (reply.statusCode < 400) answerSent(`${def.method} ${def.url}`, answerSchema, () => payload);
+        done(null, payload);
+      },
       handler: inRequestContext(async (request, reply) => {
         try {
           const raw = mergeParams(request);
@@ -296,17 +313,30 @@ export interface OpenApiDocument {
   [key: string]: unknown;
 }
 
+/** The error envelope every error answers (a failed job's adds its status and job_id). */
+export const ERROR_ENVELOPE_SCHEMA: JsonSchema = {
+  type: 'object',
+  required: ['success', 'error_code', 'note'],
+  properties: { success: { const: false }, error_code: { type: 'string' }, note: { type: 'string' } },
+};
+
+/** GET /openapi.json: the document's parts (what they hold is OpenAPI's). */
+export const OPENAPI_DOCUMENT_SCHEMA = Type.Object({
+  openapi: Type.String(),
+  info: Type.Object({ title: Type.String(), version: Type.String(), description: Type.String() }),
+  servers: Type.Array(Type.Object({ url: Type.String() })),
+  components: Type.Record(Type.String(), Type.Unknown()),
+  security: Type.Array(Type.Record(Type.String(), Type.Array(Type.String()))),
+  paths: Type.Record(Type.String(), Type.Record(Type.String(), Type.Unknown(), { description: 'An operation of each method.' })),
+});
+
 /** The OpenAPI 3 document, generated from the same route table and schemas. */
 export function openApiDocument(routes: RouteDef[], config: Readonly<Config>): OpenApiDocument {
-  const envelope = {
-    type: 'object',
-    required: ['success', 'error_code', 'note'],
-    properties: { success: { const: false }, error_code: { type: 'string' }, note: { type: 'string' } },
-  };
+  const envelope = ERROR_ENVELOPE_SCHEMA;
   const paths: Record<string, Record<string, OpenApiOperation>> = {};
   const binary = (r: RouteDef['response']): string[] | null => ('contentTypes' in r && Array.isArray(r.contentTypes) ? (r.contentTypes as string[]) : null);
   const schemaOf = (r: RouteDef['response'], type: string): JsonSchema => {
-    if (type === 'application/json') return ('json' in r ? (r.json as JsonSchema | undefined) : undefined) ?? { type: 'object' };
+    if (type === 'application/json') return jsonAnswerSchema(r);
     return type.startsWith('text/') ? { type: 'string' } : { type: 'string', format: 'binary' };
   };
   for (const def of routes) {

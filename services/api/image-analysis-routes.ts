@@ -1,20 +1,19 @@
 /**
  * POST /ai/analyze (the official MCP server's analyze_any_image_with_ai): prompts about images
- * from anywhere. Here, before anything is reserved or fetched, the checks a capture's analysis
- * gets, in the spec's order: the parameters (counts, lengths, URLs), the plan gates for an own
- * provider, the provider, model (ai.check), and image URLs that name a refused address
- * literally. The ai service does the rest (image-analysis.ts): each host resolved and checked,
- * the credits, the fetch, the provider.
+ * from anywhere. Here, before anything is reserved or fetched, the parameters (counts, lengths,
+ * URLs), then the one admission every spending request runs, in its order (spend-admission.ts):
+ * image URLs that name a refused address literally, the plan gates for an own provider, the
+ * provider and model (ai.check). The ai service does the rest (image-analysis.ts): each host
+ * resolved and checked, the credits, the fetch, the provider.
  */
 import { type Static, Type } from '@sinclair/typebox';
 import { IMAGE_ANALYSIS_LIMITS, IMAGE_ANALYSIS_SCHEMA, call } from '../shared/contracts';
 import type { Config } from '../shared/config';
-import { refuseLiteralUrls, type TargetPolicy } from '../shared/address-policy';
+import type { TargetPolicy } from '../shared/address-policy';
 import { serviceError } from '../shared/errors';
-import { checkFeatures } from '../billing/public/plan-gates';
-import { AI_PROVIDERS, type AnalysisOptions, requestedFeatures, textEnum } from '../shared/screenshot-options';
-import { ANALYSIS_CHECK_ERRORS, checkAnalysis } from './analysis-checks';
+import { AI_PROVIDERS, type AnalysisOptions, textEnum } from '../shared/screenshot-options';
 import { type RouteContext, type RouteDef, route } from './http';
+import { admission } from './spend-admission';
 import { objectParams, type ParamShape, withLists } from './request-schemas';
 
 const { images: MAX_IMAGES, prompts: MAX_PROMPTS, promptLength: MAX_PROMPT_LENGTH } = IMAGE_ANALYSIS_LIMITS;
@@ -55,15 +54,14 @@ export const ANALYZE_PARAMS: ParamShape<AnalyzeParams> = {
   },
 };
 
+/** What an image analysis can name and spend: an own provider, AI credits (reserved by the ai service). */
+const ANALYZE_ADMISSION = admission({ features: ['ownAi'], structuredFields: false, route: false, schedule: false, credits: ['ai_credits'] });
+
 async function analyzeImages(ctx: RouteContext<AnalyzeParams>, policy: TargetPolicy, timeoutMs: number) {
   const { urls, prompts, ai_provider, ai_model } = ctx.params;
   const options: AnalysisOptions = { analyze_image_with_ai: true, ...(ai_provider ? { ai_provider } : {}), ...(ai_model ? { ai_model } : {}) };
-  checkFeatures(ctx.account, requestedFeatures(options));
-  await checkAnalysis(ctx.broker, ctx.account.accountId, options);
-  refuseLiteralUrls(
-    urls.map((u, i) => [`urls[${i}]`, u] as const),
-    policy,
-  );
+  const targets = urls.map((u, i) => [`urls[${i}]`, u] as const);
+  await ANALYZE_ADMISSION.admit({ broker: ctx.broker, account: ctx.account, policy, given: options, targets });
   const answer = await call(ctx.broker, 'ai.analyzeImages', { account: ctx.account, options, urls, prompts }, { timeout: timeoutMs });
   return { success: true, ...answer };
 }
@@ -81,9 +79,8 @@ export function imageAnalysisRoutes(policy: TargetPolicy, config: Pick<Config, '
       response: Type.Object({ success: Type.Boolean(), ...IMAGE_ANALYSIS_SCHEMA.properties }),
       errors: [
         'invalid_parameter',
-        ...ANALYSIS_CHECK_ERRORS,
-        'url_not_allowed',
-        'ai_credits_exhausted',
+        'ai_provider_unsupported',
+        ...ANALYZE_ADMISSION.errors,
         'image_unreachable',
         'image_too_large',
         'image_not_supported',

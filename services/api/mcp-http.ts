@@ -37,7 +37,14 @@ export function mcpRoutes(config: Pick<Config, 'baseUrl'>): RouteDef[] {
       summary: 'How the MCP endpoint (POST /mcp) is authenticated (RFC 9728): the account\'s API key as "Authorization: Bearer <key>".',
       tag: 'mcp',
       auth: false,
-      response: { type: 'object', properties: { resource: { type: 'string' }, bearer_methods_supported: { type: 'array', items: { type: 'string' } } } },
+      response: {
+        type: 'object',
+        properties: {
+          resource: { type: 'string' },
+          bearer_methods_supported: { type: 'array', items: { type: 'string' } },
+          resource_name: { type: 'string' },
+        },
+      },
       errors: [],
       handler: async () => ({
         resource: `${config.baseUrl}${MCP_PATH}`,

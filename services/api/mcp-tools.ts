@@ -5,12 +5,15 @@
  * and its hints. Its input schema is not written here: it is the route's own parameters, read
  * from the OpenAPI document that the route table generates (http.ts, openApiDocument), so a
  * tool takes exactly what its route validates (the option table's shapes, the paging
- * parameters). Both transports serve this table: /mcp inside the api (mcp-http.ts) and the
+ * parameters). Its output schema is read from there too: the route's JSON answer (its owner's
+ * published records), or the error envelope of a tool error; a tool whose route may answer
+ * something else than JSON (a report as CSV) declares none. Both transports serve this table:
+ * /mcp inside the api (mcp-http.ts) and the
  * stdio server (bin/mcp.ts), which reads the document from the service it talks to.
  */
 import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { serviceError } from '../shared/errors';
-import { type OpenApiDocument, openApiPath } from './http';
+import { ERROR_ENVELOPE_SCHEMA, type OpenApiDocument, type OpenApiOperation, openApiPath } from './http';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -319,10 +322,24 @@ export interface ResolvedTool {
   params: Record<string, JsonSchema>;
   /** The route's required parameters. */
   required: string[];
+  /** The structured content of its results: the route's JSON answer or the error envelope; null when the route may answer other than JSON. */
+  output: JsonSchema | null;
+}
+
+/**
+ * The schema of the tool's structured content, from the document: the 200 answer's JSON
+ * schema when the route answers only JSON (or the tool fixes json=true), or an error envelope.
+ */
+function outputOf(spec: ToolSpec, op: OpenApiOperation): JsonSchema | null {
+  const responses = op.responses as Record<string, { content?: Record<string, { schema?: JsonSchema }> }> | undefined;
+  const content = responses?.['200']?.content ?? {};
+  const json = content['application/json']?.schema;
+  if (!json || (Object.keys(content).length > 1 && spec.fixed?.json?.value !== true)) return null;
+  return { type: 'object', anyOf: [json, ERROR_ENVELOPE_SCHEMA], description: "The route's answer, or a tool error's envelope." };
 }
 
 /** The route's parameters, from the document: the query of a GET or DELETE, the JSON body of a POST or PATCH. */
-function routeParams(spec: ToolSpec, document: OpenApiDocument): { params: Record<string, JsonSchema>; required: string[] } {
+function routeParams(spec: ToolSpec, document: OpenApiDocument): { params: Record<string, JsonSchema>; required: string[]; output: JsonSchema | null } {
   const op = document.paths[openApiPath(spec.path)]?.[spec.method.toLowerCase()];
   if (!op) throw new Error(`MCP tool ${spec.name}: the API has no route ${spec.method} ${spec.path}`);
   const inPath = [...spec.path.matchAll(/:([a-z_]+)/g)].map((m) => m[1] as string);
@@ -331,10 +348,14 @@ function routeParams(spec: ToolSpec, document: OpenApiDocument): { params: Recor
     throw new Error(`MCP tool ${spec.name}: its path arguments (${declared.join(', ')}) are not the path's (${inPath.join(', ')})`);
   if (spec.method === 'GET' || spec.method === 'DELETE') {
     const query = (op.parameters ?? []).filter((p) => p.in === 'query');
-    return { params: Object.fromEntries(query.map((p) => [p.name, p.schema ?? {}])), required: query.filter((p) => p.required).map((p) => p.name) };
+    return {
+      params: Object.fromEntries(query.map((p) => [p.name, p.schema ?? {}])),
+      required: query.filter((p) => p.required).map((p) => p.name),
+      output: outputOf(spec, op),
+    };
   }
   const body = op.requestBody?.content?.['application/json']?.schema;
-  return { params: { ...(body?.properties ?? {}) }, required: [...(body?.required ?? [])] };
+  return { params: { ...(body?.properties ?? {}) }, required: [...(body?.required ?? [])], output: outputOf(spec, op) };
 }
 
 /** The tools with their routes' parameters; throws when a tool names a route the document lacks. */
@@ -362,6 +383,7 @@ export function listedTool(tool: ResolvedTool, locations: readonly string[] | nu
     title: spec.title,
     description: spec.description,
     inputSchema: { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false },
+    ...(tool.output ? { outputSchema: tool.output as Tool['outputSchema'] } : {}),
     annotations: { title: spec.title, ...spec.hints },
   };
 }

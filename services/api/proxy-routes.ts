@@ -5,10 +5,11 @@
  * account. PUT /proxies is the only endpoint that receives a proxy password, and none
  * returns one.
  */
-import { type TSchema, Type } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
+import { PROXY_RECORD_SCHEMA, PROXY_TEST_RESULT_SCHEMA, STORED_PROXY_RECORD_SCHEMA, TESTED_PROXY_SCHEMA } from '../proxy/public/proxy-record';
 import { call } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
-import { type RouteContext, type RouteDef, route } from './http';
+import { ok, type RouteContext, type RouteDef, route } from './http';
 import { KEY_ONLY_PARAMS, objectParams, type ParamShape } from './request-schemas';
 
 type ValuesOf<S> = S extends ParamShape<infer P> ? P : never;
@@ -28,23 +29,6 @@ const PUT_PARAMS = objectParams(
   ),
   { codes: { protocol: 'invalid_proxy', host: 'invalid_proxy', port: 'invalid_proxy', username: 'invalid_proxy' }, secret: 'password' },
 );
-
-const PROXY_RECORD = Type.Object({
-  id: Type.Integer(),
-  label: Type.String(),
-  protocol: Type.String(),
-  host: Type.String(),
-  port: Type.Integer(),
-  username: Type.Union([Type.String(), Type.Null()]),
-  has_password: Type.Boolean(),
-  verified: Type.Boolean(),
-  exit_ip: Type.Union([Type.String(), Type.Null()]),
-  last_test_ms: Type.Union([Type.Integer(), Type.Null()]),
-  last_error: Type.Union([Type.String(), Type.Null()]),
-});
-/** PUT /proxies answers the record with display_url, the proxy URL with its password masked. */
-const STORED_PROXY_RECORD = Type.Intersect([PROXY_RECORD, Type.Object({ display_url: Type.String() })]);
-const RESULT = Type.Object({ exit_ip: Type.String(), ms: Type.Integer() });
 
 function idOf(ctx: RouteContext): number {
   const raw = ctx.path.id ?? '';
@@ -84,7 +68,6 @@ async function removeProxy(ctx: RouteContext) {
   };
 }
 
-const ok = <P extends Record<string, TSchema>>(properties: P) => Type.Object({ success: Type.Boolean(), ...properties });
 const TEST_FAILURES = ['proxy_auth_failed', 'proxy_connection_failed', 'proxy_host_not_found', 'proxy_timeout'] as const;
 const GATES = ['byo_proxy_plan_required', 'byo_proxy_addon_required'] as const;
 
@@ -95,7 +78,7 @@ export const PROXY_ROUTES: RouteDef[] = [
     summary: 'Store (or update, with id) a proxy; it is tested at once unless test=false.',
     tag: 'proxies',
     params: PUT_PARAMS,
-    response: ok({ proxy: STORED_PROXY_RECORD, result: Type.Union([RESULT, Type.Null()]) }),
+    response: ok({ proxy: STORED_PROXY_RECORD_SCHEMA, result: Type.Union([PROXY_TEST_RESULT_SCHEMA, Type.Null()]) }),
     errors: ['invalid_parameter', 'invalid_proxy', 'not_found', ...GATES, ...TEST_FAILURES, 'secrets_not_configured'],
     handler: putProxy,
   }),
@@ -105,7 +88,7 @@ export const PROXY_ROUTES: RouteDef[] = [
     summary: "The account's proxies (never their passwords).",
     tag: 'proxies',
     params: KEY_ONLY_PARAMS,
-    response: ok({ bring_your_own_proxy_enabled: Type.Boolean(), has_paid_plan: Type.Boolean(), proxies: Type.Array(PROXY_RECORD) }),
+    response: ok({ bring_your_own_proxy_enabled: Type.Boolean(), has_paid_plan: Type.Boolean(), proxies: Type.Array(PROXY_RECORD_SCHEMA) }),
     errors: ['invalid_parameter'],
     handler: listProxies,
   }),
@@ -115,16 +98,7 @@ export const PROXY_ROUTES: RouteDef[] = [
     summary: 'Tests a stored proxy again (exit IP and time recorded).',
     tag: 'proxies',
     params: KEY_ONLY_PARAMS,
-    response: ok({
-      proxy: Type.Object({
-        id: Type.Integer(),
-        label: Type.String(),
-        verified: Type.Boolean(),
-        exit_ip: Type.Union([Type.String(), Type.Null()]),
-        last_test_ms: Type.Union([Type.Integer(), Type.Null()]),
-      }),
-      result: RESULT,
-    }),
+    response: ok({ proxy: TESTED_PROXY_SCHEMA, result: PROXY_TEST_RESULT_SCHEMA }),
     errors: ['not_found', 'invalid_proxy', ...GATES, ...TEST_FAILURES],
     handler: testProxy,
   }),

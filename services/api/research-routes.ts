@@ -1,18 +1,18 @@
 /**
  * Domain research (the official MCP server's create_domain_research, list, status and
  * report tools): a list of domains and the fields to extract from each site. Creating one
- * checks everything before anything is written or reserved, in the spec's order: the
- * parameters (each domain a host name or URL, the field rules, the counts), the plan gates
- * for an own AI provider, the provider and model (ai.check), targets that name a refused
- * address literally, then that the month's research credits cover every domain (reserved
- * and given back at once: each domain reserves its own when it starts). The capture service
- * writes the request and a job per domain, and runs them (services/capture/research/research.ts).
+ * checks everything before anything is written or reserved: the parameters (each domain a
+ * host name or URL, the field rules, the counts), then the one admission every spending
+ * request runs, in its order (spend-admission.ts): domains and webhook_url that name a refused
+ * address literally, the plan gates for an own AI provider, the provider and model (ai.check),
+ * and that the month's research credits cover every domain (room asked, nothing held: each
+ * domain reserves its own when it starts). The capture service writes the request and a job
+ * per domain, and runs them (services/capture/research/research.ts).
  */
 import net from 'node:net';
-import { type Static, type TProperties, Type } from '@sinclair/typebox';
-import { refuseLiteralUrls, type TargetPolicy } from '../shared/address-policy';
+import { type Static, Type } from '@sinclair/typebox';
+import type { TargetPolicy } from '../shared/address-policy';
 import { call } from '../shared/contracts';
-import { withCredits } from '../billing/public/credits';
 import {
   RESEARCH_FIELD_SCHEMA,
   RESEARCH_LIMITS,
@@ -23,13 +23,12 @@ import {
 } from '../shared/domain-research';
 import { serviceError } from '../shared/errors';
 import type { Paging } from '../shared/paging';
-import { checkFeatures } from '../billing/public/plan-gates';
-import { AI_PROVIDERS, type AnalysisOptions, requestedFeatures, textEnum } from '../shared/screenshot-options';
-import { ANALYSIS_CHECK_ERRORS, checkAnalysis } from './analysis-checks';
-import { type RouteContext, type RouteDef, route } from './http';
+import { AI_PROVIDERS, type AnalysisOptions, textEnum } from '../shared/screenshot-options';
+import { ok, type RouteContext, type RouteDef, route } from './http';
 import { PAGING_PARAMS } from './paging-params';
 import { KEY_ONLY_PARAMS, objectParams, type ParamShape, withLists } from './request-schemas';
 import { ERROR_COLUMNS, LEADING_COLUMNS, reportCsv, sourceColumn } from './research-csv';
+import { admission } from './spend-admission';
 
 const CREATE_SCHEMA = Type.Object(
   {
@@ -137,18 +136,22 @@ const REPORT_SCHEMA = Type.Object(
 );
 export const REPORT_PARAMS = objectParams(REPORT_SCHEMA);
 
+/** What a research job can name and spend: an own provider, a research credit per domain. */
+const RESEARCH_ADMISSION = admission({ features: ['ownAi'], structuredFields: false, route: false, schedule: false, credits: ['research_domains'] });
+
 async function create(ctx: RouteContext<CreateParams>, policy: TargetPolicy) {
   const { broker, account } = ctx;
   const p = ctx.params;
   const aiOptions: AnalysisOptions = { ...(p.ai_provider ? { ai_provider: p.ai_provider } : {}), ...(p.ai_model ? { ai_model: p.ai_model } : {}) };
-  checkFeatures(account, requestedFeatures(aiOptions));
-  await checkAnalysis(broker, account.accountId, { ...aiOptions, analyze_image_with_ai: true });
-  refuseLiteralUrls(
-    [...p.domains.map((d, i) => [`domains[${i}]`, d.url] as const), ...(p.webhook_url ? [['webhook_url', p.webhook_url] as const] : [])],
+  await RESEARCH_ADMISSION.admit({
+    broker,
+    account,
     policy,
-  );
-  // Every domain's credit must be there now: reserved and given back (each domain reserves its own when it starts).
-  await withCredits(broker, { account, amounts: { research_domains: p.domains.length } }, async () => undefined, { settle: () => 'refund' });
+    given: { ...aiOptions, analyze_image_with_ai: true, ...(p.webhook_url ? { webhook_url: p.webhook_url } : {}) },
+    targets: p.domains.map((d, i) => [`domains[${i}]`, d.url] as const),
+    // Every domain's credit must be there now (each domain reserves its own when it starts).
+    room: { research_domains: p.domains.length },
+  });
   const status = await call(broker, 'capture.researchCreate', {
     input: {
       accountId: account.accountId,
@@ -202,8 +205,6 @@ async function report(ctx: RouteContext<Static<typeof REPORT_SCHEMA>>) {
     .send(reportCsv(whole.structures, whole.results));
 }
 
-const ok = <T extends TProperties>(properties: T) => Type.Object({ success: Type.Boolean(), ...properties });
-
 export function researchRoutes(policy: TargetPolicy): RouteDef[] {
   return [
     route({
@@ -214,7 +215,7 @@ export function researchRoutes(policy: TargetPolicy): RouteDef[] {
       tag: 'domain research',
       params: CREATE_PARAMS,
       response: ok(RESEARCH_STATUS_SCHEMA.properties),
-      errors: ['invalid_parameter', ...ANALYSIS_CHECK_ERRORS, 'url_not_allowed', 'domain_research_limit_reached'],
+      errors: ['invalid_parameter', 'ai_provider_unsupported', ...RESEARCH_ADMISSION.errors],
       handler: (ctx) => create(ctx, policy),
     }),
     route({

@@ -9,6 +9,9 @@ import type { Context, ServiceBroker } from 'moleculer';
 import { call } from '../shared/contracts';
 import type { ScreenshotOptions } from '../shared/screenshot-options';
 
+/** What checkRouteOptions refuses, for the errors of the routes that run it. */
+export const ROUTE_CHECK_ERRORS = ['invalid_parameter', 'custom_proxy_not_found'] as const;
+
 export async function checkRouteOptions(
   caller: ServiceBroker | Context,
   accountId: string,

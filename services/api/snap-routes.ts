@@ -3,7 +3,7 @@
  * besides it (docs/clients.md): /snap_html (a document given in html_content instead of a
  * url), /snap_ai_analysis (a snap with analyze_image_with_ai=true and ai_prompt required)
  * and /snap_real_location (a snap with real_location, or proxy_server, required). Each runs
- * the one admission path (admission.ts), reuses a capture within ttl (free), else reserves
+ * the one admission path (spend-admission.ts), reuses a capture within ttl (free), else reserves
  * the credits through billing (the screenshot, and an AI credit for the service's own AI),
  * captures and analyses, then commits or refunds (a failed capture spends nothing; a failed
  * analysis gives the AI credit back). Answers the image, the JSON record or the HTML; the
@@ -12,45 +12,17 @@
  */
 import type { TargetPolicy } from '../shared/address-policy';
 import { type ScreenshotRef, call } from '../shared/contracts';
-import { billsAiCredits, NOT_ANALYSED } from '../ai/public/ai-record';
+import { billsAiCredits } from '../ai/public/ai-record';
 import { withCaptureCredits } from '../billing/public/credits';
-import { serviceError } from '../shared/errors';
+import { type ErrorCode, serviceError } from '../shared/errors';
 import { INLINE_DOCUMENT_URL, OPTION_DEFAULTS, type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
 import { parseThumbnailName } from '../capture/public/thumbnail-names';
-import { AI_CHECK_ERRORS, admitCapture, GATE_ERRORS } from './spend-admission';
+import { SNAP_ANSWER_SCHEMA, snapRecord } from '../capture/public/screenshot-records';
+import { admission } from './spend-admission';
 import { takeSnap } from './capture-call';
 import { type RouteContext, type RouteDef, route } from './http';
 import { type ParamShape, type RawParams, SNAP_HTML_PARAMS, SNAP_PARAMS } from './request-schemas';
-
-/**
- * The snap JSON record: the spec's fields (plus success), `ai` when an analysis was asked for, the proxy fields when one was used, and
- * load_finished (docs/api.md).
- */
-export function snapRecord(ref: ScreenshotRef, withAi: boolean): Record<string, unknown> {
-  return {
-    success: true,
-    id: ref.id,
-    embed_url: ref.embed_url,
-    screenshot_configuration_id: ref.config_id,
-    direct_link: ref.direct_link,
-    direct_thumbnail_link: ref.direct_thumbnail_link,
-    taken_at_timestamp: String(ref.taken_at_ms),
-    taken_at: new Date(ref.taken_at_ms).toISOString().replace('Z', '+00:00'),
-    job_id: ref.job_id,
-    // Beyond the spec's fields (docs/api.md): whether the page finished loading or was taken as drawn at navigation_timeout.
-    ...(ref.load_finished !== null ? { load_finished: ref.load_finished } : {}),
-    ...(withAi ? { ai: ref.ai ?? NOT_ANALYSED } : {}),
-    ...egressFields(ref),
-  };
-}
-
-/** How the capture went out, when not directly: an own proxy (custom_proxy, spec) or a real location. */
-function egressFields(ref: ScreenshotRef): Record<string, unknown> {
-  if (ref.custom_proxy !== null) return { custom_proxy: ref.custom_proxy, is_proxy_screenshot: false, proxy_server: null };
-  if (ref.proxy_server !== null) return { is_proxy_screenshot: true, proxy_server: ref.proxy_server };
-  return {};
-}
 
 async function readStored(store: FileStore, name: string | null): Promise<{ data: Buffer; contentType: string }> {
   const file = name ? await store.get(name) : null;
@@ -69,10 +41,19 @@ async function answer(ctx: RouteContext, store: FileStore, ref: ScreenshotRef, o
   return ctx.reply.header('content-type', file.contentType).header('content-length', String(file.data.length)).send(file.data);
 }
 
+/** What a snap can name and spend: its admission's checks, and so its errors. */
+const SNAP_ADMISSION = admission({
+  features: ['ownAi', 'ownProxy'],
+  structuredFields: true,
+  route: true,
+  schedule: false,
+  credits: ['screenshots', 'ai_credits', 'bandwidth_bytes'],
+});
+
 /** A snap of `options`, through the one admission path. */
 async function snap(ctx: RouteContext<unknown>, store: FileStore, policy: TargetPolicy, budgetMs: number, options: SnapOptions): Promise<unknown> {
   const { broker, account } = ctx;
-  await admitCapture({ broker, account, policy, given: options });
+  await SNAP_ADMISSION.admit({ broker, account, policy, given: options });
   const features = requestedFeatures(options);
   const ttl = options.ttl ?? OPTION_DEFAULTS.ttl;
   if (ttl > 0) {
@@ -122,14 +103,11 @@ function snapVariant(fixed: Partial<SnapOptions>, required: Array<keyof SnapOpti
   };
 }
 
-const SNAP_ERRORS = [
+/** The parameters' errors, the admission's, then the capture's. */
+const SNAP_ERRORS: ErrorCode[] = [
   'invalid_parameter',
   'ai_provider_unsupported',
-  'url_not_allowed',
-  ...GATE_ERRORS,
-  ...AI_CHECK_ERRORS,
-  'screenshot_limit_reached',
-  'ai_credits_exhausted',
+  ...SNAP_ADMISSION.errors,
   'page_load_failed',
   'page_crashed',
   'selector_not_found',
@@ -137,9 +115,10 @@ const SNAP_ERRORS = [
   'concurrency_limit_reached',
   'capture_timeout',
   'browser_failed',
-] as const;
+];
 
-const SNAP_ANSWERS = { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf', 'application/json'] };
+/** The image, or (json=true, html_only=true) the record or the HTML. */
+const SNAP_ANSWERS = { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf', 'application/json'], json: SNAP_ANSWER_SCHEMA };
 
 /** A snap endpoint, GET and POST. */
 function snapEndpoint<P>(url: string, summary: string, params: ParamShape<P>, handler: (ctx: RouteContext<P>) => Promise<unknown>): RouteDef[] {

@@ -3,10 +3,12 @@
  * delivery log (beyond the spec, as Stripe and Svix keep one): every delivery with its
  * attempts, filterable by configuration and status, and a retry by hand.
  */
+import { Type } from '@sinclair/typebox';
+import { CHANGE_NOTIFICATION_SCHEMA, DELIVERY_SCHEMA } from '../notifier/public/webhook-records';
 import { DELIVERY_STATUSES, type DeliveryStatus, call } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
 import type { Paging } from '../shared/paging';
-import { type RouteContext, type RouteDef, route } from './http';
+import { ok, type RouteContext, type RouteDef, route } from './http';
 import { PAGING_PARAMS } from './paging-params';
 import type { ParamShape } from './request-schemas';
 import { KEY_ONLY_PARAMS } from './request-schemas';
@@ -54,8 +56,6 @@ async function listDeliveries(ctx: RouteContext<DeliveryFilter>) {
   return { success: true, webhook_deliveries: page.deliveries, has_more: page.has_more };
 }
 
-const ok = (properties: Record<string, unknown>) => ({ type: 'object', properties: { success: { type: 'boolean' }, ...properties } });
-
 export const WEBHOOK_ROUTES: RouteDef[] = [
   route({
     method: 'GET',
@@ -63,7 +63,7 @@ export const WEBHOOK_ROUTES: RouteDef[] = [
     summary: "The account's webhook signing secret (whsec_…): verify deliveries' webhook-signature with it (Standard Webhooks).",
     tag: 'webhooks',
     params: KEY_ONLY_PARAMS,
-    response: ok({ secret: { type: 'string' } }),
+    response: ok({ secret: Type.String() }),
     errors: ['invalid_parameter', 'secrets_not_configured'],
     handler: async (ctx) => ({ success: true, ...(await call(ctx.broker, 'notifier.webhookSecret', { accountId: ctx.account.accountId })) }),
   }),
@@ -73,7 +73,7 @@ export const WEBHOOK_ROUTES: RouteDef[] = [
     summary: 'A new signing secret; for 24 hours deliveries carry a second signature made with the old one.',
     tag: 'webhooks',
     params: KEY_ONLY_PARAMS,
-    response: ok({ secret: { type: 'string' }, previous_valid_until: { type: 'string' } }),
+    response: ok({ secret: Type.String(), previous_valid_until: Type.String() }),
     errors: ['invalid_parameter', 'secrets_not_configured'],
     handler: async (ctx) => ({ success: true, ...(await call(ctx.broker, 'notifier.rotateSecret', { accountId: ctx.account.accountId })) }),
   }),
@@ -83,7 +83,7 @@ export const WEBHOOK_ROUTES: RouteDef[] = [
     summary: 'Capture deliveries and change alerts with every attempt, paged; filter by screenshot_configuration_id and status.',
     tag: 'webhooks',
     params: DELIVERY_LIST_PARAMS,
-    response: ok({ webhook_deliveries: { type: 'array' }, has_more: { type: 'boolean' } }),
+    response: ok({ webhook_deliveries: Type.Array(DELIVERY_SCHEMA), has_more: Type.Boolean() }),
     errors: ['invalid_parameter', 'not_found'],
     handler: listDeliveries,
   }),
@@ -93,7 +93,7 @@ export const WEBHOOK_ROUTES: RouteDef[] = [
     summary: 'Attempts a delivery again at once (a failed one gets one more attempt).',
     tag: 'webhooks',
     params: KEY_ONLY_PARAMS,
-    response: ok({ webhook_delivery: { type: 'object' } }),
+    response: ok({ webhook_delivery: DELIVERY_SCHEMA }),
     errors: ['invalid_parameter', 'not_found'],
     handler: async (ctx) => ({
       success: true,
@@ -118,7 +118,7 @@ export const CHANGE_NOTIFICATION_ROUTES: RouteDef[] = [
     summary: 'Change alerts of every configuration of the account, paged.',
     tag: 'change notifications',
     params: PAGING_PARAMS,
-    response: ok({ change_notifications: { type: 'array' }, has_more: { type: 'boolean' } }),
+    response: ok({ change_notifications: Type.Array(CHANGE_NOTIFICATION_SCHEMA), has_more: Type.Boolean() }),
     errors: ['invalid_parameter'],
     handler: listChangeNotifications,
   }),
@@ -128,7 +128,7 @@ export const CHANGE_NOTIFICATION_ROUTES: RouteDef[] = [
     summary: "A configuration's change alerts, paged.",
     tag: 'change notifications',
     params: PAGING_PARAMS,
-    response: ok({ change_notifications: { type: 'array' }, has_more: { type: 'boolean' } }),
+    response: ok({ change_notifications: Type.Array(CHANGE_NOTIFICATION_SCHEMA), has_more: Type.Boolean() }),
     errors: ['invalid_parameter', 'not_found'],
     handler: listChangeNotifications,
   }),

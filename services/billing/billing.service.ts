@@ -1,20 +1,21 @@
 /**
  * billing: owns accounts, API keys, the plan catalogue, addons and the monthly usage
- * counters. Authenticates keys (and counts request rates), gates plans and addons, and
- * reserves, commits and refunds credits. Every other service asks billing; none reads its
- * tables.
+ * counters. Authenticates keys (and counts request rates), gates plans and addons,
+ * reserves, commits, refunds and releases credits, and answers what room a month has left.
+ * Every other service asks billing; none reads its tables.
  */
 import type { Config } from '../shared/config';
-import type { AccountContext, Reservation, UsageAmounts, UsageKind } from '../shared/contracts';
+import type { AccountContext, Limits, Reservation, UsageAmounts, UsageKind } from '../shared/contracts';
 import { defineService, ServiceDatabase } from '../shared/define-service';
 import { serviceError } from '../shared/errors';
+import { EXHAUSTED_CODES } from './public/credits';
 import { checkFeatures } from './public/plan-gates';
 import { randomId } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
 import { AccountRepository } from './accounts';
 import { counterExpiry, limitsFor, monthOf } from './limits';
 import { BillingMetrics } from './metrics';
-import { MemoryUsageStore, RedisUsageStore, type UsageStore } from './usage-store';
+import { MemoryUsageStore, RedisUsageStore, type ReserveOutcome, USAGE_KINDS, type UsageStore } from './usage-store';
 
 export interface BillingDeps {
   config: Readonly<Config>;
@@ -23,14 +24,11 @@ export interface BillingDeps {
   now?: () => Date;
 }
 
-const EXHAUSTED: Record<
-  UsageKind,
-  { code: 'screenshot_limit_reached' | 'ai_credits_exhausted' | 'real_location_bandwidth_exhausted' | 'domain_research_limit_reached'; what: string }
-> = {
-  screenshots: { code: 'screenshot_limit_reached', what: 'screenshots' },
-  ai_credits: { code: 'ai_credits_exhausted', what: 'AI Analysis credits' },
-  bandwidth_bytes: { code: 'real_location_bandwidth_exhausted', what: 'bytes of real-location bandwidth' },
-  research_domains: { code: 'domain_research_limit_reached', what: 'domain research credits' },
+const EXHAUSTED_WHAT: Record<UsageKind, string> = {
+  screenshots: 'screenshots',
+  ai_credits: 'AI Analysis credits',
+  bandwidth_bytes: 'bytes of real-location bandwidth',
+  research_domains: 'domain research credits',
 };
 
 interface BillingState {
@@ -66,28 +64,51 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     return account;
   };
 
+  /** The 402 of amounts that do not fit in the month (a reservation or a room check refused), counted for the operator. */
+  function refusal(accountId: string, month: string, at: Date, amounts: UsageAmounts, outcome: Extract<ReserveOutcome, { ok: false }>): Error {
+    metrics.refused(outcome.exceeded);
+    // Counted for the operator's view (metrics); the refusal is answered whatever this does.
+    void state.store.noteExhausted(outcome.exceeded, accountId, month, counterExpiry(at)).catch(() => undefined);
+    const what = EXHAUSTED_WHAT[outcome.exceeded];
+    const left = Math.max(0, outcome.limit - outcome.used);
+    // A request for several (AI credits per prompt, research domains) may find some left.
+    return serviceError(
+      EXHAUSTED_CODES[outcome.exceeded],
+      left === 0
+        ? `This month's ${what} are used up (${outcome.used} of ${outcome.limit}); the limit resets on the 1st (UTC). Upgrade the plan or add an ` +
+            `addon for more.`
+        : `This request needs ${amounts[outcome.exceeded]} ${what}; ${left} of this month's ${outcome.limit} are left. Ask for fewer; the limit resets on ` +
+            `the 1st (UTC).`,
+    );
+  }
+
   async function reserveFor(account: AccountContext, amounts: UsageAmounts, reservationId?: string, month?: string): Promise<Reservation> {
     const at = state.now();
     const reservation = { id: reservationId ?? randomId(12), accountId: account.accountId, month: month ?? monthOf(at), amounts };
     const limits = limitsFor(account);
     const outcome = await state.store.reserve(reservation, limits, counterExpiry(at));
-    if (!outcome.ok) {
-      metrics.refused(outcome.exceeded);
-      // Counted for the operator's view (metrics); the refusal is answered whatever this does.
-      void state.store.noteExhausted(outcome.exceeded, account.accountId, reservation.month, counterExpiry(at)).catch(() => undefined);
-      const { code, what } = EXHAUSTED[outcome.exceeded];
-      const left = Math.max(0, outcome.limit - outcome.used);
-      // A request for several (AI credits per prompt, research domains) may find some left.
-      throw serviceError(
-        code,
-        left === 0
-          ? `This month's ${what} are used up (${outcome.used} of ${outcome.limit}); the limit resets on the 1st (UTC). Upgrade the plan or add an ` +
-              `addon for more.`
-          : `This request needs ${amounts[outcome.exceeded]} ${what}; ${left} of this month's ${outcome.limit} are left. Ask for fewer; the limit resets on ` +
-              `the 1st (UTC).`,
-      );
-    }
+    if (!outcome.ok) throw refusal(account.accountId, reservation.month, at, amounts, outcome);
     return reservation;
+  }
+
+  /**
+   * The month's room, read and compared as a reservation would compare it (kind by kind, in
+   * order), with nothing added: no usage, no reservation, no counter made. Not a hold: work
+   * that must be sure of its credit reserves it.
+   */
+  async function checkRoom(account: AccountContext, amounts: UsageAmounts): Promise<{ left: Limits; month: string }> {
+    const at = state.now();
+    const month = monthOf(at);
+    const limits = limitsFor(account);
+    const used = await state.store.usage(account.accountId, month);
+    for (const kind of USAGE_KINDS) {
+      const amount = Math.max(0, Math.floor(amounts[kind] ?? 0));
+      if (amount > 0 && used[kind] + amount > limits[kind]) {
+        throw refusal(account.accountId, month, at, amounts, { ok: false, exceeded: kind, used: used[kind], limit: limits[kind] });
+      }
+    }
+    const left = Object.fromEntries(USAGE_KINDS.map((kind) => [kind, Math.max(0, limits[kind] - used[kind])])) as unknown as Limits;
+    return { left, month };
   }
 
   const accountById = async (accountId: string): Promise<AccountContext> => {
@@ -127,6 +148,15 @@ export function billingService(deps: BillingDeps): ServiceUnit {
       reserveFor: async (ctx) => reserveFor(await accountById(ctx.params.accountId), ctx.params.amounts, ctx.params.reservationId, ctx.params.month),
       commit: async (ctx) => ({ committed: await state.store.commit(ctx.params.reservation) }),
       refund: async (ctx) => ({ refunded: await state.store.refund(ctx.params.reservation) }),
+      // The store gives back what it recorded under the id (the amounts are its own), so the id is enough.
+      release: async (ctx) => {
+        const { accountId, reservationId, month } = ctx.params;
+        return { released: await state.store.refund({ id: reservationId, accountId, month: month ?? monthOf(state.now()), amounts: {} }) };
+      },
+      checkRoom: async (ctx) => {
+        const account = 'account' in ctx.params ? ctx.params.account : await accountById(ctx.params.accountId);
+        return checkRoom(account, ctx.params.amounts ?? {});
+      },
       usage: async (ctx) => {
         const month = monthOf(state.now());
         return { limits: limitsFor(ctx.params.account), usage: await state.store.usage(ctx.params.account.accountId, month), month };

@@ -192,6 +192,7 @@ export class RedisUsageStore implements UsageStore {
 /** Embedded mode: the same semantics in one process (JavaScript runs each call to completion). */
 export class MemoryUsageStore implements UsageStore {
   private readonly usageByKey = new Map<string, { counts: Limits; expiresAt: number }>();
+  /** Pending reservations by account and id (as Redis keys them: an id is only its account's to settle). */
   private readonly pending = new Map<string, { amounts: number[]; expiresAt: number }>();
   private readonly rates = new Map<string, { count: number; resetAt: number }>();
   /** Month, then kind: the accounts that ran out of it. */
@@ -208,8 +209,12 @@ export class MemoryUsageStore implements UsageStore {
     return fresh.counts;
   }
 
+  private pendingKey(r: Reservation): string {
+    return `${r.accountId}:${r.id}`;
+  }
+
   async reserve(r: Reservation, limits: Limits, expiresAt: Date): Promise<ReserveOutcome> {
-    const held = this.pending.get(r.id);
+    const held = this.pending.get(this.pendingKey(r));
     if (held && held.expiresAt > this.now()) return { ok: true };
     const counts = this.counts(r.accountId, r.month);
     const amounts = amountsIn(r.amounts);
@@ -224,15 +229,15 @@ export class MemoryUsageStore implements UsageStore {
     });
     const entry = this.usageByKey.get(`${r.accountId}:${r.month}`);
     if (entry) entry.expiresAt = expiresAt.getTime();
-    this.pending.set(r.id, { amounts, expiresAt: this.now() + RESERVATION_TTL_SECONDS * 1000 });
+    this.pending.set(this.pendingKey(r), { amounts, expiresAt: this.now() + RESERVATION_TTL_SECONDS * 1000 });
     this.sweep();
     return { ok: true };
   }
 
   async refund(r: Reservation): Promise<boolean> {
-    const held = this.pending.get(r.id);
+    const held = this.pending.get(this.pendingKey(r));
     if (!held || held.expiresAt <= this.now()) return false;
-    this.pending.delete(r.id);
+    this.pending.delete(this.pendingKey(r));
     const counts = this.counts(r.accountId, r.month);
     USAGE_KINDS.forEach((kind, i) => {
       counts[kind] = Math.max(0, counts[kind] - (held.amounts[i] ?? 0));
@@ -241,7 +246,7 @@ export class MemoryUsageStore implements UsageStore {
   }
 
   async commit(r: Reservation): Promise<boolean> {
-    return this.pending.delete(r.id);
+    return this.pending.delete(this.pendingKey(r));
   }
 
   async usage(accountId: string, month: string): Promise<Limits> {

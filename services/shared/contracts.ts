@@ -94,24 +94,19 @@ export interface ScreenshotRef {
 }
 
 /**
- * The spec's AI object, as stored with a screenshot and shown by snap (json=true), the
- * account-wide list and deliveries. Every field is always present (a superset of what the
- * spec guarantees); `ai_error` only when an analysis was asked for and did not run
- * (DESIGN section 3: the capture is kept, the AI credit refunded).
+ * The answers' records, each published as a schema by the service that owns it, in its public/
+ * folder, with its type derived from the schema; the owner adds the type to this table
+ * (`declare global { interface PublishedRecords { … } }`), so the kernel names the records of
+ * the actions below without importing any service. A global augmentation, not a module one:
+ * the incremental build checks every file again when one changes
+ * (docs/decisions/2026-11-28-answers-typed-once.md).
  */
-export interface AiRecord {
-  ai_analyzed: boolean;
-  /** The caller's prompt; '' when none was given and in structured mode. */
-  ai_prompt: string;
-  /** Simple mode: the text. Structured mode: ai_structured_response JSON-encoded. '' when not analysed. */
-  ai_response: string;
-  ai_provider: AiProvider;
-  /** null for the service's own AI. */
-  ai_model: string | null;
-  ai_prompt_mode: 'simple' | 'structured';
-  ai_structured_response: Record<string, unknown> | null;
-  ai_error?: { error_code: string; note: string };
+declare global {
+  interface PublishedRecords {}
 }
+
+/** The spec's AI object of a capture (services/ai/public/ai-record.ts). */
+export type AiRecord = PublishedRecords['aiRecord'];
 
 /** ai_provider: the service's own AI (credits) or an own provider (the account's key). */
 export type AiProvider = 'service' | OwnAiProvider;
@@ -212,12 +207,8 @@ export type JobStatus =
   | { status: 'completed'; job_id: string; screenshot: ScreenshotRef }
   | { status: 'failed'; job_id: string; error_code: string; note: string };
 
-/** A configuration as get, list, update and delete show it. */
-export interface ConfigView {
-  config: Record<string, unknown>;
-  ids: { last_job_id: string | null; screenshot_config_id: string; embed_url: string };
-  created_at: string;
-}
+/** A configuration as get, list, update and delete show it (services/scheduler/public/config-record.ts). */
+export type ConfigView = PublishedRecords['configRecord'];
 
 /** What create and update receive: the options as given (echoed) and validated (run). */
 export interface ConfigInput {
@@ -256,7 +247,21 @@ export interface Actions {
   /** The same for a caller that knows only the account id (scheduled work). */
   'billing.reserveFor': [{ accountId: string; amounts: UsageAmounts; reservationId: string; month?: string }, Reservation];
   'billing.commit': [{ reservation: Reservation }, { committed: boolean }];
+  /** Gives back what a reservation held after its work was tried and failed (the docs' "refunded"). */
   'billing.refund': [{ reservation: Reservation }, { refunded: boolean }];
+  /**
+   * Gives back a reservation made for work that never ran, by its id (a job given up before it
+   * ran): what it held, and nothing else; none pending (expired, or never made) is nothing to
+   * give back. It never reserves, so it leaves no usage and no refusal behind. `month`: the
+   * month it was reserved in (default: this one).
+   */
+  'billing.release': [{ accountId: string; reservationId: string; month?: string }, { released: boolean }];
+  /**
+   * What the account may still spend this month (each kind's limit less its usage), nothing
+   * reserved. With `amounts`, 402 when they do not fit, the code and note a reservation of them
+   * would get (the month's room checked before work that reserves later, or charges after).
+   */
+  'billing.checkRoom': [({ account: AccountContext } | { accountId: string }) & { amounts?: UsageAmounts }, { left: Limits; month: string }];
   /** Adds usage without a limit (what a finished capture used, such as its exact bandwidth). */
   'billing.charge': [{ accountId: string; amounts: UsageAmounts }, { charged: true }];
   'billing.usage': [{ account: AccountContext }, { limits: Limits; usage: Limits; month: string }];
@@ -406,20 +411,8 @@ export interface NodePressure {
   recently_rejected: number;
 }
 
-/** An own proxy as the spec shows it (never its password). */
-export interface ProxyRecord {
-  id: number;
-  label: string;
-  protocol: string;
-  host: string;
-  port: number;
-  username: string | null;
-  has_password: boolean;
-  verified: boolean;
-  exit_ip: string | null;
-  last_test_ms: number | null;
-  last_error: string | null;
-}
+/** An own proxy as the spec shows it, never its password (services/proxy/public/proxy-record.ts). */
+export type ProxyRecord = PublishedRecords['proxyRecord'];
 
 /** How one capture goes out (proxy.route). */
 export interface CaptureRoute {
@@ -430,38 +423,14 @@ export interface CaptureRoute {
   customProxy: string | null;
 }
 
-/** The spec's change notification record (also the change alert's webhook body). */
-export interface ChangeNotificationRecord {
-  id: string;
-  screenshot_configuration_id: string;
-  previous_value: string;
-  retrieved_value: string;
-  /** `custom_id`: the change step's own id, when it has one. */
-  config: { type: 'change'; selector: string; send_to: string; url: string; custom_id?: string };
-  sent_at: string;
-}
+/** The spec's change notification record, also the change alert's webhook body (services/notifier/public/webhook-records.ts). */
+export type ChangeNotificationRecord = PublishedRecords['changeNotification'];
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
-/** One delivery as the log shows it (GET /webhook_deliveries), with every attempt. */
-export interface DeliveryView {
-  id: string;
-  /** null for a domain research job's delivery (job_id names the job). */
-  screenshot_configuration_id: string | null;
-  kind: 'capture' | 'change' | 'research';
-  send_to: 'webhook' | 'slack';
-  url: string;
-  status: DeliveryStatus;
-  job_id: string | null;
-  created_at: string;
-  /** When the next attempt is due (pending only). */
-  next_attempt_at: string | null;
-  last_error: string | null;
-  /** The body sent (and signed), parsed. */
-  payload: unknown;
-  attempts: Array<{ attempted_at: string; status_code: number | null; duration_ms: number; error: string | null }>;
-}
+/** One delivery as the log shows it (GET /webhook_deliveries), with every attempt (services/notifier/public/webhook-records.ts). */
+export type DeliveryView = PublishedRecords['delivery'];
 
 export type ActionName = keyof Actions;
 export type ParamsOf<A extends ActionName> = Actions[A][0];

@@ -1,9 +1,9 @@
-/** withCredits with billing stubbed: which reservation is made, and how it is settled. */
+/** withCredits with billing stubbed: which reservation is made, and how it is settled; room asked and reservations released without reserving. */
 import { expect } from 'chai';
 import type { ServiceBroker } from 'moleculer';
 import sinon from 'sinon';
 import type { AccountContext, Reservation } from '../../services/shared/contracts';
-import { withCaptureCredits, withCredits } from '../../services/billing/public/credits';
+import { bandwidth, ensureRoom, releaseCredits, withCaptureCredits, withCredits } from '../../services/billing/public/credits';
 import { serviceError } from '../../services/shared/errors';
 
 const account: AccountContext = { accountId: 'acc1', plan: { name: 'free', paid: false, screenshot_limit: 100, max_concurrent: 1, max_queued: 2 }, addons: {} };
@@ -173,5 +173,57 @@ describe('withCaptureCredits (billing stubbed)', () => {
     const b = kinds();
     await withCaptureCredits(b.broker, request, false, async () => ({ ai: false }), { analysed });
     expect(b.log()).to.deep.equal(['reserve screenshots', 'commit screenshots']);
+  });
+});
+
+describe('room and release (billing stubbed): nothing reserved only to be given back', () => {
+  /** Billing that answers room and release; `calls()` lists [action, params] in order. */
+  function stub() {
+    const call = sinon.stub().callsFake(async (action: string) => {
+      if (action === 'billing.checkRoom') return { left: { screenshots: 1, ai_credits: 1, bandwidth_bytes: 1, research_domains: 1 }, month: '2026-11' };
+      if (action === 'billing.release') return { released: true };
+      throw new Error(`unexpected ${action}`);
+    });
+    return { broker: { call } as unknown as ServiceBroker, call, calls: () => call.getCalls().map((c) => [c.args[0], c.args[1]]) };
+  }
+
+  it('asks the room of a request with billing.checkRoom alone, and answers its 402', async () => {
+    const b = stub();
+    await ensureRoom(b.broker, { account, amounts: { research_domains: 3 } });
+    expect(b.calls()).to.deep.equal([['billing.checkRoom', { account, amounts: { research_domains: 3 } }]]);
+    const c = stub();
+    c.call.withArgs('billing.checkRoom').rejects(serviceError('domain_research_limit_reached', 'used up'));
+    const err = await ensureRoom(c.broker, { account, amounts: { research_domains: 3 } }).catch((e) => e);
+    expect(err.type).to.equal('domain_research_limit_reached');
+  });
+
+  it('checks a real location’s bandwidth by asking the room of one byte, and charges the bytes once known', async () => {
+    const b = stub();
+    b.call.withArgs('billing.charge').resolves({ charged: true });
+    await bandwidth.ensureRoom(b.broker, 'acc1');
+    await bandwidth.charge(b.broker, 'acc1', 5000);
+    expect(b.calls()).to.deep.equal([
+      ['billing.checkRoom', { accountId: 'acc1', amounts: { bandwidth_bytes: 1 } }],
+      ['billing.charge', { accountId: 'acc1', amounts: { bandwidth_bytes: 5000 } }],
+    ]);
+  });
+
+  it('releases a capture’s reservations by id (the AI one named as withCaptureCredits names it), reserving nothing', async () => {
+    const b = stub();
+    await releaseCredits(b.broker, 'acc1', 'job:j1', true);
+    expect(b.calls()).to.have.deep.members([
+      ['billing.release', { accountId: 'acc1', reservationId: 'job:j1' }],
+      ['billing.release', { accountId: 'acc1', reservationId: 'job:j1:ai' }],
+    ]);
+    const plain = stub();
+    await releaseCredits(plain.broker, 'acc1', 'research:r1d0');
+    expect(plain.calls()).to.deep.equal([['billing.release', { accountId: 'acc1', reservationId: 'research:r1d0' }]]);
+  });
+
+  it('never answers a release’s failure (a reservation not given back expires)', async () => {
+    const b = stub();
+    b.call.withArgs('billing.release').rejects(new Error('billing is down'));
+    await releaseCredits(b.broker, 'acc1', 'job:j1', true);
+    expect(b.call.callCount).to.equal(2);
   });
 });

@@ -1,13 +1,44 @@
 /**
- * The spec's AI object of a capture (AiRecord in contracts.ts), built in one place: by the ai
- * service for an analysis that ran or failed, by capture when the ai service could not be
- * reached, and for the lists of screenshots that asked for none.
+ * The spec's AI object of a capture (AiRecord), published as its schema and built in one
+ * place: by the ai service for an analysis that ran or failed, by capture when the ai service
+ * could not be reached, and for the lists of screenshots that asked for none.
  */
-import type { AiProvider, AiRecord } from '../../shared/contracts';
-import type { AnalysisOptions, ScreenshotOptions } from '../../shared/screenshot-options';
+import { type Static, Type } from '@sinclair/typebox';
+import { type AiProvider, type AiRecord, OWN_AI_PROVIDERS } from '../../shared/contracts';
+import { type AnalysisOptions, type ScreenshotOptions, textEnum } from '../../shared/screenshot-options';
+
+/**
+ * The AI object as stored with a screenshot and shown by snap (json=true), the account-wide
+ * list and deliveries. Every field is always present (a superset of what the spec guarantees);
+ * `ai_error` only when an analysis was asked for and did not run (DESIGN section 3: the
+ * capture is kept, the AI credit refunded).
+ */
+export const AI_RECORD_SCHEMA = Type.Object({
+  ai_analyzed: Type.Boolean(),
+  ai_prompt: Type.String({ description: "The caller's prompt; '' when none was given and in structured mode." }),
+  ai_response: Type.String({ description: "Simple mode: the text. Structured mode: ai_structured_response JSON-encoded. '' when not analysed." }),
+  ai_provider: textEnum(['service', ...OWN_AI_PROVIDERS], { description: 'service (AI credits), or the own provider whose key was used.' }),
+  ai_model: Type.Union([Type.String(), Type.Null()], { description: "null for the service's own AI." }),
+  ai_prompt_mode: textEnum(['simple', 'structured']),
+  ai_structured_response: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+  ai_error: Type.Optional(Type.Object({ error_code: Type.String(), note: Type.String() }, { description: 'Why an analysis asked for did not run.' })),
+});
+
+/** This record in the kernel's table of records (shared/contracts.ts, PublishedRecords). */
+declare global {
+  interface PublishedRecords {
+    aiRecord: Static<typeof AI_RECORD_SCHEMA>;
+  }
+}
+
+/** The AI object of a capture that asked for no analysis: the spec's three fields. */
+export const NOT_ANALYSED_SCHEMA = Type.Object({ ai_analyzed: Type.Boolean(), ai_prompt: Type.String(), ai_response: Type.String() });
+
+/** The AI object of the lists and deliveries: the stored one, else the three fields of a capture that asked for none. */
+export const LISTED_AI_SCHEMA = Type.Union([AI_RECORD_SCHEMA, NOT_ANALYSED_SCHEMA]);
 
 /** The account-wide list's AI object of a capture that asked for no analysis. */
-export const NOT_ANALYSED = Object.freeze({ ai_analyzed: false, ai_prompt: '', ai_response: '' });
+export const NOT_ANALYSED: Readonly<Static<typeof NOT_ANALYSED_SCHEMA>> = Object.freeze({ ai_analyzed: false, ai_prompt: '', ai_response: '' });
 
 /** The provider an analysis asks for: the service's own AI unless an own provider is named. */
 export function providerOf(o: Pick<ScreenshotOptions, 'ai_provider'>): AiProvider {

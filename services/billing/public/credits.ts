@@ -2,15 +2,26 @@
  * Paid work, written once: reserve the credit through billing, do the work, then commit,
  * refund or leave the reservation pending. Every site that spends screenshot credits (a
  * snap, starting a configuration's job, the job worker) goes through withCredits, with AI
- * credits through withCaptureCredits; real-location bandwidth is meant to join them here.
+ * credits through withCaptureCredits; real-location bandwidth through `bandwidth` (its room
+ * checked before the capture, its bytes charged once known).
  *
  * A failed piece of work spends nothing by default. Sites that share one reservation
  * between several runs (a job reserved under `job:<id>` when it is started, and again,
  * idempotently, by the worker that runs it) decide with `settle` and `onFailure` which run
- * settles it.
+ * settles it; a run that gives the work up without running it releases the reservation
+ * (releaseCredits). Nothing here reserves only to give back: a question of room is asked
+ * with ensureRoom.
  */
 import type { Context, ServiceBroker } from 'moleculer';
-import { type ParamsOf, type Reservation, call } from '../../shared/contracts';
+import { type ParamsOf, type Reservation, type UsageAmounts, type UsageKind, call } from '../../shared/contracts';
+
+/** The 402 each kind's exhaustion answers (billing throws them; the routes' error lists name them). */
+export const EXHAUSTED_CODES = {
+  screenshots: 'screenshot_limit_reached',
+  ai_credits: 'ai_credits_exhausted',
+  bandwidth_bytes: 'real_location_bandwidth_exhausted',
+  research_domains: 'domain_research_limit_reached',
+} as const satisfies Record<UsageKind, string>;
 
 /** billing.reserve for a caller that has the account (gates checked), else billing.reserveFor. */
 export type CreditRequest = ParamsOf<'billing.reserve'> | ParamsOf<'billing.reserveFor'>;
@@ -58,6 +69,40 @@ async function refund(caller: ServiceBroker | Context, reservation: Reservation)
 }
 
 /**
+ * That the month still has room for `amounts`, nothing reserved: 402 with the code and note a
+ * reservation of them would get. For work that reserves later or is charged after (research
+ * creation, a real location's bandwidth); work that must be sure of its credit reserves it.
+ */
+export async function ensureRoom(caller: ServiceBroker | Context, request: ParamsOf<'billing.checkRoom'> & { amounts: UsageAmounts }): Promise<void> {
+  await call(caller, 'billing.checkRoom', request);
+}
+
+/**
+ * Gives back the reservations a capture's credits were held under (`<id>`, and `<id>:ai` with
+ * the service's AI, as withCaptureCredits names them) for work given up without running:
+ * nothing is reserved to do it, and none pending is nothing to give back. Never the caller's
+ * error (a reservation not given back expires).
+ */
+export async function releaseCredits(caller: ServiceBroker | Context, accountId: string, reservationId: string, billAi = false): Promise<void> {
+  const ids = billAi ? [reservationId, aiReservationId(reservationId)] : [reservationId];
+  await Promise.all(ids.map((id) => call(caller, 'billing.release', { accountId, reservationId: id }).catch(() => undefined)));
+}
+
+/**
+ * Real-location bandwidth, which only the capture knows the size of: its room checked before the
+ * capture (402 real_location_bandwidth_exhausted when no byte is left, nothing held), the bytes
+ * charged once known, whatever the limit (they went through the provider).
+ */
+export const bandwidth = {
+  ensureRoom: (caller: ServiceBroker | Context, accountId: string) => ensureRoom(caller, { accountId, amounts: { bandwidth_bytes: 1 } }),
+  charge: async (caller: ServiceBroker | Context, accountId: string, bytes: number): Promise<void> => {
+    await call(caller, 'billing.charge', { accountId, amounts: { bandwidth_bytes: bytes } });
+  },
+};
+
+const aiReservationId = (reservationId: string) => `${reservationId}:ai`;
+
+/**
  * A capture's credits: the screenshot credit, and for an analysis by the service's own AI
  * (`billAi`) an AI credit, both reserved before the capture (402 screenshot_limit_reached or
  * ai_credits_exhausted, nothing spent). The AI credit follows the screenshot credit's
@@ -76,7 +121,7 @@ export async function withCaptureCredits<T>(
   const aiRequest: CreditRequest = {
     ...request,
     amounts: { ai_credits: 1 },
-    ...(request.reservationId ? { reservationId: `${request.reservationId}:ai` } : {}),
+    ...(request.reservationId ? { reservationId: aiReservationId(request.reservationId) } : {}),
   };
   let aiHeld: Reservation | null = null;
   const settleAi = (value: T): Settlement => {

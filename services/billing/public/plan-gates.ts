@@ -12,6 +12,12 @@ export function ownAiEnabled(account: AccountContext): boolean {
   return account.plan.paid && Boolean(account.addons.byo_ai);
 }
 
+/** What each feature's gate refuses (402), for the errors of the routes that gate it. */
+export const GATE_ERRORS = {
+  ownAi: ['byok_plan_required', 'byok_addon_required'],
+  ownProxy: ['byo_proxy_plan_required', 'byo_proxy_addon_required'],
+} as const satisfies Record<keyof FeatureRequest, readonly string[]>;
+
 export function checkFeatures(account: AccountContext, features: FeatureRequest): void {
   if (features.ownAi) {
     if (!account.plan.paid) {

@@ -11,7 +11,7 @@ import { failureOf, toEnvelope } from '../../shared/errors';
 import type { AiRecord, CaptureRoute, JobKind, ScreenshotRef, StoredImage } from '../../shared/contracts';
 import { recordChangeReadings } from '../../notifier/public/change-alerts';
 import { withLogContext } from '../../shared/logging';
-import { appendDelivery, captureDeliveryBody } from '../../notifier/public/outbox';
+import { appendDelivery, captureDeliveryBody, webhookBody } from '../../notifier/public/outbox';
 import type { ConfigOptions, SnapOptions } from '../../shared/screenshot-options';
 import { type CaptureEngine, type CaptureTurn, turnOf } from '../browsers/engine';
 import type { CaptureFiles } from './files';
@@ -173,7 +173,7 @@ export class CapturePipeline {
           kind: 'capture',
           sendTo: 'webhook',
           url: webhookUrl,
-          body: JSON.stringify(body),
+          body: webhookBody('capture', body),
           jobId: job.id,
           now: row.created_at_ms,
         });

@@ -21,7 +21,7 @@
 import type { LoggerInstance, ServiceBroker } from 'moleculer';
 import { type JobKind, type ScreenshotRef, emit } from '../../shared/contracts';
 import { billsAiCredits } from '../../ai/public/ai-record';
-import { withCaptureCredits, withCredits } from '../../billing/public/credits';
+import { releaseCredits, withCaptureCredits, withCredits } from '../../billing/public/credits';
 import { ClaimLoop } from '../../shared/claim-loop';
 import { failureOf, isUnavailable } from '../../shared/errors';
 import { withOnlyLogContext } from '../../shared/logging';
@@ -60,7 +60,7 @@ export interface WorkerOptions {
   researchSessions?: number;
 }
 
-/** What a job's capture counts against: its account's running captures (Admission). */
+/** What a job's capture counts against: its account's running captures (ConcurrencyAdmission). */
 export interface JobTickets {
   limitsFor(accountId: string): Promise<ConcurrencyLimits>;
   start(ticket: Ticket): Promise<boolean>;
@@ -210,8 +210,8 @@ export class JobWorker {
    * Runs one claimed job on the browser it was claimed with: the credits are reserved again
    * under the job's id (idempotent, so a job taken over after a crash is charged once),
    * committed when this worker recorded the screenshot (the AI credit only when its analysis
-   * ran), refunded when it recorded the failure, and left to the new holder when the lease
-   * was lost.
+   * ran), refunded when it recorded the failure, left to the new holder when the lease
+   * was lost, and released when the job is given up without running (interrupted too often).
    */
   async run(job: ClaimedJob, slot: BrowserSlot | null = null): Promise<void> {
     // Only the job's id: a pump started beneath a request (capture.jobQueued) may claim another request's job.
@@ -243,7 +243,8 @@ export class JobWorker {
       if (job.attempts > this.maxAttempts) {
         this.logger.warn(`job ${job.id} was interrupted ${this.maxAttempts} times; it is given up`);
         await this.queue.fail(job, 'internal_error', `The capture was interrupted ${this.maxAttempts} times and was given up.`);
-        await withCaptureCredits(this.broker, credit, billAi, async () => undefined, { settle: () => 'refund', analysed: () => false }).catch(() => undefined);
+        // Never run: its credits (reserved when it was started, or by an earlier run) are released, none reserved to do it.
+        await releaseCredits(this.broker, job.accountId, credit.reservationId, billAi);
         return;
       }
       const ref: ScreenshotRef | null = await withCaptureCredits(this.broker, credit, billAi, () => this.pipeline.run(job, job.options, turn), {
@@ -265,8 +266,9 @@ export class JobWorker {
    * One research domain, counted as running in its account's counts from its claim to its
    * end, and paid with one research credit reserved under the job's id (so a domain taken over
    * after a crash is charged once): committed or refunded as the runner says (research.ts),
-   * left pending when the lease was lost or the domain went back to the queue. A month without
-   * research credit left fails the domain (domain_research_limit_reached).
+   * left pending when the lease was lost or the domain went back to the queue, released when
+   * it is given up without running. A month without research credit left fails the domain
+   * (domain_research_limit_reached).
    */
   private async runResearch(job: ResearchJob): Promise<void> {
     const research = this.research;
@@ -277,7 +279,7 @@ export class JobWorker {
       if (job.attempts > this.maxAttempts) {
         this.logger.warn(`research domain ${job.id} was interrupted ${this.maxAttempts} times; it is given up`);
         await research.fail(job, 'internal_error', `The domain's research was interrupted ${this.maxAttempts} times and was given up.`, [], false);
-        await withCredits(this.broker, credit, async () => undefined, { settle: () => 'refund' }).catch(() => undefined);
+        await releaseCredits(this.broker, job.accountId, credit.reservationId);
         return;
       }
       await withCredits(this.broker, credit, () => research.run(job), {

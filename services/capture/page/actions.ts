@@ -15,16 +15,10 @@ import { type ActionStep, type ActionType, checkboxState, waitMilliseconds } fro
 import { serviceError } from '../../shared/errors';
 import { type PageSession, browserGone, insertStyle, quote, sleep, waitForSelector } from './page-session';
 import { urlNotAllowed } from './request-guard';
+import type { ChangeReading } from '../../notifier/public/change-alerts';
 
-/** The text a `change` step read, for change detection. */
-export interface ChangeReading {
-  index: number;
-  selector: string;
-  text: string;
-  send_to: string;
-  url: string;
-  custom_id?: string;
-}
+/** The text a `change` step read, for change detection (the notifier's record of what it reads). */
+export type { ChangeReading };
 
 export interface ActionsResult {
   changes: ChangeReading[];

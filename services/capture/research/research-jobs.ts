@@ -13,7 +13,8 @@ import { isMysql } from '../../shared/database';
 import type { ResearchInput } from '../../shared/contracts';
 import type { ResearchField, ResearchPage, ResearchResult, ResearchStatus } from '../../shared/domain-research';
 import { cdnLink } from '../../shared/links';
-import { appendDelivery } from '../../notifier/public/outbox';
+import { appendDelivery, webhookBody } from '../../notifier/public/outbox';
+import type { ResearchDeliveryBody } from '../../notifier/public/webhook-records';
 import { type ListOrder, type Paging, fetchPage } from '../../shared/paging';
 import { LeasedRows } from '../../shared/lease';
 import type { AnalysisOptions } from '../../shared/screenshot-options';
@@ -35,7 +36,8 @@ export function researchStatusOf(r: {
 /** The body of the webhook delivery sent when a request's last domain finished. */
 export function researchDeliveryBody(status: ResearchStatus, baseUrl: string): string {
   const report = `${baseUrl}/api/domain_research_requests/${status.job_id}/report`;
-  return JSON.stringify({ type: 'domain_research.finished', ...status, report_url: report, csv_report_url: `${report}?format=csv` });
+  const body: ResearchDeliveryBody = { type: 'domain_research.finished', ...status, report_url: report, csv_report_url: `${report}?format=csv` };
+  return webhookBody('research', body);
 }
 
 /** A new request as the api validated it, with its id and each domain's job id. */

@@ -9,12 +9,13 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ChangeNotificationRecord } from '../../shared/contracts';
-import { appendDelivery } from './outbox';
+import { appendDelivery, webhookBody } from './outbox';
+import type { SlackMessage } from './webhook-records';
 import { isMysql } from '../../shared/database';
 import { randomId } from '../../shared/secrets';
 
-/** What one `change` step read during a capture. */
-export interface ChangeReadingInput {
+/** What one `change` step read during a capture (the capture's page hands these over). */
+export interface ChangeReading {
   index: number;
   selector: string;
   text: string;
@@ -46,7 +47,7 @@ function slackValue(text: string): string {
  * and the new value: `text` for notifications and clients without blocks, `blocks` for
  * the message itself.
  */
-export function slackMessage(alert: ChangeNotificationRecord, title: string | undefined): Record<string, unknown> {
+export function slackMessage(alert: ChangeNotificationRecord, title: string | undefined): SlackMessage {
   const name = title ? `${title} (${alert.screenshot_configuration_id})` : alert.screenshot_configuration_id;
   return {
     text: `Change detected on ${name}: ${alert.config.selector} changed.`,
@@ -83,7 +84,7 @@ const selectorHash = (selector: string) => crypto.createHash('sha256').update(se
 export async function recordChangeReadings(
   trx: Knex.Transaction,
   capture: { accountId: string; configId: string; jobId: string; title?: string; now: number },
-  readings: ChangeReadingInput[],
+  readings: ChangeReading[],
 ): Promise<ChangeNotificationRecord[]> {
   const alerts: ChangeNotificationRecord[] = [];
   const mysql = isMysql(trx);
@@ -119,7 +120,7 @@ export async function recordChangeReadings(
       kind: 'change',
       sendTo,
       url: r.url,
-      body: JSON.stringify(body),
+      body: webhookBody('change', body),
       jobId: capture.jobId,
       now: capture.now,
     });

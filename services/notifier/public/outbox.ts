@@ -9,10 +9,12 @@
 import type { Knex } from 'knex';
 import { NOT_ANALYSED } from '../../ai/public/ai-record';
 import type { AiRecord, ScreenshotRef } from '../../shared/contracts';
+import { answerSent } from '../../shared/answer-check';
 import { randomId } from '../../shared/secrets';
+import { type CaptureDeliveryBody, type DELIVERY_KINDS, type DELIVERY_TARGETS, WEBHOOK_BODY_SCHEMA, type WebhookBody } from './webhook-records';
 
-export type DeliveryKind = 'capture' | 'change' | 'research';
-export type DeliveryTarget = 'webhook' | 'slack';
+export type DeliveryKind = (typeof DELIVERY_KINDS)[number];
+export type DeliveryTarget = (typeof DELIVERY_TARGETS)[number];
 
 export interface NewDelivery {
   accountId: string;
@@ -25,6 +27,12 @@ export interface NewDelivery {
   body: string;
   jobId: string | null;
   now: number;
+}
+
+/** A webhook body as it is stored, sent and signed: its JSON text (the body meets its schema, webhook-records.ts). */
+export function webhookBody(kind: DeliveryKind, body: WebhookBody): string {
+  answerSent(`a ${kind} delivery`, WEBHOOK_BODY_SCHEMA, () => body);
+  return JSON.stringify(body);
 }
 
 /** A delivery's id, also its webhook-id header (the same on every retry). */
@@ -67,12 +75,11 @@ export interface DeliveryContext {
 }
 
 /**
- * The capture delivery's body (spec, Events, "Capture delivery"): exactly its fields and
- * types. `id` is numeric here, unlike in the screenshot record. `proxy_server` is the real
- * location the capture went through (null otherwise, an own proxy included), and
- * `bandwidth_in_bytes` the bytes it used of it.
+ * The capture delivery's body (spec, Events, "Capture delivery"; its schema is
+ * webhook-records.ts). `proxy_server` is the real location the capture went through (null
+ * otherwise, an own proxy included), and `bandwidth_in_bytes` the bytes it used of it.
  */
-export function captureDeliveryBody(ref: ScreenshotRef, url: string, context: DeliveryContext): Record<string, unknown> {
+export function captureDeliveryBody(ref: ScreenshotRef, url: string, context: DeliveryContext): CaptureDeliveryBody {
   return {
     screenshot_config_id: ref.config_id,
     url,

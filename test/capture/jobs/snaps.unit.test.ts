@@ -40,11 +40,19 @@ function setup() {
   const screenshots = sinon.createStubInstance(ScreenshotRepository);
   screenshots.filesOfConfig.resolves([{ image_name: 'a.png' }, { image_name: 'b.png' }] as never);
   screenshots.deleteForConfig.callsFake(async () => void steps.push('screenshots deleted'));
-  const pipeline = { snap: sinon.stub().callsFake(async () => (steps.push('snap'), shot)) };
+  const pipeline = {
+    snap: sinon.stub().callsFake(async () => {
+      steps.push('snap');
+      return shot;
+    }),
+  };
   const files = { thumbnailOf: sinon.stub(), remove: sinon.stub().callsFake(async () => void steps.push('file removed')) };
   const metrics = { refused: sinon.stub() };
   const configs = {
-    snapConfig: sinon.stub().callsFake(async () => (steps.push('config'), { id: 'cfg' })),
+    snapConfig: sinon.stub().callsFake(async () => {
+      steps.push('config');
+      return { id: 'cfg' };
+    }),
     noteJob: sinon.stub().callsFake(() => void steps.push('noted')),
   };
   const db = { transaction: async (work: (trx: unknown) => Promise<void>) => work({}) } as unknown as Knex;

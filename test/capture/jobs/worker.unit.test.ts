@@ -131,12 +131,22 @@ describe('JobWorker (collaborators stubbed)', () => {
     expect(t.billingCalls()).to.deep.equal(['billing.reserveFor']);
   });
 
-  it('gives up a job that was interrupted too often, and refunds it', async () => {
+  it('gives up a job that was interrupted too often, and releases its credit without reserving one', async () => {
     const t = setup();
     await t.worker.run(job('j1', 4));
     expect(t.pipeline.run.called).to.equal(false);
     expect(t.queue.fail.firstCall.args.slice(1)).to.deep.equal(['internal_error', 'The capture was interrupted 3 times and was given up.']);
-    expect(t.billingCalls()).to.deep.equal(['billing.reserveFor', 'billing.refund']);
+    expect(t.billingCalls()).to.deep.equal(['billing.release']);
+    expect(t.call.firstCall.args[1]).to.deep.equal({ accountId: 'acc', reservationId: 'job:j1' });
+  });
+
+  it('gives up an analysed job by releasing its screenshot and AI reservations, even when the month is used up', async () => {
+    const t = setup();
+    // What a reservation would answer now: a release must not ask for one.
+    t.call.withArgs('billing.reserveFor').rejects(serviceError('screenshot_limit_reached', 'used up'));
+    await t.worker.run({ ...job('j1', 4), options: { url: 'https://example.test/', analyze_image_with_ai: true } } as ClaimedJob);
+    expect(t.billingCalls()).to.deep.equal(['billing.release', 'billing.release']);
+    expect(t.call.getCalls().map((c) => c.args[1].reservationId)).to.deep.equal(['job:j1', 'job:j1:ai']);
   });
 
   it('when stopping, hands a failing job back to the queue with its credit still pending', async () => {

@@ -12,7 +12,10 @@ describe('ResearchDesk (repository stubbed)', () => {
   it('names the request and each domain job before writing them, and announces the request once written', async () => {
     const order: string[] = [];
     const repo = {
-      create: sinon.stub().callsFake(async (r: { id: string }) => (order.push('written'), { job_id: r.id })),
+      create: sinon.stub().callsFake(async (r: { id: string }) => {
+        order.push('written');
+        return { job_id: r.id };
+      }),
       status: sinon.stub(),
       report: sinon.stub(),
     };

@@ -246,6 +246,17 @@ describe('research domains on the jobs queue (SQLite, worker with stubbed work)'
       expect(calls().map((c) => c[0])).to.deep.equal(['billing.reserveFor']);
     });
 
+    it('is released, none reserved, when the domain is given up after too many interruptions', async () => {
+      // A reservation now would be refused: giving the domain up must not ask for one.
+      billing.withArgs('billing.reserveFor').rejects(serviceError('domain_research_limit_reached', 'used up'));
+      const w = startWorker(1, 1, true);
+      await w.run({ ...job(), attempts: 4 });
+      expect(started).to.deep.equal([]);
+      expect(calls()).to.deep.equal([['billing.release', 'research:r1d0']]);
+      const runner = (w as unknown as { research: { fail: sinon.SinonStub } }).research;
+      expect(runner.fail.firstCall.args[1]).to.equal('internal_error');
+    });
+
     it('fails the domain with domain_research_limit_reached when none is left this month', async () => {
       billing.withArgs('billing.reserveFor').rejects(serviceError('domain_research_limit_reached', 'used up'));
       const w = startWorker(1, 1, true);
