@@ -51,10 +51,11 @@ export function medianRatioInterval(base: readonly number[], over: readonly numb
   return central95(ratios);
 }
 
-/** A block of captures run back to back: how many, and how long the block took. */
+/** A block of captures run back to back: how many, how long the block took, and the whole machine's CPU meanwhile when measured. */
 export interface Block {
   captures: number;
   ms: number;
+  machineCpuMs?: number;
 }
 
 const rate = (blocks: readonly Block[], picks: readonly number[]): number => {
@@ -85,6 +86,35 @@ export function throughputRatioInterval(base: readonly Block[], over: readonly B
     ratios.push(rate(over, picks) / rate(base, picks));
   }
   return central95(ratios);
+}
+
+const cpuPerCapture = (blocks: readonly Block[], picks: readonly number[]): number => {
+  let captures = 0;
+  let cpu = 0;
+  for (const i of picks) {
+    captures += blocks[i]!.captures;
+    cpu += blocks[i]!.machineCpuMs ?? Number.NaN;
+  }
+  return cpu / captures;
+};
+
+/**
+ * The machine's CPU per capture that `over` adds to `base` (ms: cpu(over) / captures(over) less
+ * the same of base), with a 95% interval from the rounds resampled as throughputRatioInterval
+ * does (both sides' blocks of a drawn round together). Every block needs its machineCpuMs.
+ */
+export function addedCpuPerCapture(base: readonly Block[], over: readonly Block[], rounds = 2000, seed = 1): { added: number; low: number; high: number } {
+  const n = Math.min(base.length, over.length);
+  if (n === 0) return { added: Number.NaN, low: Number.NaN, high: Number.NaN };
+  const all = Array.from({ length: n }, (_, i) => i);
+  const draw = seeded(seed);
+  const picks: number[] = new Array(n);
+  const diffs: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    for (let i = 0; i < n; i++) picks[i] = Math.floor(draw() * n);
+    diffs.push(cpuPerCapture(over, picks) - cpuPerCapture(base, picks));
+  }
+  return { added: cpuPerCapture(over, all) - cpuPerCapture(base, all), ...central95(diffs) };
 }
 
 /** How many times its cell's p50 a capture may take before the cell is reported as having stalled. */

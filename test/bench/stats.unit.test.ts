@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { type Block, STALL_FACTOR, medianRatioInterval, percentile, stalledCapture, throughputRatioInterval } from '../../bench/stats';
+import { type Block, STALL_FACTOR, addedCpuPerCapture, medianRatioInterval, percentile, stalledCapture, throughputRatioInterval } from '../../bench/stats';
 
 /** Capture-like times: a deterministic spread around `median` (log-normal-ish, p95 about 1.3x the p50). */
 function times(n: number, median: number, seed: number): number[] {
@@ -96,5 +96,22 @@ describe('bench statistics', () => {
     expect(low).to.be.above(0.8);
     // Resampled unpaired, the same drift would have spread it far wider.
     expect(high - low).to.be.below(0.03);
+  });
+
+  it('the CPU one side adds per capture: the measured difference inside its interval, 0 inside it for alike sides, a real 20 ms gap clear of 5', () => {
+    const cpu = (n: number, msPerCapture: number, seed: number): Block[] =>
+      times(n, 1, seed).map((f) => ({ captures: 4, ms: 1000, machineCpuMs: 4 * msPerCapture * f }));
+    const base = cpu(40, 300, 21);
+    const alike = cpu(40, 300, 22);
+    const same = addedCpuPerCapture(base, alike);
+    expect(same.low).to.be.at.most(same.added);
+    expect(same.high).to.be.at.least(same.added);
+    expect(same.low).to.be.below(0);
+    expect(same.high).to.be.above(0);
+    const over = base.map((b) => ({ ...b, machineCpuMs: (b.machineCpuMs as number) + 4 * 20 }));
+    const gap = addedCpuPerCapture(base, over);
+    expect(gap.added).to.be.closeTo(20, 1e-9);
+    expect(gap.low).to.be.above(5);
+    expect(addedCpuPerCapture([], over).added).to.be.NaN;
   });
 });
