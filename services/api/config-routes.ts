@@ -304,6 +304,7 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
         'page_load_failed',
         'page_crashed',
         'selector_not_found',
+        'capture_rule_failed',
         'capture_timeout',
         'browser_failed',
         'url_not_allowed',

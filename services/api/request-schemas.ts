@@ -21,12 +21,14 @@ import { newAjv, noteFor } from '../shared/param-notes';
 import {
   type ConfigOptions,
   OPTION_ALIASES,
+  OPTION_DEFAULTS,
   OPTION_TABLE,
   OPTIONS_BY_NAME,
   type OptionSpec,
   type Scope,
   type SnapOptions,
   optionSchema,
+  pdfOptionsProblem,
 } from '../shared/screenshot-options';
 import { actionList, keyValueList } from './client-shapes';
 
@@ -116,11 +118,29 @@ function parsedJson(spec: OptionSpec, value: unknown): unknown {
   }
 }
 
+/**
+ * hide_selectors, remove_selectors: a JSON array of selectors, or one selector as text (`.a, .b` is
+ * one selector list, never split at its commas; `[data-popup]` is a selector, not JSON).
+ */
+function selectorList(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  if (value.trimStart().startsWith('[')) {
+    try {
+      const list: unknown = JSON.parse(value);
+      if (Array.isArray(list)) return list;
+    } catch {
+      // An attribute selector.
+    }
+  }
+  return [value];
+}
+
 /** One option's value, read from the forms it may arrive in. */
 function readValue(spec: OptionSpec, value: unknown): unknown {
   if (spec.kind === 'boolean' && typeof value === 'string') return TRUE.test(value) ? true : FALSE.test(value) ? false : value;
   if (spec.name === 'headers' || spec.name === 'cookies') return keyValueList(spec.name, value);
   if (spec.name === 'multi_step_actions') return actionList(parsedJson(spec, value));
+  if (spec.name === 'hide_selectors' || spec.name === 'remove_selectors') return selectorList(value);
   if (spec.kind === 'json') return parsedJson(spec, value);
   return value;
 }
@@ -159,7 +179,11 @@ function normalise(raw: RawParams, accepted: ReadonlySet<string> = new Set()): R
 }
 
 /** Cross-option rules that a JSON Schema cannot say clearly. */
-function checkRules(values: RawParams): void {
+function checkRules(values: RawParams, shape: ShapeName): void {
+  // A PATCH that names no image_format leaves the stored one: its PDF options are checked against it when the capture runs.
+  const format = values.image_format ?? (shape === 'configUpdate' ? undefined : OPTION_DEFAULTS.image_format);
+  const pdf = pdfOptionsProblem(values, format as string | undefined);
+  if (pdf) throw serviceError('invalid_parameter', pdf.note, { param: pdf.param });
   if (values.hover_on_selected === true && values.selectors === undefined) {
     throw serviceError('invalid_parameter', 'hover_on_selected: requires selectors (the element to hover).');
   }
@@ -192,7 +216,7 @@ function optionParams<S extends ShapeName>(shape: S): ParamShape<ShapeValues<S>>
         const code = OPTIONS_BY_NAME.get(param)?.errorCode ?? 'invalid_parameter';
         throw serviceError(code, note, { param });
       }
-      checkRules(values);
+      checkRules(values, shape);
       return values;
     },
   };

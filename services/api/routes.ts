@@ -6,7 +6,8 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { call } from '../shared/contracts';
 import { ownAiEnabled } from '../billing/public/plan-gates';
-import { type RouteContext, type RouteDef, route } from './http';
+import { DEVICE_RECORD_SCHEMA, DEVICES } from '../shared/devices';
+import { ok, type RouteContext, type RouteDef, route } from './http';
 import { KEY_ONLY_PARAMS } from './request-schemas';
 
 const ACCOUNT_LIMITS_SCHEMA = Type.Object({
@@ -66,6 +67,16 @@ export const ACCOUNT_ROUTES: RouteDef[] = [
     response: Type.Object({ success: Type.Boolean(), results: Type.Array(Type.String()) }),
     errors: ['invalid_parameter'],
     handler: async ({ broker }) => ({ success: true, results: await call(broker, 'proxy.realLocations', {}) }),
+  }),
+  route({
+    method: 'GET',
+    url: '/devices',
+    summary: 'The device presets the device option accepts: viewport, scale factor, user agent, client hints, touch and mobile of each.',
+    tag: 'account',
+    params: KEY_ONLY_PARAMS,
+    response: ok({ count: Type.Integer(), devices: Type.Array(DEVICE_RECORD_SCHEMA) }),
+    errors: ['invalid_parameter'],
+    handler: async () => ({ success: true, count: DEVICES.length, devices: [...DEVICES] }),
   }),
   route({
     method: 'GET',

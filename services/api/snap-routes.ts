@@ -111,6 +111,7 @@ const SNAP_ERRORS: ErrorCode[] = [
   'page_load_failed',
   'page_crashed',
   'selector_not_found',
+  'capture_rule_failed',
   'capacity_exhausted',
   'concurrency_limit_reached',
   'capture_timeout',

@@ -91,6 +91,19 @@ export interface ScreenshotRef {
   bandwidth_bytes: number;
   /** The page reached its wait_until moment (false: captured as drawn at navigation_timeout); null for captures recorded before it was kept. */
   load_finished: boolean | null;
+  /** The main document's final HTTP status; null when not known (and for captures recorded before it was kept). */
+  status_code: number | null;
+  /** The address the page ended on, after redirects; null when not known (and before it was kept). */
+  final_url: string | null;
+  /** What hide_selectors, remove_selectors, block_chats and block_overlays hid or removed; null (or absent) when none was asked for. */
+  overlays?: OverlayRecordEntry[] | null;
+}
+
+/** One thing a capture hid or removed (services/capture/page/overlays.ts), as its record lists it. */
+export interface OverlayRecordEntry {
+  element: string;
+  reason: 'hide_selectors' | 'remove_selectors' | 'chat' | 'overlay';
+  selector?: string;
 }
 
 /**

@@ -69,6 +69,8 @@ export const ERROR_STATUS = {
   page_crashed: 422,
   selector_not_found: 422,
   action_failed: 422,
+  /** A fail-on rule of the capture matched (fail_on_status, fail_if_selector_*, fail_if_content_*): the note names the rule and what was seen. */
+  capture_rule_failed: 422,
   capture_timeout: 504,
   /** The browser failed under the capture (not the page's fault) twice, or with too little time left to try again. */
   browser_failed: 502,

@@ -4,6 +4,8 @@
  * plan gates) word the same rule the same way. A note names the parameter and the rule.
  */
 import Ajv, { type ErrorObject } from 'ajv';
+import { closeDeviceNames, findDevice } from './devices';
+import { statusCodesProblem } from './status-codes';
 
 /** An ajv instance with the formats the option table uses. */
 export function newAjv(): Ajv {
@@ -26,6 +28,10 @@ export function newAjv(): Ajv {
       return false;
     }
   });
+  // fail_on_status: codes, ranges and classes (status-codes.ts).
+  instance.addFormat('status-codes', (value: string) => statusCodesProblem(value) === null);
+  // device: a name GET /devices lists (devices.ts).
+  instance.addFormat('device', (value: string) => findDevice(value) !== undefined);
   return instance;
 }
 
@@ -86,6 +92,17 @@ export function noteFor(error: ErrorObject, data: unknown, allowed: string[]): {
         note: `${where}: ${describe(got)} is not allowed; it must match ${p.pattern} (letters, digits and underscores, starting with a letter).`,
       };
     case 'format':
+      if (p.format === 'device') {
+        const close = closeDeviceNames(String(got));
+        const hint = close.length ? `did you mean ${close.join(', ')}? ` : '';
+        return { param, note: `${where}: ${describe(got)} is not a known device; ${hint}GET /devices lists the names (such as iPhone 15 Pro, Pixel 7).` };
+      }
+      if (p.format === 'status-codes') {
+        return {
+          param,
+          note: `${where}: ${describe(got)} ${statusCodesProblem(String(got)) ?? 'is not a list of HTTP statuses'}; e.g. 404,500-599 or 4xx,5xx.`,
+        };
+      }
       return {
         param,
         note:

@@ -9,6 +9,7 @@
 import crypto from 'node:crypto';
 import { type Static, type TProperties, type TSchema, Type } from '@sinclair/typebox';
 import { serviceError } from './errors';
+import { MAX_STATUS_LIST } from './status-codes';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -75,8 +76,42 @@ export const MAX_ACTIONS = 50;
 export const MAX_HTML_CONTENT = 2_000_000;
 export const AI_PROVIDERS = ['service', 'anthropic', 'openai', 'openrouter'] as const;
 export const IMAGE_FORMATS = ['jpeg', 'png', 'webp', 'pdf'] as const;
+/** pdf_paper_format's papers, as Chromium's print dialog and other screenshot APIs name them. */
+export const PDF_PAPER_FORMATS = ['letter', 'legal', 'tabloid', 'ledger', 'a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6'] as const;
+/** A PDF length (paper size, margin): a number and its unit, px (1/96 in), in, cm or mm. */
+export const PDF_LENGTH_PATTERN = '^[0-9]{1,4}(\\.[0-9]{1,4})?(px|in|cm|mm)$';
+/** pdf_page_ranges: page numbers and ranges, comma-separated (1-3,5). */
+export const PDF_PAGE_RANGES_PATTERN = '^ *[1-9][0-9]{0,4}( *- *[1-9][0-9]{0,4})?( *, *[1-9][0-9]{0,4}( *- *[1-9][0-9]{0,4})?)* *$';
 export const SCHEDULE_INTERVALS = ['minutes', 'hours', 'days', 'weeks', 'months', 'years'] as const;
 export const CHANGE_TARGETS = ['webhook', 'slack'] as const;
+/**
+ * Why a request's PDF options (pdf_*) cannot be taken as given, or null when they can: they
+ * shape a PDF only, so they need image_format=pdf (`format`: the format the capture will have,
+ * undefined while it is not known, as in a PATCH that leaves it as stored), and a paper is
+ * named by its format or by both its sizes, not both ways.
+ */
+export function pdfOptionsProblem(o: Readonly<Record<string, unknown>>, format: string | undefined): { param: string; note: string } | null {
+  const given = Object.keys(o).filter((k) => k.startsWith('pdf_') && o[k] !== undefined);
+  const first = given[0];
+  if (first === undefined) return null;
+  if (format !== undefined && format !== 'pdf') {
+    return { param: first, note: `${first}: shapes a PDF only; send image_format=pdf with it, or leave out ${given.join(', ')}.` };
+  }
+  const width = o.pdf_paper_width !== undefined;
+  const height = o.pdf_paper_height !== undefined;
+  if (width !== height) {
+    const missing = width ? 'pdf_paper_height' : 'pdf_paper_width';
+    return { param: missing, note: `${missing}: a paper size takes both pdf_paper_width and pdf_paper_height; send the other one too, or pdf_paper_format.` };
+  }
+  if (width && o.pdf_paper_format !== undefined) {
+    return {
+      param: 'pdf_paper_format',
+      note: 'pdf_paper_format: the paper is named by its format or by pdf_paper_width and pdf_paper_height; send one of the two.',
+    };
+  }
+  return null;
+}
+
 /** The moments of a page's loading a capture can wait for (wait_until), as other screenshot APIs spell them. */
 export const WAIT_UNTIL = ['load', 'domcontentloaded', 'networkidle'] as const;
 /** navigation_timeout's range, ms: the page's time to reach wait_until before it is taken as drawn. */
@@ -104,6 +139,11 @@ const enumOf = <const T extends readonly string[]>(values: T) => Type.Unsafe<T[n
 export const textEnum = <const T extends readonly string[]>(values: T, options: JsonSchema = {}) =>
   Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 const text = (maxLength: number) => Type.String({ maxLength });
+const pdfLength = () => Type.String({ maxLength: 20, pattern: PDF_LENGTH_PATTERN });
+/** Most CSS selectors hide_selectors and remove_selectors take, each. */
+export const MAX_SELECTORS = 50;
+/** A list of CSS selectors (hide_selectors, remove_selectors); each is checked in the page before it loads. */
+const selectorList = () => Type.Array(Type.String({ minLength: 1, maxLength: 1000 }), { minItems: 1, maxItems: MAX_SELECTORS });
 
 const keyValueList = <P extends TProperties>(extra: P) =>
   Type.Array(
@@ -202,6 +242,47 @@ export const OPTION_TABLE = [
       'load_finished: false); one that has drawn nothing, or whose server has not answered, fails with page_load_failed.',
   }),
   option({
+    name: 'fail_on_status',
+    schema: Type.String({ minLength: 1, maxLength: MAX_STATUS_LIST, format: 'status-codes' }),
+    scope: 'capture',
+    affectsCapture: true,
+    description:
+      "Fails the capture (422 capture_rule_failed, nothing charged) when the page's main document answers one of these HTTP statuses: codes, " +
+      'ranges and classes separated by commas, e.g. 404,500-599 or 4xx,5xx (Urlbox: fail_on_4xx, fail_on_5xx).',
+  }),
+  option({
+    name: 'fail_if_selector_missing',
+    schema: Type.String({ minLength: 1, maxLength: 1000 }),
+    scope: 'capture',
+    affectsCapture: true,
+    description: 'Fails the capture (422 capture_rule_failed, nothing charged) when no element matches this CSS selector once the page is loaded.',
+  }),
+  option({
+    name: 'fail_if_selector_present',
+    schema: Type.String({ minLength: 1, maxLength: 1000 }),
+    scope: 'capture',
+    affectsCapture: true,
+    description: 'Fails the capture (422 capture_rule_failed, nothing charged) when an element matches this CSS selector once the page is loaded (a captcha).',
+  }),
+  option({
+    name: 'fail_if_content_contains',
+    schema: Type.String({ minLength: 1, maxLength: 1000 }),
+    scope: 'capture',
+    affectsCapture: true,
+    description:
+      "Fails the capture (422 capture_rule_failed, nothing charged) when the page's visible text (document.body.innerText) contains this text, " +
+      'ignoring case (as ScreenshotOne).',
+  }),
+  option({
+    name: 'fail_if_content_missing',
+    schema: Type.String({ minLength: 1, maxLength: 1000 }),
+    scope: 'capture',
+    affectsCapture: true,
+    description:
+      "Fails the capture (422 capture_rule_failed, nothing charged) when the page's visible text (document.body.innerText) does not contain this " +
+      'text, ignoring case (as ScreenshotOne).',
+  }),
+  option({
     name: 'incremental_scroll',
     schema: Type.Boolean(),
     scope: 'capture',
@@ -260,6 +341,111 @@ export const OPTION_TABLE = [
     affectsCapture: true,
     default: 1,
     description: 'Device scale factor; 2 gives a retina image.',
+  }),
+  option({
+    name: 'pdf_paper_format',
+    schema: textEnum(PDF_PAPER_FORMATS),
+    scope: 'capture',
+    affectsCapture: true,
+    description:
+      'image_format=pdf: prints the page on sheets of this paper, the whole document, lazy content loaded first. Without it (or ' +
+      'pdf_paper_width and pdf_paper_height) a PDF is printed at the viewport width.',
+  }),
+  option({
+    name: 'pdf_paper_width',
+    schema: pdfLength(),
+    scope: 'capture',
+    affectsCapture: true,
+    description: 'image_format=pdf: paper width, with pdf_paper_height (such as 8.5in, 210mm).',
+  }),
+  option({
+    name: 'pdf_paper_height',
+    schema: pdfLength(),
+    scope: 'capture',
+    affectsCapture: true,
+    description: 'image_format=pdf: paper height, with pdf_paper_width.',
+  }),
+  option({
+    name: 'pdf_landscape',
+    schema: Type.Boolean(),
+    scope: 'capture',
+    affectsCapture: true,
+    default: false,
+    description: 'image_format=pdf: prints the paper turned sideways.',
+  }),
+  option({
+    name: 'pdf_margin',
+    schema: pdfLength(),
+    scope: 'capture',
+    affectsCapture: true,
+    description: 'image_format=pdf: the four margins (such as 1cm, 0.5in, 20px); 0 when not given.',
+  }),
+  option({
+    name: 'pdf_margin_top',
+    schema: pdfLength(),
+    scope: 'capture',
+    affectsCapture: true,
+    description: 'image_format=pdf: the top margin, over pdf_margin.',
+  }),
+  option({
+    name: 'pdf_margin_right',
+    schema: pdfLength(),
+    scope: 'capture',
+    affectsCapture: true,
+    description: 'image_format=pdf: the right margin, over pdf_margin.',
+  }),
+  option({
+    name: 'pdf_margin_bottom',
+    schema: pdfLength(),
+    scope: 'capture',
+    affectsCapture: true,
+    description: 'image_format=pdf: the bottom margin, over pdf_margin.',
+  }),
+  option({
+    name: 'pdf_margin_left',
+    schema: pdfLength(),
+    scope: 'capture',
+    affectsCapture: true,
+    description: 'image_format=pdf: the left margin, over pdf_margin.',
+  }),
+  option({
+    name: 'pdf_scale',
+    schema: Type.Number({ minimum: 0.1, maximum: 2 }),
+    scope: 'capture',
+    affectsCapture: true,
+    default: 1,
+    description: 'image_format=pdf: scale of the page on the paper, 0.1 to 2.',
+  }),
+  option({
+    name: 'pdf_print_background',
+    schema: Type.Boolean(),
+    scope: 'capture',
+    affectsCapture: true,
+    default: true,
+    description: 'image_format=pdf: prints background colours and images; false prints them as a printer would by default (left out).',
+  }),
+  option({
+    name: 'pdf_page_ranges',
+    schema: Type.String({ maxLength: 200, pattern: PDF_PAGE_RANGES_PATTERN }),
+    scope: 'capture',
+    affectsCapture: true,
+    description: "image_format=pdf: the pages to keep, such as 1-3,5 (numbered from 1); a page past the document's last is refused.",
+  }),
+  option({
+    name: 'pdf_header_template',
+    schema: text(20_000),
+    scope: 'capture',
+    affectsCapture: true,
+    description:
+      'image_format=pdf: HTML printed at the top of every page, in the top margin; elements of class date, title, url, pageNumber and ' +
+      'totalPages are filled in. Give the margin room for it.',
+  }),
+  option({
+    name: 'pdf_footer_template',
+    schema: text(20_000),
+    scope: 'capture',
+    affectsCapture: true,
+    description: 'image_format=pdf: HTML printed at the bottom of every page, as pdf_header_template.',
   }),
   option({ name: 'css_inject', schema: text(100_000), scope: 'capture', affectsCapture: true, description: 'CSS injected into the page.' }),
   option({ name: 'js_inject', schema: text(100_000), scope: 'capture', affectsCapture: true, description: 'JavaScript injected into the page.' }),
@@ -351,6 +537,38 @@ export const OPTION_TABLE = [
   option({ name: 'accept_language', schema: text(500), scope: 'capture', affectsCapture: true, description: 'Accept-Language the browser sends.' }),
   option({ name: 'user_agent', schema: text(1000), scope: 'capture', affectsCapture: true, description: 'User agent string.' }),
   option({
+    name: 'device',
+    schema: Type.String({ maxLength: 100, format: 'device' }),
+    scope: 'capture',
+    affectsCapture: true,
+    description:
+      'A device preset from GET /devices (such as "iPhone 15 Pro" or "Pixel 7"; any case): its viewport, scale factor, user agent, client hints, ' +
+      'touch and mobile emulation together. page_width, page_height, scale_factor and user_agent given too override the preset.',
+  }),
+  option({
+    name: 'dark_mode',
+    schema: Type.Boolean(),
+    scope: 'capture',
+    affectsCapture: true,
+    default: false,
+    description: 'Emulates prefers-color-scheme: dark, so pages with a dark theme show it.',
+  }),
+  option({
+    name: 'reduced_motion',
+    schema: Type.Boolean(),
+    scope: 'capture',
+    affectsCapture: true,
+    default: false,
+    description: 'Emulates prefers-reduced-motion: reduce, so pages that honour it stop their animations.',
+  }),
+  option({
+    name: 'media_type',
+    schema: textEnum(['screen', 'print']),
+    scope: 'capture',
+    affectsCapture: true,
+    description: "CSS media type the page is rendered for: screen or print. Unset: the browser's own (screen; print styles for PDF output).",
+  }),
+  option({
     name: 'latitude',
     schema: Type.Number({ minimum: -90, maximum: 90 }),
     scope: 'capture',
@@ -380,6 +598,52 @@ export const OPTION_TABLE = [
     affectsCapture: true,
     default: false,
     description: 'Hides cookie consent banners.',
+  }),
+  option({
+    name: 'hide_selectors',
+    schema: selectorList(),
+    scope: 'capture',
+    affectsCapture: true,
+    aliases: ['hide_selector', 'hide'],
+    description:
+      'CSS selectors of elements to hide (visibility: hidden: their area shows what is behind, the layout stays): a JSON array, or one selector ' +
+      '(a selector list such as ".a, .b" is one selector), or the parameter repeated. Also accepted as hide_selector and hide.',
+  }),
+  option({
+    name: 'remove_selectors',
+    schema: selectorList(),
+    scope: 'capture',
+    affectsCapture: true,
+    aliases: ['remove'],
+    description:
+      'CSS selectors of elements to remove (display: none: the layout closes up behind them); the same forms as hide_selectors. Also accepted as remove.',
+  }),
+  option({
+    name: 'block_chats',
+    schema: Type.Boolean(),
+    scope: 'capture',
+    affectsCapture: true,
+    default: false,
+    description:
+      'Blocks the scripts of the common chat widgets (Intercom, Drift, Crisp, Zendesk, HubSpot, Tawk.to, LiveChat, Tidio, Olark…) and hides their bubbles.',
+  }),
+  option({
+    name: 'block_overlays',
+    schema: Type.Boolean(),
+    scope: 'capture',
+    affectsCapture: true,
+    default: false,
+    description:
+      "Removes what covers the page (a fixed or sticky element over 30% of the viewport, on top at its centre, over the page's content, with the " +
+      "page's scrolling locked or a backdrop: newsletter and sign-up modals) and restores scrolling; fixed headers and sticky navigation stay.",
+  }),
+  option({
+    name: 'press_escape',
+    schema: Type.Boolean(),
+    scope: 'capture',
+    affectsCapture: true,
+    default: false,
+    description: 'Presses the Escape key once before the capture (many modals close on it).',
   }),
   option({ name: 'disable_js', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Disables all JavaScript.' }),
   option({

@@ -229,10 +229,13 @@ describe('snap on a real Selenium Grid', function () {
         'taken_at_timestamp',
         'taken_at',
         'job_id',
-        // Beyond the spec (docs/api.md): the page reached its wait_until moment.
+        // Beyond the spec (docs/api.md): the page reached its wait_until moment; its final status and address.
         'load_finished',
+        'status_code',
+        'final_url',
       );
       expect(r.body.load_finished).to.equal(true);
+      expect([r.body.status_code, r.body.final_url]).to.deep.equal([200, `${t.fx.origin}/plain`]);
       const b = r.body as Record<string, string>;
       expect(b.taken_at_timestamp).to.match(/^\d{13}$/);
       expect(b.taken_at).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00$/);

@@ -73,6 +73,16 @@ const COOKIEYES_WALL =
 const LAUNCHER: Rgb = [106, 27, 154];
 const MODAL_BUTTON: Rgb = COLOURS.orange;
 
+/** The article with a newsletter pop-up: a half-black backdrop, and a small dialog of its own over it (not inside it). */
+const newsletterModal = () =>
+  doc(
+    article() +
+      '<script>addEventListener("DOMContentLoaded", function () { document.body.insertAdjacentHTML("beforeend", ' +
+      '\'<div style="position:fixed;inset:0;background:rgba(0,0,0,0.5);z-index:1000"></div><div style="position:fixed;left:250px;top:100px;width:300px;' +
+      'height:260px;background:#fff;z-index:1001;font:20px sans-serif;text-align:center"><h3>Get 10% off</h3><p>Join our newsletter</p>' +
+      `<div style="position:absolute;left:50px;top:190px;width:200px;height:50px;background:${css(MODAL_BUTTON)}"></div></div>'); });</script>`,
+  );
+
 export const OVERLAY_PAGES: QualityPage[] = [
   fixtureBanner('consent-onetrust', CONSENT_HOST, 'OneTrust’s cookie banner (most large sites): refused with "Reject All"'),
   fixtureBanner('consent-cmp-api', CMP_API_HOST, 'consentmanager’s banner, refused through the CMP’s JavaScript API'),
@@ -123,17 +133,7 @@ export const OVERLAY_PAGES: QualityPage[] = [
   {
     name: 'newsletter-modal',
     mimics: 'newsletter and discount pop-ups (Klaviyo, Mailchimp, OptinMonster) shown over a dimmed page as it loads',
-    routes: {
-      '/': {
-        body: doc(
-          article() +
-            '<script>addEventListener("DOMContentLoaded", function () { document.body.insertAdjacentHTML("beforeend", ' +
-            '\'<div style="position:fixed;inset:0;background:rgba(0,0,0,0.5);z-index:1000"></div><div style="position:fixed;left:250px;top:100px;width:300px;' +
-            'height:260px;background:#fff;z-index:1001;font:20px sans-serif;text-align:center"><h3>Get 10% off</h3><p>Join our newsletter</p>' +
-            `<div style="position:absolute;left:50px;top:190px;width:200px;height:50px;background:${css(MODAL_BUTTON)}"></div></div>'); });</script>`,
-        ),
-      },
-    },
+    routes: { '/': { body: newsletterModal() } },
     params: {},
     async check(a) {
       const p = await a.picture();
@@ -142,6 +142,15 @@ export const OVERLAY_PAGES: QualityPage[] = [
       // The page behind it: drawn, dimmed by the half-black backdrop.
       expectColour(p, 100, 220, PICTURE.map((v) => Math.round(v / 2)) as Rgb, 'the page’s picture behind the backdrop', 6);
       expectColour(p, 600, 40, HEADER.map((v) => Math.round(v / 2)) as Rgb, 'the page header behind the backdrop', 6);
+    },
+  },
+  {
+    name: 'newsletter-modal-blocked',
+    mimics: 'the same pop-up with block_overlays: the dialog and its backdrop are removed, the article drawn as it is',
+    routes: { '/': { body: newsletterModal() } },
+    params: { block_overlays: true },
+    async check(a) {
+      expectArticle(await a.picture());
     },
   },
 ];

@@ -19,6 +19,8 @@ export const SCREENSHOT_REF: ScreenshotRef = {
   custom_proxy: null,
   bandwidth_bytes: 1234,
   load_finished: true,
+  status_code: 200,
+  final_url: 'https://example.com/',
 };
 
 /** A change alert of a step that sends to Slack. */

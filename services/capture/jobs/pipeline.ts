@@ -160,7 +160,17 @@ export class CapturePipeline {
     const readings = rendered.out.changes ?? [];
     const ai = analysing ? await this.analyse(job.accountId, options, files) : null;
     const routed = { location: route?.location ?? null, customProxy: route?.customProxy ?? null, bandwidthBytes: route?.location ? bytes : 0 };
-    const row = ScreenshotRepository.newRow(job, { options, files, ai, now: Date.now(), route: routed, loadFinished: rendered.out.loadFinished ?? null });
+    const { loadFinished = null, statusCode = null, finalUrl = null } = rendered.out;
+    const row = ScreenshotRepository.newRow(job, {
+      options,
+      files,
+      ai,
+      now: Date.now(),
+      route: routed,
+      loadFinished,
+      outcome: { statusCode, finalUrl },
+      overlays: rendered.out.overlays ?? null,
+    });
     // A configuration's webhook_url: the delivery is written with the screenshot, in one transaction.
     const webhookUrl = (options as ConfigOptions).webhook_url;
     const id = await this.queue.complete(job, async (trx) => {

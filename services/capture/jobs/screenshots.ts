@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import type { Config } from '../../shared/config';
-import type { AiRecord, ScreenshotRef } from '../../shared/contracts';
+import type { AiRecord, OverlayRecordEntry, ScreenshotRef } from '../../shared/contracts';
 import { cdnLink, embedUrl } from '../../shared/links';
 import { type ListOrder, type Paging, fetchPage } from '../../shared/paging';
 import { type SnapOptions, captureKey } from '../../shared/screenshot-options';
@@ -31,6 +31,12 @@ export interface NewScreenshot extends StoredFiles {
   bandwidth_bytes: number;
   /** The page reached its wait_until moment (false: taken as drawn at navigation_timeout); null when not known. */
   load_finished: boolean | null;
+  /** The main document's final HTTP status; null when not known (and before it was kept). */
+  status_code: number | null;
+  /** The address the page ended on (after redirects); null when not known. */
+  final_url: string | null;
+  /** What the overlay options hid or removed, JSON; null when none was asked for. */
+  overlays?: string | null;
 }
 
 export interface ScreenshotRow extends NewScreenshot {
@@ -71,9 +77,22 @@ export class ScreenshotRepository {
       route?: { location: string | null; customProxy: string | null; bandwidthBytes: number };
       /** Whether the page finished loading (default not known). */
       loadFinished?: boolean | null;
+      /** The page's final status and address (default not known). */
+      outcome?: { statusCode?: number | null; finalUrl?: string | null };
+      /** What the overlay options hid or removed (default none asked for). */
+      overlays?: OverlayRecordEntry[] | null;
     },
   ): NewScreenshot {
-    const { options, files, ai, now = Date.now(), route = { location: null, customProxy: null, bandwidthBytes: 0 }, loadFinished = null } = capture;
+    const {
+      options,
+      files,
+      ai,
+      now = Date.now(),
+      route = { location: null, customProxy: null, bandwidthBytes: 0 },
+      loadFinished = null,
+      outcome = {},
+      overlays = null,
+    } = capture;
     return {
       account_id: job.accountId,
       config_id: job.configId,
@@ -87,6 +106,9 @@ export class ScreenshotRepository {
       custom_proxy: route.customProxy,
       bandwidth_bytes: route.bandwidthBytes,
       load_finished: loadFinished,
+      status_code: outcome.statusCode ?? null,
+      final_url: outcome.finalUrl ?? null,
+      overlays: overlays ? JSON.stringify(overlays) : null,
     };
   }
 
@@ -108,6 +130,9 @@ export class ScreenshotRepository {
       bandwidth_bytes: Number(row.bandwidth_bytes ?? 0),
       // MySQL and SQLite both keep a boolean as 0 or 1.
       load_finished: row.load_finished === null || row.load_finished === undefined ? null : Boolean(row.load_finished),
+      status_code: row.status_code === null || row.status_code === undefined ? null : Number(row.status_code),
+      final_url: row.final_url ?? null,
+      overlays: row.overlays ? (JSON.parse(row.overlays) as OverlayRecordEntry[]) : null,
     };
   }
 

@@ -19,6 +19,7 @@
  */
 import type { SnapOptions } from '../../shared/screenshot-options';
 import { DEFAULTS, type PageSession, deviceMetrics, inPageCall, sleep, viewportOf } from './page-session';
+import { printsOnPaper } from './pdf';
 
 /**
  * The tallest full-page image, in CSS pixels; a longer page is cut there. Below every
@@ -68,9 +69,9 @@ export function maxCaptureHeight(o: SnapOptions): number {
   return Math.max(height, Math.floor(max));
 }
 
-/** The work a capture's options ask for before the image (fullpage, fullpage_advanced, incremental_scroll). */
+/** The work a capture's options ask for before the image (fullpage, fullpage_advanced, incremental_scroll, a PDF on paper). */
 export function wantsWholePage(o: SnapOptions): boolean {
-  return Boolean(o.fullpage || o.fullpage_advanced || o.incremental_scroll);
+  return Boolean(o.fullpage || o.fullpage_advanced || o.incremental_scroll || printsOnPaper(o));
 }
 
 /**
@@ -85,7 +86,8 @@ export async function loadWholePage(page: PageSession, o: SnapOptions, deadline:
     // Chromium loads lazy images at once), and the page's timers would never fire.
     const scripts = !o.disable_js;
     if (o.fullpage_advanced || o.incremental_scroll) await scrollThrough(page, net, o, scripts, deadline);
-    if (o.fullpage || o.fullpage_advanced) await growUntilLoaded(page, net, o, scripts, deadline);
+    // A PDF on paper prints the whole document: its lazy content is loaded as a full page's.
+    if (o.fullpage || o.fullpage_advanced || printsOnPaper(o)) await growUntilLoaded(page, net, o, scripts, deadline);
   } finally {
     net.stop();
   }

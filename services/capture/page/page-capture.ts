@@ -21,8 +21,12 @@ import { type ChangeReading, runActions } from './actions';
 import { CdpError } from './cdp';
 import { type PageReading, READ_PAGE } from './page-reading';
 import { documentHeight, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
+import { printPdf, refuseStrayPdfOptions } from './pdf';
 import { DEFAULTS, type PageSession, browserGone, deviceMetrics, insertStyle, quote, sameViewport, sleep, viewportOf, waitForSelector } from './page-session';
 import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './request-guard';
+import { clientHintsParams, emulate, mobileMetrics, withDevice } from './emulation';
+import { type OverlayEntry, checkSelectors, clearOverlays, wantsOverlays, withChatBlocking } from './overlays';
+import { checkRules } from './capture-rules';
 
 export interface CaptureOutput {
   /** The image or PDF; absent for html_only. */
@@ -39,6 +43,11 @@ export interface CaptureOutput {
   reading?: PageReading;
   /** Every navigation reached wait_until's moment (false: the page was taken as drawn at navigation_timeout). */
   loadFinished?: boolean;
+  /** The main document's final HTTP status (null: not known) and the address the page ended on (capture-rules.ts). */
+  statusCode?: number | null;
+  finalUrl?: string;
+  /** What hide_selectors, remove_selectors, block_chats and block_overlays hid or removed, when any was asked (overlays.ts). */
+  overlays?: OverlayEntry[];
 }
 
 type Params = Record<string, unknown>;
@@ -47,15 +56,22 @@ type Params = Record<string, unknown>;
 async function prepare(page: PageSession, o: SnapOptions, userAgent: string, watch: PageWatch): Promise<void> {
   const steps: Array<Promise<unknown>> = [watch.attachFrames()];
   const viewport = viewportOf(o);
-  if (!sameViewport(viewport, page.viewport)) steps.push(page.send('Emulation.setDeviceMetricsOverride', deviceMetrics(viewport)));
+  // A mobile device preset is set whatever the page was prepared with (prepared pages are never mobile).
+  const mobile = mobileMetrics(o, viewport.width, viewport.height);
+  if (!sameViewport(viewport, page.viewport) || mobile.mobile) {
+    steps.push(page.send('Emulation.setDeviceMetricsOverride', { ...deviceMetrics(viewport), ...mobile }));
+  }
   if (o.user_agent || o.accept_language) {
     steps.push(
       page.send('Emulation.setUserAgentOverride', {
         userAgent: o.user_agent ?? userAgent,
         ...(o.accept_language ? { acceptLanguage: o.accept_language } : {}),
+        ...clientHintsParams(o),
       }),
     );
   }
+  // dark_mode, reduced_motion, media_type and a device's touch (emulation.ts).
+  steps.push(...emulate(page, o));
   if (o.time_zone) steps.push(page.send('Emulation.setTimezoneOverride', { timezoneId: o.time_zone }));
   if (o.latitude !== undefined || o.longitude !== undefined) {
     steps.push(page.cdp.send('Browser.grantPermissions', { permissions: ['geolocation'], browserContextId: page.contextId }));
@@ -225,20 +241,14 @@ async function screenshot(page: PageSession, o: SnapOptions, clip: Box | null): 
   const format = o.image_format ?? DEFAULTS.image_format;
   if (format === 'pdf') {
     const { width, height } = viewportOf(o);
+    const sheetHeight = o.fullpage || o.fullpage_advanced ? Math.min(Math.max(height, await page.run(documentHeight)), maxCaptureHeight(o)) : height;
     const [pdf, raster] = await Promise.all([
-      page.sendForData('Page.printToPDF', {
-        printBackground: true,
-        paperWidth: width / 96,
-        paperHeight: o.fullpage || o.fullpage_advanced ? Math.min(Math.max(height, await page.run(documentHeight)), maxCaptureHeight(o)) / 96 : height / 96,
-        marginTop: 0,
-        marginBottom: 0,
-        marginLeft: 0,
-        marginRight: 0,
-      }),
+      printPdf(page, o, { width: width / 96, height: sheetHeight / 96 }),
       page.sendForData('Page.captureScreenshot', { format: 'jpeg', quality: 80 }),
     ]);
     return { image: pdf, contentType: 'application/pdf', thumbnailSource: raster };
   }
+  refuseStrayPdfOptions(o);
   const params: Params = { format, ...(format === 'jpeg' ? { quality: o.quality ?? DEFAULTS.quality } : {}) };
   if (clip) Object.assign(params, { clip: { ...clip, scale: 1 }, captureBeyondViewport: true });
   return { image: await page.sendForData('Page.captureScreenshot', params), contentType: `image/${format}` };
@@ -291,17 +301,22 @@ function hiccupOf(err: unknown): BrowserHiccup | null {
 }
 
 /** Runs the capture; throws domain errors (selector_not_found, page_load_failed, ...), or BrowserHiccup. */
-export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<CaptureOutput> {
+export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Promise<CaptureOutput> {
   const { page, policy, deadline, watch } = ctx;
+  // A device preset's viewport, scale factor and user agent, where the options give none (emulation.ts).
+  const o = withDevice(asked);
   // A /snap_html document is answered by the guard at its own address, never fetched.
   const inline = o.html_content !== undefined ? { url: o.url, html: o.html_content } : null;
   if (!inline) await admitUrl(policy, o.url, 'url: ');
 
+  // hide_selectors and remove_selectors are checked before the page loads (an invalid one is refused).
+  await checkSelectors(page, o);
   await prepare(page, o, ctx.userAgent, watch);
   // Requests are paused for the egress policy or for blocking; autoconsent is installed
   // before navigating.
   const blocker = wantsBlocking(o) ? await ctx.blocker() : null;
-  const guard = await guardRequests(page, policy, blocker ? { blocker, o } : null, ctx.gateway ?? null, inline);
+  const decider = withChatBlocking(blocker, o);
+  const guard = await guardRequests(page, policy, decider ? { blocker: decider, o } : null, ctx.gateway ?? null, inline);
   const consent = o.no_cookie_banners ? await ConsentHandler.attach(page, watch, { scriptsDisabled: o.disable_js }) : null;
   const bound: NavigationBound = {
     until: o.wait_until ?? DEFAULTS.wait_until,
@@ -361,6 +376,15 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
     // egress policy refused then is answered as a refused page, never captured as an error page.
     const refused = guard.refusedNavigation();
     if (refused) throw urlNotAllowed(`The page may not be captured: ${refused}`);
+    // The fail-on rules, and the page's final status and address, before any image is made.
+    watch.step = 'checking the fail-on rules';
+    const { statusCode, finalUrl } = await checkRules(page, o);
+    // press_escape, hide_selectors, remove_selectors, block_chats, block_overlays: last, so a modal that opened late is cleared too.
+    let overlays: OverlayEntry[] | undefined;
+    if (wantsOverlays(o)) {
+      watch.step = 'clearing what covers the page (press_escape, hide_selectors, remove_selectors, block_chats, block_overlays)';
+      overlays = await clearOverlays(page, o);
+    }
 
     if (o.html_only) {
       watch.step = 'reading the HTML';
@@ -372,7 +396,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
             false,
           );
       if (html === null) throw serviceError('selector_not_found', `selectors: no element matches ${quote(o.selectors ?? '')} on the page.`);
-      return { html, loadFinished, ...(changes ? { changes } : {}) };
+      return { html, loadFinished, statusCode, finalUrl, ...(changes ? { changes } : {}), ...(overlays ? { overlays } : {}) };
     }
 
     // Web fonts still loading would leave their text invisible (font-display: block).
@@ -402,7 +426,7 @@ export async function capturePage(ctx: CaptureContext, o: SnapOptions): Promise<
       if (drawn) shot.image = drawn;
     }
     const reading = ctx.read ? await page.evaluate<PageReading>(READ_PAGE, false) : undefined;
-    return { ...shot, loadFinished, ...(changes ? { changes } : {}), ...(reading ? { reading } : {}) };
+    return { ...shot, loadFinished, statusCode, finalUrl, ...(changes ? { changes } : {}), ...(reading ? { reading } : {}), ...(overlays ? { overlays } : {}) };
   } catch (err) {
     throw hiccupOf(err) ?? err;
   } finally {

@@ -38,7 +38,8 @@ export interface InlineDocument {
 
 /** Blocking as the capture asked for it: the blocker and the options (with the page's URL). */
 export interface Blocking {
-  blocker: PageBlocker;
+  /** The lists' blocker, or what decides for block_chats (overlays.ts). */
+  blocker: Pick<PageBlocker, 'decide'>;
   o: BlockOptions & { url: string };
 }
 

@@ -21,6 +21,25 @@ const LINKS = {
   load_finished: Type.Optional(
     Type.Boolean({ description: 'Whether the page reached its wait_until moment (false: captured as drawn at navigation_timeout). Beyond the spec.' }),
   ),
+  status_code: Type.Union([Type.Integer(), Type.Null()], {
+    description: "The HTTP status of the page's main document, after redirects; null when not known (captures recorded before it was kept). Beyond the spec.",
+  }),
+  final_url: Type.Union([Type.String(), Type.Null()], {
+    description: 'The address the page ended on, after redirects; null when not known (captures recorded before it was kept). Beyond the spec.',
+  }),
+  overlays: Type.Optional(
+    Type.Array(
+      Type.Object({
+        element: Type.String({ description: 'The element, as tag#id.class.' }),
+        reason: Type.Union([Type.Literal('hide_selectors'), Type.Literal('remove_selectors'), Type.Literal('chat'), Type.Literal('overlay')]),
+        selector: Type.Optional(Type.String({ description: 'The selector that matched it (hide_selectors, remove_selectors, chat).' })),
+      }),
+      {
+        description:
+          'What hide_selectors, remove_selectors, block_chats and block_overlays hid or removed, and why (at most 50); present when one of them was asked for. Beyond the spec.',
+      },
+    ),
+  ),
 };
 
 /** How the capture went out, when not directly: an own proxy (custom_proxy) or a real location (proxy_server). */
@@ -93,6 +112,9 @@ export function snapRecord(ref: ScreenshotRef, withAi: boolean): SnapRecord {
     job_id: ref.job_id,
     // Beyond the spec's fields (docs/api.md): whether the page finished loading or was taken as drawn at navigation_timeout.
     ...(ref.load_finished !== null ? { load_finished: ref.load_finished } : {}),
+    status_code: ref.status_code,
+    final_url: ref.final_url,
+    ...(ref.overlays ? { overlays: ref.overlays } : {}),
     ...(withAi ? { ai: ref.ai ?? NOT_ANALYSED } : {}),
     ...egressFields(ref),
   };

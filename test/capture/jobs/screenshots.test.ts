@@ -83,6 +83,8 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       custom_proxy: null,
       bandwidth_bytes: 0,
       load_finished: true,
+      status_code: 200,
+      final_url: 'https://example.com/',
     });
 
     /** Page N by definition: filter, sort (time, then id), skip (N-1) x limit. */

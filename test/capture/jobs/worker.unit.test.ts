@@ -41,6 +41,8 @@ const ref = (id: string): ScreenshotRef => ({
   custom_proxy: null,
   bandwidth_bytes: 0,
   load_finished: true,
+  status_code: 200,
+  final_url: 'https://example.com/',
 });
 
 function setup(sessions = 2) {

@@ -14,7 +14,11 @@ import { SCREENSHOT_REF as REF, unnamed } from '../../support/records';
 
 describe('the screenshot records (capture publishes them)', () => {
   it('builds each form as its schema says: directly, through a real location, an own proxy, with and without an analysis', () => {
-    for (const ref of [REF, { ...REF, proxy_server: null, ai: null, load_finished: null }, { ...REF, proxy_server: null, custom_proxy: 'proxy.test:8080' }]) {
+    for (const ref of [
+      REF,
+      { ...REF, proxy_server: null, ai: null, load_finished: null, status_code: null, final_url: null },
+      { ...REF, proxy_server: null, custom_proxy: 'proxy.test:8080' },
+    ]) {
       expect(answerProblems(SNAP_ANSWER_SCHEMA, snapRecord(ref, true))).to.deep.equal([]);
       expect(answerProblems(SNAP_ANSWER_SCHEMA, snapRecord(ref, false))).to.deep.equal([]);
       expect(answerProblems(FULL_RECORD_SCHEMA, fullRecord(ref))).to.deep.equal([]);

@@ -1,0 +1,154 @@
+/**
+ * PDF options end to end on the real Grid: each PDF is read back with pdf.js (Mozilla's PDF
+ * reader) for its page sizes, its page count, where its text sits and what its header and
+ * footer say. A long local page whose end loads when scrolled into view shows that a PDF on
+ * paper loads lazy content first, as a full page does.
+ */
+import { expect } from 'chai';
+import { screenshotsUsed, snapSuite } from '../../support/capture-helpers';
+import { expectEnvelope } from '../../support/errors';
+import { type LocalServer, servePages } from '../../support/local-server';
+
+interface PdfPage {
+  width: number;
+  height: number;
+  /** Its text items: the string and where it starts (x, y from the bottom, in points). */
+  text: { str: string; x: number; y: number }[];
+}
+
+/** pdf.js is an ES module; Node 20 loads it with require. */
+async function readPdf(bytes: Buffer): Promise<PdfPage[]> {
+  const pdfjs = require('pdfjs-dist/legacy/build/pdf.mjs') as typeof import('pdfjs-dist');
+  const doc = await pdfjs.getDocument({ data: new Uint8Array(bytes), useSystemFonts: false, isEvalSupported: false }).promise;
+  const pages: PdfPage[] = [];
+  for (let i = 1; i <= doc.numPages; i++) {
+    const page = await doc.getPage(i);
+    const { width, height } = page.getViewport({ scale: 1 });
+    const content = await page.getTextContent();
+    const text = content.items.flatMap((it) =>
+      'str' in it && it.str.trim() ? [{ str: it.str, x: it.transform[4] as number, y: it.transform[5] as number }] : [],
+    );
+    pages.push({ width, height, text });
+  }
+  await doc.destroy();
+  return pages;
+}
+
+const SECTIONS = 6;
+const LONG =
+  '<!DOCTYPE html><html><head><meta charset="utf-8"><style>html,body{margin:0;padding:0;font:20px sans-serif}' +
+  'section{height:1400px;background:#eef}</style></head><body>' +
+  Array.from({ length: SECTIONS }, (_, i) => `<section><p>Section ${i + 1}</p></section>`).join('') +
+  // Content a script loads when its place scrolls into view (an infinite list, a lazy widget):
+  // printing alone never scrolls there.
+  '<div id="more" style="height:50px"></div><script>new IntersectionObserver((es, o) => { if (!es[0].isIntersecting) return; o.disconnect(); ' +
+  "fetch('/more').then((r) => r.text()).then((t) => { document.getElementById('more').textContent = t; }); }).observe(document.getElementById('more'));" +
+  '</script></body></html>';
+
+describe('PDF options, read back from the PDF (real Grid)', function () {
+  this.timeout(60_000);
+  const t = snapSuite({ ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '2' });
+  let site: LocalServer;
+  let lazyAsked = 0;
+  before(async () => {
+    site = await servePages((r) => {
+      if (r.path === '/long') return { body: LONG };
+      if (r.path === '/more') {
+        lazyAsked++;
+        return { body: 'Loaded when scrolled to', headers: { 'content-type': 'text/plain' } };
+      }
+      return undefined;
+    });
+  });
+  after(() => site.stop());
+
+  const printed = async (params: Record<string, string | number | boolean>) => {
+    const r = await t.snap({ url: `${site.origin}/long`, image_format: 'pdf', ...params });
+    expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
+    expect(r.headers.get('content-type')).to.equal('application/pdf');
+    return readPdf(r.raw);
+  };
+  const points = (inches: number) => inches * 72;
+  /** Chromium rounds a paper's size to its own units: about a point either way. */
+  const TOL = 1.5;
+
+  it('without options: one sheet per viewport height at the viewport width, as before', async () => {
+    const pages = await printed({ page_width: 960, page_height: 540 });
+    expect(pages[0]?.width).to.be.closeTo(points(960 / 96), TOL);
+    expect(pages[0]?.height).to.be.closeTo(points(540 / 96), TOL);
+  });
+
+  it('pdf_paper_format=a4 prints the whole document on A4 sheets, content loaded on scrolling loaded first', async () => {
+    lazyAsked = 0;
+    const pages = await printed({ pdf_paper_format: 'a4' });
+    expect(pages.length).to.be.greaterThan(SECTIONS);
+    for (const p of pages) {
+      expect(p.width).to.be.closeTo(595.4, TOL);
+      expect(p.height).to.be.closeTo(842.4, TOL);
+    }
+    const all = pages.flatMap((p) => p.text.map((x) => x.str)).join(' ');
+    for (let i = 1; i <= SECTIONS; i++) expect(all).to.contain(`Section ${i}`);
+    expect(lazyAsked, 'the content loaded on scrolling to the end was asked for before printing').to.be.greaterThan(0);
+    expect(all).to.contain('Loaded when scrolled to');
+  });
+
+  it('pdf_landscape turns the paper; pdf_paper_width and pdf_paper_height set it', async () => {
+    const turned = await printed({ pdf_paper_format: 'letter', pdf_landscape: true });
+    expect(turned[0]?.width).to.be.closeTo(792, TOL);
+    expect(turned[0]?.height).to.be.closeTo(612, TOL);
+    const sized = await printed({ pdf_paper_width: '100mm', pdf_paper_height: '150mm' });
+    expect(sized[0]?.width).to.be.closeTo((100 / 25.4) * 72, TOL);
+    expect(sized[0]?.height).to.be.closeTo((150 / 25.4) * 72, TOL);
+  });
+
+  it('pdf_margin moves the content in; pdf_scale shrinks it onto fewer pages', async () => {
+    const plain = await printed({ pdf_paper_format: 'a4' });
+    const margined = await printed({ pdf_paper_format: 'a4', pdf_margin: '2in' });
+    const x = (pages: PdfPage[]) => pages[0]?.text.find((i) => i.str.includes('Section 1'))?.x ?? Number.NaN;
+    expect(x(plain)).to.be.below(points(0.5));
+    expect(x(margined)).to.be.at.least(points(2) - 1);
+    const half = await printed({ pdf_paper_format: 'a4', pdf_scale: 0.5 });
+    expect(half.length).to.be.below(plain.length * 0.7);
+  });
+
+  it('pdf_page_ranges keeps the pages named; a page past the end is 400 invalid_parameter, nothing charged', async () => {
+    const two = await printed({ pdf_paper_format: 'a4', pdf_page_ranges: '2-3' });
+    expect(two).to.have.length(2);
+    const { access_token } = await t.sys.account('free');
+    const past = await t.snap({ url: `${site.origin}/long`, image_format: 'pdf', pdf_paper_format: 'a4', pdf_page_ranges: '500' }, access_token);
+    expectEnvelope(past, 400, 'invalid_parameter', 'pdf_page_ranges');
+    expect(await screenshotsUsed(t.sys, access_token)).to.equal(0);
+  });
+
+  it('pdf_header_template and pdf_footer_template print on every page, page numbers filled in', async () => {
+    const pages = await printed({
+      pdf_paper_format: 'a5',
+      pdf_margin: '1in',
+      pdf_header_template: '<div style="font-size:10px">Quarterly report</div>',
+      pdf_footer_template: '<div style="font-size:10px">Page <span class="pageNumber"></span> of <span class="totalPages"></span></div>',
+    });
+    expect(pages.length).to.be.greaterThan(2);
+    pages.forEach((p, i) => {
+      const words = p.text.map((x) => x.str).join(' ');
+      expect(words).to.contain('Quarterly report');
+      expect(words.replace(/\s+/g, ' ')).to.contain(`Page ${i + 1} of ${pages.length}`);
+    });
+  });
+
+  it('refuses PDF options it cannot take as given, with a note saying what to send', async () => {
+    const url = `${site.origin}/long`;
+    expectEnvelope(await t.snap({ url, image_format: 'png', pdf_landscape: true }), 400, 'invalid_parameter', 'image_format=pdf');
+    expectEnvelope(await t.snap({ url, pdf_paper_format: 'a4' }), 400, 'invalid_parameter', 'shapes a PDF only');
+    expectEnvelope(await t.snap({ url, image_format: 'pdf', pdf_paper_width: '4in' }), 400, 'invalid_parameter', 'pdf_paper_height');
+    expectEnvelope(
+      await t.snap({ url, image_format: 'pdf', pdf_paper_format: 'a4', pdf_paper_width: '4in', pdf_paper_height: '6in' }),
+      400,
+      'invalid_parameter',
+      'format or by pdf_paper_width',
+    );
+    expectEnvelope(await t.snap({ url, image_format: 'pdf', pdf_margin: '10pt' }), 400, 'invalid_parameter', 'pdf_margin');
+    expectEnvelope(await t.snap({ url, image_format: 'pdf', pdf_paper_format: 'b5' }), 400, 'invalid_parameter', 'pdf_paper_format');
+    expectEnvelope(await t.snap({ url, image_format: 'pdf', pdf_scale: 3 }), 400, 'invalid_parameter', 'pdf_scale');
+    expectEnvelope(await t.snap({ url, image_format: 'pdf', pdf_page_ranges: '0-2' }), 400, 'invalid_parameter', 'pdf_page_ranges');
+  });
+});
