@@ -279,7 +279,7 @@ describe('real pages: dialogs, popups, crashes and loads that never finish (real
     const { r } = await timed({ url: url('/busy'), wait: 500 });
     expect(r.status, JSON.stringify(r.body)).to.equal(504);
     expect(r.body.error_code).to.equal('capture_timeout');
-    expect(r.body.note).to.match(/stopped while (waiting for the page's web fonts|taking the screenshot)/);
+    expect(r.body.note).to.match(/stopped while (reading the page's final status and address|waiting for the page's web fonts|taking the screenshot)/);
     expect(r.body.note).to.contain("the page's own script kept its renderer busy");
   });
 });

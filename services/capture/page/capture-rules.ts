@@ -91,6 +91,17 @@ function lookAtPage(r: Asked): Seen {
 const failed = (rule: string, what: string, url: string) =>
   serviceError('capture_rule_failed', `${rule}: ${what} (at ${url}); the capture was stopped before its image and nothing was charged.`);
 
+/** Whether the options name a fail-on rule (the step's name in a timeout's note says so). */
+export function hasRules(o: SnapOptions): boolean {
+  return (
+    o.fail_on_status !== undefined ||
+    o.fail_if_selector_missing !== undefined ||
+    o.fail_if_selector_present !== undefined ||
+    o.fail_if_content_contains !== undefined ||
+    o.fail_if_content_missing !== undefined
+  );
+}
+
 /**
  * Reads the page's outcome and checks the capture's fail-on rules against it: throws
  * capture_rule_failed for the first rule that matches (status, then selectors, then text), or

@@ -26,7 +26,7 @@ import { DEFAULTS, type PageSession, browserGone, deviceMetrics, insertStyle, qu
 import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './request-guard';
 import { clientHintsParams, emulate, mobileMetrics, withDevice } from './emulation';
 import { type OverlayEntry, checkSelectors, clearOverlays, wantsOverlays, withChatBlocking } from './overlays';
-import { checkRules } from './capture-rules';
+import { checkRules, hasRules } from './capture-rules';
 
 export interface CaptureOutput {
   /** The image or PDF; absent for html_only. */
@@ -377,7 +377,7 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
     const refused = guard.refusedNavigation();
     if (refused) throw urlNotAllowed(`The page may not be captured: ${refused}`);
     // The fail-on rules, and the page's final status and address, before any image is made.
-    watch.step = 'checking the fail-on rules';
+    watch.step = hasRules(o) ? 'checking the fail-on rules' : "reading the page's final status and address";
     const { statusCode, finalUrl } = await checkRules(page, o);
     // press_escape, hide_selectors, remove_selectors, block_chats, block_overlays: last, so a modal that opened late is cleared too.
     let overlays: OverlayEntry[] | undefined;
