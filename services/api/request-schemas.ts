@@ -28,6 +28,7 @@ import {
   type Scope,
   type SnapOptions,
   optionSchema,
+  encoderOptionProblem,
   pdfOptionsProblem,
 } from '../shared/screenshot-options';
 import { actionList, keyValueList } from './client-shapes';
@@ -184,6 +185,8 @@ function checkRules(values: RawParams, shape: ShapeName): void {
   const format = values.image_format ?? (shape === 'configUpdate' ? undefined : OPTION_DEFAULTS.image_format);
   const pdf = pdfOptionsProblem(values, format as string | undefined);
   if (pdf) throw serviceError('invalid_parameter', pdf.note, { param: pdf.param });
+  const encoder = encoderOptionProblem(values, format as string | undefined);
+  if (encoder) throw serviceError('invalid_parameter', encoder.note, { param: encoder.param });
   if (values.hover_on_selected === true && values.selectors === undefined) {
     throw serviceError('invalid_parameter', 'hover_on_selected: requires selectors (the element to hover).');
   }

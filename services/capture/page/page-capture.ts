@@ -8,7 +8,7 @@
  * capture.
  */
 import { serviceError } from '../../shared/errors';
-import type { SnapOptions } from '../../shared/screenshot-options';
+import { type SnapOptions, encoderOptionProblem } from '../../shared/screenshot-options';
 import type { EgressPolicy } from '../../shared/egress';
 import type { GatewayCapture } from './gateway';
 import { type BlockerSource, injectCosmetics, wantsBlocking } from './blocking';
@@ -239,6 +239,7 @@ async function hover(page: PageSession, box: Box): Promise<void> {
 
 async function screenshot(page: PageSession, o: SnapOptions, clip: Box | null): Promise<{ image: Buffer; contentType: string; thumbnailSource?: Buffer }> {
   const format = o.image_format ?? DEFAULTS.image_format;
+  refuseStrayEncoderOption(o);
   if (format === 'pdf') {
     const { width, height } = viewportOf(o);
     const sheetHeight = o.fullpage || o.fullpage_advanced ? Math.min(Math.max(height, await page.run(documentHeight)), maxCaptureHeight(o)) : height;
@@ -249,15 +250,26 @@ async function screenshot(page: PageSession, o: SnapOptions, clip: Box | null): 
     return { image: pdf, contentType: 'application/pdf', thumbnailSource: raster };
   }
   refuseStrayPdfOptions(o);
-  const params: Params = { format, ...(format === 'jpeg' ? { quality: o.quality ?? DEFAULTS.quality } : {}) };
+  const params: Params = {
+    format,
+    ...(format === 'jpeg' ? { quality: o.quality ?? DEFAULTS.quality } : {}),
+    ...(format === 'png' ? { optimizeForSpeed: o.optimize_for_speed ?? DEFAULTS.optimize_for_speed } : {}),
+  };
   if (clip) Object.assign(params, { clip: { ...clip, scale: 1 }, captureBeyondViewport: true });
   return { image: await page.sendForData('Page.captureScreenshot', params), contentType: `image/${format}` };
+}
+
+/** optimize_for_speed with a format it does not change (a configuration's PATCH can leave one so). */
+function refuseStrayEncoderOption(o: SnapOptions): void {
+  const problem = encoderOptionProblem(o as Record<string, unknown>, o.image_format ?? DEFAULTS.image_format);
+  if (problem) throw serviceError('invalid_parameter', problem.note, { param: problem.param });
 }
 
 /** Encodes an image as the capture's format asks (after frames were drawn into a full page). */
 function encodeAs(img: sharp.Sharp, o: SnapOptions): sharp.Sharp {
   const format = o.image_format ?? DEFAULTS.image_format;
-  if (format === 'png') return img.png();
+  // Fast as Chrome's optimizeForSpeed is: the lowest zlib level, no adaptive filtering.
+  if (format === 'png') return img.png((o.optimize_for_speed ?? DEFAULTS.optimize_for_speed) ? { compressionLevel: 1, adaptiveFiltering: false } : {});
   if (format === 'webp') return img.webp();
   return img.jpeg({ quality: o.quality ?? DEFAULTS.quality });
 }
