@@ -78,7 +78,10 @@ const fmt = (n: number, digits = 1) => n.toFixed(digits);
 
 runBench('encoder', async (cleanups) => {
   progress('starting the Selenium Grid and the page server');
-  const [grid, pages] = await Promise.all([gridModule.startGrid({ mode: 'standalone', maxSessions: 1, port: 0, sessionTimeout: 300 }), startPageServerProcess()]);
+  const [grid, pages] = await Promise.all([
+    gridModule.startGrid({ mode: 'standalone', maxSessions: 1, port: 0, sessionTimeout: 300 }),
+    startPageServerProcess(),
+  ]);
   cleanups.push(
     () => grid.stop(),
     () => pages.stop(),

@@ -16,10 +16,12 @@ import { AI_ROUTES } from './ai-routes';
 import { imageAnalysisRoutes } from './image-analysis-routes';
 import { researchRoutes } from './research-routes';
 import { PROXY_ROUTES } from './proxy-routes';
+import { STORAGE_ROUTES } from './storage-routes';
 import { createFileStore, type FileStore } from '../shared/storage';
 import { configRoutes } from './config-routes';
 import { egressPolicyFor } from '../shared/egress';
 import { snapRoutes } from './snap-routes';
+import { signedLinkRoutes } from './signed-link-routes';
 import { CHANGE_NOTIFICATION_ROUTES, WEBHOOK_ROUTES } from './webhook-routes';
 import { ApiMetrics } from './metrics';
 import { oauthRoutes } from './oauth-routes';
@@ -35,11 +37,13 @@ export function apiRoutes(
     ...operationRoutes(config),
     ...ACCOUNT_ROUTES,
     ...snapRoutes(store, policy, config.capture.queueTimeoutMs + config.capture.timeoutMs),
+    ...signedLinkRoutes(store, policy, config.capture.queueTimeoutMs + config.capture.timeoutMs, config.baseUrl),
     ...configRoutes(store, policy),
     ...AI_ROUTES,
     ...imageAnalysisRoutes(policy, config),
     ...researchRoutes(policy),
     ...PROXY_ROUTES,
+    ...STORAGE_ROUTES,
     ...WEBHOOK_ROUTES,
     ...CHANGE_NOTIFICATION_ROUTES,
     ...oauthRoutes(config),

@@ -10,7 +10,8 @@
  * A result carries the REST answer as structured content and as JSON text (a text answer, such
  * as a CSV report, as text). A capture's answer
  * (snap, snap_html, a completed job) also carries the image, scaled for the agent
- * (mcp-images.ts), with its full-size direct_link. A REST error is a tool error carrying the
+ * (mcp-images.ts), with its full-size direct_link, and with markdown=true the page's Markdown as
+ * text. A REST error is a tool error carrying the
  * answer's error_code and note, so the agent can correct its call. A capture reports progress
  * while it runs.
  */
@@ -117,6 +118,14 @@ async function screenshotContent(api: ApiCaller, link: string): Promise<CallTool
   ];
 }
 
+/** The page's Markdown at `link` (markdown=true) as text content for the agent; a line saying where it is when it cannot be read. */
+async function markdownContent(api: ApiCaller, link: string): Promise<CallToolResult['content']> {
+  const name = fileName(link);
+  const file = name ? await api.send({ method: 'GET', path: `/cdn/${name}` }) : null;
+  if (file?.status !== 200) return [{ type: 'text', text: `The page's Markdown could not be read just now; it is at ${link}` }];
+  return [{ type: 'text', text: `The page's main content as Markdown (${link}):\n\n${file.body.toString('utf8')}` }];
+}
+
 /** One call's result, its outcome for the report, and the error when it failed on this side. */
 interface ToolRun {
   result: CallToolResult;
@@ -139,7 +148,12 @@ async function runTool(tool: ResolvedTool, args: Record<string, unknown>, api: A
       return { result: toolError({ ...body, success: false, error_code: code, note }), outcome: code };
     }
     const link = tool.spec.image?.(body);
-    const content: CallToolResult['content'] = [{ type: 'text', text: JSON.stringify(body) }, ...(link ? await screenshotContent(api, link) : [])];
+    const markdown = tool.spec.markdown?.(body);
+    const content: CallToolResult['content'] = [
+      { type: 'text', text: JSON.stringify(body) },
+      ...(link ? await screenshotContent(api, link) : []),
+      ...(markdown ? await markdownContent(api, markdown) : []),
+    ];
     return { result: { content, structuredContent: body }, outcome: 'ok' };
   } catch (err) {
     // A refused argument (serviceError) keeps its code and note; anything else is ours.

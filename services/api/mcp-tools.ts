@@ -43,6 +43,8 @@ export interface ToolSpec {
   hints: Omit<ToolAnnotations, 'title'>;
   /** Where the answer names a screenshot to show the agent (its direct_link). */
   image?: (answer: Record<string, unknown>) => string | undefined;
+  /** Where the answer names the page's Markdown (markdown=true's markdown_url), handed to the agent as text beside the image. */
+  markdown?: (answer: Record<string, unknown>) => string | undefined;
   /** It captures before it answers: progress is reported while it runs. */
   progress?: true;
 }
@@ -64,6 +66,9 @@ const JOB_ID: PathArgument = {
 
 /** The snap record's screenshot (none for html_only, which answers the HTML). */
 const snapImage = (answer: Record<string, unknown>) => (typeof answer.direct_link === 'string' && answer.direct_link !== '' ? answer.direct_link : undefined);
+/** The snap record's Markdown of the page (markdown=true). */
+const snapMarkdown = (answer: Record<string, unknown>) =>
+  typeof answer.markdown_url === 'string' && answer.markdown_url !== '' ? answer.markdown_url : undefined;
 /** A finished job's screenshot. */
 const jobImage = (answer: Record<string, unknown>) => {
   const shot = answer.screenshot as { direct_link?: unknown } | undefined;
@@ -90,13 +95,16 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
       '1 screenshot credit; none when a capture of the same url and options younger than ttl seconds (default 86400) is reused: ttl=0 captures fresh. ' +
       'Useful options: page_width and page_height (viewport, CSS pixels), fullpage, wait (ms) or wait_for (CSS selector), selectors (capture one element), ' +
       'image_format, scale_factor, no_cookie_banners, no_ads, multi_step_actions (clicks, typing, scrolling before the capture), real_location (capture from ' +
-      'another country, one of list_real_locations), analyze_image_with_ai with ai_prompt (an AI answer about the capture, 1 AI credit). ' +
+      'another country, one of list_real_locations), analyze_image_with_ai with ai_prompt (an AI answer about the capture, 1 AI credit), ' +
+      "markdown=true (also answers the page's main content as Markdown text, same credit), metadata=true (title, description, Open Graph, " +
+      'status, headers, redirects, fonts in the record, same credit). ' +
       'html_only=true answers the rendered HTML instead of an image. A bad option is answered as an error whose note says what to change.',
     method: 'POST',
     path: '/snap',
     fixed: SNAP_JSON,
     hints: CAPTURES,
     image: snapImage,
+    markdown: snapMarkdown,
     progress: true,
   },
   {
@@ -111,6 +119,7 @@ export const MCP_TOOLS: readonly ToolSpec[] = [
     fixed: SNAP_JSON,
     hints: CAPTURES,
     image: snapImage,
+    markdown: snapMarkdown,
     progress: true,
   },
   {

@@ -190,6 +190,10 @@ function checkRules(values: RawParams, shape: ShapeName): void {
   if (values.hover_on_selected === true && values.selectors === undefined) {
     throw serviceError('invalid_parameter', 'hover_on_selected: requires selectors (the element to hover).');
   }
+  // A PATCH may change the key template of a configuration that stores already.
+  if (values.store_key !== undefined && values.store_to === undefined && shape !== 'configUpdate') {
+    throw serviceError('invalid_parameter', 'store_key: requires store_to (the storage destination the key is in).', { param: 'store_key' });
+  }
   if (values.analyze_image_with_ai === true && values.html_only === true) {
     throw serviceError(
       'invalid_parameter',

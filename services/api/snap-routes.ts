@@ -18,7 +18,7 @@ import { type ErrorCode, serviceError } from '../shared/errors';
 import { INLINE_DOCUMENT_URL, OPTION_DEFAULTS, type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
 import { parseThumbnailName } from '../capture/public/thumbnail-names';
-import { SNAP_ANSWER_SCHEMA, snapRecord } from '../capture/public/screenshot-records';
+import { PAGE_METADATA_SCHEMA, SNAP_ANSWER_SCHEMA, type SnapRecord, snapRecord } from '../capture/public/screenshot-records';
 import { admission } from './spend-admission';
 import { takeSnap } from './capture-call';
 import { type RouteContext, type RouteDef, route } from './http';
@@ -36,7 +36,13 @@ async function answer(ctx: RouteContext, store: FileStore, ref: ScreenshotRef, o
     const file = await readStored(store, ref.html_name);
     return { success: true, html: file.data.toString('utf8') };
   }
-  if (options.json) return snapRecord(ref, options.analyze_image_with_ai === true);
+  if (options.json) {
+    const record = snapRecord(ref, options.analyze_image_with_ai === true);
+    // metadata=true: the saved metadata in the answer too (markdown stays behind markdown_url: it can be long).
+    if (!options.metadata || !ref.metadata_name) return record;
+    const metadata = JSON.parse((await readStored(store, ref.metadata_name)).data.toString('utf8')) as SnapRecord['metadata'];
+    return { ...record, metadata };
+  }
   const file = await readStored(store, ref.image_name);
   return ctx.reply.header('content-type', file.contentType).header('content-length', String(file.data.length)).send(file.data);
 }
@@ -50,8 +56,8 @@ const SNAP_ADMISSION = admission({
   credits: ['screenshots', 'ai_credits', 'bandwidth_bytes'],
 });
 
-/** A snap of `options`, through the one admission path. */
-async function snap(ctx: RouteContext<unknown>, store: FileStore, policy: TargetPolicy, budgetMs: number, options: SnapOptions): Promise<unknown> {
+/** A snap of `options`, through the one admission path (also GET /render's, signed-link-routes.ts). */
+export async function snap(ctx: RouteContext<unknown>, store: FileStore, policy: TargetPolicy, budgetMs: number, options: SnapOptions): Promise<unknown> {
   const { broker, account } = ctx;
   await SNAP_ADMISSION.admit({ broker, account, policy, given: options });
   const features = requestedFeatures(options);
@@ -104,7 +110,7 @@ function snapVariant(fixed: Partial<SnapOptions>, required: Array<keyof SnapOpti
 }
 
 /** The parameters' errors, the admission's, then the capture's. */
-const SNAP_ERRORS: ErrorCode[] = [
+export const SNAP_ERRORS: ErrorCode[] = [
   'invalid_parameter',
   'ai_provider_unsupported',
   ...SNAP_ADMISSION.errors,
@@ -119,7 +125,7 @@ const SNAP_ERRORS: ErrorCode[] = [
 ];
 
 /** The image, or (json=true, html_only=true) the record or the HTML. */
-const SNAP_ANSWERS = { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf', 'application/json'], json: SNAP_ANSWER_SCHEMA };
+export const SNAP_ANSWERS = { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf', 'application/json'], json: SNAP_ANSWER_SCHEMA };
 
 /** A snap endpoint, GET and POST. */
 function snapEndpoint<P>(url: string, summary: string, params: ParamShape<P>, handler: (ctx: RouteContext<P>) => Promise<unknown>): RouteDef[] {
@@ -156,14 +162,19 @@ export function snapRoutes(store: FileStore, policy: TargetPolicy, budgetMs: num
   const cdn: RouteDef = {
     method: 'GET',
     url: '/cdn/:name',
-    summary: 'A stored image, thumbnail or HTML file (public, no key; names are random).',
+    summary: 'A stored image, thumbnail, HTML, Markdown or metadata file (public, no key; names are random).',
     tag: 'capture',
     auth: false,
-    response: { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf', 'text/html'] },
+    // A metadata file (metadata=true) is the one JSON file stored.
+    response: {
+      contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf', 'text/html', 'text/markdown', 'application/json'],
+      json: PAGE_METADATA_SCHEMA,
+    },
     errors: ['not_found'],
     handler: async ({ path, reply, broker }) => {
       const name = path.name ?? '';
-      let file = /^[A-Za-z0-9_-]+\.[a-z]+$/.test(name) ? await store.get(name) : null;
+      // <random>.<ext>, and metadata=true's <random>.metadata.json.
+      let file = /^[A-Za-z0-9_-]+(\.metadata)?\.[a-z]+$/.test(name) ? await store.get(name) : null;
       // An image's thumbnail is made when first asked for, by the capture service.
       if (!file && parseThumbnailName(name) && (await call(broker, 'capture.thumbnail', { name })).made) file = await store.get(name);
       if (!file) throw serviceError('not_found', `No stored file named "${name}".`);

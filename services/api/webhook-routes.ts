@@ -110,6 +110,14 @@ async function listChangeNotifications(ctx: RouteContext<Paging>) {
   return { success: true, change_notifications: page.change_notifications, has_more: page.has_more };
 }
 
+/** A configuration's change history: every alert, a visual one with its images and boxes, a text one with its word diff. */
+async function listChanges(ctx: RouteContext<Paging>) {
+  const accountId = ctx.account.accountId;
+  const configId = (await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' })).ids.screenshot_config_id;
+  const page = await call(ctx.broker, 'notifier.listChangeNotifications', { accountId, paging: ctx.params, configId, history: true });
+  return { success: true, changes: page.change_notifications, has_more: page.has_more };
+}
+
 /** The change notification endpoints (spec, "Change notifications"), plus has_more. */
 export const CHANGE_NOTIFICATION_ROUTES: RouteDef[] = [
   route({
@@ -131,5 +139,16 @@ export const CHANGE_NOTIFICATION_ROUTES: RouteDef[] = [
     response: ok({ change_notifications: Type.Array(CHANGE_NOTIFICATION_SCHEMA), has_more: Type.Boolean() }),
     errors: ['invalid_parameter', 'not_found'],
     handler: listChangeNotifications,
+  }),
+  route({
+    method: 'GET',
+    url: '/screenshot_configs/:id/changes',
+    summary:
+      "A configuration's change history, paged (before/after filters): every detected change, a visual one with the links of its before, after and diff images and its boxes, a text one with its word diff.",
+    tag: 'change notifications',
+    params: PAGING_PARAMS,
+    response: ok({ changes: Type.Array(CHANGE_NOTIFICATION_SCHEMA), has_more: Type.Boolean() }),
+    errors: ['invalid_parameter', 'not_found'],
+    handler: listChanges,
   }),
 ];

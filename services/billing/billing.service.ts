@@ -1,6 +1,6 @@
 /**
- * billing: owns accounts, API keys, the plan catalogue, addons and the monthly usage
- * counters. Authenticates keys (and counts request rates), gates plans and addons,
+ * billing: owns accounts, API keys, link signing secrets (link-secrets.ts), the plan
+ * catalogue, addons and the monthly usage counters. Authenticates keys and signed links (and counts request rates), gates plans and addons,
  * reserves, commits, refunds and releases credits, and answers what room a month has left.
  * Every other service asks billing; none reads its tables.
  */
@@ -13,6 +13,8 @@ import { checkFeatures } from './public/plan-gates';
 import { randomId } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
 import { AccountRepository } from './accounts';
+import { LinkSecrets } from './link-secrets';
+import { SecretBox } from '../shared/secrets';
 import { counterExpiry, limitsFor, monthOf } from './limits';
 import { BillingMetrics } from './metrics';
 import { MemoryUsageStore, RedisUsageStore, type ReserveOutcome, USAGE_KINDS, type UsageStore } from './usage-store';
@@ -33,6 +35,7 @@ const EXHAUSTED_WHAT: Record<UsageKind, string> = {
 
 interface BillingState {
   accounts: AccountRepository;
+  links: LinkSecrets;
   store: UsageStore;
   now: () => Date;
 }
@@ -48,9 +51,15 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     if (!account) {
       throw serviceError('access_token_invalid', 'The access_token is unknown or was revoked; use the key shown when the account was created or last rotated.');
     }
+    await countRate(account.accountId);
+    return account;
+  };
+
+  /** Counts one request against the account's rate limit (RATE_LIMIT_*): 429 rate_limited beyond it. */
+  async function countRate(accountId: string): Promise<void> {
     const { max, windowSeconds } = config.rateLimit;
     if (max > 0) {
-      const rate = await state.store.hitRate(account.accountId, max, windowSeconds, state.now());
+      const rate = await state.store.hitRate(accountId, max, windowSeconds, state.now());
       if (!rate.allowed) {
         throw serviceError(
           'rate_limited',
@@ -61,8 +70,7 @@ export function billingService(deps: BillingDeps): ServiceUnit {
         );
       }
     }
-    return account;
-  };
+  }
 
   /** The 402 of amounts that do not fit in the month (a reservation or a room check refused), counted for the operator. */
   function refusal(accountId: string, month: string, at: Date, amounts: UsageAmounts, outcome: Extract<ReserveOutcome, { ok: false }>): Error {
@@ -117,6 +125,26 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     return account;
   };
 
+  /**
+   * A signed link's account: the signature first (a wrong one, or an unknown account, is 403
+   * without saying which), then its expiry, then the account's rate limit, as its key's requests.
+   */
+  async function verifyLink(link: { account: string; canonical: string; signature: string; expires: number | null }): Promise<AccountContext> {
+    const account = await state.accounts.byId(link.account);
+    if (!account || !(await state.links.verify(account.accountId, link.canonical, link.signature))) {
+      throw serviceError(
+        'invalid_signature',
+        'The link\'s signature does not verify: sign the canonical query (every parameter but signature, RFC 3986-encoded, sorted by name, joined with "&") ' +
+          'with HMAC-SHA256 under the current signing secret of the account named in `account` (GET /signing_secret), or get a signed link from POST /signed_links.',
+      );
+    }
+    if (link.expires !== null && link.expires * 1000 <= state.now().getTime()) {
+      throw serviceError('link_expired', `The link expired at ${new Date(link.expires * 1000).toISOString()}; sign a new one (POST /signed_links).`);
+    }
+    await countRate(account.accountId);
+    return account;
+  }
+
   /** Usage that must be counted whatever the limit (it was used already): reserved against no limit, then committed. */
   const charge = async (accountId: string, amounts: UsageAmounts): Promise<{ charged: true }> => {
     const at = state.now();
@@ -162,6 +190,13 @@ export function billingService(deps: BillingDeps): ServiceUnit {
         return { limits: limitsFor(ctx.params.account), usage: await state.store.usage(ctx.params.account.accountId, month), month };
       },
       account: (ctx) => accountById(ctx.params.accountId),
+      linkSecret: async (ctx) => ({ secret: await state.links.current(ctx.params.accountId), account: ctx.params.accountId }),
+      rotateLinkSecret: async (ctx) => ({
+        ...(await state.links.rotate(ctx.params.accountId, ctx.params.revokePrevious)),
+        account: ctx.params.accountId,
+      }),
+      signLink: async (ctx) => ({ signature: await state.links.sign(ctx.params.accountId, ctx.params.canonical) }),
+      verifyLink: (ctx) => verifyLink(ctx.params),
       charge: (ctx) => charge(ctx.params.accountId, ctx.params.amounts),
       createAccount: async (ctx) => state.accounts.create(ctx.params.plan, ctx.params.addons ?? {}),
       listAccounts: async () => state.accounts.list(),
@@ -172,10 +207,12 @@ export function billingService(deps: BillingDeps): ServiceUnit {
       metrics: () => metrics.snapshot(),
     },
     created() {
+      const now = deps.now ?? (() => new Date());
       state = {
         accounts: new AccountRepository(database.knex),
+        links: new LinkSecrets(database.knex, new SecretBox(config), () => now().getTime()),
         store: deps.store ?? (config.redisUrl ? new RedisUsageStore(config.redisUrl, config.redisPrefix) : new MemoryUsageStore()),
-        now: deps.now ?? (() => new Date()),
+        now,
       };
       metrics = new BillingMetrics(
         () => state.store,

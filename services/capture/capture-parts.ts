@@ -10,6 +10,8 @@ import type { Config } from '../shared/config';
 import { egressPolicyFor } from '../shared/egress';
 import type { SnapOptions } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
+import { cdnLink } from '../shared/links';
+import { VisualAlerts } from '../notifier/public/visual-alerts';
 import { BrowserPool } from './browsers/browser-pool';
 import { launchSession } from './browsers/browser-slot';
 import { CaptureEngine, turnOf } from './browsers/engine';
@@ -42,6 +44,8 @@ export interface CaptureParts {
   snaps: SnapDesk;
   researchDesk: ResearchDesk;
   drainWatch: GridDrainWatch | null;
+  /** Visual change steps' comparisons, which run after their capture is recorded. */
+  visual: VisualAlerts;
 }
 
 export interface PartsInput {
@@ -92,7 +96,20 @@ export function captureParts({ config, db, store, blockers, collaborators: c, br
   const engine = new CaptureEngine(engineDeps);
   // Research's captures also read each page (its text and links).
   const readingEngine = new CaptureEngine({ ...engineDeps, runPage: readingCapture });
-  const pipeline = new CapturePipeline({ engine, files, screenshots, queue, analyst: c.analyst, router: c.router, observer: metrics, log });
+  // Visual change steps: compared in this process once their capture is recorded (visual-alerts.ts).
+  const visual = new VisualAlerts({ db, store, link: (name) => cdnLink(config, name), log });
+  const pipeline = new CapturePipeline({
+    engine,
+    files,
+    screenshots,
+    queue,
+    analyst: c.analyst,
+    router: c.router,
+    uploader: c.uploader,
+    observer: metrics,
+    log,
+    visual,
+  });
   const research = new ResearchRepository(db, config);
   const researchRunner = new ResearchRunner({
     repo: research,
@@ -118,5 +135,5 @@ export function captureParts({ config, db, store, blockers, collaborators: c, br
   const snaps = new SnapDesk({ db, admission, queue, pipeline, screenshots, files, metrics, configs: c.snapConfigs, jobQueued: c.jobQueued });
   // On a Grid, browsers leave a draining node between captures, so it can stop without cutting one.
   const drainWatch = config.seleniumUrl ? new GridDrainWatch({ seleniumUrl: config.seleniumUrl, pool, log }) : null;
-  return { store, screenshots, pool, admission, metrics, worker, research, snaps, researchDesk: new ResearchDesk(research, c.jobQueued), drainWatch };
+  return { store, screenshots, pool, admission, metrics, worker, research, snaps, researchDesk: new ResearchDesk(research, c.jobQueued), drainWatch, visual };
 }

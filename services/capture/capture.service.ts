@@ -29,6 +29,8 @@ export interface CaptureHandle {
    * wait for requests in flight before it stops any service.
    */
   drain(): void;
+  /** Resolves when every visual change comparison started so far has finished (visual-alerts.ts). */
+  visualIdle(): Promise<void>;
 }
 
 export interface CaptureDeps {
@@ -93,6 +95,8 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       await s.worker.stop(config.capture.timeoutMs);
       await s.pool.stop();
       await s.worker.idle();
+      // Visual change comparisons of recorded captures finish before the store closes.
+      await s.visual.idle();
       await s.admission.stop();
       await s.store.close();
     },
@@ -101,5 +105,6 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
     s?.worker.stopClaiming();
     s?.pool.drain();
   };
-  return { schema, handle: { blockers, drain } };
+  // visualIdle: every visual change comparison started so far, finished (tests wait for it).
+  return { schema, handle: { blockers, drain, visualIdle: () => s.visual.idle() } };
 }

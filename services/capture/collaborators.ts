@@ -9,7 +9,7 @@ import { bandwidth } from '../billing/public/credits';
 import type { Config } from '../shared/config';
 import { call, emit } from '../shared/contracts';
 import { type SnapOptions, captureKey } from '../shared/screenshot-options';
-import type { Analyst, Router } from './jobs/pipeline';
+import type { Analyst, Router, Uploader } from './jobs/pipeline';
 import type { SnapConfigs } from './jobs/snaps';
 import type { ResearchDeps } from './research/research';
 
@@ -20,6 +20,8 @@ export interface Collaborators {
   analyst: Analyst;
   /** proxy and billing: a capture's route, and the bandwidth a real location spends. */
   router: Router;
+  /** proxy: a capture's file uploaded to the account's own bucket (store_to). */
+  uploader: Uploader;
   /** scheduler: the configuration a snap is recorded under. */
   snapConfigs: SnapConfigs;
   /** ai: what research asks of a domain's pages. */
@@ -52,6 +54,10 @@ export function collaboratorsOf(broker: ServiceBroker, config: Readonly<Config>)
       // The credits helper: the month's room asked (402 real_location_bandwidth_exhausted when no byte is left), nothing held.
       checkBandwidth: (accountId) => bandwidth.ensureRoom(broker, accountId),
       chargeBandwidth: (accountId, bytes) => bandwidth.charge(broker, accountId, bytes),
+    },
+    // The proxy service reads the file from storage and uploads it (its action bounds the time): the credentials never come here.
+    uploader: {
+      store: (accountId, destination, key, file) => call(broker, 'proxy.storeFile', { accountId, destination, key, file }, { timeout: 40_000 }),
     },
     snapConfigs: {
       snapConfig: (accountId, options) => call(broker, 'scheduler.snapConfig', { accountId, options, snapKey: captureKey(options) }),

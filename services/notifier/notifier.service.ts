@@ -66,7 +66,7 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
         void s.dispatcher.pump();
         return view;
       },
-      listChangeNotifications: (ctx) => s.alerts.list(ctx.params.accountId, ctx.params.configId, ctx.params.paging),
+      listChangeNotifications: (ctx) => s.alerts.list(ctx.params.accountId, ctx.params.configId, ctx.params.paging, ctx.params.history === true),
       deleteForConfig: async (ctx) => {
         const { accountId, configId } = ctx.params;
         await s.db.transaction(async (trx) => {

@@ -9,7 +9,7 @@
  */
 import type { Static } from '@sinclair/typebox';
 import { serviceError } from './errors';
-import { type ACTION_STEP_SCHEMA, ACTION_TYPES, CHANGE_TARGETS, MAX_ACTIONS, MAX_WAIT_MS } from './screenshot-options';
+import { type ACTION_STEP_SCHEMA, ACTION_TYPES, CHANGE_MODES, CHANGE_TARGETS, MAX_ACTIONS, MAX_SELECTORS, MAX_WAIT_MS } from './screenshot-options';
 
 export type ActionType = (typeof ACTION_TYPES)[number];
 
@@ -25,8 +25,17 @@ export const MAX_ACTIONS_WAIT_MS = MAX_WAIT_MS;
 
 type Key = 'selector' | 'value' | 'send_to' | 'url';
 
-/** Keys a type may carry besides the ones it needs: a change step's own id, kept with it and shown in its alerts. */
-const OPTIONAL: Partial<Record<ActionType, readonly string[]>> = { change: ['custom_id'] };
+/**
+ * Keys a type may carry besides the ones it needs: a change step's own id, kept with it and
+ * shown in its alerts, its mode, and the visual mode's options (refused in the text mode).
+ */
+const OPTIONAL: Partial<Record<ActionType, readonly string[]>> = { change: ['custom_id', 'mode', 'threshold', 'tolerance', 'repeat', 'ignore_selectors'] };
+
+/** The visual change step's options and their defaults (docs/api.md, "Visual change detection"). */
+export const VISUAL_CHANGE_DEFAULTS = { threshold: 1, tolerance: 0.1, repeat: 1 } as const;
+/** Most consecutive differing captures a visual change step may wait for. */
+export const MAX_CHANGE_REPEAT = 10;
+const VISUAL_ONLY = ['threshold', 'tolerance', 'repeat', 'ignore_selectors'] as const;
 
 /** Keys each type needs (besides `type`); every other key (but OPTIONAL's) is refused. */
 const KEYS: Record<ActionType, readonly Key[]> = {
@@ -94,11 +103,39 @@ export function checkboxState(value: unknown): boolean | null {
   return null;
 }
 
+/** The mode and visual options of a change step; `fail` throws. */
+function checkVisualChange(step: Record<string, unknown>, options: { html_only?: unknown; image_format?: unknown }, fail: (problem: string) => void): void {
+  if (step.mode !== undefined && !(CHANGE_MODES as readonly unknown[]).includes(step.mode))
+    fail(`"mode" must be one of ${CHANGE_MODES.join(', ')} (text is the default); got ${shown(step.mode)}.`);
+  if (step.mode !== 'visual') {
+    const stray = VISUAL_ONLY.find((k) => step[k] !== undefined);
+    if (stray) fail(`"${stray}" applies to a visual change step only; add "mode": "visual" or leave out "${stray}".`);
+    return;
+  }
+  if (options.html_only === true) fail('a visual change step compares the captured image, and html_only=true captures none; leave out one of the two.');
+  if (options.image_format === 'pdf') fail('a visual change step compares an image; image_format=pdf makes a PDF. Use png, jpeg or webp.');
+  const { threshold, tolerance, repeat, ignore_selectors: masks } = step;
+  if (threshold !== undefined && !(typeof threshold === 'number' && threshold > 0 && threshold <= 100))
+    fail(`"threshold" must be the percentage of pixels that must differ, above 0 and at most 100 (such as 1 or 0.5), got ${shown(threshold)}.`);
+  if (tolerance !== undefined && !(typeof tolerance === 'number' && tolerance >= 0 && tolerance <= 1))
+    fail(
+      `"tolerance" must be the per-pixel colour difference ignored, from 0 (exact) to 1 (default ${VISUAL_CHANGE_DEFAULTS.tolerance}), got ${shown(tolerance)}.`,
+    );
+  if (repeat !== undefined && !(Number.isInteger(repeat) && (repeat as number) >= 1 && (repeat as number) <= MAX_CHANGE_REPEAT))
+    fail(`"repeat" must be a whole number of consecutive differing captures from 1 to ${MAX_CHANGE_REPEAT}, got ${shown(repeat)}.`);
+  if (masks !== undefined) {
+    if (!Array.isArray(masks) || masks.length === 0 || masks.length > MAX_SELECTORS)
+      fail(`"ignore_selectors" must be a list of 1 to ${MAX_SELECTORS} CSS selectors of areas to mask, got ${shown(masks)}.`);
+    const bad = (masks as unknown[]).find((m) => typeof m !== 'string' || m.trim() === '' || m.length > 1000);
+    if (bad !== undefined) fail(`"ignore_selectors" takes non-blank CSS selectors (at most 1000 characters), got ${shown(bad)}.`);
+  }
+}
+
 /**
  * Throws invalid_parameter naming the first bad step; returns nothing when all are fine.
  * `options` are the request's other values: script steps cannot run with disable_js.
  */
-export function checkActions(actions: unknown[], options: { disable_js?: unknown } = {}): void {
+export function checkActions(actions: unknown[], options: { disable_js?: unknown; html_only?: unknown; image_format?: unknown } = {}): void {
   if (actions.length > MAX_ACTIONS) {
     throw serviceError('invalid_parameter', `multi_step_actions: at most ${MAX_ACTIONS} steps are allowed, got ${actions.length}.`, {
       param: 'multi_step_actions',
@@ -116,8 +153,10 @@ export function checkActions(actions: unknown[], options: { disable_js?: unknown
     if (typeof type !== 'string' || !Object.hasOwn(KEYS, type)) {
       fail('', `"type" must be one of ${ACTION_TYPES.join(', ')}; got ${shown(step.type)}.`);
     }
-    const needed = KEYS[type];
-    const accepted: readonly string[] = [...needed, ...(OPTIONAL[type] ?? [])];
+    // A visual change step watches the whole capture unless it names a region (selector).
+    const visual = type === 'change' && step.mode === 'visual';
+    const needed = visual ? KEYS.change.filter((k) => k !== 'selector') : KEYS[type];
+    const accepted: readonly string[] = [...needed, ...(visual ? ['selector'] : []), ...(OPTIONAL[type] ?? [])];
     for (const key of Object.keys(step)) {
       if (key === 'type' || accepted.includes(key)) continue;
       fail(
@@ -170,6 +209,7 @@ export function checkActions(actions: unknown[], options: { disable_js?: unknown
         if (!(CHANGE_TARGETS as readonly unknown[]).includes(step.send_to))
           fail(type, `"send_to" must be one of ${CHANGE_TARGETS.join(', ')}; got ${shown(step.send_to)}.`);
         if (!isHttpUrl(step.url)) fail(type, `"url" must be a full http:// or https:// URL, got ${shown(step.url)}.`);
+        checkVisualChange(step, options, (problem) => fail(type, problem));
         break;
       default:
         break;

@@ -97,6 +97,31 @@ export interface ScreenshotRef {
   final_url: string | null;
   /** What hide_selectors, remove_selectors, block_chats and block_overlays hid or removed; null (or absent) when none was asked for. */
   overlays?: OverlayRecordEntry[] | null;
+  /** markdown=true's and metadata=true's storage objects (page text beside the picture), and their public links; null or absent when not asked for. */
+  markdown_name?: string | null;
+  metadata_name?: string | null;
+  markdown_link?: string | null;
+  metadata_link?: string | null;
+  /** Where the capture was uploaded (store_to); null (or absent) when none was asked for. */
+  stored_to?: StoredTo | null;
+}
+
+/** Where a capture was uploaded to an account's own bucket (services/proxy/public/storage-destination-record.ts). */
+export type StoredTo = PublishedRecords['storedTo'];
+/** An account's storage destination, never its secret (services/proxy/public/storage-destination-record.ts). */
+export type StorageDestinationRecord = PublishedRecords['storageDestination'];
+
+/** What POST /storage_destinations receives (the secret only here, sealed at once). */
+export interface StorageDestinationInput {
+  name: string;
+  type: 's3' | 'gcs';
+  bucket: string;
+  endpoint?: string;
+  region?: string;
+  access_key_id?: string;
+  secret_access_key?: string;
+  /** gcs: the service account key, JSON. */
+  credentials?: string;
 }
 
 /** One thing a capture hid or removed (services/capture/page/overlays.ts), as its record lists it. */
@@ -286,6 +311,18 @@ export interface Actions {
   'billing.upsertPlan': [PlanInput, PlanRecord];
   /** The account behind an id (capture reads the plan's concurrency limits of a queued job's account). */
   'billing.account': [{ accountId: string }, AccountContext];
+  /** The account's link signing secret (made on first use) and the public id its signed links name. */
+  'billing.linkSecret': [{ accountId: string }, { secret: string; account: string }];
+  /** A new link signing secret; the old one verifies for 24 hours more, or not at all with `revokePrevious`. */
+  'billing.rotateLinkSecret': [{ accountId: string; revokePrevious: boolean }, { secret: string; account: string; previous_valid_until: string | null }];
+  /** The signature of a signed link's canonical query (billing/public/signed-links.ts), made with the account's secret. */
+  'billing.signLink': [{ accountId: string; canonical: string }, { signature: string }];
+  /**
+   * The account of a signed link whose signature verifies (403 invalid_signature otherwise, an
+   * unknown account included), rate-limited as its key would be; 410 link_expired when it
+   * verifies but `expires` (unix seconds) has passed.
+   */
+  'billing.verifyLink': [{ account: string; canonical: string; signature: string; expires: number | null }, AccountContext];
   /**
    * A snap's capture. `jobId` names its job and its place in the account's counts, given by the
    * api so that an attempt taken again on another instance (`attempt` 2 and on, after the
@@ -374,7 +411,8 @@ export interface Actions {
   ];
   'notifier.retryDelivery': [{ accountId: string; id: string }, DeliveryView];
   'notifier.listChangeNotifications': [
-    { accountId: string; configId?: string; paging: Paging },
+    /** history: text alerts carry their word diff (GET /screenshot_configs/:id/changes). */
+    { accountId: string; configId?: string; paging: Paging; history?: boolean },
     { change_notifications: ChangeNotificationRecord[]; has_more: boolean },
   ];
   /** Deletes a configuration's deliveries (with their attempts), change readings and alerts. */
@@ -398,6 +436,24 @@ export interface Actions {
   'proxy.list': [{ accountId: string }, ProxyRecord[]];
   'proxy.test': [{ account: AccountContext; id: number }, { proxy: ProxyRecord; result: { exit_ip: string | null; ms: number } }];
   'proxy.remove': [{ accountId: string; id: number }, { removed: boolean }];
+  /** POST /storage_destinations: checks, stores and tests (write then delete an object); a failed test stores nothing and throws its code. */
+  'proxy.createDestination': [
+    { accountId: string; input: StorageDestinationInput },
+    { destination: StorageDestinationRecord; result: { key: string; ms: number } },
+  ];
+  'proxy.listDestinations': [{ accountId: string }, StorageDestinationRecord[]];
+  /** By name or id; 404 not_found for another account's. */
+  'proxy.getDestination': [{ accountId: string; nameOrId: string }, StorageDestinationRecord];
+  'proxy.testDestination': [{ accountId: string; nameOrId: string }, { destination: StorageDestinationRecord; result: { key: string; ms: number } }];
+  'proxy.removeDestination': [{ accountId: string; nameOrId: string }, { removed: boolean; name: string }];
+  /** Refuses (400 storage_destination_not_found) a store_to that names no destination of the account, before any credit. */
+  'proxy.checkDestination': [{ accountId: string; name: string }, { ok: true }];
+  /**
+   * Uploads a stored capture file (read from storage, never sent over the transporter) to the
+   * account's destination under `key`; throws 502 storage_upload_failed. The credentials never
+   * leave the proxy service.
+   */
+  'proxy.storeFile': [{ accountId: string; destination: string; key: string; file: StoredImage }, StoredTo];
   /** Refuses (400 invalid_parameter) a real_location that is not in the catalogue, before any credit. */
   'proxy.checkRoute': [{ accountId: string; realLocation?: string; customProxyId?: number }, { ok: true }];
   /**

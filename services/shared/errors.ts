@@ -13,6 +13,10 @@ export const ERROR_STATUS = {
   // authentication
   access_token_required: 401,
   access_token_invalid: 401,
+  /** A signed link (GET /render) whose signature is missing or does not verify: tampered, another secret, an unknown account. */
+  invalid_signature: 403,
+  /** A signed link that verifies, but whose `expires` has passed. */
+  link_expired: 410,
   // input
   invalid_parameter: 400,
   not_found: 404,
@@ -56,6 +60,19 @@ export const ERROR_STATUS = {
   proxy_connection_failed: 400,
   proxy_host_not_found: 400,
   proxy_timeout: 400,
+  // accounts' storage destinations (store_to; docs/api.md, "Storage destinations")
+  /** store_to names no destination of the account. */
+  storage_destination_not_found: 400,
+  /** A destination's fields are wrong, or its endpoint is a refused (private) address. */
+  invalid_storage_destination: 400,
+  /** The bucket refused the credentials (or their permissions). */
+  storage_auth_failed: 400,
+  /** The bucket does not exist. */
+  storage_bucket_not_found: 400,
+  /** The endpoint could not be reached, or did not answer in time. */
+  storage_unreachable: 400,
+  /** A capture's upload to its store_to destination failed (the capture is not recorded, nor charged). */
+  storage_upload_failed: 502,
   // an image given to POST /ai/analyze (the note names urls[i] and why)
   /** Could not be fetched: unresolvable, refused connection, an HTTP error, too slow, too many redirects. */
   image_unreachable: 422,

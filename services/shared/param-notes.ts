@@ -5,6 +5,7 @@
  */
 import Ajv, { type ErrorObject } from 'ajv';
 import { closeDeviceNames, findDevice } from './devices';
+import { keyTemplateProblem } from './object-keys';
 import { statusCodesProblem } from './status-codes';
 
 /** An ajv instance with the formats the option table uses. */
@@ -32,6 +33,8 @@ export function newAjv(): Ajv {
   instance.addFormat('status-codes', (value: string) => statusCodesProblem(value) === null);
   // device: a name GET /devices lists (devices.ts).
   instance.addFormat('device', (value: string) => findDevice(value) !== undefined);
+  // store_key: a key template whose placeholders are known (object-keys.ts).
+  instance.addFormat('object-key-template', (value: string) => keyTemplateProblem(value) === null);
   return instance;
 }
 
@@ -96,6 +99,9 @@ export function noteFor(error: ErrorObject, data: unknown, allowed: string[]): {
         const close = closeDeviceNames(String(got));
         const hint = close.length ? `did you mean ${close.join(', ')}? ` : '';
         return { param, note: `${where}: ${describe(got)} is not a known device; ${hint}GET /devices lists the names (such as iPhone 15 Pro, Pixel 7).` };
+      }
+      if (p.format === 'object-key-template') {
+        return { param, note: `${where}: ${describe(got)} ${keyTemplateProblem(String(got)) ?? 'is not a key template'}.` };
       }
       if (p.format === 'status-codes') {
         return {

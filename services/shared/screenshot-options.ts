@@ -9,6 +9,7 @@
 import crypto from 'node:crypto';
 import { type Static, type TProperties, type TSchema, Type } from '@sinclair/typebox';
 import { serviceError } from './errors';
+import { DEFAULT_KEY_TEMPLATE, MAX_KEY_TEMPLATE, placeholderList } from './object-keys';
 import { MAX_STATUS_LIST } from './status-codes';
 
 type JsonSchema = Record<string, unknown>;
@@ -84,6 +85,8 @@ export const PDF_LENGTH_PATTERN = '^[0-9]{1,4}(\\.[0-9]{1,4})?(px|in|cm|mm)$';
 export const PDF_PAGE_RANGES_PATTERN = '^ *[1-9][0-9]{0,4}( *- *[1-9][0-9]{0,4})?( *, *[1-9][0-9]{0,4}( *- *[1-9][0-9]{0,4})?)* *$';
 export const SCHEDULE_INTERVALS = ['minutes', 'hours', 'days', 'weeks', 'months', 'years'] as const;
 export const CHANGE_TARGETS = ['webhook', 'slack'] as const;
+/** What a `change` step compares: the text of its selector (the default), or the picture (visual-alerts.ts in the notifier). */
+export const CHANGE_MODES = ['text', 'visual'] as const;
 /**
  * Why a request's PDF options (pdf_*) cannot be taken as given, or null when they can: they
  * shape a PDF only, so they need image_format=pdf (`format`: the format the capture will have,
@@ -176,6 +179,12 @@ export const ACTION_STEP_SCHEMA = Type.Object({
   url: Type.Optional(Type.String({ maxLength: 4096 })),
   /** A change step's own id (the MCP server's schema): kept with the step and shown in its alerts' `config`. */
   custom_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  /** A change step's mode: `visual` compares the capture's picture; its options follow (ranges in actions-schema.ts). */
+  mode: Type.Optional(enumOf(CHANGE_MODES)),
+  threshold: Type.Optional(Type.Number()),
+  tolerance: Type.Optional(Type.Number()),
+  repeat: Type.Optional(Type.Integer()),
+  ignore_selectors: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 1000 }), { maxItems: MAX_SELECTORS })),
 });
 
 export const OPTION_TABLE = [
@@ -223,6 +232,23 @@ export const OPTION_TABLE = [
     scope: 'capture',
     affectsCapture: true,
     description: 'Id of a stored proxy (Bring Your Own Proxy addon). Replaces real_location.',
+  }),
+  option({
+    name: 'store_to',
+    schema: Type.String({ minLength: 1, maxLength: 64 }),
+    scope: 'capture',
+    // A capture reused within ttl was uploaded to the same destination under the same template.
+    affectsCapture: true,
+    description:
+      'Name of a storage destination of the account (POST /storage_destinations: an S3-compatible or GCS bucket); the capture is also uploaded ' +
+      "there and the record's stored_to says where (bucket, key, location, etag). An upload that fails fails the capture (storage_upload_failed, not charged).",
+  }),
+  option({
+    name: 'store_key',
+    schema: Type.String({ minLength: 1, maxLength: MAX_KEY_TEMPLATE, format: 'object-key-template' }),
+    scope: 'capture',
+    affectsCapture: true,
+    description: `With store_to: the object key template; placeholders ${placeholderList()}. Default ${DEFAULT_KEY_TEMPLATE}.`,
   }),
   option({
     name: 'wait',
@@ -348,6 +374,15 @@ export const OPTION_TABLE = [
     description: 'JPEG quality, 1 (lowest) to 100 (highest); ignored for png and webp.',
   }),
   option({
+    name: 'optimize_for_speed',
+    schema: Type.Boolean(),
+    scope: 'capture',
+    affectsCapture: true,
+    default: true,
+    description:
+      'PNG only: encode for speed (about a third of the CPU) at the cost of a larger file (1.1x to 2.2x on the bench pages); false gives the smallest PNG. JPEG and WebP encode the same either way, so it is refused with them.',
+  }),
+  option({
     name: 'scale_factor',
     schema: Type.Number({ minimum: 0.5, maximum: 4 }),
     scope: 'capture',
@@ -370,15 +405,6 @@ export const OPTION_TABLE = [
     scope: 'capture',
     affectsCapture: true,
     description: 'image_format=pdf: paper width, with pdf_paper_height (such as 8.5in, 210mm).',
-  }),
-  option({
-    name: 'optimize_for_speed',
-    schema: Type.Boolean(),
-    scope: 'capture',
-    affectsCapture: true,
-    default: true,
-    description:
-      'PNG only: encode for speed (about a third of the CPU) at the cost of a larger file (1.1x to 2.2x on the bench pages); false gives the smallest PNG. JPEG and WebP encode the same either way, so it is refused with them.',
   }),
   option({
     name: 'pdf_paper_height',
@@ -701,6 +727,27 @@ export const OPTION_TABLE = [
     affectsCapture: true,
     zeroIsUnset: true,
     description: 'Thumbnail height in pixels (default keeps the aspect ratio).',
+  }),
+  option({
+    name: 'markdown',
+    schema: Type.Boolean(),
+    scope: 'capture',
+    affectsCapture: true,
+    default: false,
+    description:
+      "Also saves the page's main content (what a reader view keeps: no navigation, sidebars or footer) as Markdown, from the same page load as the " +
+      'image, in the same credit; the record links it as markdown_url.',
+  }),
+  option({
+    name: 'metadata',
+    schema: Type.Boolean(),
+    scope: 'capture',
+    affectsCapture: true,
+    default: false,
+    description:
+      "Also saves the page's metadata as JSON (title, description, language, canonical URL, Open Graph and Twitter tags, icons, the final status, " +
+      'response headers and redirect chain of its main document, the web fonts it loaded), from the same page load, in the same credit; the record ' +
+      'links it as metadata_url (and json=true answers it as metadata).',
   }),
   option({
     name: 'html_only',

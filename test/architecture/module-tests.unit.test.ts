@@ -42,6 +42,7 @@ const WITHOUT_OWN_TESTS: Readonly<Record<string, string>> = {
   'api/proxy-routes.ts': `${SYSTEM}: test/proxy/own-proxies.test.ts, test/proxy/real-locations.test.ts`,
   'api/research-routes.ts': `${SYSTEM}: test/ai/domain-research.test.ts`,
   'api/routes.ts': `${SYSTEM}: the table of every route; test/api/http.test.ts and the OpenAPI checks read it`,
+  'api/storage-routes.ts': `${SYSTEM}: test/proxy/storage-destinations.test.ts`,
   'api/snap-routes.ts': `${SYSTEM}: test/capture/snap.test.ts, test/capture/snap-html.test.ts`,
   'api/webhook-routes.ts': `${SYSTEM}: test/notifier/deliveries.test.ts`,
   'api/paging-params.ts': 'the paging parameters, in test/api/http-params.unit.test.ts with the other declared params',
@@ -73,6 +74,8 @@ const WITHOUT_OWN_TESTS: Readonly<Record<string, string>> = {
   'capture/page/cross-site-frames.ts': 'cross-site frames in full pages, in test/capture/real-web.test.ts and test/capture/snap.test.ts',
   'capture/page/page-capture.ts': "one page's capture: every capture test (test/capture/snap.test.ts, real-web.test.ts, page/full-page.test.ts)",
   'capture/page/page-reading.ts': "research's reading of a page, in test/ai/domain-research.test.ts",
+  'capture/page/visual-regions.ts':
+    'the region and masks of visual change steps, measured in the real Chromium: test/notifier/public/visual-alerts.test.ts (layout shift, masked carousel and clock)',
   'capture/page/page-session.ts':
     'the CDP session every page module shares, in test/capture/page/painting.unit.test.ts and test/capture/browsers/browser-slot.unit.test.ts',
   'capture/page/page-watch.ts': 'dialogs, popups, crashes and lifecycle, in test/capture/real-web.test.ts',
@@ -91,6 +94,9 @@ const WITHOUT_OWN_TESTS: Readonly<Record<string, string>> = {
   'proxy/proxies.ts': 'own proxies, in test/proxy/own-proxies.test.ts',
   'proxy/proxy-check.ts': 'a proxy tested through proxy-chain, in test/proxy/own-proxies.test.ts and test/proxy/presets.test.ts',
   'proxy/proxy-repository.ts': 'the proxies table, in test/proxy/own-proxies.test.ts',
+  'proxy/bucket-clients.ts': 'S3 (AWS SDK against s3rver) and GCS (its client against the GCS stand-in) uploads, in test/proxy/storage-destinations.test.ts',
+  'proxy/destination-repository.ts': 'the storage_destinations table, in test/proxy/storage-destinations.test.ts and test/proxy/destinations.test.ts',
+  'proxy/public/storage-destination-record.ts': 'the destination record and stored_to, checked against every answer in test/proxy/storage-destinations.test.ts',
   // The kernel.
   'shared/address-policy.ts': 'literal targets refused, in test/proxy/own-proxies.test.ts and test/ai/domain-research.test.ts',
   'shared/contracts.ts': 'types of actions and events, checked by the compiler (test/shared/define-service.unit.test.ts)',

@@ -112,6 +112,7 @@ describe('bench: the results written into docs/benchmark.md', () => {
       fairness: 'fairness.ts',
       failures: 'failures.ts',
       encoder: 'encoder.ts',
+      visual: 'visual-diff.ts',
     };
     for (const section of SECTIONS) {
       const source = fs.readFileSync(path.join(ROOT, 'bench', scripts[section]), 'utf8');

@@ -138,6 +138,19 @@ describe('change alerts', function () {
     expect(perConfig.body.change_notifications).to.have.length(3);
     expect(perConfig.body.has_more).to.equal(true);
     expect((await api('GET', '/screenshot_configs/nope/change_notifications')).status).to.equal(404);
+    // The history: the same alerts, a text one with its word diff (the alert itself stays the spec's).
+    const history = await api('GET', `/screenshot_configs/${configId}/changes?order=ASC`);
+    expect(history.status).to.equal(200);
+    const changes = history.body.changes as Body[];
+    expect(changes).to.have.length(4);
+    expect(changes[0]).to.deep.include({
+      ...body,
+      word_diff: [
+        { op: 'delete', text: '10' },
+        { op: 'insert', text: '12' },
+        { op: 'equal', text: 'EUR' },
+      ],
+    });
 
     expect((await api('DELETE', `/screenshot_configs/${configId}`)).status).to.equal(200);
     expect((await api('GET', '/change_notifications')).body.change_notifications).to.have.length(0);

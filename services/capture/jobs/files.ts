@@ -19,6 +19,9 @@ sharp.concurrency(1);
 
 const EXTENSION: Record<string, string> = { 'image/jpeg': 'jpeg', 'image/png': 'png', 'image/webp': 'webp', 'application/pdf': 'pdf' };
 const HTML_TYPE = 'text/html; charset=utf-8';
+/** markdown=true's file (`<id>.md`) and metadata=true's (`<id>.metadata.json`), beside the image (page-text.ts). */
+export const MARKDOWN_TYPE = 'text/markdown; charset=utf-8';
+export const METADATA_TYPE = 'application/json; charset=utf-8';
 
 export interface Thumbnail {
   data: Buffer;
@@ -128,7 +131,10 @@ export class CaptureFiles {
     if (files) await this.remove(files);
   }
 
-  /** The output's own files (image, HTML), all or nothing; an image's thumbnail is named, to be made when first asked for. */
+  /**
+   * The output's own files (image, HTML, and the Markdown and metadata named like the image),
+   * all or nothing; an image's thumbnail is named, to be made when first asked for.
+   */
   private async writeOutput(out: CaptureOutput, thumb: ThumbnailSize): Promise<StoredFiles> {
     const files: StoredFiles = {
       image_name: null,
@@ -137,12 +143,21 @@ export class CaptureFiles {
       content_type: out.html !== undefined ? HTML_TYPE : (out.contentType ?? null),
     };
     const writes: Array<Promise<void>> = [];
+    const id = randomId(18);
+    if (out.markdown !== undefined) {
+      files.markdown_name = `${id}.md`;
+      writes.push(this.store.put(files.markdown_name, Buffer.from(out.markdown, 'utf8'), MARKDOWN_TYPE));
+    }
+    if (out.metadata !== undefined) {
+      files.metadata_name = `${id}.metadata.json`;
+      writes.push(this.store.put(files.metadata_name, Buffer.from(JSON.stringify(out.metadata, null, 2), 'utf8'), METADATA_TYPE));
+    }
     if (out.html !== undefined) {
-      files.html_name = `${randomId(18)}.html`;
+      files.html_name = `${id}.html`;
       writes.push(this.store.put(files.html_name, Buffer.from(out.html, 'utf8'), HTML_TYPE));
     }
     if (out.image && out.contentType) {
-      files.image_name = nameFor(out.contentType);
+      files.image_name = `${id}.${EXTENSION[out.contentType] ?? 'bin'}`;
       files.thumb_name = thumbnailName(randomId(18), out.contentType, thumb);
       writes.push(this.store.put(files.image_name, out.image, out.contentType));
     }
@@ -155,8 +170,8 @@ export class CaptureFiles {
   }
 
   /** Deletes a capture's files; a file already gone is not an error. */
-  async remove(files: Pick<StoredFiles, 'image_name' | 'thumb_name' | 'html_name'>): Promise<void> {
-    const names = [files.image_name, files.thumb_name, files.html_name].filter((n): n is string => Boolean(n));
+  async remove(files: Pick<StoredFiles, 'image_name' | 'thumb_name' | 'html_name' | 'markdown_name' | 'metadata_name'>): Promise<void> {
+    const names = [files.image_name, files.thumb_name, files.html_name, files.markdown_name, files.metadata_name].filter((n): n is string => Boolean(n));
     await Promise.allSettled(names.map((n) => this.store.delete(n)));
   }
 }

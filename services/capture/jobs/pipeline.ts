@@ -8,8 +8,11 @@
 import type { LoggerInstance } from 'moleculer';
 import { failedRecord } from '../../ai/public/ai-record';
 import { failureOf, toEnvelope } from '../../shared/errors';
-import type { AiRecord, CaptureRoute, JobKind, ScreenshotRef, StoredImage } from '../../shared/contracts';
+import type { AiRecord, CaptureRoute, JobKind, ScreenshotRef, StoredImage, StoredTo } from '../../shared/contracts';
+import { serviceError } from '../../shared/errors';
+import { DEFAULT_KEY_TEMPLATE, expandKeyTemplate, keyDateTime } from '../../shared/object-keys';
 import { recordChangeReadings } from '../../notifier/public/change-alerts';
+import type { VisualAlerts } from '../../notifier/public/visual-alerts';
 import { withLogContext } from '../../shared/logging';
 import { appendDelivery, captureDeliveryBody, webhookBody } from '../../notifier/public/outbox';
 import type { ConfigOptions, SnapOptions } from '../../shared/screenshot-options';
@@ -27,6 +30,38 @@ export interface Router {
   checkBandwidth(accountId: string): Promise<void>;
   /** After it: the exact bytes, added to the month's bandwidth. */
   chargeBandwidth(accountId: string, bytes: number): Promise<void>;
+}
+
+/** The proxy service as a capture with store_to sees it: the stored file uploaded to the account's own bucket (proxy.storeFile). */
+export interface Uploader {
+  /** Throws 502 storage_upload_failed, its note saying why. */
+  store(accountId: string, destination: string, key: string, file: StoredImage): Promise<StoredTo>;
+}
+
+/** The file store_to uploads (the image or PDF, else the HTML) and its key's {id} and {ext}. */
+export function uploadedFile(files: StoredFiles): { file: StoredImage; id: string; ext: string } | null {
+  const name = files.image_name ?? files.html_name;
+  if (!name) return null;
+  const dot = name.lastIndexOf('.');
+  const contentType = files.image_name ? (files.content_type ?? 'application/octet-stream') : 'text/html; charset=utf-8';
+  return { file: { name, contentType }, id: dot > 0 ? name.slice(0, dot) : name, ext: dot > 0 ? name.slice(dot + 1) : 'bin' };
+}
+
+/** The object key of a capture's upload: store_key (default {id}.{ext}) expanded. */
+export function uploadKey(
+  template: string | undefined,
+  job: { id: string; accountId: string; configId: string },
+  file: { id: string; ext: string },
+  now: number,
+): string {
+  return expandKeyTemplate(template ?? DEFAULT_KEY_TEMPLATE, {
+    id: file.id,
+    ext: file.ext,
+    job_id: job.id,
+    config_id: job.configId,
+    account: job.accountId,
+    ...keyDateTime(now),
+  });
 }
 
 /** The ai service as a capture sees it (ai.check and ai.analyze). */
@@ -56,9 +91,13 @@ export interface CapturePipelineDeps {
   queue: JobQueue;
   analyst: Analyst;
   router: Router;
+  /** store_to's uploads (none: a capture with store_to fails with storage_upload_failed). */
+  uploader?: Uploader | null;
   /** Told of every capture's outcome, duration and egress bytes (metrics.ts). */
   observer?: CaptureObserver | null;
   log?: Pick<LoggerInstance, 'debug' | 'info'>;
+  /** Visual change steps' comparisons, run once a capture is recorded (none: such steps compare nothing). */
+  visual?: Pick<VisualAlerts, 'record'> | null;
 }
 
 export class CapturePipeline {
@@ -68,8 +107,10 @@ export class CapturePipeline {
   private readonly queue: JobQueue;
   private readonly analyst: Analyst;
   private readonly router: Router;
+  private readonly uploader: Uploader | null;
   private readonly observer: CaptureObserver | null;
   private readonly log: Pick<LoggerInstance, 'debug' | 'info'>;
+  private readonly visual: Pick<VisualAlerts, 'record'> | null;
 
   constructor(deps: CapturePipelineDeps) {
     this.engine = deps.engine;
@@ -78,8 +119,10 @@ export class CapturePipeline {
     this.queue = deps.queue;
     this.analyst = deps.analyst;
     this.router = deps.router;
+    this.uploader = deps.uploader ?? null;
     this.observer = deps.observer ?? null;
     this.log = deps.log ?? { debug: () => undefined, info: () => undefined };
+    this.visual = deps.visual ?? null;
   }
 
   /**
@@ -159,17 +202,21 @@ export class CapturePipeline {
     const files = await this.files.write(rendered);
     const readings = rendered.out.changes ?? [];
     const ai = analysing ? await this.analyse(job.accountId, options, files) : null;
+    const now = Date.now();
+    // store_to: uploaded once the files are stored, before the record: a failed upload fails the capture (not recorded, not charged).
+    const storedTo = options.store_to !== undefined ? await this.upload(job, options, files, now) : null;
     const routed = { location: route?.location ?? null, customProxy: route?.customProxy ?? null, bandwidthBytes: route?.location ? bytes : 0 };
     const { loadFinished = null, statusCode = null, finalUrl = null } = rendered.out;
     const row = ScreenshotRepository.newRow(job, {
       options,
       files,
       ai,
-      now: Date.now(),
+      now,
       route: routed,
       loadFinished,
       outcome: { statusCode, finalUrl },
       overlays: rendered.out.overlays ?? null,
+      storedTo,
     });
     // A configuration's webhook_url: the delivery is written with the screenshot, in one transaction.
     const webhookUrl = (options as ConfigOptions).webhook_url;
@@ -210,7 +257,40 @@ export class CapturePipeline {
       return null;
     }
     this.log.info({ screenshot_id: id, ms: Math.round(performance.now() - t0) }, 'capture recorded');
+    // Visual change steps: compared with the configuration's baseline once the capture is
+    // recorded, in the background (a snap's answer never waits for it; visual-alerts.ts).
+    if (this.visual && files.image_name && rendered.out.image && readings.some((r) => r.visual)) {
+      void this.visual.record(
+        {
+          accountId: job.accountId,
+          configId: job.configId,
+          jobId: job.id,
+          ...(options.custom_title ? { title: options.custom_title } : {}),
+          now: row.created_at_ms,
+          imageName: files.image_name,
+          image: rendered.out.image,
+        },
+        readings,
+      );
+    }
     return this.screenshots.toRef({ ...row, id });
+  }
+
+  /** Uploads the capture's file to its store_to destination; on failure its files are removed and the capture fails. */
+  private async upload(job: LeasedJob, options: SnapOptions, files: StoredFiles, now: number): Promise<StoredTo> {
+    const destination = options.store_to as string;
+    try {
+      const upload = uploadedFile(files);
+      if (!upload) throw serviceError('storage_upload_failed', 'store_to: the capture made no file to upload.');
+      if (!this.uploader) throw serviceError('storage_upload_failed', 'store_to: this capture node cannot upload (no uploader).');
+      const key = uploadKey(options.store_key, job, upload, now);
+      const stored = await this.uploader.store(job.accountId, destination, key, upload.file);
+      this.log.info({ destination, object_key: key, etag: stored.etag }, 'capture uploaded to store_to');
+      return stored;
+    } catch (err) {
+      await this.files.remove(files);
+      throw err;
+    }
   }
 
   /** The capture's analysis; an ai service that cannot be reached is a failed analysis too, never a failed capture. */

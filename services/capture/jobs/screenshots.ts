@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import type { Config } from '../../shared/config';
-import type { AiRecord, OverlayRecordEntry, ScreenshotRef } from '../../shared/contracts';
+import type { AiRecord, OverlayRecordEntry, ScreenshotRef, StoredTo } from '../../shared/contracts';
 import { cdnLink, embedUrl } from '../../shared/links';
 import { type ListOrder, type Paging, fetchPage } from '../../shared/paging';
 import { type SnapOptions, captureKey } from '../../shared/screenshot-options';
@@ -15,6 +15,9 @@ export interface StoredFiles {
   thumb_name: string | null;
   html_name: string | null;
   content_type: string | null;
+  /** markdown=true's Markdown file and metadata=true's JSON file (absent or null when not asked for). */
+  markdown_name?: string | null;
+  metadata_name?: string | null;
 }
 
 export interface NewScreenshot extends StoredFiles {
@@ -37,6 +40,8 @@ export interface NewScreenshot extends StoredFiles {
   final_url: string | null;
   /** What the overlay options hid or removed, JSON; null when none was asked for. */
   overlays?: string | null;
+  /** Where store_to uploaded the capture, JSON; null when none was asked for. */
+  stored_to?: string | null;
 }
 
 export interface ScreenshotRow extends NewScreenshot {
@@ -81,6 +86,8 @@ export class ScreenshotRepository {
       outcome?: { statusCode?: number | null; finalUrl?: string | null };
       /** What the overlay options hid or removed (default none asked for). */
       overlays?: OverlayRecordEntry[] | null;
+      /** Where store_to uploaded it (default none asked for). */
+      storedTo?: StoredTo | null;
     },
   ): NewScreenshot {
     const {
@@ -92,6 +99,7 @@ export class ScreenshotRepository {
       loadFinished = null,
       outcome = {},
       overlays = null,
+      storedTo = null,
     } = capture;
     return {
       account_id: job.accountId,
@@ -109,6 +117,7 @@ export class ScreenshotRepository {
       status_code: outcome.statusCode ?? null,
       final_url: outcome.finalUrl ?? null,
       overlays: overlays ? JSON.stringify(overlays) : null,
+      ...(storedTo ? { stored_to: JSON.stringify(storedTo) } : {}),
     };
   }
 
@@ -124,6 +133,9 @@ export class ScreenshotRepository {
       image_name: row.image_name,
       html_name: row.html_name,
       content_type: row.content_type,
+      // markdown=true, metadata=true: the page text saved beside the picture.
+      ...(row.markdown_name ? { markdown_name: row.markdown_name, markdown_link: cdnLink(this.links, row.markdown_name) } : {}),
+      ...(row.metadata_name ? { metadata_name: row.metadata_name, metadata_link: cdnLink(this.links, row.metadata_name) } : {}),
       ai: row.ai ? (JSON.parse(row.ai) as AiRecord) : null,
       proxy_server: row.proxy_server ?? null,
       custom_proxy: row.custom_proxy ?? null,
@@ -133,6 +145,7 @@ export class ScreenshotRepository {
       status_code: row.status_code === null || row.status_code === undefined ? null : Number(row.status_code),
       final_url: row.final_url ?? null,
       overlays: row.overlays ? (JSON.parse(row.overlays) as OverlayRecordEntry[]) : null,
+      ...(row.stored_to ? { stored_to: JSON.parse(row.stored_to) as StoredTo } : {}),
     };
   }
 
@@ -189,7 +202,9 @@ export class ScreenshotRepository {
 
   /** The files of a configuration's screenshots, to delete after their rows. */
   async filesOfConfig(accountId: string, configId: string): Promise<StoredFiles[]> {
-    return this.db('screenshots').where({ account_id: accountId, config_id: configId }).select('image_name', 'thumb_name', 'html_name', 'content_type');
+    return this.db('screenshots')
+      .where({ account_id: accountId, config_id: configId })
+      .select('image_name', 'thumb_name', 'html_name', 'content_type', 'markdown_name', 'metadata_name');
   }
 
   async deleteForConfig(accountId: string, configId: string, trx: Knex | Knex.Transaction = this.db): Promise<void> {

@@ -8,6 +8,7 @@ import type { Knex } from 'knex';
 import type { AccountContext, JobStatus, ScreenshotRef } from '../../shared/contracts';
 import { failureOf, serviceError } from '../../shared/errors';
 import type { SnapOptions } from '../../shared/screenshot-options';
+import { diffImagesOfConfig } from '../../notifier/public/visual-alerts';
 import type { ConcurrencyAdmission } from '../fairness/concurrency-admission';
 import { turnOf } from '../browsers/engine';
 import type { CaptureFiles } from './files';
@@ -96,12 +97,14 @@ export class SnapDesk {
   async deleteForConfig(accountId: string, configId: string): Promise<{ screenshots: number }> {
     const { db, screenshots, queue, files } = this.deps;
     const stored = await screenshots.filesOfConfig(accountId, configId);
+    // The diff images of its visual change alerts (the notifier deletes the alerts next).
+    const diffs = await diffImagesOfConfig(db, accountId, configId);
     await db.transaction(async (trx) => {
       await screenshots.deleteForConfig(accountId, configId, trx);
       await queue.deleteForConfig(accountId, configId, trx);
     });
     // Files go after the rows, so no listed screenshot ever points at a missing file.
-    await Promise.all(stored.map((f) => files.remove(f)));
+    await Promise.all([...stored, ...diffs.map((name) => ({ image_name: name, thumb_name: null, html_name: null }))].map((f) => files.remove(f)));
     return { screenshots: stored.length };
   }
 }

@@ -11,7 +11,7 @@
  * for any failed capture. `change` steps only read the element's text here: storing it and
  * alerting on a difference belong to the notifier.
  */
-import { type ActionStep, type ActionType, checkboxState, waitMilliseconds } from '../../shared/actions-schema';
+import { type ActionStep, type ActionType, VISUAL_CHANGE_DEFAULTS, checkboxState, waitMilliseconds } from '../../shared/actions-schema';
 import { serviceError } from '../../shared/errors';
 import { type PageSession, browserGone, insertStyle, quote, sleep, waitForSelector } from './page-session';
 import { urlNotAllowed } from './request-guard';
@@ -579,6 +579,27 @@ const STEPS: Record<ActionType, StepHandler> = {
   },
 
   async change({ page, selector, index, changes }, step) {
+    if (step.mode === 'visual') {
+      // The picture is compared once taken; its region and masks are measured then (visual-regions.ts).
+      changes.push({
+        index,
+        selector,
+        text: '',
+        send_to: step.send_to ?? '',
+        url: step.url ?? '',
+        ...(step.custom_id ? { custom_id: step.custom_id } : {}),
+        visual: {
+          threshold: step.threshold ?? VISUAL_CHANGE_DEFAULTS.threshold,
+          tolerance: step.tolerance ?? VISUAL_CHANGE_DEFAULTS.tolerance,
+          repeat: step.repeat ?? VISUAL_CHANGE_DEFAULTS.repeat,
+          ignore_selectors: step.ignore_selectors ?? [],
+          region: null,
+          masks: [],
+          frameWidth: 0,
+        },
+      });
+      return;
+    }
     const read = await page.run(pageReadText, selector, MAX_CHANGE_TEXT);
     if (typeof read === 'string') elementProblem(read, selector);
     changes.push({

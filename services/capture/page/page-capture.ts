@@ -27,6 +27,8 @@ import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './req
 import { clientHintsParams, emulate, mobileMetrics, withDevice } from './emulation';
 import { type OverlayEntry, checkSelectors, clearOverlays, wantsOverlays, withChatBlocking } from './overlays';
 import { checkRules, hasRules } from './capture-rules';
+import { type DocumentObserver, type PageMetadata, networkCommand, observeDocument, readText, wantsText } from './page-text';
+import { measureVisual } from './visual-regions';
 
 export interface CaptureOutput {
   /** The image or PDF; absent for html_only. */
@@ -48,6 +50,10 @@ export interface CaptureOutput {
   finalUrl?: string;
   /** What hide_selectors, remove_selectors, block_chats and block_overlays hid or removed, when any was asked (overlays.ts). */
   overlays?: OverlayEntry[];
+  /** The page's main content as Markdown, when markdown=true asked (page-text.ts). */
+  markdown?: string;
+  /** The page's metadata, when metadata=true asked (page-text.ts). */
+  metadata?: PageMetadata;
 }
 
 type Params = Record<string, unknown>;
@@ -72,6 +78,9 @@ async function prepare(page: PageSession, o: SnapOptions, userAgent: string, wat
   }
   // dark_mode, reduced_motion, media_type and a device's touch (emulation.ts).
   steps.push(...emulate(page, o));
+  // metadata=true: the main document's status, headers and redirects (page-text.ts).
+  const network = networkCommand(page, o);
+  if (network) steps.push(network);
   if (o.time_zone) steps.push(page.send('Emulation.setTimezoneOverride', { timezoneId: o.time_zone }));
   if (o.latitude !== undefined || o.longitude !== undefined) {
     steps.push(page.cdp.send('Browser.grantPermissions', { permissions: ['geolocation'], browserContextId: page.contextId }));
@@ -337,6 +346,8 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
     watch,
     guard,
   };
+  // metadata=true: follows the main document's requests (Network was enabled in prepare) from the first one.
+  const observed: DocumentObserver | null = o.metadata ? observeDocument(page) : null;
   try {
     // The pointer is parked as soon as the page's document is parsed (DOMContentLoaded), so the
     // frame the move asks for is drawn while the page's images still load, not in the image's turn.
@@ -408,7 +419,8 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
             false,
           );
       if (html === null) throw serviceError('selector_not_found', `selectors: no element matches ${quote(o.selectors ?? '')} on the page.`);
-      return { html, loadFinished, statusCode, finalUrl, ...(changes ? { changes } : {}), ...(overlays ? { overlays } : {}) };
+      const text = await readText(page, o, observed, statusCode);
+      return { html, loadFinished, statusCode, finalUrl, ...(changes ? { changes } : {}), ...(overlays ? { overlays } : {}), ...text };
     }
 
     // Web fonts still loading would leave their text invisible (font-display: block).
@@ -437,13 +449,28 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
       const drawn = await drawFramesOutOfView(page, shot, clip, viewportOf(o).scale, (img) => encodeAs(img, o), deadline);
       if (drawn) shot.image = drawn;
     }
+    // Visual change steps: the region and masks as the image shows them (visual-regions.ts).
+    await measureVisual(page, changes, clip, viewportOf(o).width);
     const reading = ctx.read ? await page.evaluate<PageReading>(READ_PAGE, false) : undefined;
-    return { ...shot, loadFinished, statusCode, finalUrl, ...(changes ? { changes } : {}), ...(reading ? { reading } : {}), ...(overlays ? { overlays } : {}) };
+    // markdown, metadata: read from the page as it was captured (page-text.ts); nothing is sent when neither is asked for.
+    if (wantsText(o)) watch.step = "reading the page's text and metadata (markdown, metadata)";
+    const text = await readText(page, o, observed, statusCode);
+    return {
+      ...shot,
+      loadFinished,
+      statusCode,
+      finalUrl,
+      ...(changes ? { changes } : {}),
+      ...(reading ? { reading } : {}),
+      ...(overlays ? { overlays } : {}),
+      ...text,
+    };
   } catch (err) {
     throw hiccupOf(err) ?? err;
   } finally {
     guard.stop();
     consent?.stop();
+    observed?.stop();
   }
 }
 

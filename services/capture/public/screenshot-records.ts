@@ -7,7 +7,35 @@
  */
 import { type Static, Type } from '@sinclair/typebox';
 import { LISTED_AI_SCHEMA, NOT_ANALYSED } from '../../ai/public/ai-record';
+import { STORED_TO_SCHEMA } from '../../proxy/public/storage-destination-record';
 import type { ScreenshotRef } from '../../shared/contracts';
+
+/** What metadata=true saves of a page (services/capture/page/page-text.ts): its metadata_url's JSON, and json=true's `metadata`. */
+export const PAGE_METADATA_SCHEMA = Type.Object(
+  {
+    url: Type.String({ description: 'The address the page ended on.' }),
+    title: Type.Union([Type.String(), Type.Null()]),
+    description: Type.Union([Type.String(), Type.Null()], { description: 'The description meta tag.' }),
+    language: Type.Union([Type.String(), Type.Null()], { description: '<html lang>, else the Content-Language meta tag.' }),
+    canonical_url: Type.Union([Type.String(), Type.Null()], { description: 'link rel=canonical, absolute.' }),
+    open_graph: Type.Record(Type.String(), Type.String(), {
+      description: 'The og:* meta tags, by name without og: (title, description, image, type, url...).',
+    }),
+    twitter: Type.Record(Type.String(), Type.String(), { description: 'The twitter:* meta tags, by name without twitter: (card, site, title, image...).' }),
+    icons: Type.Array(Type.Object({ rel: Type.String(), href: Type.String(), sizes: Type.Optional(Type.String()), type: Type.Optional(Type.String()) }), {
+      description: 'link rel=icon, apple-touch-icon and mask-icon, hrefs absolute.',
+    }),
+    status_code: Type.Union([Type.Integer(), Type.Null()], { description: "The main document's final HTTP status." }),
+    response_headers: Type.Record(Type.String(), Type.String(), { description: "The main document's response headers, names in lower case." }),
+    redirects: Type.Array(Type.Object({ url: Type.String(), status: Type.Integer(), location: Type.String() }), {
+      description: 'The redirects that led to the main document, in order: each address, its status and where it sent the browser.',
+    }),
+    fonts: Type.Array(Type.Object({ family: Type.String(), style: Type.String(), weight: Type.String() }), {
+      description: "The web fonts the page loaded (document.fonts faces loaded: the browser loads a face only when the page's text uses it).",
+    }),
+  },
+  { description: 'The metadata of the page, read from the same page load as the image (metadata=true). Beyond the spec.' },
+);
 
 const LINKS = {
   id: Type.String(),
@@ -27,6 +55,12 @@ const LINKS = {
   final_url: Type.Union([Type.String(), Type.Null()], {
     description: 'The address the page ended on, after redirects; null when not known (captures recorded before it was kept). Beyond the spec.',
   }),
+  markdown_url: Type.Optional(
+    Type.String({ description: "markdown=true: the page's main content as Markdown (public, text/markdown; its name is random). Beyond the spec." }),
+  ),
+  metadata_url: Type.Optional(
+    Type.String({ description: "metadata=true: the page's metadata as JSON (public; its name is random), as `metadata` shows it. Beyond the spec." }),
+  ),
   overlays: Type.Optional(
     Type.Array(
       Type.Object({
@@ -40,6 +74,7 @@ const LINKS = {
       },
     ),
   ),
+  stored_to: Type.Optional(STORED_TO_SCHEMA),
 };
 
 /** How the capture went out, when not directly: an own proxy (custom_proxy) or a real location (proxy_server). */
@@ -54,6 +89,7 @@ export const SNAP_RECORD_SCHEMA = Type.Object({
   success: Type.Boolean(),
   ...LINKS,
   ai: Type.Optional(LISTED_AI_SCHEMA),
+  metadata: Type.Optional(PAGE_METADATA_SCHEMA),
   is_proxy_screenshot: Type.Optional(EGRESS.is_proxy_screenshot),
   proxy_server: Type.Optional(EGRESS.proxy_server),
   custom_proxy: EGRESS.custom_proxy,
@@ -115,6 +151,9 @@ export function snapRecord(ref: ScreenshotRef, withAi: boolean): SnapRecord {
     status_code: ref.status_code,
     final_url: ref.final_url,
     ...(ref.overlays ? { overlays: ref.overlays } : {}),
+    ...(ref.stored_to ? { stored_to: ref.stored_to } : {}),
+    ...(ref.markdown_link ? { markdown_url: ref.markdown_link } : {}),
+    ...(ref.metadata_link ? { metadata_url: ref.metadata_link } : {}),
     ...(withAi ? { ai: ref.ai ?? NOT_ANALYSED } : {}),
     ...egressFields(ref),
   };

@@ -23,6 +23,30 @@ export interface ChangeReading {
   url: string;
   /** The step's own id, when it has one (kept with its alerts). */
   custom_id?: string;
+  /** A visual change step (mode "visual"): what the page measured for it at capture time (visual-alerts.ts). */
+  visual?: VisualReading;
+}
+
+/** A rectangle in CSS pixels, from the captured image's top left corner. */
+export interface Rect {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+/** A visual change step's options, and the areas the page reported when the image was taken. */
+export interface VisualReading {
+  threshold: number;
+  tolerance: number;
+  repeat: number;
+  ignore_selectors: string[];
+  /** The region of the step's selector (null: the whole image). */
+  region: Rect | null;
+  /** The boxes of every element ignore_selectors matched, masked before comparing. */
+  masks: Rect[];
+  /** The width of the image in CSS pixels (its pixels divided by this give the device scale). */
+  frameWidth: number;
 }
 
 /** Runs of whitespace (line breaks, tabs, non-breaking spaces) count as one space; ends trimmed. */
@@ -50,18 +74,32 @@ function slackValue(text: string): string {
 export function slackMessage(alert: ChangeNotificationRecord, title: string | undefined): SlackMessage {
   const name = title ? `${title} (${alert.screenshot_configuration_id})` : alert.screenshot_configuration_id;
   return {
-    text: `Change detected on ${name}: ${alert.config.selector} changed.`,
+    text: alert.visual
+      ? `Visual change detected on ${name}: ${alert.visual.changed_percent}% of ${alert.config.selector || 'the page'} changed.`
+      : `Change detected on ${name}: ${alert.config.selector} changed.`,
     blocks: [
       { type: 'header', text: { type: 'plain_text', text: 'Change detected' } },
       {
         type: 'section',
         fields: [
           { type: 'mrkdwn', text: `*Configuration*\n${slackEscape(name)}` },
-          { type: 'mrkdwn', text: `*Selector*\n\`${slackEscape(alert.config.selector)}\`` },
+          { type: 'mrkdwn', text: alert.config.selector ? `*Selector*\n\`${slackEscape(alert.config.selector)}\`` : '*Area*\nThe whole capture' },
         ],
       },
-      { type: 'section', text: { type: 'mrkdwn', text: `*Previous value*\n${slackValue(alert.previous_value)}` } },
-      { type: 'section', text: { type: 'mrkdwn', text: `*New value*\n${slackValue(alert.retrieved_value)}` } },
+      ...(alert.visual
+        ? [
+            {
+              type: 'section',
+              text: {
+                type: 'mrkdwn',
+                text: `*${alert.visual.changed_percent}% of the pixels changed*${alert.visual.size_changed ? ' (the page changed size)' : ''}\n<${alert.visual.before_url}|Before> · <${alert.visual.after_url}|After> · <${alert.visual.diff_url}|Diff>`,
+              },
+            },
+          ]
+        : [
+            { type: 'section', text: { type: 'mrkdwn', text: `*Previous value*\n${slackValue(alert.previous_value)}` } },
+            { type: 'section', text: { type: 'mrkdwn', text: `*New value*\n${slackValue(alert.retrieved_value)}` } },
+          ]),
       {
         type: 'context',
         elements: [
@@ -73,6 +111,60 @@ export function slackMessage(alert: ChangeNotificationRecord, title: string | un
       },
     ],
   };
+}
+
+/** One piece of a word diff (webhook-records.ts, WORD_DIFF_SCHEMA). */
+export interface WordDiffPart {
+  op: 'equal' | 'delete' | 'insert';
+  text: string;
+}
+
+/** Longest texts (in words) diffed word by word; longer ones are one removal and one addition. */
+const MAX_DIFF_WORDS = 2000;
+
+/**
+ * The previous text turned into the new one word by word (a longest common subsequence of
+ * their words; runs of one kind joined with single spaces). Texts are compared normalised.
+ */
+export function wordDiff(previous: string, current: string): WordDiffPart[] {
+  const a = normaliseText(previous).split(' ').filter(Boolean);
+  const b = normaliseText(current).split(' ').filter(Boolean);
+  const parts: WordDiffPart[] = [];
+  const push = (op: WordDiffPart['op'], word: string) => {
+    const last = parts[parts.length - 1];
+    if (last && last.op === op) last.text += ` ${word}`;
+    else parts.push({ op, text: word });
+  };
+  if (a.length > MAX_DIFF_WORDS || b.length > MAX_DIFF_WORDS) {
+    if (a.length) parts.push({ op: 'delete', text: a.join(' ') });
+    if (b.length) parts.push({ op: 'insert', text: b.join(' ') });
+    return parts;
+  }
+  // lcs[i][j]: the longest common subsequence of a[i..] and b[j..], in one flat array.
+  const w = b.length + 1;
+  const lcs = new Uint16Array((a.length + 1) * w);
+  for (let i = a.length - 1; i >= 0; i--) {
+    for (let j = b.length - 1; j >= 0; j--) {
+      lcs[i * w + j] = a[i] === b[j] ? (lcs[(i + 1) * w + j + 1] as number) + 1 : Math.max(lcs[(i + 1) * w + j] as number, lcs[i * w + j + 1] as number);
+    }
+  }
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (i < a.length && j < b.length && a[i] === b[j]) {
+      push('equal', a[i] as string);
+      i++;
+      j++;
+    } else if (i < a.length && (j === b.length || (lcs[(i + 1) * w + j] as number) >= (lcs[i * w + j + 1] as number))) {
+      // Removals before additions, as diffs read.
+      push('delete', a[i] as string);
+      i++;
+    } else {
+      push('insert', b[j] as string);
+      j++;
+    }
+  }
+  return parts;
 }
 
 const selectorHash = (selector: string) => crypto.createHash('sha256').update(selector).digest('hex');
@@ -89,6 +181,8 @@ export async function recordChangeReadings(
   const alerts: ChangeNotificationRecord[] = [];
   const mysql = isMysql(trx);
   for (const r of readings) {
+    // Visual steps are compared once the capture is recorded (visual-alerts.ts).
+    if (r.visual) continue;
     const key = { config_id: capture.configId, step_index: r.index, selector_hash: selectorHash(r.selector) };
     const value = normaliseText(r.text);
     let previousQuery = trx('change_readings').where(key).first('value');

@@ -96,5 +96,8 @@ export function captureDeliveryBody(ref: ScreenshotRef, url: string, context: De
     proxy_server: ref.proxy_server,
     bandwidth_in_bytes: ref.bandwidth_bytes,
     job_id: ref.job_id,
+    ...(ref.markdown_link ? { markdown_url: ref.markdown_link } : {}),
+    ...(ref.metadata_link ? { metadata_url: ref.metadata_link } : {}),
+    ...(ref.stored_to ? { stored_to: ref.stored_to } : {}),
   };
 }

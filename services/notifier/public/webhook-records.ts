@@ -6,6 +6,7 @@
  */
 import { type Static, Type } from '@sinclair/typebox';
 import { LISTED_AI_SCHEMA } from '../../ai/public/ai-record';
+import { STORED_TO_SCHEMA } from '../../proxy/public/storage-destination-record';
 import { DELIVERY_STATUSES } from '../../shared/contracts';
 import { RESEARCH_STATUS_SCHEMA } from '../../shared/domain-research';
 import { textEnum } from '../../shared/screenshot-options';
@@ -14,12 +15,45 @@ import { textEnum } from '../../shared/screenshot-options';
 export const DELIVERY_KINDS = ['capture', 'change', 'research'] as const;
 export const DELIVERY_TARGETS = ['webhook', 'slack'] as const;
 
+const BOX_SCHEMA = Type.Object({ x: Type.Integer(), y: Type.Integer(), width: Type.Integer(), height: Type.Integer() });
+const SIZE_SCHEMA = Type.Object({ width: Type.Integer(), height: Type.Integer() });
+
+/** What a visual change step found (visual-alerts.ts): the share changed, where, and the three images. */
+export const VISUAL_CHANGE_SCHEMA = Type.Object(
+  {
+    changed_percent: Type.Number({ description: 'Changed pixels, as a percentage of the pixels compared (the common area less the masked areas).' }),
+    changed_pixels: Type.Integer(),
+    compared_pixels: Type.Integer(),
+    boxes: Type.Array(BOX_SCHEMA, {
+      description: 'Boxes around the changed areas, in pixels of the diff image (the compared area of the new capture), largest first.',
+    }),
+    before_url: Type.String({ description: 'The capture compared with (the baseline).' }),
+    after_url: Type.String({ description: 'The new capture.' }),
+    diff_url: Type.String({ description: 'A PNG of the compared area: changed pixels red over the new capture, faded; masked areas grey.' }),
+    size_changed: Type.Boolean({
+      description: 'The compared areas differ in size (a page that grew): only their common area, from the top left, was compared.',
+    }),
+    before_size: SIZE_SCHEMA,
+    after_size: SIZE_SCHEMA,
+    captures: Type.Integer({ description: "Consecutive captures that differed from the baseline (the step's repeat)." }),
+  },
+  { description: 'A visual change step only.' },
+);
+
+/** One piece of a text change's word diff: words kept, removed from the previous value, or added in the new one. */
+export const WORD_DIFF_SCHEMA = Type.Array(
+  Type.Object({ op: Type.Union([Type.Literal('equal'), Type.Literal('delete'), Type.Literal('insert')]), text: Type.String() }),
+  {
+    description: 'A text change step only: the previous value turned into the new one, word by word.',
+  },
+);
+
 /** The spec's change notification record, also the change alert's webhook body. */
 export const CHANGE_NOTIFICATION_SCHEMA = Type.Object({
   id: Type.String(),
   screenshot_configuration_id: Type.String(),
-  previous_value: Type.String(),
-  retrieved_value: Type.String(),
+  previous_value: Type.String({ description: "A visual change: the before image's link." }),
+  retrieved_value: Type.String({ description: "A visual change: the after image's link." }),
   config: Type.Object(
     {
       type: Type.Literal('change'),
@@ -27,10 +61,17 @@ export const CHANGE_NOTIFICATION_SCHEMA = Type.Object({
       send_to: Type.String(),
       url: Type.String(),
       custom_id: Type.Optional(Type.String({ description: "The change step's own id, when it has one." })),
+      mode: Type.Optional(Type.Literal('visual', { description: 'A visual change step (a text one has no mode).' })),
+      threshold: Type.Optional(Type.Number()),
+      tolerance: Type.Optional(Type.Number()),
+      repeat: Type.Optional(Type.Integer()),
+      ignore_selectors: Type.Optional(Type.Array(Type.String())),
     },
     { description: 'The change step.' },
   ),
   sent_at: Type.String({ description: 'Epoch milliseconds, as text.' }),
+  word_diff: Type.Optional(WORD_DIFF_SCHEMA),
+  visual: Type.Optional(VISUAL_CHANGE_SCHEMA),
 });
 
 /**
@@ -53,6 +94,9 @@ export const CAPTURE_DELIVERY_BODY_SCHEMA = Type.Object({
   proxy_server: Type.Union([Type.String(), Type.Null()], { description: 'The real location it went through (null otherwise, an own proxy included).' }),
   bandwidth_in_bytes: Type.Integer({ description: 'Bytes it used of the real location.' }),
   job_id: Type.String(),
+  markdown_url: Type.Optional(Type.String({ description: "markdown=true: the page's main content as Markdown, as the record links it." })),
+  metadata_url: Type.Optional(Type.String({ description: "metadata=true: the page's metadata as JSON, as the record links it." })),
+  stored_to: Type.Optional(STORED_TO_SCHEMA),
 });
 export type CaptureDeliveryBody = Static<typeof CAPTURE_DELIVERY_BODY_SCHEMA>;
 

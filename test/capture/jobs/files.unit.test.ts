@@ -154,4 +154,49 @@ describe('CaptureFiles (unit: a local store in a temporary folder)', () => {
     expect(written).to.include({ image_name: null, thumb_name: null, content_type: 'text/html; charset=utf-8' });
     expect((await store.get(written.html_name ?? ''))?.data.toString()).to.equal('<p>hi</p>');
   });
+
+  const META = {
+    url: 'https://example.com/',
+    title: 'T',
+    description: null,
+    language: 'en',
+    canonical_url: null,
+    open_graph: {},
+    twitter: {},
+    icons: [],
+    status_code: 200,
+    response_headers: {},
+    redirects: [],
+    fonts: [],
+  };
+
+  it("stores markdown=true's and metadata=true's files named like the image, and removes them with it", async () => {
+    const out = { ...(await jpegOutput()), markdown: '# T\n', metadata: META };
+    const written = await files.write(await files.render(OPTIONS)(out));
+    const id = written.image_name?.replace(/\.jpeg$/, '');
+    expect([written.markdown_name, written.metadata_name]).to.deep.equal([`${id}.md`, `${id}.metadata.json`]);
+    const md = await store.get(written.markdown_name ?? '');
+    expect([md?.contentType, md?.data.toString()]).to.deep.equal(['text/markdown; charset=utf-8', '# T\n']);
+    expect(JSON.parse((await store.get(written.metadata_name ?? ''))?.data.toString() ?? '')).to.deep.equal(META);
+    expect(stored().sort()).to.deep.equal([written.image_name, written.markdown_name, written.metadata_name].sort());
+    await files.remove(written);
+    expect(stored()).to.deep.equal([]);
+  });
+
+  it('removes the image and the Markdown when the metadata cannot be stored', async () => {
+    const failing: FileStore = {
+      put: (name, data, type) => (name.endsWith('.metadata.json') ? Promise.reject(new Error('disk full')) : store.put(name, data, type)),
+      get: (name) => store.get(name),
+      delete: (name) => store.delete(name),
+      close: () => store.close(),
+    };
+    const writer = new CaptureFiles(failing);
+    const rendered = await writer.render(OPTIONS)({ ...(await jpegOutput()), markdown: '# T\n', metadata: META });
+    let failed: Error | null = null;
+    await writer.write(rendered).catch((err: Error) => {
+      failed = err;
+    });
+    expect(failed).to.have.property('message', 'disk full');
+    expect(stored()).to.deep.equal([]);
+  });
 });

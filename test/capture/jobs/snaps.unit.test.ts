@@ -55,10 +55,12 @@ function setup() {
     }),
     noteJob: sinon.stub().callsFake(() => void steps.push('noted')),
   };
-  const db = { transaction: async (work: (trx: unknown) => Promise<void>) => work({}) } as unknown as Knex;
+  // The one query the desk makes itself: the diff images of a configuration's visual change alerts.
+  const diffRows = { where: () => diffRows, whereNotNull: () => diffRows, select: async () => [{ diff_name: 'diff1.png' }] };
+  const db = Object.assign(() => diffRows, { transaction: async (work: (trx: unknown) => Promise<void>) => work({}) }) as unknown as Knex;
   const jobQueued = sinon.stub();
   const desk = new SnapDesk({ db, admission, queue, pipeline, screenshots, files, metrics, configs, jobQueued });
-  return { desk, steps, admission, queue, pipeline, metrics, configs, screenshots, jobQueued };
+  return { desk, steps, admission, queue, pipeline, metrics, configs, screenshots, files, jobQueued };
 }
 
 const params = (attempt = 1) => ({ account, options: { url: 'https://example.test/' }, jobId: 'j1', attempt, since: 5 });
@@ -118,7 +120,8 @@ describe('SnapDesk (collaborators stubbed)', () => {
   it("deletes a configuration's rows before its files, and announces a job it queues", async () => {
     const t = setup();
     expect(await t.desk.deleteForConfig('acc', 'cfg')).to.deep.equal({ screenshots: 2 });
-    expect(t.steps).to.deep.equal(['screenshots deleted', 'jobs deleted', 'file removed', 'file removed']);
+    expect(t.steps).to.deep.equal(['screenshots deleted', 'jobs deleted', 'file removed', 'file removed', 'file removed']);
+    expect(t.files.remove.lastCall.args[0]).to.include({ image_name: 'diff1.png' });
     const job = { id: 'j9', accountId: 'acc', configId: 'cfg', kind: 'config' as const, options: { url: 'https://example.test/' } };
     expect(await t.desk.enqueue(job)).to.deep.equal({ job_id: 'j9' });
     expect(t.jobQueued.calledOnceWith('j9')).to.equal(true);

@@ -16,7 +16,7 @@ const PAGE =
   'body{background:linear-gradient(135deg,#fde,#9cf 40%,#fc9)}canvas{display:block;margin:20px}</style></head><body>' +
   '<h1 style="font:32px sans-serif;margin:20px">Encoder test</h1><canvas id="c" width="600" height="300"></canvas>' +
   '<script>const c=document.getElementById("c").getContext("2d");let s=7;const r=()=>(s=(s*1664525+1013904223)>>>0)/4294967296;' +
-  'for(let y=0;y<300;y+=3)for(let x=0;x<600;x+=3){c.fillStyle=`hsl(${Math.floor(r()*360)},70%,60%)`;c.fillRect(x,y,3,3);}</script></body></html>';
+  'for(let y=0;y<300;y+=3)for(let x=0;x<600;x+=3){c.fillStyle="hsl("+Math.floor(r()*360)+",70%,60%)";c.fillRect(x,y,3,3);}</script></body></html>';
 
 async function rawPixels(png: Buffer): Promise<Buffer> {
   return sharp(png).ensureAlpha().raw().toBuffer();
@@ -59,6 +59,11 @@ describe('optimize_for_speed: a PNG encoded for speed or for size (real Grid)', 
   });
 
   it('a bad value is 400 invalid_parameter', async () => {
-    expectEnvelope(await t.snap({ url: `${site.origin}/noise`, image_format: 'png', optimize_for_speed: 'sometimes' }), 400, 'invalid_parameter', 'optimize_for_speed');
+    expectEnvelope(
+      await t.snap({ url: `${site.origin}/noise`, image_format: 'png', optimize_for_speed: 'sometimes' }),
+      400,
+      'invalid_parameter',
+      'optimize_for_speed',
+    );
   });
 });

@@ -18,6 +18,13 @@ describe('the screenshot records (capture publishes them)', () => {
       REF,
       { ...REF, proxy_server: null, ai: null, load_finished: null, status_code: null, final_url: null },
       { ...REF, proxy_server: null, custom_proxy: 'proxy.test:8080' },
+      {
+        ...REF,
+        markdown_name: 'a.md',
+        markdown_link: 'http://cdn.test/a.md',
+        metadata_name: 'a.metadata.json',
+        metadata_link: 'http://cdn.test/a.metadata.json',
+      },
     ]) {
       expect(answerProblems(SNAP_ANSWER_SCHEMA, snapRecord(ref, true))).to.deep.equal([]);
       expect(answerProblems(SNAP_ANSWER_SCHEMA, snapRecord(ref, false))).to.deep.equal([]);
@@ -25,6 +32,19 @@ describe('the screenshot records (capture publishes them)', () => {
       expect(answerProblems(LISTED_RECORD_SCHEMA, listedRecord(ref))).to.deep.equal([]);
       expect(answerProblems(JOB_ANSWER_SCHEMA, { success: true, status: 'completed', job_id: 'j', screenshot: listedRecord(ref) })).to.deep.equal([]);
     }
+  });
+
+  it('links markdown=true and metadata=true files as markdown_url and metadata_url, only when saved', () => {
+    const ref = {
+      ...REF,
+      markdown_name: 'a.md',
+      markdown_link: 'http://cdn.test/a.md',
+      metadata_name: 'a.metadata.json',
+      metadata_link: 'http://cdn.test/a.metadata.json',
+    };
+    expect(snapRecord(ref, false)).to.include({ markdown_url: 'http://cdn.test/a.md', metadata_url: 'http://cdn.test/a.metadata.json' });
+    expect(fullRecord(ref)).to.include({ markdown_url: 'http://cdn.test/a.md', metadata_url: 'http://cdn.test/a.metadata.json' });
+    expect(snapRecord(REF, false)).not.to.have.any.keys('markdown_url', 'metadata_url');
   });
 
   it('catches a made-up field in the record and in its AI object', () => {

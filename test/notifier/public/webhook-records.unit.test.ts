@@ -33,6 +33,17 @@ describe('the webhook bodies and the delivery records (the notifier publishes th
     ]);
   });
 
+  it("a capture delivery links the capture's Markdown and metadata as its record does (markdown=true, metadata=true)", () => {
+    const body = captureDeliveryBody(
+      { ...REF, markdown_link: 'https://cdn.example/a.md', metadata_link: 'https://cdn.example/a.metadata.json' },
+      'https://example.com',
+      {},
+    );
+    expect(body).to.include({ markdown_url: 'https://cdn.example/a.md', metadata_url: 'https://cdn.example/a.metadata.json' });
+    expect(answerProblems(WEBHOOK_BODY_SCHEMA, body)).to.deep.equal([]);
+    expect(captureDeliveryBody(REF, 'https://example.com', {})).to.not.have.any.keys('markdown_url', 'metadata_url');
+  });
+
   it('catches a made-up field in a body and in a change step', () => {
     expect(answerProblems(WEBHOOK_BODY_SCHEMA, { ...captureDeliveryBody(REF, 'https://example.com', {}), made_up: 'x' })).to.include(unnamed('/made_up'));
     expect(answerProblems(CHANGE_NOTIFICATION_SCHEMA, { ...ALERT, config: { ...ALERT.config, made_up: 1 } })).to.deep.equal([unnamed('/config/made_up')]);

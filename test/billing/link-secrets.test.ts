@@ -1,0 +1,71 @@
+/**
+ * link_signing_secrets on a migrated SQLite database, with a controllable clock: a secret is
+ * made on first use and kept sealed, verification needs no secret made, and a rotation keeps
+ * the old secret verifying for 24 hours (as the webhook secret's), or not at all when revoked.
+ */
+import { expect } from 'chai';
+import type { Knex } from 'knex';
+import { LinkSecrets } from '../../services/billing/link-secrets';
+import { linkSignature } from '../../services/billing/public/signed-links';
+import { SecretBox } from '../../services/shared/secrets';
+import { migratedSqlite } from '../support/sqlite';
+
+describe('link signing secrets', () => {
+  let db: Knex;
+  let drop: () => Promise<void>;
+  let secrets: LinkSecrets;
+  const clock = { now: Date.UTC(2026, 10, 28, 12) };
+  const Q = 'account=acct_1&url=https%3A%2F%2Fexample.com';
+
+  before(async () => {
+    const m = await migratedSqlite();
+    db = m.db;
+    drop = m.drop;
+    const box = new SecretBox({ secretsKey: 'ab'.repeat(32), dataDir: m.dir, database: { client: 'better-sqlite3', filename: ':memory:' } });
+    secrets = new LinkSecrets(db, box, () => clock.now);
+  });
+  after(async () => drop());
+
+  it('makes one lsk_ secret per account on first use, stores it sealed only, and answers the same one after', async () => {
+    const secret = await secrets.current('acct_1');
+    expect(secret).to.match(/^lsk_/);
+    expect(await secrets.current('acct_1')).to.equal(secret);
+    expect(await secrets.current('acct_2')).not.to.equal(secret);
+    const rows = await db('link_signing_secrets');
+    expect(JSON.stringify(rows)).not.to.contain(secret);
+  });
+
+  it('verifies a signature made with the current secret and refuses another', async () => {
+    const secret = await secrets.current('acct_1');
+    expect(await secrets.sign('acct_1', Q)).to.equal(linkSignature(secret, Q));
+    expect(await secrets.verify('acct_1', Q, linkSignature(secret, Q))).to.equal(true);
+    expect(await secrets.verify('acct_1', `${Q}&x=1`, linkSignature(secret, Q))).to.equal(false);
+    expect(await secrets.verify('acct_1', Q, linkSignature('lsk_guess', Q))).to.equal(false);
+  });
+
+  it('refuses every signature of an account that has no secret, and makes none for it', async () => {
+    expect(await secrets.verify('acct_none', Q, linkSignature('', Q))).to.equal(false);
+    expect(await db('link_signing_secrets').where({ account_id: 'acct_none' })).to.have.length(0);
+  });
+
+  it('keeps the previous secret verifying for 24 hours after a rotation, then refuses it', async () => {
+    const old = linkSignature(await secrets.current('acct_1'), Q);
+    const rotated = await secrets.rotate('acct_1', false);
+    expect(rotated.previous_valid_until).to.equal(new Date(clock.now + 24 * 3600_000).toISOString());
+    const fresh = linkSignature(rotated.secret, Q);
+    expect(fresh).not.to.equal(old);
+    expect(await secrets.verify('acct_1', Q, old), 'old, within the overlap').to.equal(true);
+    expect(await secrets.verify('acct_1', Q, fresh)).to.equal(true);
+    clock.now += 24 * 3600_000 + 1;
+    expect(await secrets.verify('acct_1', Q, old), 'old, after the overlap').to.equal(false);
+    expect(await secrets.verify('acct_1', Q, fresh)).to.equal(true);
+  });
+
+  it('refuses the previous secret at once when the rotation revokes it', async () => {
+    const old = linkSignature(await secrets.current('acct_2'), Q);
+    const rotated = await secrets.rotate('acct_2', true);
+    expect(rotated.previous_valid_until).to.equal(null);
+    expect(await secrets.verify('acct_2', Q, old)).to.equal(false);
+    expect(await secrets.verify('acct_2', Q, linkSignature(rotated.secret, Q))).to.equal(true);
+  });
+});
