@@ -14,7 +14,7 @@
 import { serviceError } from '../../shared/errors';
 import type { SnapOptions } from '../../shared/screenshot-options';
 import { parseStatusCodes, statusMatches } from '../../shared/status-codes';
-import { type PageSession, quote } from './page-session';
+import { type PageSession, inPageCall, quote } from './page-session';
 
 /** What the capture records of its page. */
 export interface PageOutcome {
@@ -90,6 +90,19 @@ function lookAtPage(r: Asked): Seen {
 
 const failed = (rule: string, what: string, url: string) =>
   serviceError('capture_rule_failed', `${rule}: ${what} (at ${url}); the capture was stopped before its image and nothing was charged.`);
+
+/**
+ * In the page, when no rule is asked: only the document's status and address. A capture
+ * without rules folds this into a call into the page it makes anyway (the wait for its web
+ * fonts, painting.ts) rather than spending a round trip of its own; outcomeOf reads the answer.
+ */
+export const OUTCOME_IN_PAGE = inPageCall(lookAtPage, {});
+
+/** The outcome in what the page answered to OUTCOME_IN_PAGE. */
+export function outcomeOf(answer: unknown): PageOutcome {
+  const seen = answer as Seen;
+  return { statusCode: seen.status, finalUrl: seen.url };
+}
 
 /** Whether the options name a fail-on rule (the step's name in a timeout's note says so). */
 export function hasRules(o: SnapOptions): boolean {

@@ -40,13 +40,19 @@ function fontsSettled(): Promise<boolean> {
   });
 }
 
-/** Waits, at most FONTS_MS and within the deadline, for the fonts the page uses to have loaded (or failed). */
-export async function settleFonts(page: PageSession, deadline: number): Promise<void> {
+/**
+ * Waits, at most FONTS_MS and within the deadline, for the fonts the page uses to have loaded
+ * (or failed). `then`: an expression evaluated in the page in the same call once they have,
+ * whose value is answered (a read the capture needs anyway, without a round trip of its own);
+ * undefined when the fonts did not settle in time (the caller reads it on its own then).
+ */
+export async function settleFonts<T = unknown>(page: PageSession, deadline: number, then?: string): Promise<T | undefined> {
   const ms = Math.min(FONTS_MS, deadline - Date.now() - SAFETY_MS);
-  if (ms <= 0) return;
-  const ready = page.evaluate<boolean>(inPageCall(fontsSettled), true);
+  if (ms <= 0) return undefined;
+  const settled = inPageCall(fontsSettled);
+  const ready = page.evaluate<T>(then ? `${settled}.then(() => ${then})` : settled, true);
   ready.catch(() => undefined);
-  await Promise.race([ready, sleep(ms)]).catch(() => undefined);
+  return Promise.race([ready, sleep(ms).then(() => undefined)]).catch(() => undefined);
 }
 
 /** Whether an image is of one colour (within FLAT_TOLERANCE); decoded only when it is small enough to be one. */

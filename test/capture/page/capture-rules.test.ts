@@ -6,6 +6,8 @@
  * moved by a 301.
  */
 import { expect } from 'chai';
+import sinon from 'sinon';
+import { CdpConnection } from '../../../services/capture/page/cdp';
 import { pixel, screenshotsUsed, snapSuite } from '../../support/capture-helpers';
 import { expectEnvelope } from '../../support/errors';
 import { jobFinished, request } from '../../support/http';
@@ -155,6 +157,25 @@ describe('fail-on rules and the final status in the record (real browser)', func
         expect(await pixel(image, 200, 250)).to.deep.equal(colour);
       }
     });
+  });
+
+  it('without rules, reads the status and address in the call that waits for the fonts: no round trip of its own', async () => {
+    const send = sinon.spy(CdpConnection.prototype, 'send');
+    let r: Awaited<ReturnType<typeof t.snap>>;
+    try {
+      r = await t.snap({ url: at('/old'), json: true });
+    } finally {
+      send.restore();
+    }
+    expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
+    expect([r.body.status_code, r.body.final_url]).to.deep.equal([200, at('/ok')]);
+    const expressions = send
+      .getCalls()
+      .filter((c) => c.args[0] === 'Runtime.evaluate')
+      .map((c) => String((c.args[1] as { expression?: string }).expression));
+    const reads = expressions.filter((e) => e.includes("getEntriesByType('navigation')") || e.includes('getEntriesByType("navigation")'));
+    expect(reads, 'one call into the page reads the status').to.have.length(1);
+    expect(reads[0], 'and it is the wait for the fonts').to.include('loadingdone');
   });
 
   it("records the final status and address after a redirect, in the snap record and the account's list", async () => {
