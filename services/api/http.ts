@@ -6,6 +6,7 @@
  * before a route runs is answered by protocol-errors.ts, in the same envelope.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Socket } from 'node:net';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import formbody from '@fastify/formbody';
 import { type TProperties, Type } from '@sinclair/typebox';
@@ -182,6 +183,20 @@ export function sendError(reply: FastifyReply, err: unknown, log: { error(...a: 
   return reply.code(status).header('content-type', 'application/json; charset=utf-8').send(body);
 }
 
+/**
+ * The server's connections that have not sent a whole request yet (a browser's speculative
+ * preconnect), kept current: a connection leaves the set with its first request.
+ */
+function unusedConnections(server: FastifyInstance['server']): Set<Socket> {
+  const unused = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    unused.add(socket);
+    socket.once('close', () => unused.delete(socket));
+  });
+  server.on('request', (request: { socket: Socket }) => unused.delete(request.socket));
+  return unused;
+}
+
 export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>, routes: RouteDef[], observer?: RequestObserver): FastifyInstance {
   const log = broker.getLogger('http');
   const methods = new RouteMethods();
@@ -201,8 +216,12 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
   });
   installRequestLog(app, log);
   app.addHook('onRoute', (opts) => methods.add(opts.url, opts.method));
+  const unused = unusedConnections(app.server);
   app.addHook('preClose', (done) => {
     closing = true;
+    // Node closes idle keep-alive connections at close, but not one that never sent a request
+    // (a browser's preconnect): it would hold the close until its headers timeout (60 s).
+    for (const socket of unused) socket.destroy();
     done();
   });
   app.addHook('onRequest', (_request, reply, done) => {

@@ -204,3 +204,29 @@ describe('http: a request the server gives up on is answered in the envelope', (
     expect(second?.headers.get('retry-after')).to.equal('1');
   });
 });
+
+describe('http: closing the server', function () {
+  this.timeout(10_000);
+
+  it("is not held by a connection that never sent a request (a browser's preconnect), which Node would keep for its 60 s headers timeout", async () => {
+    const common = { summary: 'test', tag: 'test', auth: false as const, response: { type: 'object' }, errors: [] };
+    const app = buildHttpServer(new ServiceBroker({ logger: false }), loadConfig({}), [
+      publicRoute({ ...common, method: 'GET', url: '/fast', handler: async () => ({ success: true }) }),
+    ]);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as net.AddressInfo;
+    // One connection used and left idle (keep-alive), one opened and never used.
+    const used = await request<{ success: boolean }>(`http://127.0.0.1:${port}`, 'GET', '/fast');
+    expect(used.status).to.equal(200);
+    const unused = net.connect(port, '127.0.0.1');
+    await new Promise<void>((resolve, reject) => {
+      unused.once('connect', () => resolve());
+      unused.once('error', reject);
+    });
+    const ended = new Promise<void>((resolve) => unused.once('close', () => resolve()));
+    const t0 = Date.now();
+    await app.close();
+    await ended;
+    expect(Date.now() - t0, 'the close took (ms)').to.be.below(2_000);
+  });
+});
