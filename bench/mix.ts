@@ -49,7 +49,18 @@ import { type FloorTab, IsolatedPool, type Work, benchAccount, floorCapture, ope
 import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './pages';
 import { descendantsNamed, machineCpuMs, processes, treesUse } from './procs';
 import { envSubset, publishResults, runBench, snapQuery } from './run';
-import { MIX_WEIGHTS, type MixItem, type MixPage, mixSequence, siteName, startFloorProxy, startSitesDns } from './sites';
+import {
+  MIX_SNAP_OPTIONS,
+  MIX_WEIGHTS,
+  type MixCursor,
+  type MixItem,
+  type MixPage,
+  driveMix,
+  mixSequence,
+  mixUrl,
+  startFloorProxy,
+  startSitesDns,
+} from './sites';
 import { type Block, addedCpuPerCapture, medianRatioInterval, percentile, stalledCapture, throughputRatioInterval } from './stats';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -78,7 +89,6 @@ const WORK: Record<MixPage, Work> = {
   script: { kind: 'wait_for', selector: SCRIPT_SELECTOR },
   long: { kind: 'fullpage' },
 };
-const SNAP_OPTIONS: Record<MixPage, Record<string, string>> = { simple: {}, heavy: {}, script: { wait_for: SCRIPT_SELECTOR }, long: { fullpage: 'true' } };
 
 function positive(name: string, raw: string): number {
   if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1) throw new Error(`${name} takes positive integers, got "${raw}"`);
@@ -140,7 +150,7 @@ interface SideRuntime {
   roots: (concurrency: number) => number[];
   op: (worker: number, item: MixItem) => Promise<number>;
   /** Its next item in the shared sequence. */
-  cursor: number;
+  cursor: MixCursor;
 }
 
 const selfCpuMs = () => {
@@ -149,24 +159,14 @@ const selfCpuMs = () => {
 };
 
 async function runBlock(rt: SideRuntime, seq: MixItem[], workers: number, count: number, cell: SideCell | null): Promise<void> {
-  let started = 0;
   const self0 = selfCpuMs();
   const machine0 = machineCpuMs();
   const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: workers }, async (_, w) => {
-      while (started < count) {
-        started++;
-        const item = seq[rt.cursor++ % seq.length]!;
-        const s = performance.now();
-        const bytes = await rt.op(w, item);
-        if (cell) {
-          cell.samples.push({ page: item.page, ms: performance.now() - s });
-          cell.bytes += bytes;
-        }
-      }
-    }),
-  );
+  await driveMix(seq, rt.cursor, workers, count, rt.op, (item, ms, bytes) => {
+    if (!cell) return;
+    cell.samples.push({ page: item.page, ms });
+    cell.bytes += bytes;
+  });
   if (!cell) return;
   const machine = machineCpuMs() - machine0;
   cell.blocks.push({ captures: count, ms: performance.now() - t0, machineCpuMs: machine });
@@ -398,7 +398,7 @@ runBench('mix', async (cleanups) => {
   const proxy = await startFloorProxy(dns.address);
   cleanups.push(() => proxy.stop());
   const port = new URL(pages.origin).port;
-  const urlOf = (item: MixItem) => `http://${siteName(item.site)}:${port}${pages.pages[item.page]}`;
+  const urlOf = (item: MixItem) => mixUrl(port, pages.pages, item);
 
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'snap-mix-'));
   cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
@@ -465,14 +465,14 @@ runBench('mix', async (cleanups) => {
   cleanups.push(async () => agent.destroy());
 
   const sides: SideRuntime[] = [
-    { side: 'warm', roots: (c) => warmRoots.slice(0, c), op: (w, item) => floorCapture(warmTabs[w]!, urlOf(item), WORK[item.page], true), cursor: 0 },
-    { side: 'isolated', roots: () => isolatedRoots, op: (_w, item) => isolatedPool.capture(urlOf(item), WORK[item.page]), cursor: 0 },
+    { side: 'warm', roots: (c) => warmRoots.slice(0, c), op: (w, item) => floorCapture(warmTabs[w]!, urlOf(item), WORK[item.page], true), cursor: { next: 0 } },
+    { side: 'isolated', roots: () => isolatedRoots, op: (_w, item) => isolatedPool.capture(urlOf(item), WORK[item.page]), cursor: { next: 0 } },
     // This process is counted by turn (selfCpuMs), not as a tree: only its ChromeDrivers here (pages, the DNS server's replies excluded).
     {
       side: 'snap',
       roots: () => snapRoots().slice(1),
-      op: (_w, item) => snapOnce(agent, `${base}/snap?${snapQuery(accessToken, urlOf(item), SNAP_OPTIONS[item.page])}`),
-      cursor: 0,
+      op: (_w, item) => snapOnce(agent, `${base}/snap?${snapQuery(accessToken, urlOf(item), MIX_SNAP_OPTIONS[item.page])}`),
+      cursor: { next: 0 },
     },
   ];
   const seq = mixSequence(Math.max(SITES, 10), SITES);

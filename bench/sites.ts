@@ -19,9 +19,11 @@
 import type dns from 'node:dns';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { Server } from 'proxy-chain';
 import { resolverLookup } from '../services/shared/egress';
 import { type DnsServer, startDnsServer } from '../test/support/dns-server';
+import { SCRIPT_SELECTOR } from './pages';
 
 /** The pages of the mix and how many of every ten captures each takes. */
 export const MIX_WEIGHTS = { simple: 4, script: 3, heavy: 2, long: 1 } as const;
@@ -35,6 +37,49 @@ export interface MixItem {
 
 /** The name of site n. */
 export const siteName = (n: number) => `site-${n}.test`;
+
+/** The /snap options of each page of the mix: its complete work (script: wait_for its cards; long: fullpage). */
+export const MIX_SNAP_OPTIONS: Record<MixPage, Record<string, string>> = {
+  simple: {},
+  heavy: {},
+  script: { wait_for: SCRIPT_SELECTOR },
+  long: { fullpage: 'true' },
+};
+
+/** The address of an item: its page on its site name, at the page server's port. */
+export const mixUrl = (port: string | number, paths: Record<string, string>, item: MixItem) => `http://${siteName(item.site)}:${port}${paths[item.page]}`;
+
+/** Where a side is in the shared sequence (each side captures the same list, in order). */
+export interface MixCursor {
+  next: number;
+}
+
+/**
+ * One block of the workload: `count` captures of the next items of `seq` (from `cursor`, which
+ * moves on) by `workers` concurrent workers, each `op(worker, item)` resolving to the bytes
+ * received; `done` is told each capture's item, time (ms) and bytes.
+ */
+export async function driveMix(
+  seq: readonly MixItem[],
+  cursor: MixCursor,
+  workers: number,
+  count: number,
+  op: (worker: number, item: MixItem) => Promise<number>,
+  done?: (item: MixItem, ms: number, bytes: number) => void,
+): Promise<void> {
+  let started = 0;
+  await Promise.all(
+    Array.from({ length: workers }, async (_, w) => {
+      while (started < count) {
+        started++;
+        const item = seq[cursor.next++ % seq.length]!;
+        const s = performance.now();
+        const bytes = await op(w, item);
+        done?.(item, performance.now() - s, bytes);
+      }
+    }),
+  );
+}
 
 const SITE_NAME = /^site-(\d+)\.test$/;
 

@@ -38,7 +38,6 @@
  *   BENCH_STACK_PARTS     "spread", "scheduler", "kill" or any of them (default all three)
  *   STACK_MYSQL_URL, STACK_REDIS_URL, STACK_NATS_URL  as for `npm run stack`
  */
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -49,10 +48,9 @@ import knex from 'knex';
 import { STACK_DEFAULTS, Stack } from '../ops/stack';
 import { TICK_BATCH } from '../services/scheduler/schedule-runner';
 import { FORMAT, QUALITY, VIEWPORT, envPositiveInt, envSubset, publishResults, snapQuery, stopOnSignals } from './run';
+import { createBenchAccount, waitForBrowsers as waitForStackBrowsers } from './deployments';
 import { type PageServer, startPageServer } from './pages';
 import { machineCpuMs, processes } from './procs';
-
-const ROOT = path.resolve(__dirname, '..', '..');
 
 const CONCURRENCY = 4;
 const TOTAL_SESSIONS = 4;
@@ -207,36 +205,11 @@ function checkAlive(stack: Stack): void {
     );
 }
 
-function admin(stack: Stack, args: string[]): string {
-  const res = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'bin', 'admin.js'), ...args], {
-    env: { ...stack.serviceEnv(), LOG_LEVEL: 'warn' },
-    encoding: 'utf8',
-  });
-  if (res.status !== 0) throw new Error(`admin ${args.slice(0, 2).join(' ')} failed (${res.status}): ${res.stderr}`);
-  return res.stdout;
-}
-
 /** An account that may use every browser of the stack at once (its plan's limits never hold the bench). */
-function createAccount(stack: Stack): { account_id: string; access_token: string } {
-  admin(stack, ['plans', 'set', 'bench', '--screenshots', '10000000', '--concurrency', '64', '--queue', '64']);
-  return JSON.parse(admin(stack, ['accounts', 'create', '--plan', 'bench', '--json'])) as { account_id: string; access_token: string };
-}
+const createAccount = (stack: Stack) => createBenchAccount(stack.serviceEnv());
 
 /** Waits until the cluster's live browser sessions are `sessions` (GET /pressure: max_concurrent). */
-async function waitForBrowsers(stack: Stack, sessions: number, timeoutMs = 120_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < end) {
-    const res = await fetch(`${stack.url}/pressure`).catch(() => null);
-    if (res) {
-      const body = (await res.json().catch(() => null)) as { pressure?: { max_concurrent?: number } } | null;
-      last = JSON.stringify(body);
-      if ((body?.pressure?.max_concurrent ?? 0) >= sessions) return;
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`the stack did not have ${sessions} live browser sessions within ${timeoutMs} ms (last /pressure: ${last})`);
-}
+const waitForBrowsers = (stack: Stack, sessions: number) => waitForStackBrowsers(stack.url, sessions);
 
 /** Browser sessions on each Grid node now (the hub's /status). */
 async function sessionsPerNode(stack: Stack): Promise<number[]> {

@@ -127,3 +127,22 @@ export function stalledCapture(samples: readonly number[]): number | null {
   const slowest = sorted[sorted.length - 1]!;
   return slowest > STALL_FACTOR * percentile(sorted, 0.5) ? slowest : null;
 }
+
+/**
+ * The ratio of CPU per capture, over / base (each side's machineCpuMs summed over its blocks,
+ * divided by its captures), with a 95% interval from the rounds resampled as
+ * throughputRatioInterval does (both sides' blocks of a drawn round together).
+ */
+export function cpuRatioInterval(base: readonly Block[], over: readonly Block[], rounds = 2000, seed = 1): { ratio: number; low: number; high: number } {
+  const n = Math.min(base.length, over.length);
+  if (n === 0) return { ratio: Number.NaN, low: Number.NaN, high: Number.NaN };
+  const all = Array.from({ length: n }, (_, i) => i);
+  const draw = seeded(seed);
+  const picks: number[] = new Array(n);
+  const ratios: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    for (let i = 0; i < n; i++) picks[i] = Math.floor(draw() * n);
+    ratios.push(cpuPerCapture(over, picks) / cpuPerCapture(base, picks));
+  }
+  return { ratio: cpuPerCapture(over, all) / cpuPerCapture(base, all), ...central95(ratios) };
+}

@@ -12,7 +12,7 @@ import { expect } from 'chai';
 import sinon from 'sinon';
 import { BENCH_DOC, type ResultsSection, nestHeadings, publishResults, resultsMarkers, withResults } from '../../bench/run';
 
-const SECTIONS: ResultsSection[] = ['snap', 'mix', 'soak', 'lists', 'ttl', 'stack', 'fairness', 'failures', 'encoder'];
+const SECTIONS: ResultsSection[] = ['snap', 'mix', 'soak', 'lists', 'ttl', 'stack', 'stackmix', 'fairness', 'failures', 'encoder'];
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
 /** A page with prose around two blocks, as docs/benchmark.md is laid out. */
@@ -109,6 +109,7 @@ describe('bench: the results written into docs/benchmark.md', () => {
       lists: 'lists.ts',
       ttl: 'ttl.ts',
       stack: 'stack.ts',
+      stackmix: 'stack-mix.ts',
       fairness: 'fairness.ts',
       failures: 'failures.ts',
       encoder: 'encoder.ts',

@@ -1,5 +1,14 @@
 import { expect } from 'chai';
-import { type Block, STALL_FACTOR, addedCpuPerCapture, medianRatioInterval, percentile, stalledCapture, throughputRatioInterval } from '../../bench/stats';
+import {
+  type Block,
+  STALL_FACTOR,
+  addedCpuPerCapture,
+  cpuRatioInterval,
+  medianRatioInterval,
+  percentile,
+  stalledCapture,
+  throughputRatioInterval,
+} from '../../bench/stats';
 
 /** Capture-like times: a deterministic spread around `median` (log-normal-ish, p95 about 1.3x the p50). */
 function times(n: number, median: number, seed: number): number[] {
@@ -113,5 +122,23 @@ describe('bench statistics', () => {
     expect(gap.added).to.be.closeTo(20, 1e-9);
     expect(gap.low).to.be.above(5);
     expect(addedCpuPerCapture([], over).added).to.be.NaN;
+  });
+
+  it('the ratio of CPU per capture: the measured ratio inside its interval, 1 inside it for alike sides, a real 30% gap clear of 1.15', () => {
+    const cpu = (n: number, msPerCapture: number, seed: number): Block[] =>
+      times(n, 1, seed).map((f) => ({ captures: 4, ms: 1000, machineCpuMs: 4 * msPerCapture * f }));
+    const base = cpu(40, 300, 31);
+    const same = cpuRatioInterval(base, cpu(40, 300, 32));
+    expect(same.low).to.be.at.most(same.ratio);
+    expect(same.high).to.be.at.least(same.ratio);
+    expect(same.low).to.be.below(1);
+    expect(same.high).to.be.above(1);
+    // Drift that moved a whole round moves both sides' blocks of it: the paired interval stays narrow.
+    const over = base.map((b) => ({ ...b, machineCpuMs: (b.machineCpuMs as number) * 1.3 }));
+    const gap = cpuRatioInterval(base, over);
+    expect(gap.ratio).to.be.closeTo(1.3, 1e-9);
+    expect(gap.low).to.be.above(1.15);
+    expect(gap.high - gap.low).to.be.below(0.01);
+    expect(cpuRatioInterval([], over).ratio).to.be.NaN;
   });
 });
