@@ -1,7 +1,8 @@
 /**
  * The operator CLI (`npm run --silent admin -- <command>`). It runs the billing service
  * in-process against the configured database (no transporter), so every change goes
- * through the same code as the running system.
+ * through the same code as the running system; a change to keys, plans or add-ons is then
+ * broadcast to the running billing instances when a transporter is configured (announce).
  *
  *   accounts create --plan free|paid [--addons byo_ai,byo_proxy,ai_credits,bandwidth_2gb:N] [--json]
  *   accounts list [--json]
@@ -17,9 +18,11 @@
  * The real-locations commands run the proxy service instead, with the catalogue the
  * service would load (so a broken preset or file fails here as it would at start).
  */
+import { ServiceBroker } from 'moleculer';
+import { brokerOptions } from '../moleculer.config';
 import { parseAddons } from '../services/billing/accounts';
-import { ConfigError, loadConfig } from '../services/shared/config';
-import { type PlanRecord, call } from '../services/shared/contracts';
+import { type Config, ConfigError, loadConfig } from '../services/shared/config';
+import { type Events, type PlanRecord, broadcast, call } from '../services/shared/contracts';
 import { startSystem } from '../runtime/system';
 
 const USAGE = `Usage: npm run --silent admin -- <command>
@@ -64,6 +67,37 @@ function flag(flags: Record<string, string | true>, name: string, required: bool
   if (v === true) throw new UsageError(`--${name} needs a value`);
   if (v === undefined && required) throw new UsageError(`--${name} is required`);
   return v;
+}
+
+/**
+ * Tells the running billing instances of a change made here, so that none answers from what it
+ * keeps (ACCOUNT_CACHE_MS): with a transporter (the full stack), a broker with no service joins it
+ * just long enough to broadcast 'billing.accountsChanged'. Without one (embedded: the service is
+ * another process on the same SQLite file) it cannot reach them: they forget within
+ * ACCOUNT_CACHE_MS (docs/operations.md).
+ */
+async function announce(config: Readonly<Config>, change: Events['billing.accountsChanged']): Promise<void> {
+  if (!config.transporter) return;
+  const broker = new ServiceBroker({
+    ...brokerOptions({ ...config, logLevel: 'warn' }, process.stderr),
+    nodeID: `admin-cli-${process.pid}-${Date.now().toString(36)}`,
+  });
+  await broker.start();
+  try {
+    // No billing running: nothing to tell.
+    if (
+      await broker.waitForServices(['billing'], 5000).then(
+        () => true,
+        () => false,
+      )
+    ) {
+      // The other billing instances' INFO arrives with the first's, or moments after it.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await broadcast(broker, 'billing.accountsChanged', change, ['billing']);
+    }
+  } finally {
+    await broker.stop();
+  }
 }
 
 function describePlan(p: PlanRecord): string {
@@ -126,12 +160,14 @@ async function main(): Promise<number> {
           plan: flag(flags, 'plan', true) as string,
           ...(addonsRaw !== undefined ? { addons: parseAddons(addonsRaw) } : {}),
         });
+        await announce(base, { accountId: target });
         print(summary, () => `${summary.account_id} is now on plan ${summary.plan} with addons ${JSON.stringify(summary.addons)}`);
         return 0;
       }
       case 'keys rotate': {
         if (!target) throw new UsageError('keys rotate needs an account id');
         const rotated = await call(broker, 'billing.rotateKey', { accountId: target });
+        await announce(base, { accountId: target });
         print(rotated, () => `The old key is revoked.\naccess_token: ${rotated.access_token}`);
         return 0;
       }
@@ -159,6 +195,7 @@ async function main(): Promise<number> {
           name: target,
           ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)),
         });
+        await announce(base, { plan: plan.name });
         print(plan, () => describePlan(plan));
         return 0;
       }

@@ -26,6 +26,7 @@ import { CHANGE_NOTIFICATION_ROUTES, WEBHOOK_ROUTES } from './webhook-routes';
 import { ApiMetrics } from './metrics';
 import { oauthRoutes } from './oauth-routes';
 import { installMcpEndpoint, mcpRoutes } from './mcp-http';
+import { installConsole } from './console/console';
 import { defineService } from '../shared/define-service';
 
 export function apiRoutes(
@@ -96,6 +97,8 @@ export function apiService(deps: { config: Readonly<Config>; store?: FileStore }
         metrics,
       );
       installMcpEndpoint(app, { broker: this.broker, config, document, metrics });
+      // The web console (services/api/console/): pages for people, from the same actions as the API.
+      installConsole(app, { broker: this.broker, config });
       app.register(swagger, { mode: 'static', specification: { document: document as never } });
       app.register(swaggerUi, { routePrefix: '/docs' });
     },

@@ -16,7 +16,7 @@ import { withCaptureCredits } from '../billing/public/credits';
 import { ERROR_STATUS, type ErrorCode, isErrorCode, serviceError } from '../shared/errors';
 import type { Paging } from '../shared/paging';
 import { admission, type Spending } from './spend-admission';
-import type { ConfigOptions } from '../shared/screenshot-options';
+import { type ConfigOptions, captureKey, type SnapOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';
 import { ok, type RouteContext, type RouteDef, route } from './http';
@@ -69,7 +69,8 @@ const CONFIG: Omit<Spending, 'credits'> = { features: ['ownAi', 'ownProxy'], str
 const START_ADMISSION = admission({ ...CONFIG, credits: ['screenshots', 'ai_credits'] });
 const CHANGE_ADMISSION = admission({ ...CONFIG, credits: [] });
 
-async function createConfig(ctx: RouteContext<ConfigOptions>, policy: TargetPolicy) {
+/** POST /screenshot_configs (the console's configuration form calls it too). */
+export async function createConfig(ctx: RouteContext<ConfigOptions>, policy: TargetPolicy) {
   const { broker, account } = ctx;
   const options = ctx.params;
   await START_ADMISSION.admit({ broker, account, policy, given: options });
@@ -90,7 +91,8 @@ async function createConfig(ctx: RouteContext<ConfigOptions>, policy: TargetPoli
   return { success: true, screenshot_configuration_id: configId, embed_url: embedUrl, job_id: jobId };
 }
 
-async function captureNow(ctx: RouteContext, policy: TargetPolicy) {
+/** POST /screenshot_configs/:id/capture (the console's "Capture now" too). */
+export async function captureNow(ctx: RouteContext, policy: TargetPolicy) {
   const existing = await call(ctx.broker, 'scheduler.get', { accountId: ctx.account.accountId, id: ctx.path.id ?? '' });
   // The stored configuration is admitted as a new one would be: a plan downgraded, a provider
   // key or an own proxy removed since it was stored answers now, before any credit; no fallback.
@@ -99,6 +101,26 @@ async function captureNow(ctx: RouteContext, policy: TargetPolicy) {
   const configId = await startJob(ctx, jobId, existing.options, async () => existing.ids.screenshot_config_id);
   await call(ctx.broker, 'scheduler.noteJob', { configId, jobId });
   return { success: true, job_id: jobId, embed_url: existing.ids.embed_url };
+}
+
+/**
+ * A snap's options captured as a background job (the console's capture builder: no page waits
+ * on a capture): admitted and charged as capture-now is (the credit reserved under the job's
+ * id, refunded when the job fails), recorded under the snap's own configuration of those
+ * options, as /snap records its captures. Answers the job's id.
+ */
+export async function startSnapJob(ctx: RouteContext, policy: TargetPolicy, options: SnapOptions): Promise<string> {
+  const { broker, account } = ctx;
+  await START_ADMISSION.admit({ broker, account, policy, given: options });
+  const jobId = randomId(12);
+  const configId = await startJob(
+    ctx,
+    jobId,
+    options as ConfigOptions,
+    async () => (await call(broker, 'scheduler.snapConfig', { accountId: account.accountId, options, snapKey: captureKey(options) })).id,
+  );
+  await call(broker, 'scheduler.noteJob', { configId, jobId });
+  return jobId;
 }
 
 async function getConfig(ctx: RouteContext) {
@@ -111,7 +133,7 @@ async function getConfig(ctx: RouteContext) {
  * one is kept). A PATCH that names nothing to change is refused: a client whose update sent
  * no body would otherwise be told its change was made.
  */
-async function updateConfig(ctx: RouteContext<ConfigChanges>, policy: TargetPolicy) {
+export async function updateConfig(ctx: RouteContext<ConfigChanges>, policy: TargetPolicy) {
   const changes = ctx.params;
   const accountId = ctx.account.accountId;
   if (Object.keys(changes).length === 0) {
@@ -134,7 +156,8 @@ async function listConfigs(ctx: RouteContext<Paging>) {
   return { success: true, screenshot_configurations: configs.map(configView), has_more };
 }
 
-async function deleteConfig(ctx: RouteContext) {
+/** DELETE /screenshot_configs/:id (the console's delete too). */
+export async function deleteConfig(ctx: RouteContext) {
   const accountId = ctx.account.accountId;
   const v = await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' });
   await call(ctx.broker, 'capture.deleteForConfig', { accountId, configId: v.ids.screenshot_config_id });

@@ -53,6 +53,15 @@ export function parseAddons(list: string): AddonMap {
   return addons;
 }
 
+/** An account and its plan, one row per add-on (addon null when it has none), as one AccountContext; null for no rows. */
+function contextOf(rows: Array<Parameters<typeof planRow>[0] & { account_id: string; addon: string | null; quantity: unknown }>): AccountContext | null {
+  const [first] = rows;
+  if (!first) return null;
+  const addons: AddonMap = {};
+  for (const r of rows) if (r.addon !== null && Number(r.quantity) > 0) addons[r.addon as Addon] = Number(r.quantity);
+  return { accountId: first.account_id, plan: planRow(first), addons };
+}
+
 export class AccountRepository {
   constructor(private readonly db: Knex) {}
 
@@ -124,25 +133,32 @@ export class AccountRepository {
     return { account_id: accountId, access_token: token };
   }
 
-  /** The account behind an active key, or null for an unknown or revoked key. */
+  /**
+   * The account behind an active key, or null for an unknown or revoked key: its plan and
+   * add-ons in one read (one row per add-on, or one without any).
+   */
   async byToken(token: string): Promise<AccountContext | null> {
-    const row = await this.db('api_keys as k')
-      .join('accounts as a', 'a.id', 'k.account_id')
-      .join('plans as p', 'p.name', 'a.plan')
-      .where('k.key_hash', hashApiKey(token))
-      .whereNull('k.revoked_at')
-      .first('a.id as account_id', ...PLAN_COLUMNS);
-    if (!row) return null;
-    return { accountId: row.account_id, plan: planRow(row), addons: await this.addonsOf(row.account_id) };
+    return this.byKeyHash(hashApiKey(token));
+  }
+
+  /** byToken by the key's hash (billing's cache is keyed by it). */
+  async byKeyHash(keyHash: string): Promise<AccountContext | null> {
+    const rows = await this.withAddons(this.db('api_keys as k').join('accounts as a', 'a.id', 'k.account_id'))
+      .where('k.key_hash', keyHash)
+      .whereNull('k.revoked_at');
+    return contextOf(rows);
   }
 
   async byId(accountId: string): Promise<AccountContext | null> {
-    const row = await this.db('accounts as a')
+    return contextOf(await this.withAddons(this.db('accounts as a')).where('a.id', accountId));
+  }
+
+  /** The account's plan and each of its add-ons joined to `q` (which names the account `a`). */
+  private withAddons(q: Knex.QueryBuilder): Knex.QueryBuilder {
+    return q
       .join('plans as p', 'p.name', 'a.plan')
-      .where('a.id', accountId)
-      .first('a.id as account_id', ...PLAN_COLUMNS);
-    if (!row) return null;
-    return { accountId: row.account_id, plan: planRow(row), addons: await this.addonsOf(row.account_id) };
+      .leftJoin('account_addons as ad', 'ad.account_id', 'a.id')
+      .select('a.id as account_id', ...PLAN_COLUMNS, 'ad.addon as addon', 'ad.quantity as quantity');
   }
 
   async summary(accountId: string): Promise<AccountSummary> {

@@ -5,14 +5,16 @@
  * Every other service asks billing; none reads its tables.
  */
 import type { Config } from '../shared/config';
-import type { AccountContext, Limits, Reservation, UsageAmounts, UsageKind } from '../shared/contracts';
+import { type AccountContext, type ConsoleSession, type Limits, type Reservation, type UsageAmounts, type UsageKind, broadcast } from '../shared/contracts';
 import { defineService, ServiceDatabase } from '../shared/define-service';
 import { serviceError } from '../shared/errors';
 import { EXHAUSTED_CODES } from './public/credits';
 import { checkFeatures } from './public/plan-gates';
-import { randomId } from '../shared/secrets';
+import { hashApiKey, randomId } from '../shared/secrets';
 import type { ServiceUnit } from '../shared/service-unit';
+import { AccountCache, type AccountChange } from './account-cache';
 import { AccountRepository } from './accounts';
+import { ConsoleSessions, consoleSessionPolicy } from './console-sessions';
 import { LinkSecrets } from './link-secrets';
 import { SecretBox } from '../shared/secrets';
 import { counterExpiry, limitsFor, monthOf } from './limits';
@@ -35,7 +37,10 @@ const EXHAUSTED_WHAT: Record<UsageKind, string> = {
 
 interface BillingState {
   accounts: AccountRepository;
+  /** Keys' accounts kept for ACCOUNT_CACHE_MS, cleared on every change (account-cache.ts). */
+  cache: AccountCache;
   links: LinkSecrets;
+  sessions: ConsoleSessions;
   store: UsageStore;
   now: () => Date;
 }
@@ -47,13 +52,57 @@ export function billingService(deps: BillingDeps): ServiceUnit {
   let metrics: BillingMetrics;
 
   const authenticate = async (token: string): Promise<AccountContext> => {
-    const account = await state.accounts.byToken(token);
+    const keyHash = hashApiKey(token);
+    const account = await state.cache.get(keyHash, () => state.accounts.byKeyHash(keyHash));
     if (!account) {
       throw serviceError('access_token_invalid', 'The access_token is unknown or was revoked; use the key shown when the account was created or last rotated.');
     }
     await countRate(account.accountId);
     return account;
   };
+
+  /** One sign-in attempt of the client address counted (CONSOLE_SIGNIN_*), for customers and the operator view alike. */
+  async function countSignIn(client: string): Promise<void> {
+    const { signInMax, signInWindowSeconds } = config.console;
+    // In the rate windows' store (Redis in the full stack), under a name no account id can take.
+    const attempt = await state.store.hitRate(`console-signin:${client}`, signInMax, signInWindowSeconds, state.now());
+    if (!attempt.allowed) {
+      throw serviceError(
+        'rate_limited',
+        `Too many sign-in attempts from this address: at most ${signInMax} per ${signInWindowSeconds} seconds. Retry after ${attempt.retryAfter} seconds.`,
+        { retryAfter: attempt.retryAfter },
+      );
+    }
+  }
+
+  /** Web console sign-in: the attempt counted, the key authenticated, a session opened. */
+  async function openSession(token: string, client: string): Promise<ConsoleSession & { session: string }> {
+    await countSignIn(client);
+    const keyHash = hashApiKey(token);
+    const account = await state.cache.get(keyHash, () => state.accounts.byKeyHash(keyHash));
+    if (!account) {
+      throw serviceError(
+        'access_token_invalid',
+        'That API key is unknown or was revoked; sign in with the key shown when the account was created or last rotated.',
+      );
+    }
+    const opened = await state.sessions.open(account.accountId, keyHash);
+    return { session: opened.session, csrf: opened.csrf, expires_at_ms: opened.expiresAtMs, account };
+  }
+
+  /** The account of a console session, mapped through its key as authenticate maps a key, and the request counted as authenticate counts it. */
+  async function sessionAccount(session: string): Promise<ConsoleSession> {
+    const ended = () => serviceError('access_token_invalid', 'The console session has ended (signed out, expired, or its API key was revoked); sign in again.');
+    const found = await state.sessions.find(session);
+    if (!found) throw ended();
+    const account = await state.cache.get(found.keyHash, () => state.accounts.byKeyHash(found.keyHash));
+    if (!account) {
+      await state.sessions.close(session);
+      throw ended();
+    }
+    await countRate(account.accountId);
+    return { account, csrf: found.csrf, expires_at_ms: found.expiresAtMs };
+  }
 
   /** Counts one request against the account's rate limit (RATE_LIMIT_*): 429 rate_limited beyond it. */
   async function countRate(accountId: string): Promise<void> {
@@ -160,10 +209,31 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     return { charged: true as const };
   };
 
+  /**
+   * Runs a change of keys, plans or add-ons; whatever its outcome, what it may have changed is
+   * forgotten here at once and on every other billing instance (the broadcast; an instance it
+   * misses forgets it within ACCOUNT_CACHE_MS).
+   */
+  async function changing<T>(ctx: Parameters<typeof broadcast>[0], change: AccountChange, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } finally {
+      state.cache.invalidate(change);
+      await broadcast(ctx, 'billing.accountsChanged', change, ['billing']).catch(() => undefined);
+    }
+  }
+
   const schema = defineService('billing', {
     database,
     actions: {
       authenticate: (ctx) => authenticate(ctx.params.token),
+      openSession: (ctx) => openSession(ctx.params.token, ctx.params.client),
+      session: (ctx) => sessionAccount(ctx.params.session),
+      closeSession: async (ctx) => ({ closed: await state.sessions.close(ctx.params.session) }),
+      countSignIn: async (ctx) => {
+        await countSignIn(ctx.params.client);
+        return { ok: true as const };
+      },
       checkFeatures: async (ctx) => {
         checkFeatures(ctx.params.account, ctx.params.features);
         return { ok: true as const };
@@ -200,17 +270,24 @@ export function billingService(deps: BillingDeps): ServiceUnit {
       charge: (ctx) => charge(ctx.params.accountId, ctx.params.amounts),
       createAccount: async (ctx) => state.accounts.create(ctx.params.plan, ctx.params.addons ?? {}),
       listAccounts: async () => state.accounts.list(),
-      setPlan: async (ctx) => state.accounts.setPlan(ctx.params.accountId, ctx.params.plan, ctx.params.addons),
-      rotateKey: async (ctx) => state.accounts.rotateKey(ctx.params.accountId),
+      setPlan: (ctx) =>
+        changing(ctx, { accountId: ctx.params.accountId }, () => state.accounts.setPlan(ctx.params.accountId, ctx.params.plan, ctx.params.addons)),
+      rotateKey: (ctx) => changing(ctx, { accountId: ctx.params.accountId }, () => state.accounts.rotateKey(ctx.params.accountId)),
       listPlans: async () => state.accounts.listPlans(),
-      upsertPlan: async (ctx) => state.accounts.upsertPlan(ctx.params),
+      upsertPlan: (ctx) => changing(ctx, { plan: ctx.params.name }, () => state.accounts.upsertPlan(ctx.params)),
       metrics: () => metrics.snapshot(),
+    },
+    events: {
+      // Another instance's change (or this one's, heard again): forgotten here too.
+      'billing.accountsChanged': (ctx) => state.cache.invalidate(ctx.params),
     },
     created() {
       const now = deps.now ?? (() => new Date());
       state = {
         accounts: new AccountRepository(database.knex),
+        cache: new AccountCache(config.accountCacheMs, () => now().getTime()),
         links: new LinkSecrets(database.knex, new SecretBox(config), () => now().getTime()),
+        sessions: new ConsoleSessions(database.knex, consoleSessionPolicy(config), () => now().getTime()),
         store: deps.store ?? (config.redisUrl ? new RedisUsageStore(config.redisUrl, config.redisPrefix) : new MemoryUsageStore()),
         now,
       };

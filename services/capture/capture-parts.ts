@@ -24,6 +24,7 @@ import { JobQueue } from './jobs/jobs';
 import { CaptureMetrics } from './jobs/metrics';
 import { CapturePipeline } from './jobs/pipeline';
 import { ScreenshotRepository } from './jobs/screenshots';
+import { KeptSnapConfigs } from './jobs/snap-configs';
 import { SnapDesk } from './jobs/snaps';
 import { JobWorker } from './jobs/worker';
 import type { BlockerLoader } from './page/blocking';
@@ -42,6 +43,8 @@ export interface CaptureParts {
   worker: JobWorker;
   research: ResearchRepository;
   snaps: SnapDesk;
+  /** The snap configurations kept (forgotten on 'capture.configDeleted'). */
+  snapConfigs: KeptSnapConfigs;
   researchDesk: ResearchDesk;
   drainWatch: GridDrainWatch | null;
   /** Visual change steps' comparisons, which run after their capture is recorded. */
@@ -97,7 +100,7 @@ export function captureParts({ config, db, store, blockers, collaborators: c, br
   // Research's captures also read each page (its text and links).
   const readingEngine = new CaptureEngine({ ...engineDeps, runPage: readingCapture });
   // Visual change steps: compared in this process once their capture is recorded (visual-alerts.ts).
-  const visual = new VisualAlerts({ db, store, link: (name) => cdnLink(config, name), log });
+  const visual = new VisualAlerts({ db, store, link: (name) => cdnLink(config, name), log, cacheBytes: config.capture.visualCacheMb * 1024 * 1024 });
   const pipeline = new CapturePipeline({
     engine,
     files,
@@ -132,8 +135,34 @@ export function captureParts({ config, db, store, blockers, collaborators: c, br
     pool.wake();
     worker.wake();
   });
-  const snaps = new SnapDesk({ db, admission, queue, pipeline, screenshots, files, metrics, configs: c.snapConfigs, jobQueued: c.jobQueued });
+  // Snap configurations kept for SNAP_CONFIG_CACHE_MS (snap-configs.ts): the capture service forgets one on 'capture.configDeleted'.
+  const snapConfigs = new KeptSnapConfigs(c.snapConfigs, config.snapConfigCacheMs);
+  const snaps = new SnapDesk({
+    db,
+    admission,
+    queue,
+    pipeline,
+    screenshots,
+    files,
+    metrics,
+    configs: snapConfigs,
+    jobQueued: c.jobQueued,
+    configDeleted: c.configDeleted,
+  });
   // On a Grid, browsers leave a draining node between captures, so it can stop without cutting one.
   const drainWatch = config.seleniumUrl ? new GridDrainWatch({ seleniumUrl: config.seleniumUrl, pool, log }) : null;
-  return { store, screenshots, pool, admission, metrics, worker, research, snaps, researchDesk: new ResearchDesk(research, c.jobQueued), drainWatch, visual };
+  return {
+    store,
+    screenshots,
+    pool,
+    admission,
+    metrics,
+    worker,
+    research,
+    snaps,
+    snapConfigs,
+    researchDesk: new ResearchDesk(research, c.jobQueued),
+    drainWatch,
+    visual,
+  };
 }

@@ -62,18 +62,24 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       jobStatus: (ctx) => s.snaps.jobStatus(ctx.params.accountId, ctx.params.jobId),
       listForConfig: (ctx) => s.screenshots.listForConfig(ctx.params.accountId, ctx.params.configId, ctx.params.paging),
       listForAccount: (ctx) => s.screenshots.listForAccount(ctx.params.accountId, ctx.params.paging),
+      dailyCounts: (ctx) => s.screenshots.dailyCounts(ctx.params.accountId, ctx.params.fromMs, ctx.params.toMs),
       latestImage: (ctx) => s.screenshots.latestImage(ctx.params.configId),
       thumbnail: (ctx) => s.snaps.thumbnail(ctx.params.name),
       // Removes every file of a configuration: may take a while on a large archive.
       deleteForConfig: { handler: (ctx) => s.snaps.deleteForConfig(ctx.params.accountId, ctx.params.configId), timeout: 120_000 },
       metrics: () => s.metrics.snapshot(),
       pressure: async () => s.metrics.pressure(),
+      accountSlots: (ctx) => s.admission.accountsNow(ctx.params.accountIds),
       researchCreate: (ctx) => s.researchDesk.create(ctx.params.input),
       researchStatus: (ctx) => s.researchDesk.status(ctx.params.accountId, ctx.params.id),
       researchList: (ctx) => s.research.list(ctx.params.accountId, ctx.params.paging),
       researchReport: (ctx) => s.researchDesk.report(ctx.params.accountId, ctx.params.id, ctx.params.from),
     },
-    events: { 'capture.jobQueued': () => void s.worker.pump() },
+    events: {
+      'capture.jobQueued': () => void s.worker.pump(),
+      // Another instance deletes a configuration's archive (or this one, heard again): its snaps are not recorded under it any more.
+      'capture.configDeleted': (ctx) => s.snapConfigs.forget(ctx.params.configId),
+    },
     created() {
       const collaborators = collaboratorsOf(this.broker, config);
       const store = deps.store ?? createFileStore(config);
@@ -87,6 +93,8 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       s.drainWatch?.start();
       s.admission.startRenewing();
       s.worker.start();
+      // Visual change comparisons owed by captures whose process died before it compared them.
+      s.visual.resume();
     },
     async stopped() {
       // Running jobs get the time budget of one capture to finish; what is still running
@@ -96,6 +104,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       await s.pool.stop();
       await s.worker.idle();
       // Visual change comparisons of recorded captures finish before the store closes.
+      await s.visual.stopResuming();
       await s.visual.idle();
       await s.admission.stop();
       await s.store.close();

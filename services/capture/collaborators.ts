@@ -7,7 +7,7 @@
 import type { ServiceBroker } from 'moleculer';
 import { bandwidth } from '../billing/public/credits';
 import type { Config } from '../shared/config';
-import { call, emit } from '../shared/contracts';
+import { broadcast, call, emit } from '../shared/contracts';
 import { type SnapOptions, captureKey } from '../shared/screenshot-options';
 import type { Analyst, Router, Uploader } from './jobs/pipeline';
 import type { SnapConfigs } from './jobs/snaps';
@@ -30,6 +30,8 @@ export interface Collaborators {
   researchEnded: ResearchDeps['ended'];
   /** A job queued here, announced to every capture instance (one of them claims it). */
   jobQueued: (jobId: string) => void;
+  /** A configuration's archive deleted here, broadcast to every capture instance (each forgets the configuration). */
+  configDeleted: (accountId: string, configId: string) => void;
 }
 
 export function collaboratorsOf(broker: ServiceBroker, config: Readonly<Config>): Collaborators {
@@ -75,5 +77,6 @@ export function collaboratorsOf(broker: ServiceBroker, config: Readonly<Config>)
     },
     researchEnded: (status, accountId) => void emit(broker, 'capture.researchEnded', { accountId, researchId: status.job_id }),
     jobQueued: (jobId) => void emit(broker, 'capture.jobQueued', { jobId }),
+    configDeleted: (accountId, configId) => void broadcast(broker, 'capture.configDeleted', { accountId, configId }, ['capture']).catch(() => undefined),
   };
 }

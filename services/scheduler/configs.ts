@@ -83,7 +83,11 @@ export class ConfigRepository {
 
   async get(accountId: string, id: string): Promise<ResultOf<'scheduler.get'>> {
     const row = await this.own(accountId, id);
-    return { ...this.view(row), options: JSON.parse(row.capture_options ?? row.options) as ConfigOptions };
+    return {
+      ...this.view(row),
+      options: JSON.parse(row.capture_options ?? row.options) as ConfigOptions,
+      next_run_at_ms: row.next_run_at_ms === null ? null : Number(row.next_run_at_ms),
+    };
   }
 
   /**

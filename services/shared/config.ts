@@ -90,6 +90,26 @@ export interface Config {
   /** The page an own proxy's test fetches through it (PROXY_TEST_URL: an IP-echo endpoint) and how long it may take. */
   proxyTest: { url: string; timeoutMs: number };
   rateLimit: { max: number; windowSeconds: number };
+  /**
+   * How long billing keeps a key's account (its plan and add-ons) in memory after reading it (ACCOUNT_CACHE_MS;
+   * 0: read on every request). A change made through billing clears it at once on every billing instance; the
+   * admin CLI's changes (its own in-process billing) reach a running service within this time.
+   */
+  accountCacheMs: number;
+  /** How long a capture instance keeps the configuration a snap of a page and options is recorded under (SNAP_CONFIG_CACHE_MS; 0: asked every snap). */
+  snapConfigCacheMs: number;
+  /**
+   * The web console (/console, services/api/console/): a session ends after sessionIdleSeconds without a request or
+   * sessionMaxSeconds after its sign-in, whichever comes first; one client address may try signInMax sign-ins per window.
+   */
+  console: {
+    sessionIdleSeconds: number;
+    sessionMaxSeconds: number;
+    signInMax: number;
+    signInWindowSeconds: number;
+    /** CONSOLE_OPERATOR_TOKEN: signs in to the operator view (/console/operator); null: that view is off (404). */
+    operatorToken: string | null;
+  };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   /** json: one JSON object per line (default); text: one readable line, for a person at a terminal. */
   logFormat: 'json' | 'text';
@@ -123,6 +143,8 @@ export interface Config {
     jobLeaseMs: number;
     /** Domains of domain research this instance runs at once (RESEARCH_SESSIONS); 0: none. */
     researchSessions: number;
+    /** Megabytes of visual change baselines kept decoded between comparisons (VISUAL_CACHE_MB); 0: none. */
+    visualCacheMb: number;
     /**
      * The browser binary. Embedded mode: Chromium's headless shell by default. On a Grid: null
      * unless CHROME_BIN is set, so each Node starts the browser its own stereotype names.
@@ -368,6 +390,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     throw new ConfigError('METRICS_TOKEN must be 16 to 256 printable characters without spaces (e.g. openssl rand -hex 24)');
   }
 
+  const operatorToken = str(env, 'CONSOLE_OPERATOR_TOKEN');
+  if (operatorToken !== null && !/^[\x21-\x7e]{24,256}$/.test(operatorToken)) {
+    throw new ConfigError('CONSOLE_OPERATOR_TOKEN must be 24 to 256 printable characters without spaces (e.g. openssl rand -hex 24)');
+  }
+
   const seleniumUrl = url(env, 'SELENIUM_URL', ['http:', 'https:']);
   const aiBaseUrls = {
     anthropic: url(env, 'ANTHROPIC_BASE_URL', ['http:', 'https:']),
@@ -413,6 +440,15 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       max: int(env, 'RATE_LIMIT_MAX', 600, 0, 1_000_000),
       windowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
     },
+    accountCacheMs: int(env, 'ACCOUNT_CACHE_MS', 5000, 0, 60_000),
+    snapConfigCacheMs: int(env, 'SNAP_CONFIG_CACHE_MS', 5000, 0, 60_000),
+    console: {
+      sessionIdleSeconds: int(env, 'CONSOLE_SESSION_IDLE_SECONDS', 12 * 3600, 60, 30 * 86_400),
+      sessionMaxSeconds: int(env, 'CONSOLE_SESSION_MAX_SECONDS', 7 * 86_400, 60, 365 * 86_400),
+      signInMax: int(env, 'CONSOLE_SIGNIN_MAX', 10, 1, 10_000),
+      signInWindowSeconds: int(env, 'CONSOLE_SIGNIN_WINDOW_SECONDS', 300, 1, 86_400),
+      operatorToken,
+    },
     logLevel,
     logFormat,
     bodyLimit: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 50 * 1_048_576),
@@ -428,6 +464,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       sessions,
       // Half the browsers at most, so research never holds all of them (one when there is one).
       researchSessions: int(env, 'RESEARCH_SESSIONS', Math.max(1, Math.floor(sessions / 2)), 0, sessions),
+      visualCacheMb: int(env, 'VISUAL_CACHE_MB', 256, 0, 65_536),
       queueMax: int(env, 'CAPTURE_QUEUE_MAX', 16, 0, 10_000),
       queueTimeoutMs: int(env, 'CAPTURE_QUEUE_TIMEOUT_MS', 30_000, 100, 600_000),
       timeoutMs: int(env, 'CAPTURE_TIMEOUT_MS', 60_000, 1000, 600_000),

@@ -240,10 +240,33 @@ export type CaptureJobKind = 'config' | 'scheduled';
 export type JobKind = CaptureJobKind | 'research';
 
 /** GET /jobs/:job_id, as capture reports it. */
-export type JobStatus =
+export type JobStatus = (
   | { status: 'queued' | 'running'; job_id: string }
   | { status: 'completed'; job_id: string; screenshot: ScreenshotRef }
-  | { status: 'failed'; job_id: string; error_code: string; note: string };
+  | { status: 'failed'; job_id: string; error_code: string; note: string }
+) & { timings?: JobTimings };
+
+/** When a job was queued and when it ended (epoch ms; null while it runs), for the web console's capture page (GET /jobs does not show them). */
+export interface JobTimings {
+  queued_at_ms: number;
+  finished_at_ms: number | null;
+}
+
+/** A web console session as billing resolves it (services/billing/console-sessions.ts): its account and the token its forms carry. */
+export interface ConsoleSession {
+  account: AccountContext;
+  /** The per-session CSRF token every POST of the console must carry. */
+  csrf: string;
+  /** When the session ends at the latest (epoch ms), idle or not. */
+  expires_at_ms: number;
+}
+
+/** Captures recorded on one UTC day (the console's chart of the month). */
+export interface DailyCount {
+  /** The day's first millisecond, UTC. */
+  day_ms: number;
+  screenshots: number;
+}
 
 /** A configuration as get, list, update and delete show it (services/scheduler/public/config-record.ts). */
 export type ConfigView = PublishedRecords['configRecord'];
@@ -279,6 +302,16 @@ export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
 /** Action name -> [params, result]. */
 export interface Actions {
   'billing.authenticate': [{ token: string }, AccountContext];
+  /**
+   * Web console sign-in: counts an attempt of `client` (429 rate_limited past CONSOLE_SIGNIN_MAX), authenticates the key as
+   * authenticate does, and opens a session; `session` is the secret the console's cookie carries (stored only hashed).
+   */
+  'billing.openSession': [{ token: string; client: string }, ConsoleSession & { session: string }];
+  /** The account of a console session, as authenticate maps a key (401 once it expired, or its key was revoked or rotated). */
+  'billing.session': [{ session: string }, ConsoleSession];
+  'billing.closeSession': [{ session: string }, { closed: boolean }];
+  /** Counts a sign-in attempt of `client` in the same window as openSession (the operator view's sign-in): 429 rate_limited past CONSOLE_SIGNIN_MAX. */
+  'billing.countSignIn': [{ client: string }, { ok: true }];
   'billing.checkFeatures': [{ account: AccountContext; features: FeatureRequest }, { ok: true }];
   /** `reservationId` makes the reservation idempotent while pending (jobs use `job:<id>`). */
   'billing.reserve': [{ account: AccountContext; amounts: UsageAmounts; features?: FeatureRequest; reservationId?: string }, Reservation];
@@ -337,6 +370,8 @@ export interface Actions {
   'capture.jobStatus': [{ accountId: string; jobId: string }, JobStatus];
   'capture.listForConfig': [{ accountId: string; configId: string; paging: Paging }, { screenshots: ScreenshotRef[]; has_more: boolean }];
   'capture.listForAccount': [{ accountId: string; paging: Paging }, { screenshots: ScreenshotRef[]; has_more: boolean }];
+  /** The account's captures recorded per UTC day in [fromMs, toMs) (days without any left out), oldest first. */
+  'capture.dailyCounts': [{ accountId: string; fromMs: number; toMs: number }, DailyCount[]];
   'capture.latestImage': [{ configId: string }, { image_name: string; content_type: string } | null];
   /** Makes and stores a recorded thumbnail that is not stored yet (thumbnails are made when first asked for). */
   'capture.thumbnail': [{ name: string }, { made: boolean }];
@@ -362,8 +397,11 @@ export interface Actions {
   'capture.metrics': [Record<string, never>, MetricsSnapshot];
   /** This capture node's browsers and wait queue, for GET /pressure and GET /health. */
   'capture.pressure': [Record<string, never>, NodePressure];
+  /** The accounts' fair-sharing state: captures running and waiting (cluster-wide with Redis) and their last start (the operator view). */
+  'capture.accountSlots': [{ accountIds: string[] }, Array<{ account_id: string; running: number; waiting: number; last_start_ms: number | null }>];
   'scheduler.create': [{ accountId: string; input: ConfigInput; jobId: string }, ConfigView];
-  'scheduler.get': [{ accountId: string; id: string }, ConfigView & { options: ConfigOptions }];
+  /** With the options it runs with and its next scheduled run (epoch ms; null when not scheduled), as the scheduler computed it. */
+  'scheduler.get': [{ accountId: string; id: string }, ConfigView & { options: ConfigOptions; next_run_at_ms?: number | null }];
   'scheduler.update': [{ accountId: string; id: string; input: ConfigChangeInput }, ConfigView];
   'scheduler.list': [{ accountId: string; paging: Paging }, { configs: ConfigView[]; has_more: boolean }];
   'scheduler.remove': [{ accountId: string; id: string }, ConfigView];
@@ -526,6 +564,13 @@ export interface Events {
   'capture.completed': { accountId: string; configId: string; jobId: string; screenshotId: string };
   /** A domain research job's last domain finished (its webhook delivery, if any, is due). */
   'capture.researchEnded': { accountId: string; researchId: string };
+  /** A configuration's screenshots and jobs were deleted (it is being removed): broadcast to every capture instance, each forgets it (capture/jobs/snap-configs.ts). */
+  'capture.configDeleted': { accountId: string; configId: string };
+  /**
+   * An account's key, plan or add-ons changed (accountId), or a plan of the catalogue (plan):
+   * broadcast to every billing instance, each of which forgets what it kept of them (billing/account-cache.ts).
+   */
+  'billing.accountsChanged': { accountId: string } | { plan: string };
 }
 
 export type EventName = keyof Events;
@@ -533,6 +578,11 @@ export type EventName = keyof Events;
 /** A typed broker.emit. */
 export function emit<E extends EventName>(emitter: ServiceBroker | Context, event: E, payload: Events[E]): Promise<void> {
   return (emitter as ServiceBroker).emit(event, payload);
+}
+
+/** A typed broker.broadcast: to every instance of the `groups` services that listen (not one per service, as emit). */
+export function broadcast<E extends EventName>(emitter: ServiceBroker | Context, event: E, payload: Events[E], groups?: string[]): Promise<void> {
+  return (emitter as ServiceBroker).broadcast(event, payload, groups ?? {});
 }
 
 /** Typed handler signature for a service's event table. */

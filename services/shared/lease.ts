@@ -13,7 +13,8 @@
  *   writers anyway), and leases the rows it takes in that transaction;
  * - renewing and ending are updates guarded by the token; work written with the end (a
  *   screenshot, an attempt) runs in a transaction that first locks the row while the lease is
- *   still the holder's.
+ *   still the holder's (whileHeld), or that ends the lease last and is rolled back when the
+ *   lease was lost (endWith: one statement fewer, a capture's record).
  */
 import type { Knex } from 'knex';
 import { isMysql } from './database';
@@ -100,6 +101,27 @@ export class LeasedRows {
       const row = (await query) as Record<string, unknown> | undefined;
       return row ? work(trx, row) : null;
     });
+  }
+
+  /**
+   * Runs `work` in a transaction and ends the lease in it, writing `set(result)` beside, only
+   * while `held` holds the lease: the end's update, guarded by the token, is the transaction's
+   * last statement (it locks the row), and when it finds the lease lost the transaction is
+   * rolled back, `work`'s writes with it. Null then. What whileHeld followed by end does, with
+   * no read of the row first: one statement fewer.
+   */
+  async endWith<T>(held: Held, work: (trx: Knex.Transaction) => Promise<T>, set: (result: T) => Record<string, unknown>): Promise<T | null> {
+    const lost = new Error('lease lost');
+    try {
+      return await this.db.transaction(async (trx) => {
+        const result = await work(trx);
+        if (!(await this.end(held, set(result), trx))) throw lost;
+        return result;
+      });
+    } catch (err) {
+      if (err === lost) return null;
+      throw err;
+    }
   }
 
   /**

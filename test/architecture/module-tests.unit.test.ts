@@ -45,6 +45,18 @@ const WITHOUT_OWN_TESTS: Readonly<Record<string, string>> = {
   'api/storage-routes.ts': `${SYSTEM}: test/proxy/storage-destinations.test.ts`,
   'api/snap-routes.ts': `${SYSTEM}: test/capture/snap.test.ts, test/capture/snap-html.test.ts`,
   'api/webhook-routes.ts': `${SYSTEM}: test/notifier/deliveries.test.ts`,
+  // The web console's pages: rendered from the actions, driven in the real Chromium.
+  'api/console/pages/capture.ts': `${SYSTEM}: one capture's page in the real Chromium, test/api/console/console.test.ts`,
+  'api/console/pages/overview.ts': `${SYSTEM}: the overview's usage and chart in the real Chromium, test/api/console/console.test.ts`,
+  'api/console/pages/sign-in.ts': `${SYSTEM}: signing in (right key, wrong key, rate limit, CSRF) in the real Chromium, test/api/console/console.test.ts`,
+  'api/console/pages/context.ts': 'types only',
+  'api/console/pages/builder.ts': `${SYSTEM}: a capture built, run in the background and its image shown; the API's note for a bad value, nothing charged; CSRF, in the real Chromium, test/api/console/console-pages.test.ts`,
+  'api/console/pages/configs.ts': `${SYSTEM}: configurations created, listed with their schedule, edited, captured now, deleted; 404 for another account's, in the real Chromium, test/api/console/console-pages.test.ts`,
+  'api/console/pages/changes.ts': `${SYSTEM}: change alerts with before/after, escaped, 404 for another account's configuration, in the real Chromium, test/api/console/console-account.test.ts`,
+  'api/console/pages/webhooks.ts': `${SYSTEM}: deliveries with their attempts and Redeliver in the real Chromium, test/api/console/console-account.test.ts`,
+  'api/console/pages/keys.ts': `${SYSTEM}: key and secret rotation, own proxies (no password shown), CSRF and 404 in the real Chromium, test/api/console/console-account.test.ts`,
+  'api/console/assets.ts':
+    'the style sheet and script the pages link, in test/api/console/layout.unit.test.ts; served under the CSP in test/api/console/console.test.ts',
   'api/paging-params.ts': 'the paging parameters, in test/api/http-params.unit.test.ts with the other declared params',
   'api/request-log.ts': "the request log's lines, in test/system/logs.test.ts",
   'api/mcp-images.ts': 'the images MCP tools hand an agent, in test/api/mcp-tools.unit.test.ts and test/api/mcp-server.test.ts',

@@ -204,6 +204,54 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       expect(await row('a')).to.include({ note: 'claimed' });
     });
 
+    it('endWith: commits the work with the end under the current token, and rolls the work back when the lease was lost or the work fails', async () => {
+      await insert('a', 'b', 'c');
+      const a = (await claimOne()) as Held;
+      const written = await lease.endWith(
+        a,
+        async (trx) => {
+          await trx('lease_test').where({ id: 'c' }).update({ note: 'written with a' });
+          return 'done by a';
+        },
+        (result) => ({ status: 'done', note: result }),
+      );
+      expect(written).to.equal('done by a');
+      expect(await row('a')).to.include({ status: 'done', note: 'done by a', lease_token: null, lease_until_ms: null });
+      expect(await row('c')).to.include({ note: 'written with a' });
+
+      // b's lease runs out and another claim takes it over: the stale holder's work is rolled back with its end.
+      const stale = (await claimOne()) as Held;
+      clock += MS + 1;
+      const current = (await claimOne()) as Held;
+      expect(current.id).to.equal(stale.id);
+      const lost = await lease.endWith(
+        stale,
+        async (trx) => {
+          await trx('lease_test').where({ id: 'c' }).update({ note: 'written by a stale holder' });
+          return 'stale';
+        },
+        () => ({ status: 'done' }),
+      );
+      expect(lost).to.equal(null);
+      expect(await row('c')).to.include({ note: 'written with a' });
+      expect(await row('b')).to.include({ status: 'open', lease_token: current.leaseToken });
+
+      let message = '';
+      await lease
+        .endWith(
+          current,
+          async (trx) => {
+            await trx('lease_test').where({ id: 'c' }).update({ note: 'lost' });
+            throw new Error('recording failed');
+          },
+          () => ({ status: 'done' }),
+        )
+        .catch((err: Error) => (message = err.message));
+      expect(message).to.equal('recording failed');
+      expect(await row('c')).to.include({ note: 'written with a' });
+      expect(await row('b')).to.include({ status: 'open', lease_token: current.leaseToken });
+    });
+
     it('a lease whose time is when it was taken (the scheduler’s mark) runs out its term after it, under the token given', async () => {
       await insert('a', 'b');
       const marks = new Leases(db, SINCE, MS, () => clock);

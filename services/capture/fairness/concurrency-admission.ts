@@ -59,6 +59,15 @@ export class ConcurrencyAdmission {
     await this.deps.slots.close();
   }
 
+  /** The fair-sharing state of these accounts now: captures running and waiting (over every instance when the counts are in Redis) and their last start. */
+  async accountsNow(accountIds: string[]): Promise<Array<{ account_id: string; running: number; waiting: number; last_start_ms: number | null }>> {
+    const [counts, lastStarts] = await Promise.all([
+      Promise.all(accountIds.map((id) => this.deps.slots.counts(id))),
+      accountIds.length ? this.deps.slots.lastStarts(accountIds) : Promise.resolve(new Map<string, number>()),
+    ]);
+    return accountIds.map((id, i) => ({ account_id: id, ...(counts[i] as { running: number; waiting: number }), last_start_ms: lastStarts.get(id) ?? null }));
+  }
+
   /** Called with every ticket this instance finishes (its account may start another capture now). */
   onFinished(listener: (t: Ticket) => void): void {
     this.finished.push(listener);

@@ -92,6 +92,9 @@ export interface JobRow {
   error_code: string | null;
   note: string | null;
   screenshot_id: number | null;
+  /** When it was queued and when it ended (absent where a query did not read them). */
+  created_at_ms?: number | string;
+  finished_at_ms?: number | string | null;
 }
 
 export class JobQueue {
@@ -260,11 +263,8 @@ export class JobQueue {
    * was lost.
    */
   async complete(job: LeasedJob, record: (trx: Knex.Transaction) => Promise<number>): Promise<number | null> {
-    return this.lease.whileHeld(job, async (trx) => {
-      const screenshotId = await record(trx);
-      await this.lease.end(job, { status: 'completed', screenshot_id: screenshotId, finished_at_ms: this.now() }, trx);
-      return screenshotId;
-    });
+    // The record first, then the job completed under its lease, in one transaction: a lost lease rolls the record back.
+    return this.lease.endWith(job, record, (screenshotId) => ({ status: 'completed', screenshot_id: screenshotId, finished_at_ms: this.now() }));
   }
 
   /** Fails the job while this worker holds the lease; false when the lease was lost. */
@@ -287,7 +287,7 @@ export class JobQueue {
     return this.db('jobs')
       .where({ id: jobId, account_id: accountId })
       .whereNot({ kind: 'research' })
-      .first('id', 'account_id', 'config_id', 'status', 'error_code', 'note', 'screenshot_id');
+      .first('id', 'account_id', 'config_id', 'status', 'error_code', 'note', 'screenshot_id', 'created_at_ms', 'finished_at_ms');
   }
 }
 
@@ -314,11 +314,16 @@ export async function statusOfJob(row: JobRow, screenshots: ScreenshotLookup): P
 
 /** What GET /jobs shows of a job: a completed job whose screenshot is gone reads as failed. */
 export function jobStatusOf(row: JobRow, screenshot: ScreenshotRef | null): JobStatus {
-  if (row.status === 'completed' && screenshot) return { status: 'completed', job_id: row.id, screenshot };
+  // Its timings, when the row was read with them (the web console's capture page shows them).
+  const timings =
+    row.created_at_ms === undefined
+      ? {}
+      : { timings: { queued_at_ms: Number(row.created_at_ms), finished_at_ms: row.finished_at_ms == null ? null : Number(row.finished_at_ms) } };
+  if (row.status === 'completed' && screenshot) return { status: 'completed', job_id: row.id, screenshot, ...timings };
   if (row.status === 'failed' || row.status === 'completed') {
-    return { status: 'failed', job_id: row.id, error_code: row.error_code ?? 'internal_error', note: row.note ?? 'The capture failed.' };
+    return { status: 'failed', job_id: row.id, error_code: row.error_code ?? 'internal_error', note: row.note ?? 'The capture failed.', ...timings };
   }
-  return { status: row.status, job_id: row.id };
+  return { status: row.status, job_id: row.id, ...timings };
 }
 
 /** A failure that is nobody's (a node gone, no browser free in time): the job goes back to the queue. */

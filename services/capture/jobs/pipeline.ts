@@ -11,6 +11,7 @@ import { failureOf, toEnvelope } from '../../shared/errors';
 import type { AiRecord, CaptureRoute, JobKind, ScreenshotRef, StoredImage, StoredTo } from '../../shared/contracts';
 import { serviceError } from '../../shared/errors';
 import { DEFAULT_KEY_TEMPLATE, expandKeyTemplate, keyDateTime } from '../../shared/object-keys';
+import type { Held } from '../../shared/lease';
 import { recordChangeReadings } from '../../notifier/public/change-alerts';
 import type { VisualAlerts } from '../../notifier/public/visual-alerts';
 import { withLogContext } from '../../shared/logging';
@@ -96,8 +97,8 @@ export interface CapturePipelineDeps {
   /** Told of every capture's outcome, duration and egress bytes (metrics.ts). */
   observer?: CaptureObserver | null;
   log?: Pick<LoggerInstance, 'debug' | 'info'>;
-  /** Visual change steps' comparisons, run once a capture is recorded (none: such steps compare nothing). */
-  visual?: Pick<VisualAlerts, 'record'> | null;
+  /** Visual change steps' comparisons, owed with the capture's record and run once it is recorded (none: such steps compare nothing). */
+  visual?: Pick<VisualAlerts, 'record' | 'owe'> | null;
 }
 
 export class CapturePipeline {
@@ -110,7 +111,7 @@ export class CapturePipeline {
   private readonly uploader: Uploader | null;
   private readonly observer: CaptureObserver | null;
   private readonly log: Pick<LoggerInstance, 'debug' | 'info'>;
-  private readonly visual: Pick<VisualAlerts, 'record'> | null;
+  private readonly visual: Pick<VisualAlerts, 'record' | 'owe'> | null;
 
   constructor(deps: CapturePipelineDeps) {
     this.engine = deps.engine;
@@ -220,6 +221,21 @@ export class CapturePipeline {
     });
     // A configuration's webhook_url: the delivery is written with the screenshot, in one transaction.
     const webhookUrl = (options as ConfigOptions).webhook_url;
+    // Visual change steps: the comparison the capture owes is written with it (durable: a
+    // process that dies before it ran leaves it to another; visual-alerts.ts), run once recorded.
+    const visualCapture =
+      this.visual && files.image_name && rendered.out.image && readings.some((r) => r.visual)
+        ? {
+            accountId: job.accountId,
+            configId: job.configId,
+            jobId: job.id,
+            ...(options.custom_title ? { title: options.custom_title } : {}),
+            now: row.created_at_ms,
+            imageName: files.image_name,
+            image: rendered.out.image,
+          }
+        : null;
+    let owed: Held | null = null;
     const id = await this.queue.complete(job, async (trx) => {
       const inserted = await this.screenshots.insert(row, trx);
       if (webhookUrl) {
@@ -249,6 +265,7 @@ export class CapturePipeline {
           readings,
         );
       }
+      if (this.visual && visualCapture) owed = await this.visual.owe(trx, visualCapture, readings);
       return inserted;
     });
     if (id === null) {
@@ -259,20 +276,7 @@ export class CapturePipeline {
     this.log.info({ screenshot_id: id, ms: Math.round(performance.now() - t0) }, 'capture recorded');
     // Visual change steps: compared with the configuration's baseline once the capture is
     // recorded, in the background (a snap's answer never waits for it; visual-alerts.ts).
-    if (this.visual && files.image_name && rendered.out.image && readings.some((r) => r.visual)) {
-      void this.visual.record(
-        {
-          accountId: job.accountId,
-          configId: job.configId,
-          jobId: job.id,
-          ...(options.custom_title ? { title: options.custom_title } : {}),
-          now: row.created_at_ms,
-          imageName: files.image_name,
-          image: rendered.out.image,
-        },
-        readings,
-      );
-    }
+    if (this.visual && visualCapture) void this.visual.record(visualCapture, readings, owed);
     return this.screenshots.toRef({ ...row, id });
   }
 

@@ -21,6 +21,8 @@ import type { ScreenshotRepository } from './screenshots';
 export interface SnapConfigs {
   snapConfig(accountId: string, options: SnapOptions): Promise<{ id: string }>;
   noteJob(configId: string, jobId: string): void;
+  /** The configuration is being deleted (snap-configs.ts forgets what it kept of it). */
+  forget?(configId: string): void;
 }
 
 export interface SnapDeskDeps {
@@ -34,6 +36,8 @@ export interface SnapDeskDeps {
   configs: SnapConfigs;
   /** A job was queued (every instance's worker hears of it; one claims it). */
   jobQueued: (jobId: string) => void;
+  /** A configuration's archive was deleted (every capture instance hears of it and forgets the configuration). */
+  configDeleted?: (accountId: string, configId: string) => void;
 }
 
 export class SnapDesk {
@@ -96,6 +100,9 @@ export class SnapDesk {
   /** Deletes a configuration's screenshots (rows and files) and jobs. */
   async deleteForConfig(accountId: string, configId: string): Promise<{ screenshots: number }> {
     const { db, screenshots, queue, files } = this.deps;
+    // No snap is recorded under it from now on: forgotten here at once, and on the other instances.
+    this.deps.configs.forget?.(configId);
+    this.deps.configDeleted?.(accountId, configId);
     const stored = await screenshots.filesOfConfig(accountId, configId);
     // The diff images of its visual change alerts (the notifier deletes the alerts next).
     const diffs = await diffImagesOfConfig(db, accountId, configId);

@@ -170,6 +170,47 @@ export function wordDiff(previous: string, current: string): WordDiffPart[] {
 const selectorHash = (selector: string) => crypto.createHash('sha256').update(selector).digest('hex');
 
 /**
+ * Records one alert inside the caller's transaction: its delivery in the outbox (a webhook
+ * body, or a Slack message) and its row in change_notifications, with `extra` columns (a
+ * visual alert's mode, figures and diff image). The text and the visual steps both write here.
+ */
+export async function writeAlert(
+  trx: Knex.Transaction,
+  capture: { accountId: string; configId: string; jobId: string; title?: string; now: number },
+  r: Pick<ChangeReading, 'index' | 'selector' | 'url' | 'custom_id'>,
+  alert: ChangeNotificationRecord,
+  extra: Record<string, unknown> = {},
+): Promise<void> {
+  const sendTo = alert.config.send_to === 'slack' ? 'slack' : 'webhook';
+  const deliveryId = await appendDelivery(trx, {
+    accountId: capture.accountId,
+    configId: capture.configId,
+    kind: 'change',
+    sendTo,
+    url: r.url,
+    body: webhookBody('change', sendTo === 'slack' ? slackMessage(alert, capture.title) : alert),
+    jobId: capture.jobId,
+    now: capture.now,
+  });
+  await trx('change_notifications').insert({
+    id: alert.id,
+    account_id: capture.accountId,
+    config_id: capture.configId,
+    job_id: capture.jobId,
+    step_index: r.index,
+    selector: r.selector,
+    send_to: sendTo,
+    url: r.url,
+    custom_id: r.custom_id ?? null,
+    previous_value: alert.previous_value,
+    retrieved_value: alert.retrieved_value,
+    delivery_id: deliveryId,
+    created_at_ms: capture.now,
+    ...extra,
+  });
+}
+
+/**
  * Compares a capture's readings with the configuration's baselines and records what
  * changed (an alert and its delivery), inside the caller's transaction. Returns the alerts.
  */
@@ -206,33 +247,7 @@ export async function recordChangeReadings(
       config: { type: 'change', selector: r.selector, send_to: r.send_to || 'webhook', url: r.url, ...(r.custom_id ? { custom_id: r.custom_id } : {}) },
       sent_at: String(capture.now),
     };
-    const sendTo = alert.config.send_to === 'slack' ? 'slack' : 'webhook';
-    const body = sendTo === 'slack' ? slackMessage(alert, capture.title) : alert;
-    const deliveryId = await appendDelivery(trx, {
-      accountId: capture.accountId,
-      configId: capture.configId,
-      kind: 'change',
-      sendTo,
-      url: r.url,
-      body: webhookBody('change', body),
-      jobId: capture.jobId,
-      now: capture.now,
-    });
-    await trx('change_notifications').insert({
-      id: alert.id,
-      account_id: capture.accountId,
-      config_id: capture.configId,
-      job_id: capture.jobId,
-      step_index: r.index,
-      selector: r.selector,
-      send_to: sendTo,
-      url: r.url,
-      custom_id: r.custom_id ?? null,
-      previous_value: alert.previous_value,
-      retrieved_value: alert.retrieved_value,
-      delivery_id: deliveryId,
-      created_at_ms: capture.now,
-    });
+    await writeAlert(trx, capture, r, alert);
     alerts.push(alert);
   }
   return alerts;

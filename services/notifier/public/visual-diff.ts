@@ -9,6 +9,11 @@
  * joined with their 8 neighbours, and each group's bounds (in pixels of the new capture's
  * compared area) is one box. The diff image (changed pixels red over the new capture, faded)
  * is encoded only when asked (an alert).
+ *
+ * Cost (bench/visual-diff.ts): decoding is most of it, so a capture's compared area is decoded
+ * once (decodeArea: a selector's region alone) and can be given back to the next comparison
+ * (`decoded`, kept by VisualRasterCache in the capture process); the masks are counted from
+ * their rectangles and drawn for the rows pixelmatch reads only.
  */
 import pixelmatch from 'pixelmatch';
 import sharp from 'sharp';
@@ -30,6 +35,25 @@ export interface VisualCapture {
   masks: Rect[];
   /** The image's width in CSS pixels (0: the image's own pixels are CSS pixels). */
   frameWidth: number;
+  /** Its compared area already decoded (decodeArea, kept from an earlier comparison): not decoded again. */
+  decoded?: DecodedArea;
+}
+
+/**
+ * The compared area of one capture (its region, or the whole image) decoded to RGBA: what a
+ * comparison needs of it, and all it needs, so the capture job can keep the baseline's and
+ * decode only the new capture (VisualRasterCache).
+ */
+export interface DecodedArea {
+  /** width x height RGBA pixels. */
+  data: Buffer;
+  width: number;
+  height: number;
+  /** Where the area starts in the image, image pixels (masks are measured from the image's corner). */
+  x: number;
+  y: number;
+  /** Image pixels per CSS pixel. */
+  scale: number;
 }
 
 export interface Size {
@@ -51,20 +75,37 @@ export interface VisualComparison {
   sizeChanged: boolean;
   /** The diff image as PNG (the compared common area). */
   diffPng(): Promise<Buffer>;
+  /** The new capture's compared area, decoded (null when it was not: the same bytes as before without a decoded area). */
+  decodedAfter: DecodedArea | null;
+  /** The earlier capture's, likewise. */
+  decodedBefore: DecodedArea | null;
 }
 
-interface Raster {
-  data: Buffer;
-  width: number;
-  height: number;
-  /** Image pixels per CSS pixel. */
-  scale: number;
-}
+const EMPTY_AREA = (scale: number): DecodedArea => ({ data: Buffer.alloc(0), width: 0, height: 0, x: 0, y: 0, scale });
 
-async function decode(c: VisualCapture): Promise<Raster> {
-  const { data, info } = await sharp(c.image, { ignoreIcc: true, sequentialRead: true }).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
-  const scale = c.frameWidth > 0 ? info.width / c.frameWidth : 1;
-  return { data, width: info.width, height: info.height, scale };
+/**
+ * Decodes the compared area of a capture: with a region, only the region's pixels are written
+ * out (sharp cuts it before the raw output, so a small region of a long page costs a fraction
+ * of the whole image's decoding and memory).
+ */
+export async function decodeArea(c: VisualCapture): Promise<DecodedArea> {
+  const input = () => sharp(c.image, { ignoreIcc: true, sequentialRead: true, limitInputPixels: false });
+  if (!c.region) {
+    const { data, info } = await input().ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+    return { data, width: info.width, height: info.height, x: 0, y: 0, scale: c.frameWidth > 0 ? info.width / c.frameWidth : 1 };
+  }
+  const meta = await sharp(c.image).metadata();
+  const width = meta.width ?? 0;
+  const height = meta.height ?? 0;
+  const scale = c.frameWidth > 0 ? width / c.frameWidth : 1;
+  const p = pixelRect(c.region, scale, 0, 0, width, height);
+  if (!p) return EMPTY_AREA(scale);
+  const { data, info } = await input()
+    .extract({ left: p.x0, top: p.y0, width: p.x1 - p.x0, height: p.y1 - p.y0 })
+    .ensureAlpha()
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  return { data, width: info.width, height: info.height, x: p.x0, y: p.y0, scale };
 }
 
 /** A rectangle in image pixels, inside width x height (null when nothing of it is). */
@@ -76,21 +117,11 @@ function pixelRect(r: Rect, scale: number, dx: number, dy: number, width: number
   return x1 > x0 && y1 > y0 ? { x0, y0, x1, y1 } : null;
 }
 
-/** The area compared of one capture: its region (or all of it), as an origin and size in its pixels. */
-function areaOf(raster: Raster, region: Rect | null): { x: number; y: number; width: number; height: number } {
-  if (!region) return { x: 0, y: 0, width: raster.width, height: raster.height };
-  const p = pixelRect(region, raster.scale, 0, 0, raster.width, raster.height);
-  return p ? { x: p.x0, y: p.y0, width: p.x1 - p.x0, height: p.y1 - p.y0 } : { x: 0, y: 0, width: 0, height: 0 };
-}
-
-/** The w x h area at (x, y) of a raster, as its own RGBA buffer (the raster itself when it is all of it). */
-function cut(r: Raster, x: number, y: number, w: number, h: number): Buffer {
-  if (x === 0 && w === r.width) return r.data.subarray(y * r.width * 4, (y + h) * r.width * 4);
+/** The w x h area at the top left of a decoded area, as its own RGBA buffer (its buffer itself when it is all of its rows). */
+function cut(r: DecodedArea, w: number, h: number): Buffer {
+  if (w === r.width) return r.data.subarray(0, h * r.width * 4);
   const out = Buffer.allocUnsafe(w * h * 4);
-  for (let row = 0; row < h; row++) {
-    const from = ((y + row) * r.width + x) * 4;
-    r.data.copy(out, row * w * 4, from, from + w * 4);
-  }
+  for (let row = 0; row < h; row++) r.data.copy(out, row * w * 4, row * r.width * 4, row * r.width * 4 + w * 4);
   return out;
 }
 
@@ -199,39 +230,78 @@ export function drawDiff(imgNew: Uint8Array, mask: Uint8Array, ignoreMask: Uint8
     .toBuffer();
 }
 
-/** Compares the new capture (`after`) with the one before it; `tolerance` is pixelmatch's threshold (0 to 1). */
+/** The size of a capture's compared area, from its decoded area or its image's header (no decoding). */
+async function areaSize(c: VisualCapture): Promise<Size> {
+  if (c.decoded) return { width: c.decoded.width, height: c.decoded.height };
+  const meta = await sharp(c.image).metadata();
+  const width = meta.width ?? 0;
+  const height = meta.height ?? 0;
+  if (!c.region) return { width, height };
+  const p = pixelRect(c.region, c.frameWidth > 0 ? width / c.frameWidth : 1, 0, 0, width, height);
+  return p ? { width: p.x1 - p.x0, height: p.y1 - p.y0 } : { width: 0, height: 0 };
+}
+
+type PixelRect = { x0: number; y0: number; x1: number; y1: number };
+
+/** Pixels inside at least one of the rectangles (their union's area). */
+export function unionArea(rects: PixelRect[]): number {
+  const ys = [...new Set(rects.flatMap((r) => [r.y0, r.y1]))].sort((a, b) => a - b);
+  let area = 0;
+  for (let k = 0; k + 1 < ys.length; k++) {
+    const y = ys[k] as number;
+    const spans = rects.filter((r) => r.y0 <= y && r.y1 > y).sort((a, b) => a.x0 - b.x0);
+    let covered = 0;
+    let end = -1;
+    for (const r of spans) {
+      if (r.x1 <= end) continue;
+      covered += r.x1 - Math.max(r.x0, end);
+      end = r.x1;
+    }
+    area += covered * ((ys[k + 1] as number) - y);
+  }
+  return area;
+}
+
+/** The ignore mask (one byte per pixel, 1: masked) of rows y0 to y1 of a width-wide area. */
+function maskRows(rects: PixelRect[], width: number, y0: number, y1: number): Uint8Array {
+  const mask = new Uint8Array(width * (y1 - y0));
+  for (const p of rects) {
+    for (let y = Math.max(p.y0, y0); y < Math.min(p.y1, y1); y++) mask.fill(1, (y - y0) * width + p.x0, (y - y0) * width + p.x1);
+  }
+  return mask;
+}
+
+/**
+ * Compares the new capture (`after`) with the one before it; `tolerance` is pixelmatch's
+ * threshold (0 to 1). A capture given with its area decoded (`decoded`) is not decoded again.
+ */
 export async function compareCaptures(before: VisualCapture, after: VisualCapture, tolerance: number): Promise<VisualComparison> {
-  // The same bytes and region: the same pixels, nothing to decode (a still page; Chromium
+  // The same bytes, region and frame: the same pixels, nothing to decode (a still page; Chromium
   // encodes the same picture the same way).
-  if (before.image.equals(after.image) && JSON.stringify(before.region) === JSON.stringify(after.region)) {
-    const same = await sharp(after.image).metadata();
-    const area = areaOf(
-      { data: Buffer.alloc(0), width: same.width ?? 0, height: same.height ?? 0, scale: after.frameWidth > 0 ? (same.width ?? 0) / after.frameWidth : 1 },
-      after.region,
-    );
-    const size = { width: area.width, height: area.height };
+  if (before.image.equals(after.image) && before.frameWidth === after.frameWidth && JSON.stringify(before.region) === JSON.stringify(after.region)) {
+    const size = await areaSize(before.decoded ? before : after);
     return {
       changedPixels: 0,
-      comparedPixels: area.width * area.height,
+      comparedPixels: size.width * size.height,
       changedPercent: 0,
       boxes: [],
       before: size,
       after: size,
       sizeChanged: false,
       diffPng: async () => (await compareDecoded(before, after, tolerance)).diffPng(),
+      decodedAfter: after.decoded ?? before.decoded ?? null,
+      decodedBefore: before.decoded ?? after.decoded ?? null,
     };
   }
   return compareDecoded(before, after, tolerance);
 }
 
 async function compareDecoded(before: VisualCapture, after: VisualCapture, tolerance: number): Promise<VisualComparison> {
-  const [a, b] = await Promise.all([decode(before), decode(after)]);
-  const areaA = areaOf(a, before.region);
-  const areaB = areaOf(b, after.region);
-  const width = Math.min(areaA.width, areaB.width);
-  const height = Math.min(areaA.height, areaB.height);
-  const sizes = { before: { width: areaA.width, height: areaA.height }, after: { width: areaB.width, height: areaB.height } };
-  const sizeChanged = areaA.width !== areaB.width || areaA.height !== areaB.height;
+  const [a, b] = await Promise.all([before.decoded ?? decodeArea(before), after.decoded ?? decodeArea(after)]);
+  const width = Math.min(a.width, b.width);
+  const height = Math.min(a.height, b.height);
+  const sizes = { before: { width: a.width, height: a.height }, after: { width: b.width, height: b.height } };
+  const sizeChanged = a.width !== b.width || a.height !== b.height;
   if (width === 0 || height === 0) {
     const empty = Buffer.alloc(4);
     return {
@@ -245,22 +315,24 @@ async function compareDecoded(before: VisualCapture, after: VisualCapture, toler
         sharp(empty, { raw: { width: 1, height: 1, channels: 4 } })
           .png()
           .toBuffer(),
+      decodedAfter: b,
+      decodedBefore: a,
     };
   }
-  const imgNew = cut(b, areaB.x, areaB.y, width, height);
-  const imgOld = cut(a, areaA.x, areaA.y, width, height);
-  // The masks of both captures, as one: masked in either, compared in neither.
-  let ignoreMask: Uint8Array | undefined;
-  let masked = 0;
-  const masks = [...before.masks.map((m) => [m, a, areaA] as const), ...after.masks.map((m) => [m, b, areaB] as const)];
-  if (masks.length) {
-    ignoreMask = new Uint8Array(width * height);
-    for (const [m, r, area] of masks) {
-      const p = pixelRect(m, r.scale, area.x, area.y, width, height);
-      if (p) for (let y = p.y0; y < p.y1; y++) ignoreMask.fill(1, y * width + p.x0, y * width + p.x1);
+  const imgNew = cut(b, width, height);
+  const imgOld = cut(a, width, height);
+  // The masks of both captures, as one: masked in either, compared in neither (pixels of the common area).
+  const rects: PixelRect[] = [];
+  for (const [masks, area] of [
+    [before.masks, a],
+    [after.masks, b],
+  ] as const) {
+    for (const m of masks) {
+      const p = pixelRect(m, area.scale, area.x, area.y, width, height);
+      if (p) rects.push(p);
     }
-    for (let i = 0; i < ignoreMask.length; i++) masked += ignoreMask[i] as number;
   }
+  const masked = unionArea(rects);
   // pixelmatch runs over the band of rows where the bytes differ (memcmp finds it), with
   // BAND_MARGIN rows either side so its anti-aliasing check sees every neighbour it reads:
   // the same count as over the whole image, without a JavaScript pass over still rows.
@@ -273,15 +345,16 @@ async function compareDecoded(before: VisualCapture, after: VisualCapture, toler
   const top = Math.max(0, first - BAND_MARGIN);
   const bottom = first >= height ? top : Math.min(height, last + 1 + BAND_MARGIN);
   const bandHeight = bottom - top;
-  // Only the changed pixels are drawn (a mask, 5x cheaper than pixelmatch's whole diff image);
-  // the diff image is drawn from it and the new capture when an alert asks for it.
+  // Only the changed pixels are drawn (a mask, 5x cheaper than pixelmatch's whole diff image),
+  // over the band only, and the ignore mask is made for the band only; the diff image is drawn
+  // from them and the new capture when an alert asks for it.
   const output = Buffer.alloc(bandHeight * row);
   const changedPixels =
     bandHeight > 0
       ? pixelmatch(imgNew.subarray(top * row, bottom * row), imgOld.subarray(top * row, bottom * row), output, width, bandHeight, {
           threshold: tolerance,
           diffMask: true,
-          ...(ignoreMask ? { ignoreMask: ignoreMask.subarray(top * width, bottom * width) } : {}),
+          ...(rects.length ? { ignoreMask: maskRows(rects, width, top, bottom) } : {}),
         })
       : 0;
   const comparedPixels = width * height - masked;
@@ -297,7 +370,72 @@ async function compareDecoded(before: VisualCapture, after: VisualCapture, toler
     diffPng: () => {
       const mask = Buffer.alloc(width * height * 4);
       output.copy(mask, top * row);
-      return drawDiff(imgNew, mask, ignoreMask, width, height);
+      return drawDiff(imgNew, mask, rects.length ? maskRows(rects, width, 0, height) : undefined, width, height);
     },
+    decodedAfter: b,
+    decodedBefore: a,
   };
+}
+
+/** What the raster cache keeps of one capture: its image's bytes (to see a still page at once) and its decoded area. */
+export interface CachedRaster {
+  image: Buffer;
+  area: DecodedArea;
+}
+
+/**
+ * The decoded areas of baselines, kept in the capture process between comparisons so that a
+ * scheduled configuration's comparison decodes only its new capture (the baseline is usually
+ * the capture before it, decoded by the last comparison). Bounded: at most `maxBytes` of
+ * pixels and images, the least recently used dropped first; an area larger than the bound is
+ * not kept. A miss (after a restart, or evicted) reads and decodes the baseline as before: the
+ * same result, at the cost of a second decoding.
+ */
+export class VisualRasterCache {
+  private readonly entries = new Map<string, CachedRaster>();
+  private used = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  /** The key of a capture's area: its image, region and frame (what decodeArea depends on). */
+  static key(imageName: string, region: Rect | null, frameWidth: number): string {
+    return `${imageName}\n${frameWidth}\n${region ? `${region.x},${region.y},${region.width},${region.height}` : ''}`;
+  }
+
+  get bytes(): number {
+    return this.used;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  get(key: string): CachedRaster | undefined {
+    const hit = this.entries.get(key);
+    if (hit) {
+      // The most recently used last.
+      this.entries.delete(key);
+      this.entries.set(key, hit);
+    }
+    return hit;
+  }
+
+  set(key: string, image: Buffer, area: DecodedArea): void {
+    this.delete(key);
+    const cost = image.byteLength + area.data.byteLength;
+    if (cost > this.maxBytes) return;
+    this.entries.set(key, { image, area });
+    this.used += cost;
+    for (const [k] of this.entries) {
+      if (this.used <= this.maxBytes) break;
+      this.delete(k);
+    }
+  }
+
+  delete(key: string): void {
+    const e = this.entries.get(key);
+    if (!e) return;
+    this.entries.delete(key);
+    this.used -= e.image.byteLength + e.area.data.byteLength;
+  }
 }

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { MemoryAccountSlots } from '../../../services/capture/fairness/account-slots';
 import { ClassTurns } from '../../../services/capture/fairness/fair-queue';
-import { type ClaimTurns, JOB_KINDS, JobQueue } from '../../../services/capture/jobs/jobs';
+import { type ClaimTurns, JOB_KINDS, JobQueue, jobStatusOf, statusOfJob } from '../../../services/capture/jobs/jobs';
 import { ScreenshotRepository } from '../../../services/capture/jobs/screenshots';
 import { migratedSqlite } from '../../support/sqlite';
 
@@ -70,6 +70,23 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     const again = await queue.claim(turns);
     expect(again).to.include({ id: 'j1', attempts: 2 });
     expect(again?.leaseToken).to.not.equal(first?.leaseToken);
+  });
+
+  it("gives a job's timings with its state: queued at, and finished at once it ended (the web console's capture page)", async () => {
+    await enqueue('j1', 1_000_000);
+    expect(jobStatusOf((await queue.find('acc', 'j1'))!, null)).to.deep.equal({
+      status: 'queued',
+      job_id: 'j1',
+      timings: { queued_at_ms: 1_000_000, finished_at_ms: null },
+    });
+    clock = 1_000_500;
+    const job = await queue.claim(turns);
+    clock = 1_002_500;
+    const id = await queue.complete(job!, record(job!));
+    const status = await statusOfJob((await queue.find('acc', 'j1'))!, screenshots);
+    expect(status).to.include({ status: 'completed', job_id: 'j1' });
+    expect(status.status === 'completed' && status.screenshot.id).to.equal(String(id));
+    expect(status.timings).to.deep.equal({ queued_at_ms: 1_000_000, finished_at_ms: 1_002_500 });
   });
 
   it('lets a renewed lease keep its job', async () => {

@@ -128,6 +128,21 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       }
     });
 
+    it("counts an account's captures per UTC day of a range (the web console's chart), other accounts and the range's end left out", async () => {
+      const DAY = 86_400_000;
+      const start = Date.UTC(2026, 10, 1);
+      // Day 1: 3 (one at its very first and one at its very last millisecond), day 2: none, day 3: 2; the 1st of the next month is outside.
+      const mine = [start, start + 5000, start + DAY - 1, start + 2 * DAY + 7, start + 3 * DAY - 1, Date.UTC(2026, 11, 1)];
+      for (const [n, at] of mine.entries())
+        await repo.insert({ ...row({ account_id: 'acct_days', config_id: 'cfg_days', created_at_ms: at }), job_id: `day${n}` });
+      await repo.insert({ ...row({ account_id: 'acct_other_days', config_id: 'cfg_days', created_at_ms: start + 10 }), job_id: 'dayother' });
+      expect(await repo.dailyCounts('acct_days', start, Date.UTC(2026, 11, 1))).to.deep.equal([
+        { day_ms: start, screenshots: 3 },
+        { day_ms: start + 2 * DAY, screenshots: 2 },
+      ]);
+      expect(await repo.dailyCounts('acct_days', start + DAY, start + 2 * DAY)).to.deep.equal([]);
+    });
+
     it('migrates the list indexes down and up again', async () => {
       const listIndexes = ['screenshots_account_list_index', 'screenshots_config_list_index'];
       expect(await indexesOfScreenshots(db))

@@ -54,13 +54,15 @@ function setup() {
       return { id: 'cfg' };
     }),
     noteJob: sinon.stub().callsFake(() => void steps.push('noted')),
+    forget: sinon.stub().callsFake(() => void steps.push('config forgotten')),
   };
   // The one query the desk makes itself: the diff images of a configuration's visual change alerts.
   const diffRows = { where: () => diffRows, whereNotNull: () => diffRows, select: async () => [{ diff_name: 'diff1.png' }] };
   const db = Object.assign(() => diffRows, { transaction: async (work: (trx: unknown) => Promise<void>) => work({}) }) as unknown as Knex;
   const jobQueued = sinon.stub();
-  const desk = new SnapDesk({ db, admission, queue, pipeline, screenshots, files, metrics, configs, jobQueued });
-  return { desk, steps, admission, queue, pipeline, metrics, configs, screenshots, files, jobQueued };
+  const configDeleted = sinon.stub().callsFake(() => void steps.push('deletion announced'));
+  const desk = new SnapDesk({ db, admission, queue, pipeline, screenshots, files, metrics, configs, jobQueued, configDeleted });
+  return { desk, steps, admission, queue, pipeline, metrics, configs, screenshots, files, jobQueued, configDeleted };
 }
 
 const params = (attempt = 1) => ({ account, options: { url: 'https://example.test/' }, jobId: 'j1', attempt, since: 5 });
@@ -117,10 +119,20 @@ describe('SnapDesk (collaborators stubbed)', () => {
     expect(t.queue.abandon.firstCall.args).to.deep.equal(['acc', 'j1', 'capacity_exhausted', 'gone']);
   });
 
-  it("deletes a configuration's rows before its files, and announces a job it queues", async () => {
+  it('forgets a configuration being deleted (here and, announced, on every instance), deletes its rows before its files, and announces a job it queues', async () => {
     const t = setup();
     expect(await t.desk.deleteForConfig('acc', 'cfg')).to.deep.equal({ screenshots: 2 });
-    expect(t.steps).to.deep.equal(['screenshots deleted', 'jobs deleted', 'file removed', 'file removed', 'file removed']);
+    expect(t.steps).to.deep.equal([
+      'config forgotten',
+      'deletion announced',
+      'screenshots deleted',
+      'jobs deleted',
+      'file removed',
+      'file removed',
+      'file removed',
+    ]);
+    expect(t.configs.forget.calledOnceWith('cfg')).to.equal(true);
+    expect(t.configDeleted.calledOnceWith('acc', 'cfg')).to.equal(true);
     expect(t.files.remove.lastCall.args[0]).to.include({ image_name: 'diff1.png' });
     const job = { id: 'j9', accountId: 'acc', configId: 'cfg', kind: 'config' as const, options: { url: 'https://example.test/' } };
     expect(await t.desk.enqueue(job)).to.deep.equal({ job_id: 'j9' });

@@ -7,13 +7,17 @@
  * is compared wherever a layout shift moved it. The webhook body verifies with the Standard
  * Webhooks library and carries the before, after and diff links; the diff image is red where
  * the price changed; the history endpoint and the change notification lists show it; bad
- * options are a 400 naming what to fix.
+ * options are a 400 naming what to fix. A full page that grew between captures is compared over
+ * the common area (growth alone never alerts; an alert reports the sizes), and a configuration
+ * whose format changes (PNG, then JPEG, then WebP) compares its captures without a false alert
+ * from the encoders' noise.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import sharp from 'sharp';
 import { Webhook } from 'standardwebhooks';
+import { acquireDatabase, releaseDatabase } from '../../../services/shared/database';
 import { backendConfig } from '../../support/backends';
 import { CAPTURE_SERVICES } from '../../support/capture-helpers';
 import { sharedGrid } from '../../support/grid';
@@ -41,11 +45,14 @@ describe('visual change alerts', function () {
   let sys: RunningSystem;
   let hooks: Receiver;
   let slack: Receiver;
+  let grown: Receiver;
+  let formats: Receiver;
+  let resumed: Receiver;
   let cleanup: () => Promise<void>;
   let token: string;
   let clock = Date.now();
   let loads = 0;
-  const state = { price: '$10.00', banner: '', shift: 0 };
+  const state = { price: '$10.00', banner: '', shift: 0, paragraphs: 30, longPrice: '$10.00', stillPrice: '$10.00', leftPrice: '$10.00' };
 
   const api = (method: string, p: string, json?: Body) =>
     request<Body>(sys.base, method, p, { headers: { authorization: `Bearer ${token}` }, ...(json ? { json } : {}) });
@@ -65,7 +72,26 @@ describe('visual change alerts', function () {
 
   before(async () => {
     const grid = await sharedGrid();
-    site = await serveLocally((_req, res) => {
+    site = await serveLocally((req, res) => {
+      if (req.url === '/long' || req.url === '/still' || req.url === '/left') {
+        // Still pages (nothing moves): /long grows by its paragraphs, /still has a gradient and a photo-like area (encoder noise).
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+        const long = req.url === '/long';
+        let paragraphs = '';
+        for (let i = 0; i < (long ? state.paragraphs : 8); i++)
+          paragraphs += `<p style="margin:0;height:40px;font-size:18px">Paragraph ${i}: lorem ipsum dolor sit amet, consectetur adipiscing elit.</p>`;
+        res.end(`<!DOCTYPE html><html><head><style>
+          body { margin: 0; font-family: sans-serif; background: #fff; }
+          #top { height: 260px; position: relative; background: linear-gradient(90deg, #1d3557, #a8dadc 60%, #f1faee); }
+          #price { position: absolute; left: ${PRICE_BOX.x}px; top: 120px; width: ${PRICE_BOX.width}px; height: ${PRICE_BOX.height}px; font-size: 56px; background: #f4f4f4; }
+          #dots { height: 120px; background: radial-gradient(circle at 30% 40%, #e63946 0 20px, transparent 21px), repeating-linear-gradient(45deg, #ddd 0 6px, #fff 6px 12px); }
+        </style></head><body>
+          <div id="top"><div id="price">${long ? state.longPrice : req.url === '/still' ? state.stillPrice : state.leftPrice}</div></div>
+          <div id="dots"></div>
+          ${paragraphs}
+        </body></html>`);
+        return;
+      }
       loads++;
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
       const hue = (loads * 67) % 360;
@@ -88,16 +114,21 @@ describe('visual change alerts', function () {
     });
     hooks = await startReceiver();
     slack = await startReceiver(() => ({ status: 200, body: 'ok' }));
+    grown = await startReceiver();
+    formats = await startReceiver();
+    resumed = await startReceiver();
     const b = await backendConfig('sqlite', { SERVICES: CAPTURE_SERVICES, SELENIUM_URL: grid.url, ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '1' });
     cleanup = b.cleanup;
-    sys = await runSystem(b.config, { scheduler: { now: () => clock, autoTick: false }, notifier: { autoPoll: false } });
+    sys = await runSystem(b.config, overrides);
     token = (await sys.account('paid')).access_token;
   });
   after(async () => {
     await sys?.stop();
-    await Promise.all([hooks?.stop(), slack?.stop(), site?.stop()]);
+    await Promise.all([hooks?.stop(), slack?.stop(), grown?.stop(), formats?.stop(), resumed?.stop(), site?.stop()]);
     await cleanup?.();
   });
+
+  const overrides = { scheduler: { now: () => clock, autoTick: false }, notifier: { autoPoll: false } };
 
   const configOf = (step: Body, extra: Body = {}) => ({
     url: `${site.origin}/`,
@@ -264,5 +295,157 @@ describe('visual change alerts', function () {
     expect((await api('DELETE', `/screenshot_configs/${pageId}`)).status).to.equal(200);
     expect((await fetch(String(v.diff_url))).status).to.equal(404);
     expect((await api('GET', '/change_notifications')).body.change_notifications).to.have.length(1);
+  });
+
+  it('compares a full page that grew over the common area: growth alone never alerts, an alert reports the sizes', async () => {
+    state.paragraphs = 30;
+    state.longPrice = '$10.00';
+    const created = await api(
+      'POST',
+      '/screenshot_configs',
+      configOf({ send_to: 'webhook', url: `${grown.origin}/grew`, threshold: 0.01 }, { url: `${site.origin}/long`, fullpage: true }),
+    );
+    expect(created.status, JSON.stringify(created.body)).to.equal(200);
+    const id = created.body.screenshot_configuration_id as string;
+    await jobFinished(sys.base, token, created.body.job_id as string);
+    await sys.capture!.visualIdle();
+    // The page grows twice, by more than the threshold's share of it (the added part is new, not changed).
+    for (const paragraphs of [60, 90]) {
+      state.paragraphs = paragraphs;
+      await scheduledCaptures([id]);
+    }
+    expect(grown.received, 'growth alone does not alert').to.have.length(0);
+
+    // It grows and its price changes: one alert, over the common area, with both sizes.
+    state.paragraphs = 120;
+    state.longPrice = '$249.99';
+    await scheduledCaptures([id]);
+    expect(grown.received).to.have.length(1);
+    const body = JSON.parse(grown.received[0]!.body) as Body & { visual: Body & { boxes: Box[]; before_size: Box; after_size: Box } };
+    const v = body.visual;
+    expect(v.size_changed).to.equal(true);
+    expect(v.before_size.width).to.equal(800);
+    expect(v.after_size.width).to.equal(800);
+    // 260 + 120 px above the paragraphs, 40 px each.
+    expect(v.before_size.height).to.equal(380 + 90 * 40);
+    expect(v.after_size.height).to.equal(380 + 120 * 40);
+    expect(v.compared_pixels, 'the common area').to.equal(800 * v.before_size.height);
+    expect(v.changed_percent).to.be.greaterThan(0.01).and.below(2);
+    expect(v.boxes, JSON.stringify(v.boxes)).to.have.length(1);
+    const box = v.boxes[0]!;
+    expect(box.x).to.be.at.least(PRICE_BOX.x);
+    expect(box.y).to.be.at.least(120);
+    expect(box.x + box.width).to.be.at.most(PRICE_BOX.x + PRICE_BOX.width);
+    expect(box.y + box.height).to.be.at.most(120 + PRICE_BOX.height);
+    // The diff image is the common area.
+    const diff = await sharp(Buffer.from(await (await fetch(String(v.diff_url))).arrayBuffer())).metadata();
+    expect([diff.width, diff.height]).to.deep.equal([800, v.before_size.height]);
+  });
+
+  it('compares captures of different formats: PNG, then JPEG, then WebP, without a false alert from their noise', async () => {
+    state.stillPrice = '$10.00';
+    const schedule = { scheduled_screenshot: true, scheduled_every: 1, scheduled_interval: 'hours' };
+    // The default tolerance; a threshold well under what encoder noise would reach if it counted.
+    const created = await api(
+      'POST',
+      '/screenshot_configs',
+      configOf({ send_to: 'webhook', url: `${formats.origin}/formats`, threshold: 0.1 }, { url: `${site.origin}/still`, image_format: 'png' }),
+    );
+    expect(created.status, JSON.stringify(created.body)).to.equal(200);
+    const id = created.body.screenshot_configuration_id as string;
+    await jobFinished(sys.base, token, created.body.job_id as string);
+    await sys.capture!.visualIdle();
+    for (const format of ['jpeg', 'webp', 'png', 'jpeg']) {
+      const patched = await api('PATCH', `/screenshot_configs/${id}`, { image_format: format, ...schedule });
+      expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
+      await scheduledCaptures([id]);
+      expect(formats.received, `no alert after the capture turned ${format}`).to.have.length(0);
+    }
+    // A real change, in JPEG: one alert, compared with the JPEG before it (each unchanged capture became the baseline).
+    state.stillPrice = '$249.99';
+    await scheduledCaptures([id]);
+    expect(formats.received).to.have.length(1);
+    const body = JSON.parse(formats.received[0]!.body) as Body & { visual: Body & { boxes: Box[] } };
+    expect(String(body.visual.before_url)).to.match(/\.jpe?g$/);
+    expect(String(body.visual.after_url)).to.match(/\.jpe?g$/);
+    const box = body.visual.boxes[0]!;
+    expect(box.x).to.be.at.least(PRICE_BOX.x - 2);
+    expect(box.x + box.width).to.be.at.most(PRICE_BOX.x + PRICE_BOX.width + 2);
+  });
+
+  it('completes a comparison its capture process left behind: a fresh capture service compares it when it starts', async () => {
+    state.leftPrice = '$10.00';
+    const step = { send_to: 'webhook', url: `${resumed.origin}/left`, threshold: 0.1 };
+    const created = await api('POST', '/screenshot_configs', configOf(step, { url: `${site.origin}/left` }));
+    expect(created.status, JSON.stringify(created.body)).to.equal(200);
+    const id = created.body.screenshot_configuration_id as string;
+    await jobFinished(sys.base, token, created.body.job_id as string);
+    await sys.capture!.visualIdle();
+    // The price changes and a capture is recorded, but its comparison never runs: the capture
+    // is taken without the step, and the comparison it owed is left as a capture process that
+    // stopped right after recording it leaves it (its row, its lease run out).
+    const schedule = { scheduled_screenshot: true, scheduled_every: 1, scheduled_interval: 'hours' };
+    expect((await api('PATCH', `/screenshot_configs/${id}`, { multi_step_actions: [{ type: 'wait', value: '10' }], ...schedule })).status).to.equal(200);
+    state.leftPrice = '$249.99';
+    // Every configuration of this file is due: all of the tick's captures finish before the stop (it would wait for them).
+    clock += 2 * 3_600_000;
+    const started = await sys.scheduler!.tick();
+    expect(started.map((s) => s.configId)).to.include(id);
+    for (const s of started) await jobFinished(sys.base, token, s.jobId);
+    const db = acquireDatabase(sys.config.database);
+    let shots: Array<{ image_name: string; job_id: string; account_id: string; created_at_ms: number | string }>;
+    try {
+      // And those of earlier ticks that other tests did not wait for.
+      for (let i = 0; i < 600 && (await db('jobs').whereIn('status', ['queued', 'running']).first('id')); i++) await new Promise((r) => setTimeout(r, 100));
+      await sys.capture!.visualIdle();
+      expect(resumed.received).to.have.length(0);
+      await sys.stop();
+      shots = await db('screenshots').where({ config_id: id }).orderBy('created_at_ms', 'desc').select('image_name', 'job_id', 'account_id', 'created_at_ms');
+      const last = shots[0]!;
+      const readings = [
+        {
+          index: 0,
+          selector: '',
+          text: '',
+          send_to: 'webhook',
+          url: step.url,
+          visual: { threshold: 0.1, tolerance: 0.1, repeat: 1, ignore_selectors: [], region: null, masks: [], frameWidth: 800 },
+        },
+      ];
+      await db('visual_pending').insert({
+        id: 'left-behind-1',
+        account_id: last.account_id,
+        config_id: id,
+        job_id: last.job_id,
+        image_name: last.image_name,
+        title: 'Shop watch',
+        readings: JSON.stringify(readings),
+        captured_at_ms: last.created_at_ms,
+        attempts: 0,
+        lease_token: 'held-by-the-dead',
+        lease_until_ms: Date.now() - 1,
+      });
+    } finally {
+      await releaseDatabase(sys.config.database);
+    }
+
+    // A fresh capture service (the whole system again, on the same database and store).
+    sys = await runSystem(sys.config, overrides);
+    await sys.capture!.visualIdle();
+    await sys.notifier!.pump();
+    expect(resumed.received, 'the comparison left behind ran and alerted').to.have.length(1);
+    const body = JSON.parse(resumed.received[0]!.body) as Body & { visual: Body & { boxes: Box[] } };
+    expect(body.screenshot_configuration_id).to.equal(id);
+    expect(String(body.visual.after_url)).to.contain(shots[0]!.image_name);
+    expect(String(body.visual.before_url)).to.contain(shots[1]!.image_name);
+    const box = body.visual.boxes[0]!;
+    expect(box.x).to.be.at.least(PRICE_BOX.x);
+    expect(box.x + box.width).to.be.at.most(PRICE_BOX.x + PRICE_BOX.width);
+    const check = acquireDatabase(sys.config.database);
+    try {
+      expect(await check('visual_pending').select('id'), 'nothing is owed any more').to.have.length(0);
+    } finally {
+      await releaseDatabase(sys.config.database);
+    }
   });
 });

@@ -3,11 +3,13 @@
  * its box and nothing else; the same picture in PNG, JPEG and WebP compares as unchanged; a
  * masked area is not compared (in either capture); a page that grew is compared over the
  * common area and reported as a size change; a region is compared wherever it moved; the
- * diff image is red where the pixels changed and grey elsewhere.
+ * diff image is red where the pixels changed and grey elsewhere. A baseline decoded earlier
+ * (kept by VisualRasterCache, bounded) is compared without decoding it again, with the same
+ * result; a selector's region alone is decoded; overlapping masks count once.
  */
 import { expect } from 'chai';
 import sharp from 'sharp';
-import { type VisualCapture, changedBoxes, compareCaptures } from '../../../services/notifier/public/visual-diff';
+import { type VisualCapture, VisualRasterCache, changedBoxes, compareCaptures, decodeArea, unionArea } from '../../../services/notifier/public/visual-diff';
 
 function page(opts: { price?: string; banner?: string; height?: number; width?: number; shiftY?: number } = {}): Buffer {
   const { price = '$10.00', banner = 'Welcome', height = 600, width = 800, shiftY = 0 } = opts;
@@ -120,5 +122,69 @@ describe('visual diff', () => {
       { x: 5, y: 5, width: 16, height: 4 },
       { x: 90, y: 90, width: 1, height: 1 },
     ]);
+  });
+
+  it('compares with the baseline decoded earlier, without decoding it again, to the same result', async () => {
+    const before = await png(page());
+    const after = await png(page({ price: '$12.50' }));
+    const fresh = await compareCaptures(capture(before), capture(after), 0.1);
+    const decoded = await decodeArea(capture(before));
+    // Bytes that are no image: a comparison that decoded them would throw.
+    const kept = await compareCaptures(capture(Buffer.from('not an image'), { decoded }), capture(after), 0.1);
+    expect(kept.changedPixels).to.equal(fresh.changedPixels).and.greaterThan(0);
+    expect(kept.boxes).to.deep.equal(fresh.boxes);
+    // The new capture comes back decoded: the next comparison's baseline.
+    expect(kept.decodedAfter).to.deep.include({ width: 800, height: 600, x: 0, y: 0 });
+    const next = await compareCaptures(capture(Buffer.from('not an image either'), { decoded: kept.decodedAfter! }), capture(before), 0.1);
+    expect(next.changedPixels).to.equal(fresh.changedPixels);
+  });
+
+  it("decodes a selector's region only, where it is", async () => {
+    const region = { x: 500, y: 200, width: 200, height: 60 };
+    const area = await decodeArea(capture(await png(page()), { region }));
+    expect(area).to.deep.include({ width: 200, height: 60, x: 500, y: 200, scale: 1 });
+    expect(area.data.byteLength).to.equal(200 * 60 * 4);
+    const twice = await decodeArea(capture(await sharp(page()).resize(1600).png().toBuffer(), { region, frameWidth: 800 }));
+    expect(twice).to.deep.include({ width: 400, height: 120, x: 1000, y: 400, scale: 2 });
+    const outside = await decodeArea(capture(await png(page()), { region: { x: 900, y: 0, width: 10, height: 10 } }));
+    expect(outside).to.deep.include({ width: 0, height: 0 });
+  });
+
+  it('counts pixels under overlapping masks once', async () => {
+    expect(
+      unionArea([
+        { x0: 0, y0: 0, x1: 10, y1: 10 },
+        { x0: 5, y0: 5, x1: 15, y1: 15 },
+        { x0: 2, y0: 2, x1: 4, y1: 4 },
+      ]),
+    ).to.equal(100 + 100 - 25);
+    const before = await png(page());
+    const r = await compareCaptures(
+      capture(before, { masks: [{ x: 0, y: 0, width: 800, height: 60 }] }),
+      capture(await png(page({ banner: 'Other' })), { masks: [{ x: 0, y: 30, width: 400, height: 100 }] }),
+      0.1,
+    );
+    expect(r.changedPixels).to.equal(0);
+    expect(r.comparedPixels).to.equal(800 * 600 - 800 * 60 - 400 * 70);
+  });
+
+  it('keeps decoded baselines within its bound, the least recently used dropped first', () => {
+    const area = (bytes: number) => ({ data: Buffer.alloc(bytes), width: 1, height: 1, x: 0, y: 0, scale: 1 });
+    const cache = new VisualRasterCache(1000);
+    const key = (name: string) => VisualRasterCache.key(name, null, 800);
+    cache.set(key('a'), Buffer.alloc(100), area(300));
+    cache.set(key('b'), Buffer.alloc(100), area(300));
+    expect(cache.get(key('a'))).to.not.equal(undefined);
+    cache.set(key('c'), Buffer.alloc(100), area(300));
+    expect(cache.bytes).to.be.at.most(1000);
+    expect(cache.get(key('b')), 'the least recently used').to.equal(undefined);
+    expect(cache.get(key('a'))).to.not.equal(undefined);
+    expect(cache.get(key('c'))).to.not.equal(undefined);
+    cache.set(key('huge'), Buffer.alloc(10), area(2000));
+    expect(cache.get(key('huge')), 'larger than the bound: not kept').to.equal(undefined);
+    expect(cache.size).to.equal(2);
+    cache.delete(key('a'));
+    expect(cache.bytes).to.equal(400);
+    expect(VisualRasterCache.key('a', { x: 1, y: 2, width: 3, height: 4 }, 800)).to.not.equal(key('a'));
   });
 });

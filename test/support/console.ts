@@ -1,0 +1,52 @@
+/** The web console over plain HTTP (no browser): signing in as its form does, and pages asked for with a session cookie. */
+
+export interface ConsoleSignIn {
+  status: number;
+  location: string | null;
+  retryAfter: string | null;
+  /** The Set-Cookie of the session ('' when none was set). */
+  setCookie: string;
+  /** The session cookie's value ('' when none was set). */
+  session: string;
+}
+
+/** GETs the sign-in page (its form's token and cookie), then POSTs the form with `key`, as a browser would; `headers` go on both. */
+export async function consoleSignIn(base: string, key: string, headers: Record<string, string> = {}): Promise<ConsoleSignIn> {
+  const form = await fetch(`${base}/console/sign-in`, { headers });
+  const token = /name="_csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
+  const signinCookie = (form.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+  const r = await fetch(`${base}/console/sign-in`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: signinCookie, ...headers },
+    body: new URLSearchParams({ _csrf: token, key }).toString(),
+  });
+  const setCookie = r.headers.getSetCookie().find((c) => c.startsWith('console_session=')) ?? '';
+  return {
+    status: r.status,
+    location: r.headers.get('location'),
+    retryAfter: r.headers.get('retry-after'),
+    setCookie,
+    session: /^console_session=([^;]*)/.exec(setCookie)?.[1] ?? '',
+  };
+}
+
+/** A console page asked for with a session cookie, redirects not followed. */
+export function consoleGet(base: string, session: string, path: string): Promise<Response> {
+  return fetch(base + path, { redirect: 'manual', headers: { cookie: `console_session=${session}` } });
+}
+
+/** The CSRF token a signed-in page's forms carry. */
+export async function consoleToken(base: string, session: string): Promise<string> {
+  return /name="_csrf" value="([^"]+)"/.exec(await (await consoleGet(base, session, '/console')).text())?.[1] ?? '';
+}
+
+/** Signs out with the session's token. */
+export function consoleSignOut(base: string, session: string, token: string): Promise<Response> {
+  return fetch(`${base}/console/sign-out`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `console_session=${session}` },
+    body: new URLSearchParams({ _csrf: token }).toString(),
+  });
+}
