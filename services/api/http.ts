@@ -204,7 +204,7 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
   const app = Fastify({
     logger: false,
     bodyLimit: config.bodyLimit,
-    trustProxy: true,
+    trustProxy: config.trustProxy,
     http: { maxHeaderSize: MAX_HEAD_BYTES },
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     clientErrorHandler: clientErrorHandler(() => methods.all()),

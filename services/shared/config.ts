@@ -115,6 +115,12 @@ export interface Config {
   logFormat: 'json' | 'text';
   /** Largest accepted request body, bytes. */
   bodyLimit: number;
+  /**
+   * TRUST_PROXY: whose X-Forwarded-For / -Proto / -Host the api believes (the client's address
+   * for rate limits and logs, TLS for Secure cookies): true (anyone), false (no one), or a list
+   * of addresses, CIDRs and the names loopback, linklocal, uniquelocal.
+   */
+  trustProxy: boolean | string;
   /** METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <it>`; null: /metrics is open like /health. */
   metricsToken: string | null;
   /**
@@ -231,6 +237,20 @@ function gatewayConfig(env: Env): GatewayConfig | null {
 }
 
 /** MCP_INTROSPECTION_CLIENT_ID and _SECRET: both or neither. No message here may quote the secret. */
+/** The proxies whose forwarding headers are believed: by default those on loopback and private networks (an ingress, a sidecar), never a client on the internet. */
+export const DEFAULT_TRUST_PROXY = 'loopback,linklocal,uniquelocal';
+
+function trustProxy(env: Env): Config['trustProxy'] {
+  const raw = str(env, 'TRUST_PROXY') ?? DEFAULT_TRUST_PROXY;
+  if (raw === 'true' || raw === 'false') return raw === 'true';
+  const entries = raw.split(',').map((e) => e.trim());
+  const bad = entries.find((e) => !/^(loopback|linklocal|uniquelocal|[0-9a-fA-F.:]+(\/\d{1,3})?)$/.test(e));
+  if (bad !== undefined) {
+    throw new ConfigError(`TRUST_PROXY: "${bad}" is not an address, a CIDR, loopback, linklocal or uniquelocal; or use true or false`);
+  }
+  return entries.join(',');
+}
+
 function introspectionClient(env: Env): Config['introspectionClient'] {
   const id = str(env, 'MCP_INTROSPECTION_CLIENT_ID');
   const secret = str(env, 'MCP_INTROSPECTION_CLIENT_SECRET');
@@ -452,6 +472,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     logLevel,
     logFormat,
     bodyLimit: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 50 * 1_048_576),
+    trustProxy: trustProxy(env),
     metricsToken,
     introspectionClient: introspectionClient(env),
     schedulerTickSeconds: int(env, 'SCHEDULER_TICK_SECONDS', 5, 1, 59),

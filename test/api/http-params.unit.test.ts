@@ -62,3 +62,34 @@ describe("http: a route's declared params are validated before its handler", () 
     });
   }
 });
+
+describe('http: whose forwarding headers are believed (TRUST_PROXY)', () => {
+  /** The client's address as the api sees it, for a request from `remoteAddress` carrying X-Forwarded-For: 198.51.100.9. */
+  async function clientSeen(env: Record<string, string>, remoteAddress: string): Promise<string> {
+    const common = { summary: 'test', tag: 'test', auth: false as const, response: { type: 'object' }, errors: [] };
+    const app = buildHttpServer(new ServiceBroker({ logger: false }), loadConfig(env), [
+      publicRoute({ ...common, method: 'GET', url: '/ip', handler: async ({ request }) => ({ success: true, ip: request.ip }) }),
+    ]);
+    try {
+      const r = await app.inject({ method: 'GET', url: '/ip', remoteAddress, headers: { 'x-forwarded-for': '198.51.100.9' } });
+      return (r.json() as { ip: string }).ip;
+    } finally {
+      await app.close();
+    }
+  }
+
+  it('by default, a proxy on loopback or a private network (an ingress, a sidecar), never a client on the internet', async () => {
+    expect(await clientSeen({}, '127.0.0.1')).to.equal('198.51.100.9');
+    expect(await clientSeen({}, '10.1.2.3')).to.equal('198.51.100.9');
+    // A client reaching the api directly cannot name another address for each sign-in attempt.
+    expect(await clientSeen({}, '203.0.113.5')).to.equal('203.0.113.5');
+  });
+
+  it('TRUST_PROXY=false believes no one, true anyone, a list those named', async () => {
+    expect(await clientSeen({ TRUST_PROXY: 'false' }, '127.0.0.1')).to.equal('127.0.0.1');
+    expect(await clientSeen({ TRUST_PROXY: 'true' }, '203.0.113.5')).to.equal('198.51.100.9');
+    expect(await clientSeen({ TRUST_PROXY: '203.0.113.0/24' }, '203.0.113.5')).to.equal('198.51.100.9');
+    expect(await clientSeen({ TRUST_PROXY: '203.0.113.0/24' }, '127.0.0.1')).to.equal('127.0.0.1');
+    expect(() => loadConfig({ TRUST_PROXY: 'everyone' })).to.throw(/TRUST_PROXY: "everyone"/);
+  });
+});
