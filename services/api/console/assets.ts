@@ -46,7 +46,7 @@ input, select { font: inherit; padding: 6px 8px; border: 1px solid var(--line); 
 table { border-collapse: collapse; }
 th, td { text-align: left; padding: 4px 12px 4px 0; border-bottom: 1px solid var(--line); vertical-align: top; }
 .filters { display: flex; flex-wrap: wrap; gap: 8px 16px; align-items: flex-end; margin: 0 0 16px; }
-.filters .field { margin: 0; }
+.filters .field { margin: 0; min-width: 0; max-width: 100%; }
 .gallery { display: grid; grid-template-columns: repeat(auto-fill, minmax(160px, 1fr)); gap: 12px; list-style: none; padding: 0; margin: 0; }
 .gallery li { border: 1px solid var(--line); border-radius: 8px; overflow: hidden; background: var(--panel); }
 .gallery a { display: block; color: inherit; text-decoration: none; }
@@ -58,7 +58,9 @@ dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px;
 dl.facts dt { font-weight: 600; }
 dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--panel); padding: 8px; border-radius: 6px; }
-.scroll { overflow-x: auto; }
+/* Positioned, so that a visually hidden label inside a table (absolutely placed) scrolls with it, not with the page. */
+.scroll, .table-wrap { overflow-x: auto; max-width: 100%; position: relative; }
+h1, h2, h3, p, li, dd, .notice { overflow-wrap: anywhere; }
 form.plan { display: flex; gap: 6px; align-items: center; margin: 0; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 details.options { border: 1px solid var(--line); border-radius: 8px; padding: 4px 12px; margin: 0 0 8px; }

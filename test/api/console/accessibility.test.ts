@@ -1,7 +1,8 @@
 /**
  * The web console's accessibility, in the real Chromium against the real system: every page
- * (sign-in, the account's pages found in its menu, a capture's page, the operator's sign-in and
- * pages) checked with axe-core, injected through the DevTools protocol (Runtime.evaluate: the
+ * (sign-in, the account's pages found in its menu, a capture's page, a built capture's result,
+ * a new and an edited configuration, the operator's sign-in and pages) checked with axe-core,
+ * injected through the DevTools protocol (Runtime.evaluate: the
  * pages' CSP allows no script but their own, and none is added to them), failing on any
  * violation of impact "serious" or "critical"; and signing in and reaching the gallery with the
  * keyboard alone.
@@ -48,6 +49,7 @@ describe('web console: accessibility (axe-core) and the keyboard', function () {
   let driver: WebDriver;
   let key = '';
   let job = '';
+  let configId = '';
 
   before(async () => {
     const account = await t.sys.account('big');
@@ -57,12 +59,13 @@ describe('web console: accessibility (axe-core) and the keyboard', function () {
       ['/tall', 'A tall page'],
       ['/plain?n=2', 'The plain page, again'],
     ] as const) {
-      const r = await request<{ job_id: string }>(base(), 'POST', '/snap', {
+      const r = await request<{ job_id: string; screenshot_configuration_id: string }>(base(), 'POST', '/snap', {
         headers: { authorization: `Bearer ${key}` },
         json: { url: `${t.fx.origin}${page}`, custom_title: title, json: true, wait: 0, ttl: 0, page_width: 800, page_height: 600 },
       });
       expect(r.status, JSON.stringify(r.body)).to.equal(200);
       job = r.body.job_id;
+      configId = r.body.screenshot_configuration_id;
     }
     const options = new chrome.Options().setChromeBinaryPath(process.env.CHROME_BIN || DEFAULT_CHROME_BIN).addArguments(...CHROME_ARGS);
     driver = chrome.Driver.createSession(options, new chrome.ServiceBuilder(process.env.CHROMEDRIVER_BIN || DEFAULT_CHROMEDRIVER_BIN).build());
@@ -132,6 +135,9 @@ describe('web console: accessibility (axe-core) and the keyboard', function () {
     expect(menu).to.include('/console/captures');
     for (const address of menu.filter((p) => p !== '/console')) problems.push(...(await check(address.split('/').pop() as string, address)));
     problems.push(...(await check('capture', `/console/captures/${job}`)));
+    problems.push(...(await check('build-result', `/console/build/${job}`)));
+    problems.push(...(await check('config-new', '/console/configs/new')));
+    problems.push(...(await check('config-edit', `/console/configs/${configId}/edit`)));
     problems.push(...(await check('not-found', '/console/no-such-page')));
 
     problems.push(...(await check('operator-sign-in', '/console/operator/sign-in')));

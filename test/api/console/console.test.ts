@@ -6,7 +6,9 @@
  * paged and filtered, one capture's page with its image, signing out; and its protections:
  * a wrong key refused and sign-in attempts limited per address, a session ended by its key's
  * rotation, the CSRF token and Origin of every POST, another account's objects answered 404,
- * markup in titles, URLs and AI answers shown as text that never runs, the security headers.
+ * markup in titles, URLs and AI answers shown as text that never runs, the security headers;
+ * and every page, the operator's included, 375 px wide without scrolling sideways, each of its
+ * controls reached with Tab.
  */
 import { expect } from 'chai';
 import { By, Key, until, type WebDriver } from 'selenium-webdriver';
@@ -27,6 +29,43 @@ const TITLE_ATTACK = `<script>alert("title")</script><img src=x id=injected-titl
 const URL_ATTACK = `"><svg id=injected-url onload="alert('url')">`;
 const AI_ATTACK = `</pre><script>alert("ai")</script><img src=x id=injected-ai onerror="document.documentElement.dataset.pwned='ai'">`;
 const SIGNIN_MAX = 20;
+const OPERATOR_TOKEN = 'op-console-test-token-0123456789abcdef';
+
+/**
+ * Run in the page: how far it scrolls sideways, and the interactive elements a person can see
+ * (links, buttons, fields, summaries, other elements with tabindex >= 0; not disabled, not
+ * hidden, not inside a closed <details>: its summary is counted, which opens it), each marked data-kb="<n>" and named for the report. Radios count as one
+ * per group (Tab reaches a group once; the arrows move within it). A focusin listener marks each
+ * element that receives focus with data-kb-reached.
+ */
+const LAYOUT_PROBE = `
+  const seen = new Set();
+  const all = [...document.querySelectorAll('a[href], button, input, select, textarea, summary, [tabindex]')].filter((el) => {
+    if (el.disabled || el.type === 'hidden') return false;
+    // A control taken out of the order (tabindex=-1) is one Tab never reaches: kept, to be found; another element only when it asks to be in the order.
+    if (!el.matches('a[href], button, input, select, textarea, summary') && el.tabIndex < 0) return false;
+    if (el.getClientRects().length === 0 || getComputedStyle(el).visibility === 'hidden') return false;
+    const closed = el.closest('details:not([open])');
+    if (closed && !(el.tagName === 'SUMMARY' && el.parentElement === closed)) return false;
+    if (el.type === 'radio') { const group = el.form ? el.form.id + '/' + el.name : el.name; if (seen.has(group)) return false; seen.add(group); }
+    return true;
+  });
+  all.forEach((el, i) => el.setAttribute('data-kb', String(i)));
+  document.addEventListener('focusin', (e) => {
+    const t = e.target;
+    if (t && t.setAttribute) t.setAttribute('data-kb-reached', '1');
+    if (t && t.type === 'radio') document.querySelectorAll('input[type=radio][name="' + t.name + '"]').forEach((r) => r.setAttribute('data-kb-reached', '1'));
+  });
+  // What sticks out past the right edge (the innermost such elements), for the report.
+  const wide = [...document.body.querySelectorAll('*')].filter((el) => el.getBoundingClientRect().right > 376 && ![...el.children].some((c) => c.getBoundingClientRect().right > 376) && !el.closest('.table-wrap, .scroll'));
+  const name = (el) => el.tagName.toLowerCase() + (el.className && typeof el.className === 'string' ? '.' + el.className.trim().split(/\\s+/).join('.') : '');
+  const inScroller = (el) => el.closest('.table-wrap, .scroll') !== null;
+  wide.push(...[...document.body.querySelectorAll('*')].filter((el) => el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX === 'visible' && !inScroller(el) && el.getClientRects().length > 0 && el.getBoundingClientRect().right <= 376 && el.scrollWidth > 376 - el.getBoundingClientRect().left));
+  return { scroll: document.documentElement.scrollWidth, count: all.length, wide: wide.slice(0, 5).map((el) => (el.parentElement ? name(el.parentElement) + ' > ' : '') + name(el) + ' ' + Math.round(el.getBoundingClientRect().right) + ' px') };
+`;
+const UNREACHED = `return [...document.querySelectorAll('[data-kb]:not([data-kb-reached])')].map((el) =>
+  el.tagName.toLowerCase() + (el.type ? '[type=' + el.type + ']' : '') + ' "' + (el.textContent || el.name || el.id || '').trim().slice(0, 40) + '"' +
+  (el.closest('form') ? ' in form ' + (el.closest('form').getAttribute('action') || '') : ''));`;
 
 type Body = Record<string, unknown>;
 
@@ -47,6 +86,7 @@ describe('web console in the real Chromium', function () {
     SERVICE_AI_MODEL: 'gpt-4o-mini',
     CONSOLE_SIGNIN_MAX: String(SIGNIN_MAX),
     CONSOLE_SIGNIN_WINDOW_SECONDS: '600',
+    CONSOLE_OPERATOR_TOKEN: OPERATOR_TOKEN,
   }));
 
   describe('driven in Chromium', () => {
@@ -263,6 +303,65 @@ describe('web console in the real Chromium', function () {
           expect(await first.getText()).to.equal('Skip to content');
         } finally {
           await desktop();
+        }
+      });
+
+      it("fits 375 px wide on every page, customer and operator, and Tab reaches every control on it (each form's submit button included)", async () => {
+        const problems: string[] = [];
+        /** At 375 px: `p` does not scroll sideways, and Tab from the top of the page gives the focus to every control a person can see. */
+        const check = async (p: string) => {
+          await open(p);
+          const h1 = await text('h1');
+          if (/^(Not found|Something went wrong|Cannot show this)$/.test(h1)) problems.push(`${p}: answered "${h1}"`);
+          const probe = await driver.executeScript<{ scroll: number; count: number; wide: string[] }>(LAYOUT_PROBE);
+          if (probe.scroll > 375) problems.push(`${p}: scrolls sideways (${probe.scroll} px wide: ${probe.wide.join(', ')})`);
+          if (probe.count === 0) problems.push(`${p}: no control found`);
+          // A field focused on load (the sign-in forms) was reached without a key.
+          await driver.executeScript("document.activeElement && document.activeElement.setAttribute('data-kb-reached', '1')");
+          // Tab until every control had the focus (a scrolling box may take a stop of its own), at most twice round the page; never
+          // more Tabs at once than controls are left, so the focus does not leave the page past its last one (a page
+          // without the focus gets no autofocus, which the later tests rely on).
+          let unreached = await driver.executeScript<string[]>(UNREACHED);
+          for (let sent = 0; unreached.length > 0 && sent < probe.count * 2 + 20; ) {
+            const keys = Math.min(10, unreached.length);
+            await driver
+              .actions({ async: true })
+              .sendKeys(...Array<string>(keys).fill(Key.TAB))
+              .perform();
+            sent += keys;
+            unreached = await driver.executeScript<string[]>(UNREACHED);
+          }
+          if (unreached.length) problems.push(`${p}: not reached by Tab: ${unreached.join('; ')}`);
+        };
+        await viewport(375, 812, true);
+        try {
+          for (const p of [
+            '/console',
+            '/console/captures',
+            `/console/captures/${a.jobs[0]}`,
+            `/console/captures/${a.jobs[2]}`,
+            '/console/build',
+            `/console/build/${a.jobs[2]}`,
+            '/console/configs',
+            '/console/configs/new',
+            `/console/configs/${a.configs[2]}/edit`,
+            '/console/changes',
+            '/console/webhooks',
+            '/console/keys',
+          ])
+            await check(p);
+          await driver.manage().deleteAllCookies();
+          await check('/console/sign-in');
+          await check('/console/operator/sign-in');
+          await driver.findElement(By.id('token')).sendKeys(OPERATOR_TOKEN, Key.ENTER);
+          await driver.wait(async () => !(await driver.getCurrentUrl()).includes('/sign-in'), 10_000);
+          for (const p of ['/console/operator', '/console/operator/capacity', '/console/operator/locations']) await check(p);
+          expect(problems, problems.join('\n')).to.deep.equal([]);
+        } finally {
+          await desktop();
+          await driver.manage().deleteAllCookies();
+          // The page has the focus again, whatever the Tabs did.
+          await driver.switchTo().window(await driver.getWindowHandle());
         }
       });
     });

@@ -227,8 +227,8 @@ ${'unread' in sharing && sharing.unread > 0 ? html`<p class="muted">${sharing.un
 <h2 id="failures-h">Failed captures by error code</h2>
 ${
   failures.length
-    ? html`<table><thead><tr><th scope="col">Error code</th><th scope="col">Failures</th></tr></thead>
-<tbody>${failures.map((f) => html`<tr><td><code>${f.code}</code></td><td>${f.count}</td></tr>`)}</tbody></table>`
+    ? html`<div class="scroll"><table><thead><tr><th scope="col">Error code</th><th scope="col">Failures</th></tr></thead>
+<tbody>${failures.map((f) => html`<tr><td><code>${f.code}</code></td><td>${f.count}</td></tr>`)}</tbody></table></div>`
     : html`<p>No failed captures.</p>`
 }
 <p class="muted">Counted since each capture instance started (the <code>captures_total</code> counter of <code>/metrics</code>).</p>
@@ -241,8 +241,8 @@ ${
     : 'error' in grid
       ? html`<p class="notice error">${grid.error}</p>`
       : grid.nodes.length
-        ? html`<table><thead><tr><th scope="col">Node</th><th scope="col">Availability</th><th scope="col">Sessions</th></tr></thead>
-<tbody>${grid.nodes.map((node) => html`<tr><td><code>${node.uri}</code></td><td>${node.availability}</td><td>${node.sessions} of ${node.slots}</td></tr>`)}</tbody></table>`
+        ? html`<div class="scroll"><table><thead><tr><th scope="col">Node</th><th scope="col">Availability</th><th scope="col">Sessions</th></tr></thead>
+<tbody>${grid.nodes.map((node) => html`<tr><td><code>${node.uri}</code></td><td>${node.availability}</td><td>${node.sessions} of ${node.slots}</td></tr>`)}</tbody></table></div>`
         : html`<p>The Grid lists no node.</p>`
 }
 </section>
