@@ -55,7 +55,8 @@ export function processes(): Map<number, Proc> {
   return out;
 }
 
-function childrenOf(procs: Map<number, Proc>): Map<number, number[]> {
+/** Each process's children, by parent pid. */
+export function childrenOf(procs: Map<number, Proc>): Map<number, number[]> {
   const children = new Map<number, number[]>();
   for (const p of procs.values()) {
     const list = children.get(p.ppid) ?? [];

@@ -53,7 +53,7 @@ import { STACK_DEFAULTS, Stack } from '../ops/stack';
 import { type EmbeddedProcess, createBenchAccount, startEmbeddedProcess, waitForBrowsers } from './deployments';
 import { snapOnce } from './floor';
 import { startPageServerProcess } from './pages';
-import { machineCpuMs, processes } from './procs';
+import { childrenOf, machineCpuMs, processes } from './procs';
 import { envPositiveInt, publishResults, runBench, snapQuery } from './run';
 import { MIX_SNAP_OPTIONS, MIX_WEIGHTS, type MixCursor, type MixItem, driveMix, mixSequence, mixUrl, startSitesDns } from './sites';
 import { type Block, cpuRatioInterval, medianRatioInterval, percentile, stalledCapture, throughputRatioInterval } from './stats';
@@ -110,12 +110,7 @@ const BACKING: Record<string, string> = { 'nats-server': 'NATS server', mariadbd
 /** CPU so far (ms) of every group: own time plus reaped children's, each process once. */
 function groupCpu(roots: readonly Root[]): Map<string, number> {
   const procs = processes();
-  const children = new Map<number, number[]>();
-  for (const p of procs.values()) {
-    const list = children.get(p.ppid) ?? [];
-    list.push(p.pid);
-    children.set(p.ppid, list);
-  }
+  const children = childrenOf(procs);
   const out = new Map<string, number>();
   const add = (k: string, ms: number) => out.set(k, (out.get(k) ?? 0) + ms);
   const seen = new Set<number>();

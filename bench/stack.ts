@@ -50,7 +50,7 @@ import { TICK_BATCH } from '../services/scheduler/schedule-runner';
 import { FORMAT, QUALITY, VIEWPORT, envPositiveInt, envSubset, publishResults, snapQuery, stopOnSignals } from './run';
 import { createBenchAccount, waitForBrowsers as waitForStackBrowsers } from './deployments';
 import { type PageServer, startPageServer } from './pages';
-import { machineCpuMs, processes } from './procs';
+import { childrenOf, machineCpuMs, processes } from './procs';
 
 const CONCURRENCY = 4;
 const TOTAL_SESSIONS = 4;
@@ -94,12 +94,7 @@ interface CpuSample {
  */
 function cpuSample(roots: number[]): CpuSample {
   const procs = processes();
-  const children = new Map<number, number[]>();
-  for (const p of procs.values()) {
-    const list = children.get(p.ppid) ?? [];
-    list.push(p.pid);
-    children.set(p.ppid, list);
-  }
+  const children = childrenOf(procs);
   const trees = new Map<number, number>();
   for (const root of roots) {
     let sum = 0;

@@ -1,4 +1,6 @@
-/** The web console over plain HTTP (no browser): signing in as its form does, and pages asked for with a session cookie. */
+/** The web console over plain HTTP (no browser): signing in as its form does, and pages asked for with a session cookie; and what a page in the browser must not have run. */
+import { expect } from 'chai';
+import type { WebDriver } from 'selenium-webdriver';
 
 export interface ConsoleSignIn {
   status: number;
@@ -49,4 +51,27 @@ export function consoleSignOut(base: string, session: string, token: string): Pr
     headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `console_session=${session}` },
     body: new URLSearchParams({ _csrf: token }).toString(),
   });
+}
+
+/**
+ * What a script-injection corpus must leave behind in the page the browser shows: no dialog
+ * opened, no element the attack would write (`injected`: a selector of them; elements with
+ * inline handlers are always looked for), no inline script, no flag set on the document.
+ */
+export async function expectNothingRan(driver: WebDriver, injected: string): Promise<void> {
+  let dialog: string | null = null;
+  try {
+    dialog = await driver.switchTo().alert().getText();
+  } catch {
+    // NoSuchAlertError: none opened.
+  }
+  expect(dialog, 'a dialog opened').to.equal(null);
+  const found = await driver.executeScript(
+    `return {
+      elements: document.querySelectorAll(${JSON.stringify(`${injected}, img[src="x"], svg[onload], [onerror], [onload]`)}).length,
+      inlineScripts: [...document.scripts].filter((s) => !s.src).length,
+      flag: document.documentElement.dataset.pwned || null,
+    }`,
+  );
+  expect(found).to.deep.equal({ elements: 0, inlineScripts: 0, flag: null });
 }

@@ -15,7 +15,7 @@ import chrome from 'selenium-webdriver/chrome';
 import CHROME_ARGS from '../../../grid/config/chrome-args.json';
 import { type Receiver, startReceiver } from '../../notifier/receivers';
 import { startCaptureSystem } from '../../support/capture-helpers';
-import { consoleGet, consoleSignIn } from '../../support/console';
+import { consoleGet, consoleSignIn, expectNothingRan as expectNothingRanIn } from '../../support/console';
 import { jobFinished, request } from '../../support/http';
 import { type LocalServer, serveLocally } from '../../support/local-server';
 import type { RunningSystem } from '../../support/system';
@@ -134,20 +134,7 @@ describe('web console: changes, webhooks, keys and secrets in the real Chromium'
     await submit('form button[type=submit]');
   }
 
-  async function expectNothingRan() {
-    let dialog: string | null = null;
-    try {
-      dialog = await driver.switchTo().alert().getText();
-    } catch {
-      // none opened
-    }
-    expect(dialog, 'a dialog opened').to.equal(null);
-    const injected = await driver.executeScript(
-      `return { elements: document.querySelectorAll('#injected-title, #injected-change, img[src="x"], [onerror]').length,
-        inlineScripts: [...document.scripts].filter((s) => !s.src).length, flag: document.documentElement.dataset.pwned || null }`,
-    );
-    expect(injected).to.deep.equal({ elements: 0, inlineScripts: 0, flag: null });
-  }
+  const expectNothingRan = () => expectNothingRanIn(driver, '#injected-title, #injected-change');
 
   /** A session of its own over HTTP, and the token its pages carry. */
   async function httpSession(key: string): Promise<{ session: string; token: string }> {

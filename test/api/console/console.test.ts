@@ -16,7 +16,7 @@ import chrome from 'selenium-webdriver/chrome';
 import CHROME_ARGS from '../../../grid/config/chrome-args.json';
 import { type FakeProvider, startFakeProvider } from '../../support/ai-providers';
 import { snapSuite } from '../../support/capture-helpers';
-import { consoleGet, consoleSignIn } from '../../support/console';
+import { consoleGet, consoleSignIn, expectNothingRan as expectNothingRanIn } from '../../support/console';
 import { request } from '../../support/http';
 
 const { DEFAULT_CHROME_BIN, DEFAULT_CHROMEDRIVER_BIN } = require('../../../../scripts/ensure-system-deps.js') as {
@@ -173,24 +173,7 @@ describe('web console in the real Chromium', function () {
       await driver.wait(until.elementLocated(By.css('h1')), 10_000);
     }
 
-    /** No dialog opened, no element the attack would write exists, no flag was set. */
-    async function expectNothingRan() {
-      let dialog: string | null = null;
-      try {
-        dialog = await driver.switchTo().alert().getText();
-      } catch {
-        // NoSuchAlertError: none opened.
-      }
-      expect(dialog, 'a dialog opened').to.equal(null);
-      const injected = await driver.executeScript(
-        `return {
-        elements: document.querySelectorAll('#injected-title, #injected-url, #injected-ai, img[src="x"], svg[onload], [onerror], [onload]').length,
-        inlineScripts: [...document.scripts].filter((s) => !s.src).length,
-        flag: document.documentElement.dataset.pwned || null,
-      }`,
-      );
-      expect(injected).to.deep.equal({ elements: 0, inlineScripts: 0, flag: null });
-    }
+    const expectNothingRan = () => expectNothingRanIn(driver, '#injected-title, #injected-url, #injected-ai');
 
     /** Signs in over HTTP from here (not the browser), as the form does. */
     const signInByHttp = (key: string, headers: Record<string, string> = {}) => consoleSignIn(base(), key, headers);
