@@ -16,7 +16,7 @@ import type sharp from 'sharp';
 import { ConsentHandler } from './consent';
 import { drawFramesOutOfView } from './cross-site-frames';
 import type { PageWatch, WaitUntil } from './page-watch';
-import { settleFonts, untilPainted } from './painting';
+import { settleDrawing, untilPainted } from './painting';
 import { type ChangeReading, runActions } from './actions';
 import { CdpError } from './cdp';
 import { type PageReading, READ_PAGE } from './page-reading';
@@ -401,7 +401,7 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
     if (refused) throw urlNotAllowed(`The page may not be captured: ${refused}`);
     // The fail-on rules, and with them the page's final status and address, before any image is
     // made. Without rules (and with an image to take) the status and address are read in the
-    // same call as the wait for the page's web fonts, below: one round trip fewer.
+    // same call as the wait for the page's web fonts and images in view, below: one round trip fewer.
     const ruled = hasRules(o) || Boolean(o.html_only);
     if (ruled) watch.step = hasRules(o) ? 'checking the fail-on rules' : "reading the page's final status and address";
     let outcome: PageOutcome | null = ruled ? await checkRules(page, o) : null;
@@ -427,9 +427,10 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
       return { html, loadFinished, statusCode, finalUrl, ...(changes ? { changes } : {}), ...(overlays ? { overlays } : {}), ...text };
     }
 
-    // Web fonts still loading would leave their text invisible (font-display: block).
-    watch.step = "waiting for the page's web fonts";
-    const read = await settleFonts(page, deadline, outcome ? undefined : OUTCOME_IN_PAGE);
+    // Web fonts still loading would leave their text invisible (font-display: block); a lazy
+    // image in view that started after the load event would be taken as its empty box.
+    watch.step = "waiting for the page's web fonts and the images in view";
+    const read = await settleDrawing(page, deadline, outcome ? undefined : OUTCOME_IN_PAGE);
     if (!outcome && read !== undefined) outcome = outcomeOf(read);
     if (!outcome) {
       watch.step = "reading the page's final status and address";

@@ -6,8 +6,8 @@
 import sharp from 'sharp';
 import { type PageSession, inPageCall, sleep } from './page-session';
 
-/** The longest a capture waits for the page's web fonts (document.fonts.ready). */
-export const FONTS_MS = 3_000;
+/** The longest a capture waits for the page's web fonts and the images in view. */
+export const DRAWING_MS = 3_000;
 /** Time kept for the screenshot itself when the deadline is near. */
 const SAFETY_MS = 1_000;
 /** How often a one-colour picture of a page with content is taken again, a frame apart. */
@@ -18,11 +18,14 @@ const BLANK_BYTES_PER_PIXEL = 0.03;
 const FLAT_TOLERANCE = 2;
 
 /**
- * In the page: resolves once no font face of the page is loading any more (loaded or failed).
- * Not document.fonts.ready: that also waits for the document to finish loading, which a page
- * taken as drawn at navigation_timeout never does.
+ * In the page: resolves once no font face of the page is loading any more (loaded or failed)
+ * and every image in view has loaded or failed. Not document.fonts.ready: that also waits for
+ * the document to finish loading, which a page taken as drawn at navigation_timeout never
+ * does. Images in view: a loading="lazy" image the browser starts only once layout shows it in
+ * view (a gallery's first row at the bottom of the screen) is not waited for by the load event,
+ * and would be taken as its empty box.
  */
-function fontsSettled(): Promise<boolean> {
+function drawingSettled(): Promise<boolean> {
   const loading = () => {
     let any = false;
     document.fonts.forEach((face) => {
@@ -30,26 +33,40 @@ function fontsSettled(): Promise<boolean> {
     });
     return any;
   };
-  if (!loading()) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const check = () => {
-      if (!loading()) resolve(true);
-    };
-    document.fonts.addEventListener('loadingdone', check);
-    document.fonts.addEventListener('loadingerror', check);
+  const fonts = loading()
+    ? new Promise((resolve) => {
+        const check = () => {
+          if (!loading()) resolve(true);
+        };
+        document.fonts.addEventListener('loadingdone', check);
+        document.fonts.addEventListener('loadingerror', check);
+      })
+    : Promise.resolve(true);
+  const inView = Array.from(document.images).filter((img) => {
+    if (img.complete) return false;
+    const r = img.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && r.bottom > 0 && r.right > 0 && r.top < window.innerHeight && r.left < window.innerWidth;
   });
+  const images = inView.map(
+    (img) =>
+      new Promise((resolve) => {
+        img.addEventListener('load', resolve, { once: true });
+        img.addEventListener('error', resolve, { once: true });
+      }),
+  );
+  return Promise.all([fonts, ...images]).then(() => true);
 }
 
 /**
- * Waits, at most FONTS_MS and within the deadline, for the fonts the page uses to have loaded
- * (or failed). `then`: an expression evaluated in the page in the same call once they have,
+ * Waits, at most DRAWING_MS and within the deadline, for the fonts the page uses and the images
+ * in view to have loaded (or failed). `then`: an expression evaluated in the page in the same call once they have,
  * whose value is answered (a read the capture needs anyway, without a round trip of its own);
  * undefined when the fonts did not settle in time (the caller reads it on its own then).
  */
-export async function settleFonts<T = unknown>(page: PageSession, deadline: number, then?: string): Promise<T | undefined> {
-  const ms = Math.min(FONTS_MS, deadline - Date.now() - SAFETY_MS);
+export async function settleDrawing<T = unknown>(page: PageSession, deadline: number, then?: string): Promise<T | undefined> {
+  const ms = Math.min(DRAWING_MS, deadline - Date.now() - SAFETY_MS);
   if (ms <= 0) return undefined;
-  const settled = inPageCall(fontsSettled);
+  const settled = inPageCall(drawingSettled);
   const ready = page.evaluate<T>(then ? `${settled}.then(() => ${then})` : settled, true);
   ready.catch(() => undefined);
   return Promise.race([ready, sleep(ms).then(() => undefined)]).catch(() => undefined);

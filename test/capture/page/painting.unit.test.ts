@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import sharp from 'sharp';
 import sinon from 'sinon';
-import { FONTS_MS, REPAINT_TRIES, isOneColour, settleFonts, untilPainted } from '../../../services/capture/page/painting';
+import { DRAWING_MS, REPAINT_TRIES, isOneColour, settleDrawing, untilPainted } from '../../../services/capture/page/painting';
 import { PageSession } from '../../../services/capture/page/page-session';
 
 const solid = (format: 'jpeg' | 'png', rgb: [number, number, number]) =>
@@ -87,15 +87,15 @@ describe('painting: blank pictures and web fonts (unit: the page stubbed)', () =
     sinon.assert.notCalled(page.evaluate);
   });
 
-  it(`waits for the page's fonts at most ${FONTS_MS} ms`, async () => {
+  it(`waits for the page's fonts and the images in view at most ${DRAWING_MS} ms`, async () => {
     const clock = sinon.useFakeTimers();
     const page = stubPage();
     page.evaluate.returns(new Promise(() => undefined));
     let done = false;
-    const settled = settleFonts(page, Date.now() + 60_000).then(() => {
+    const settled = settleDrawing(page, Date.now() + 60_000).then(() => {
       done = true;
     });
-    await clock.tickAsync(FONTS_MS - 1);
+    await clock.tickAsync(DRAWING_MS - 1);
     expect(done).to.equal(false);
     await clock.tickAsync(1);
     await settled;
