@@ -7,8 +7,8 @@
  * violation of impact "serious" or "critical"; and signing in and reaching the gallery with the
  * keyboard alone.
  *
- * With CONSOLE_SHOTS=1 it also writes each page as docs/images/console-<page>.png (docs/console.md
- * shows them): `npm run build && CONSOLE_SHOTS=1 TEST_SPEC=dist/test/api/console/accessibility.test.js
+ * With CONSOLE_SHOTS=1 it also writes each page as docs/images/console-<page>.png, taken by the
+ * service itself (a /snap of the page with the browser's session cookie; docs/console.md shows them): `npm run build && CONSOLE_SHOTS=1 TEST_SPEC=dist/test/api/console/accessibility.test.js
  * node node_modules/mocha/bin/mocha.js`.
  */
 import fs from 'node:fs';
@@ -105,12 +105,11 @@ describe('web console: accessibility (axe-core) and the keyboard', function () {
     await open(address);
     const found = (await seriousViolations()).map((v) => `${name} (${address}): ${v.impact} ${v.id}: ${v.help} at ${v.targets.join(', ')}`);
     if (SHOTS) {
-      // Times shown in UTC, whatever the reader's zone (the script may have run already).
-      const shot: unknown = await (driver as chrome.Driver).sendAndGetDevToolsCommand('Page.captureScreenshot', {
-        format: 'png',
-        captureBeyondViewport: false,
-      });
-      fs.writeFileSync(path.join(SHOTS, `console-${name}.png`), Buffer.from((shot as { data: string }).data, 'base64'));
+      // Taken by the service itself: a /snap of the page, carrying the browser's console cookies.
+      const cookies = (await driver.manage().getCookies()).map((c) => ({ key: c.name, value: c.value, path: c.path ?? '/' }));
+      const r = await t.snap({ url: base() + address, cookies: JSON.stringify(cookies), image_format: 'png', page_width: 1280, page_height: 860 });
+      expect(r.status, `the service's own capture of ${address}: ${r.raw.toString().slice(0, 200)}`).to.equal(200);
+      fs.writeFileSync(path.join(SHOTS, `console-${name}.png`), r.raw);
     }
     return found;
   }
