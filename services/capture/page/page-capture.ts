@@ -429,8 +429,9 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
 
     // Web fonts still loading would leave their text invisible (font-display: block); a lazy
     // image in view that started after the load event would be taken as its empty box.
-    watch.step = "waiting for the page's web fonts and the images in view";
-    const read = await settleDrawing(page, deadline, outcome ? undefined : OUTCOME_IN_PAGE);
+    watch.step = "waiting for the page's web fonts and the lazy images in view";
+    const lazyImages = loadFinished && (o.wait_until ?? DEFAULTS.wait_until) !== 'domcontentloaded';
+    const read = await settleDrawing(page, deadline, lazyImages, outcome ? undefined : OUTCOME_IN_PAGE);
     if (!outcome && read !== undefined) outcome = outcomeOf(read);
     if (!outcome) {
       watch.step = "reading the page's final status and address";

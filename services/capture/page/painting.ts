@@ -19,13 +19,14 @@ const FLAT_TOLERANCE = 2;
 
 /**
  * In the page: resolves once no font face of the page is loading any more (loaded or failed)
- * and every image in view has loaded or failed. Not document.fonts.ready: that also waits for
- * the document to finish loading, which a page taken as drawn at navigation_timeout never
- * does. Images in view: a loading="lazy" image the browser starts only once layout shows it in
- * view (a gallery's first row at the bottom of the screen) is not waited for by the load event,
- * and would be taken as its empty box.
+ * and, with `lazyImages`, every loading="lazy" image in view has loaded or failed. Not
+ * document.fonts.ready: that also waits for the document to finish loading, which a page
+ * taken as drawn at navigation_timeout never does. Lazy images in view: the browser starts one
+ * only once layout shows it in view (a gallery's first row at the bottom of the screen), so the
+ * load event does not wait for it, and it would be taken as its empty box. Other images are
+ * the load event's (or, with wait_until=domcontentloaded, not waited for, as asked).
  */
-function drawingSettled(): Promise<boolean> {
+function drawingSettled(lazyImages: boolean): Promise<boolean> {
   const loading = () => {
     let any = false;
     document.fonts.forEach((face) => {
@@ -43,7 +44,7 @@ function drawingSettled(): Promise<boolean> {
       })
     : Promise.resolve(true);
   const inView = Array.from(document.images).filter((img) => {
-    if (img.complete) return false;
+    if (!lazyImages || img.complete || img.loading !== 'lazy') return false;
     const r = img.getBoundingClientRect();
     return r.width > 0 && r.height > 0 && r.bottom > 0 && r.right > 0 && r.top < window.innerHeight && r.left < window.innerWidth;
   });
@@ -58,15 +59,16 @@ function drawingSettled(): Promise<boolean> {
 }
 
 /**
- * Waits, at most DRAWING_MS and within the deadline, for the fonts the page uses and the images
- * in view to have loaded (or failed). `then`: an expression evaluated in the page in the same call once they have,
+ * Waits, at most DRAWING_MS and within the deadline, for the fonts the page uses and (with
+ * `lazyImages`: the page's load finished, as wait_until asked) the lazy images in view to have
+ * loaded (or failed). `then`: an expression evaluated in the page in the same call once they have,
  * whose value is answered (a read the capture needs anyway, without a round trip of its own);
  * undefined when the fonts did not settle in time (the caller reads it on its own then).
  */
-export async function settleDrawing<T = unknown>(page: PageSession, deadline: number, then?: string): Promise<T | undefined> {
+export async function settleDrawing<T = unknown>(page: PageSession, deadline: number, lazyImages: boolean, then?: string): Promise<T | undefined> {
   const ms = Math.min(DRAWING_MS, deadline - Date.now() - SAFETY_MS);
   if (ms <= 0) return undefined;
-  const settled = inPageCall(drawingSettled);
+  const settled = inPageCall(drawingSettled, lazyImages);
   const ready = page.evaluate<T>(then ? `${settled}.then(() => ${then})` : settled, true);
   ready.catch(() => undefined);
   return Promise.race([ready, sleep(ms).then(() => undefined)]).catch(() => undefined);

@@ -92,7 +92,7 @@ describe('painting: blank pictures and web fonts (unit: the page stubbed)', () =
     const page = stubPage();
     page.evaluate.returns(new Promise(() => undefined));
     let done = false;
-    const settled = settleDrawing(page, Date.now() + 60_000).then(() => {
+    const settled = settleDrawing(page, Date.now() + 60_000, true).then(() => {
       done = true;
     });
     await clock.tickAsync(DRAWING_MS - 1);
