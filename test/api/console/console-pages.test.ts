@@ -13,7 +13,7 @@ import chrome from 'selenium-webdriver/chrome';
 import sharp from 'sharp';
 import CHROME_ARGS from '../../../grid/config/chrome-args.json';
 import { snapSuite } from '../../support/capture-helpers';
-import { consoleGet, consoleSignIn, expectNothingRan as expectNothingRanIn } from '../../support/console';
+import { consoleGet, consoleSignIn, consoleToken, expectNothingRan as expectNothingRanIn } from '../../support/console';
 import { request } from '../../support/http';
 
 const { DEFAULT_CHROME_BIN, DEFAULT_CHROMEDRIVER_BIN } = require('../../../../scripts/ensure-system-deps.js') as {
@@ -34,6 +34,17 @@ describe('console capture builder and configurations in the real Chromium', func
   const used = async (key: string) =>
     (await request<{ results: Record<string, number> }>(base(), 'GET', '/account_limits', { headers: { authorization: `Bearer ${key}` } })).body.results
       .screenshot_current_month_usage;
+  /** The usage once no capture of an earlier test is still settling its credit (two reads half a second apart agree). */
+  const settledUsage = async (key: string) => {
+    let last = await used(key);
+    for (let i = 0; i < 20; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const now = await used(key);
+      if (now === last) return now;
+      last = now;
+    }
+    return last;
+  };
   const open = async (path: string) => {
     await driver.get(base() + path);
     await driver.wait(until.elementLocated(By.css('h1')), 10_000);
@@ -152,6 +163,29 @@ describe('console capture builder and configurations in the real Chromium', func
     expect(await used(a.key), 'nothing charged').to.equal(before);
   });
 
+  it('refuses what a capture in the background cannot honour (ttl above 0, html_only, json), saying how to ask for it; nothing charged', async () => {
+    const { session } = await consoleSignIn(base(), a.key);
+    const token = await consoleToken(base(), session);
+    const before = await settledUsage(a.key);
+    for (const [name, value] of [
+      ['ttl', '3600'],
+      ['html_only', 'true'],
+      ['json', 'true'],
+    ]) {
+      const r = await fetch(`${base()}/console/build`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie: `console_session=${session}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ _csrf: token, url: `${t.fx.origin}/plain?bg=1`, [name]: value }).toString(),
+      });
+      expect(r.status, name).to.equal(400);
+      expect(await r.text(), name)
+        .to.contain(`${name}: `)
+        .and.contain('GET /snap');
+    }
+    expect(await used(a.key), 'nothing charged').to.equal(before);
+  });
+
   it('creates a configuration, lists it with its schedule in words and next run, edits it, captures it now and deletes it after confirming', async () => {
     await open('/console/configs/new');
     await field('url', `${t.fx.origin}/plain?config=1`);
@@ -199,7 +233,7 @@ describe('console capture builder and configurations in the real Chromium', func
   });
 
   it('refuses a POST without its CSRF token: nothing is created or captured', async () => {
-    const before = await used(a.key);
+    const before = await settledUsage(a.key);
     const post = (path: string, body: Record<string, string>) =>
       fetch(base() + path, {
         method: 'POST',

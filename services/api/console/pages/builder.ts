@@ -66,6 +66,24 @@ export async function builderPage(ctx: ConsolePageContext): Promise<string> {
   return builderForm(ctx, (ctx.request.query ?? {}) as Record<string, unknown>, null);
 }
 
+/**
+ * The options a capture run in the background cannot honour, refused rather than accepted and
+ * ignored: the builder always takes a fresh capture of a picture and shows its page.
+ */
+function notInBackground(o: SnapOptions): { param: string; note: string } | null {
+  const viaSnap = 'send it with GET /snap (the code shown with a built capture)';
+  if (o.ttl !== undefined && o.ttl > 0) {
+    return {
+      param: 'ttl',
+      note: `ttl: the builder always takes a fresh capture (it runs in the background, as capture now does); leave it empty or 0, or ${viaSnap}.`,
+    };
+  }
+  if (o.html_only) return { param: 'html_only', note: `html_only: the builder shows the picture it takes; to get the HTML alone, ${viaSnap}.` };
+  if (o.json)
+    return { param: 'json', note: `json: the builder shows the capture's page, record included; json only changes what GET /snap answers, so ${viaSnap}.` };
+  return null;
+}
+
 /** POST /console/build: validated as /snap is; refused with the API's note (nothing charged), else a background job and its page. */
 export async function builderSubmit(ctx: ConsolePageContext): Promise<PageAnswer> {
   const refused = csrfRefusal(ctx, 'Not captured');
@@ -74,6 +92,8 @@ export async function builderSubmit(ctx: ConsolePageContext): Promise<PageAnswer
   let jobId: string;
   try {
     const options = validateShape<SnapOptions>('snap', raw);
+    const unhonoured = notInBackground(options);
+    if (unhonoured) return { status: 400, body: builderForm(ctx, raw, unhonoured) };
     jobId = await startSnapJob(routeContext(ctx, options, raw), egressPolicyFor(ctx.config), options);
   } catch (err) {
     const problem = refusalOf(err);
