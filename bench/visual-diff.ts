@@ -3,9 +3,11 @@
  * as PNG, decoded, masked and compared the way the capture job compares them after it recorded
  * the capture (services/notifier/public/visual-diff.ts, compareCaptures), at 1920x1000 and a
  * 1920x10000 full page. Pages are drawn here (sharp from SVG: lines of text, a header, a price
- * box, a masked carousel), PNG like Chromium's screenshots. Three cases: unchanged (the same
- * picture, pixelmatch's fast path), a changed price (a full comparison with its boxes), and the
- * diff image an alert stores (encoded only then). CPU is this process's (its main thread and
+ * box, a masked carousel, a footer), PNG like Chromium's screenshots. The cases: unchanged (the
+ * same bytes; or a masked carousel turned), a changed price (a full comparison with its boxes),
+ * the diff image an alert stores (encoded only then), each with the baseline decoded in memory
+ * and on a miss (the baseline's image and row prints: its differing rows decoded), a change in
+ * the last rows (the dearest miss), and a selector. CPU is this process's (its main thread and
  * libvips's threads, process.cpuUsage), per comparison, the median of the iterations; sharp
  * runs one thread as in the capture process (jobs/files.ts).
  *
@@ -14,7 +16,7 @@
  */
 import os from 'node:os';
 import sharp from 'sharp';
-import { type VisualCapture, compareCaptures, decodeArea } from '../services/notifier/public/visual-diff';
+import { type VisualCapture, compareCaptures, decodeArea, printsFromText, printsToText, rowPrints } from '../services/notifier/public/visual-diff';
 import { envPositiveInt, publishResults, runBench } from './run';
 
 const FULL_ITERATIONS = 30;
@@ -25,7 +27,7 @@ const progress = (msg: string) => process.stderr.write(`[visual] ${msg}\n`);
 /** The targets (issue 44): CPU per comparison. */
 const TARGETS: Record<number, number> = { 1000: 30, 10000: 200 };
 
-function pageSvg(height: number, price: string, carousel = '#e63946'): Buffer {
+function pageSvg(height: number, price: string, carousel = '#e63946', footer = 'Contact us'): Buffer {
   let body = '';
   for (let y = 140; y < height - 20; y += 26) {
     body += `<text x="40" y="${y}" font-size="17" font-family="sans-serif">Paragraph ${y}: lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore.</text>`;
@@ -34,7 +36,8 @@ function pageSvg(height: number, price: string, carousel = '#e63946'): Buffer {
     `<svg xmlns="http://www.w3.org/2000/svg" width="1920" height="${height}"><rect width="100%" height="100%" fill="#ffffff"/>` +
       '<rect width="1920" height="80" fill="#1d3557"/><text x="40" y="52" font-size="30" fill="#ffffff" font-family="sans-serif">Shop</text>' +
       `${body}<rect x="1300" y="200" width="420" height="110" fill="#f1f1f1"/><text x="1330" y="275" font-size="56" font-family="sans-serif">${price}</text>` +
-      `<rect x="1300" y="400" width="420" height="260" fill="${carousel}"/></svg>`,
+      `<rect x="1300" y="400" width="420" height="260" fill="${carousel}"/>` +
+      `<text x="40" y="${height - 4}" font-size="14" font-family="sans-serif">${footer}</text></svg>`,
   );
 }
 
@@ -69,6 +72,7 @@ runBench('visual', async () => {
     const before = await png(pageSvg(height, '$10.00'));
     const after = await png(pageSvg(height, '$249.99'));
     const turned = await png(pageSvg(height, '$10.00', '#457b9d'));
+    const footer = await png(pageSvg(height, '$10.00', '#e63946', 'Contact us: open on Sundays'));
     // The carousel is masked, as ignore_selectors would.
     const capture = (image: Buffer, region: VisualCapture['region'] = null): VisualCapture => ({
       image,
@@ -77,32 +81,48 @@ runBench('visual', async () => {
       frameWidth: 1920,
     });
     // The scheduled path: the baseline's area is in memory (VisualRasterCache), decoded when
-    // it was itself the new capture; a comparison decodes the new capture only.
+    // it was itself the new capture; a comparison decodes the new capture only, and prints its
+    // rows for its baseline record (visual-alerts.ts, those that differ from the baseline's), as the job does.
     const baseline = await decodeArea(capture(before));
+    // Printed when it was the new capture: a comparison prints only the new capture's rows that differ.
+    const prints = printsToText(rowPrints(baseline));
     const known = (image: Buffer): VisualCapture => ({ ...capture(image), decoded: baseline });
+    const job = async (old: VisualCapture, now: VisualCapture) => {
+      const r = await compareCaptures(old, now, 0.1);
+      if (r.decodedAfter) JSON.stringify(printsToText(rowPrints(r.decodedAfter)));
+      return r;
+    };
     progress(`1920x${height}: ${n} comparisons of each kind`);
-    const same = await cpuOf(n, () => compareCaptures(known(before), capture(Buffer.from(before)), 0.1));
-    const masked = await cpuOf(n, () => compareCaptures(known(before), capture(turned), 0.1));
-    const changed = await cpuOf(n, () => compareCaptures(known(before), capture(after), 0.1));
+    const same = await cpuOf(n, () => job(known(before), capture(Buffer.from(before))));
+    // A fresh capture object each time: its rows are printed anew, as a new capture's are.
+    const masked = await cpuOf(n, () => job(known(before), capture(Buffer.from(turned))));
+    const changed = await cpuOf(n, () => job(known(before), capture(Buffer.from(after))));
     const result = await compareCaptures(known(before), capture(after), 0.1);
     const diff = await cpuOf(n, () => result.diffPng());
-    // A miss: the baseline read and decoded too (a restart, or evicted from the bound).
-    const missMasked = await cpuOf(n, () => compareCaptures(capture(before), capture(turned), 0.1));
-    const missChanged = await cpuOf(n, () => compareCaptures(capture(before), capture(after), 0.1));
+    // A miss (a restart, evicted from the bound, or another instance): the baseline's image
+    // and the row prints its record keeps; only its rows that differ are decoded.
+    const stored = (image: Buffer, region: VisualCapture['region'] = null): VisualCapture => ({ ...capture(image, region), prints: printsFromText(prints) });
+    const missMasked = await cpuOf(n, () => job(stored(before), capture(Buffer.from(turned))));
+    const missChanged = await cpuOf(n, () => job(stored(before), capture(Buffer.from(after))));
+    const missFooter = await cpuOf(n, () => job(stored(before), capture(Buffer.from(footer))));
+    // A baseline recorded without prints (by a version before them): decoded whole, once.
+    const missWhole = await cpuOf(n, () => job(capture(before), capture(Buffer.from(after))));
     // A step with a selector (the price box): only its region is decoded, even on a miss.
     const price = { x: 1300, y: 200, width: 420, height: 110 };
     const missRegion = await cpuOf(n, () => compareCaptures(capture(before, price), capture(after, price), 0.1));
-    const first = await cpuOf(n, () => decodeArea(capture(before)));
+    const first = await cpuOf(n, async () => printsToText(rowPrints(await decodeArea(capture(before)))));
     const kept = (baseline.data.byteLength + before.byteLength) / 1024 / 1024;
     rows.push(
       `| 1920x${height} | ${same.toFixed(1)} | ${masked.toFixed(1)} | ${changed.toFixed(1)} | ${diff.toFixed(1)} | ${result.changedPercent}% in ${result.boxes.length} box(es) | ${TARGETS[height]} |`,
     );
     missRows.push(
-      `| 1920x${height} | ${missMasked.toFixed(1)} | ${missChanged.toFixed(1)} | ${missRegion.toFixed(1)} | ${first.toFixed(1)} | ${kept.toFixed(1)} |`,
+      `| 1920x${height} | ${missMasked.toFixed(1)} | ${missChanged.toFixed(1)} | ${missFooter.toFixed(1)} | ${missRegion.toFixed(1)} | ${missWhole.toFixed(1)} | ${first.toFixed(1)} | ${kept.toFixed(1)} |`,
     );
+    const target = TARGETS[height] as number;
     const worst = Math.max(same, masked, changed);
+    const worstMiss = Math.max(missMasked, missChanged, missFooter);
     verdicts.push(
-      `- 1920x${height}: a scheduled configuration's comparison (unchanged or changed, the baseline in memory) costs under ${TARGETS[height]} ms of CPU: **${worst < (TARGETS[height] as number) ? 'MET' : 'NOT MET'}** (${worst.toFixed(1)} ms at most); a miss (both decoded): ${Math.max(missMasked, missChanged) < (TARGETS[height] as number) ? 'under it too' : '**over it**'} (${Math.max(missMasked, missChanged).toFixed(1)} ms).`,
+      `- 1920x${height}: a comparison costs under ${target} ms of CPU, the baseline in memory: **${worst < target ? 'MET' : 'NOT MET'}** (${worst.toFixed(1)} ms at most); and not (a miss, by the baseline's row prints): **${worstMiss < target ? 'MET' : 'NOT MET'}** (${worstMiss.toFixed(1)} ms at most).`,
     );
   }
   const cpu = os.cpus()[0]?.model.trim() ?? 'unknown CPU';
@@ -117,13 +137,13 @@ runBench('visual', async () => {
     '| --- | --- | --- | --- | --- | --- | --- |',
     ...rows,
     '',
-    'A miss (the first comparison after the process started, or a baseline dropped from the bound), and what keeping a baseline costs:',
+    "A miss (the first comparison after the process started, a baseline dropped from the bound, or one taken by another capture instance): the baseline's image is read and, by the row prints its record keeps, only its rows that differ are decoded; and what keeping a baseline costs:",
     '',
-    '| Capture size | Miss, masked carousel turned (ms CPU) | Miss, changed price (ms CPU) | Miss, a selector (420x110 price box) (ms CPU) | Decoding one capture, kept as the next baseline (ms CPU) | Memory kept per baseline (MB) |',
-    '| --- | --- | --- | --- | --- | --- |',
+    '| Capture size | Miss, masked carousel turned (ms CPU) | Miss, changed price (ms CPU) | Miss, changed footer (its last rows) (ms CPU) | Miss, a selector (420x110 price box) (ms CPU) | Miss without prints (a baseline recorded before them: decoded whole) (ms CPU) | Decoding and printing one capture, kept as the next baseline (ms CPU) | Memory kept per baseline (MB) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...missRows,
     '',
-    "CPU includes the kernel's: about a third of a full-page decode is the kernel giving the 77 MB of its output fresh pages, which a busy machine makes dearer, so figures vary by 20-40 % between runs. Two captures with the same bytes (a still page) are not decoded. Otherwise a comparison decodes the new capture (most of its cost), masks, runs pixelmatch over the rows that differ and boxes the changed pixels; the baseline comes decoded from memory, or on a miss is read and decoded as well; a selector decodes its region only. The diff image is drawn and encoded only when an alert is raised. All of it runs in the capture job after the capture is recorded, never in the request path of `/snap`. The first capture of a configuration (no baseline yet) is decoded once so that the next comparison finds it in memory.",
+    "CPU includes the kernel's: about a third of a full-page decode is the kernel giving the 77 MB of its output fresh pages, which a busy machine makes dearer, so figures vary by 20-40 % between runs. Two captures with the same bytes (a still page) are not decoded. Otherwise a comparison decodes the new capture (most of its cost), prints its rows (about a tenth of decoding it; kept with its baseline record), masks, runs pixelmatch over the rows that differ and boxes the changed pixels; the baseline comes decoded from memory, or on a miss its image is read and only its rows whose prints differ from the new capture's are decoded (PNG is inflated from the top: a change in the last rows costs inflating the whole image, without writing it out); a selector decodes its region only. The diff image is drawn and encoded only when an alert is raised. All of it runs in the capture job after the capture is recorded, never in the request path of `/snap`. The first capture of a configuration (no baseline yet) is decoded once so that the next comparison finds it in memory.",
     '',
     ...verdicts,
   ].join('\n');

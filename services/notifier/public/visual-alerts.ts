@@ -17,7 +17,8 @@
  *
  * The baseline's decoded area is kept in memory (VisualRasterCache, bounded), so a comparison
  * usually decodes only the new capture; a baseline not in memory is read from the file store
- * and decoded, with the same result.
+ * and, by the row prints its record keeps, only its rows that differ from the new capture's
+ * are decoded, with the same result.
  *
  * Durable: the comparison a capture owes is a visual_pending row written in the capture's own
  * transaction (owe), held under a lease by the process that recorded the capture and removed
@@ -36,7 +37,7 @@ import { type Held, Leases, newLeaseToken } from '../../shared/lease';
 import { randomId } from '../../shared/secrets';
 import type { FileStore } from '../../shared/storage';
 import { type ChangeReading, type Rect, writeAlert } from './change-alerts';
-import { type DecodedArea, VisualRasterCache, compareCaptures, decodeArea } from './visual-diff';
+import { type DecodedArea, VisualRasterCache, compareCaptures, decodeArea, printsFromText, printsToText, rowPrints } from './visual-diff';
 
 /** What a baseline row holds (change_readings.value, JSON). */
 interface Baseline {
@@ -48,6 +49,8 @@ interface Baseline {
   streak: number;
   /** When the last of them was taken (a capture compared again is not counted twice). */
   countedAt?: number;
+  /** Its compared area's row prints (visual-diff.ts, rowPrints): a comparison that finds it not decoded in memory decodes only its rows that differ. */
+  prints?: { width: number; rows: string };
 }
 
 /** The capture a comparison is about. */
@@ -297,15 +300,22 @@ export class VisualAlerts {
       run.kept.add(currentKey);
       if (area) this.rasters.set(currentKey, capture.image, area);
     };
+    /** The new capture as the baseline, with the row prints of its decoded area (or those it shares with the baseline of the same bytes). */
+    const printed = (area: DecodedArea | null, same?: Baseline['prints']): Baseline => {
+      if (area) return { ...current, prints: printsToText(rowPrints(area)) };
+      return same ? { ...current, prints: same } : current;
+    };
     const row = (await db('change_readings').where(key).first('value', 'read_at_ms')) as { value: string; read_at_ms: number | string } | undefined;
     if (!row) {
       // The first capture is the baseline and sends nothing; of two first captures at once, one
-      // stands. Decoded now, so the next capture's comparison decodes only itself.
+      // stands. Decoded now, so the next capture's comparison decodes only itself (or, not
+      // finding it in memory, only its rows that differ).
+      const area = await decodedNow();
       await db('change_readings')
-        .insert({ ...key, account_id: capture.accountId, value: JSON.stringify(current), read_at_ms: capture.now })
+        .insert({ ...key, account_id: capture.accountId, value: JSON.stringify(printed(area)), read_at_ms: capture.now })
         .onConflict(['config_id', 'step_index', 'selector_hash'])
         .ignore();
-      if (this.rasters.maxBytes > 0) keep(await decodedNow());
+      if (this.rasters.maxBytes > 0) keep(area);
       return null;
     }
     // Replaces the baseline it was compared with only (another process may have moved it).
@@ -326,7 +336,7 @@ export class VisualAlerts {
       run.kept.add(VisualRasterCache.key(baseline.image, baseline.region, baseline.frameWidth));
       return null;
     }
-    // The baseline's decoded area from memory when it is there; its image from the store otherwise.
+    // The baseline's decoded area from memory when it is there; its image (and row prints) from the store otherwise.
     const baselineKey = VisualRasterCache.key(baseline.image, baseline.region, baseline.frameWidth);
     const cached = baseline.image === capture.imageName ? undefined : this.rasters.get(baselineKey);
     const old = baseline.image === capture.imageName ? null : cached ? { data: cached.image } : await store.get(baseline.image);
@@ -336,7 +346,13 @@ export class VisualAlerts {
       return null;
     }
     const result = await compareCaptures(
-      { image: old.data, region: baseline.region, masks: baseline.masks, frameWidth: baseline.frameWidth, ...(cached ? { decoded: cached.area } : {}) },
+      {
+        image: old.data,
+        region: baseline.region,
+        masks: baseline.masks,
+        frameWidth: baseline.frameWidth,
+        ...(cached?.area ? { decoded: cached.area } : { prints: printsFromText(baseline.prints) }),
+      },
       {
         image: capture.image,
         region: v.region,
@@ -349,7 +365,7 @@ export class VisualAlerts {
     if (result.decodedAfter) run.decoded.set(currentKey, result.decodedAfter);
     const differs = result.changedPixels > 0 && (result.changedPixels / result.comparedPixels) * 100 >= v.threshold;
     if (!differs) {
-      if (await replace(db, current)) {
+      if (await replace(db, printed(result.decodedAfter, baseline.prints))) {
         run.left.add(baselineKey);
         keep(result.decodedAfter);
       }
@@ -359,8 +375,8 @@ export class VisualAlerts {
     if (streak < v.repeat) {
       await replace(db, { ...baseline, streak, countedAt: capture.now });
       run.kept.add(baselineKey);
-      // The baseline stays: kept decoded if it was read from the store.
-      if (!cached && result.decodedBefore) this.rasters.set(baselineKey, old.data, result.decodedBefore);
+      // The baseline stays: kept (decoded, if it was decoded whole) if it was read from the store.
+      if (!cached) this.rasters.set(baselineKey, old.data, result.decodedBefore);
       return null;
     }
     const diffName = `${randomId(18)}.png`;
@@ -398,7 +414,7 @@ export class VisualAlerts {
       },
     };
     const recorded = await db.transaction(async (trx) => {
-      const moved = await replace(trx, current);
+      const moved = await replace(trx, printed(result.decodedAfter, baseline.prints));
       if (!moved) return false;
       await writeAlert(trx, capture, r, alert, {
         mode: 'visual',

@@ -5,7 +5,8 @@
  * - baselines kept in memory: a scheduled configuration's capture is compared with its
  *   baseline's decoded pixels without reading or decoding the baseline again, the memory holds
  *   one baseline per configuration and step (the one it moved from is dropped), and after a
- *   restart (nothing in memory) the baseline is read from the store, with the same result;
+ *   restart (nothing in memory) the baseline is read from the store, with the same result,
+ *   decoding only its rows that differ by the row prints its record keeps;
  * - durability: the comparison a capture owes is written with it (owe, in the capture's
  *   transaction); one left behind by a process that stopped before it compared (its lease ran
  *   out) is completed by a fresh process's resume loop, with its alert and delivery; one run
@@ -18,6 +19,7 @@ import type { Knex } from 'knex';
 import { MAX_PENDING_ATTEMPTS } from '../../../services/notifier/public/visual-alerts';
 import type { ChangeReading } from '../../../services/notifier/public/change-alerts';
 import { type VisualCapture, VisualAlerts } from '../../../services/notifier/public/visual-alerts';
+import { VisualRasterCache } from '../../../services/notifier/public/visual-diff';
 import { LocalFileStore } from '../../../services/shared/storage';
 import { tempDir } from '../../support/backends';
 import { migratedSqlite } from '../../support/sqlite';
@@ -99,11 +101,20 @@ describe('visual change comparisons in the capture process', () => {
 
   it('keeps a baseline read from the store in memory while differing captures are counted toward repeat', async () => {
     const repeat3 = { ...reading, index: 3, visual: { ...reading.visual!, repeat: 3 } };
-    await new VisualAlerts({ db, store, link: (n) => `http://127.0.0.1:1/${n}` }).record(await captureOf('$1.00'), [repeat3]);
+    const first = await captureOf('$1.00');
+    await new VisualAlerts({ db, store, link: (n) => `http://127.0.0.1:1/${n}` }).record(first, [repeat3]);
     const restarted = new VisualAlerts({ db, store, link: (n) => `http://127.0.0.1:1/${n}` });
     const reads = sinon.spy(store, 'get');
     expect(await restarted.record(await captureOf('$2.00'), [repeat3])).to.deep.equal([]);
     expect(reads.callCount, 'a miss: the baseline read once').to.equal(1);
+    // Its record keeps its rows' prints (two 32-bit words per row of its 800x600 area): only
+    // its rows that differ were decoded, so its image is kept without a decoded area.
+    const row = await db('change_readings').where({ config_id: 'cfg1', step_index: 3 }).first('value');
+    const prints = (JSON.parse(row.value) as { prints: { width: number; rows: string } }).prints;
+    expect([prints.width, Buffer.from(prints.rows, 'base64').byteLength]).to.deep.equal([800, 600 * 8]);
+    const kept = restarted.rasters.get(VisualRasterCache.key(first.imageName, null, 800));
+    expect(kept?.image.equals(first.image)).to.equal(true);
+    expect(kept?.area).to.equal(null);
     expect(await restarted.record(await captureOf('$2.00', 1), [repeat3])).to.deep.equal([]);
     expect(await restarted.record(await captureOf('$2.00', 2), [repeat3])).to.have.length(1);
     expect(reads.callCount, 'then kept').to.equal(1);

@@ -5,11 +5,23 @@
  * common area and reported as a size change; a region is compared wherever it moved; the
  * diff image is red where the pixels changed and grey elsewhere. A baseline decoded earlier
  * (kept by VisualRasterCache, bounded) is compared without decoding it again, with the same
- * result; a selector's region alone is decoded; overlapping masks count once.
+ * result; a selector's region alone is decoded; overlapping masks count once. A baseline not
+ * decoded but given with its row prints is compared by decoding only its rows that differ, to
+ * the same result.
  */
 import { expect } from 'chai';
 import sharp from 'sharp';
-import { type VisualCapture, VisualRasterCache, changedBoxes, compareCaptures, decodeArea, unionArea } from '../../../services/notifier/public/visual-diff';
+import {
+  type VisualCapture,
+  VisualRasterCache,
+  changedBoxes,
+  compareCaptures,
+  decodeArea,
+  printsFromText,
+  printsToText,
+  rowPrints,
+  unionArea,
+} from '../../../services/notifier/public/visual-diff';
 
 function page(opts: { price?: string; banner?: string; height?: number; width?: number; shiftY?: number } = {}): Buffer {
   const { price = '$10.00', banner = 'Welcome', height = 600, width = 800, shiftY = 0 } = opts;
@@ -137,6 +149,73 @@ describe('visual diff', () => {
     expect(kept.decodedAfter).to.deep.include({ width: 800, height: 600, x: 0, y: 0 });
     const next = await compareCaptures(capture(Buffer.from('not an image either'), { decoded: kept.decodedAfter! }), capture(before), 0.1);
     expect(next.changedPixels).to.equal(fresh.changedPixels);
+  });
+
+  it('compares a baseline given with its row prints to the same result as decoding it whole', async () => {
+    const base = page();
+    const cases: Array<[string, Buffer, Buffer, Partial<VisualCapture>]> = [
+      ['a changed price', await png(base), await png(page({ price: '$12.50' })), {}],
+      ['a banner under a mask', await png(base), await png(page({ banner: 'Sale' })), { masks: [{ x: 0, y: 0, width: 800, height: 60 }] }],
+      ['a page that grew', await png(base), await png(page({ height: 900, price: '$1' })), {}],
+      [
+        'a region, two pixels per CSS pixel',
+        await sharp(base).resize(1600).png().toBuffer(),
+        await sharp(page({ price: '$3' }))
+          .resize(1600)
+          .png()
+          .toBuffer(),
+        { region: { x: 480, y: 180, width: 240, height: 100 }, frameWidth: 800 },
+      ],
+      ['the same pixels, other bytes', await png(base), await sharp(base).png({ compressionLevel: 1 }).toBuffer(), {}],
+    ];
+    for (const [what, before, after, extra] of cases) {
+      const whole = await compareCaptures(capture(before, extra), capture(after, extra), 0.1);
+      const prints = printsFromText(printsToText(rowPrints(await decodeArea(capture(before, extra)))));
+      const byPrints = await compareCaptures(capture(before, { ...extra, prints }), capture(after, extra), 0.1);
+      expect(byPrints.decodedBefore, `${what}: not decoded whole`).to.equal(null);
+      for (const k of ['changedPixels', 'comparedPixels', 'changedPercent', 'boxes', 'before', 'after', 'sizeChanged'] as const) {
+        expect(byPrints[k], `${what}: ${k}`).to.deep.equal(whole[k]);
+      }
+      expect(await byPrints.diffPng(), `${what}: the diff image`).to.deep.equal(await whole.diffPng());
+    }
+  });
+
+  it("prints a new capture's rows from its baseline's where they are the same, to the prints it would have alone", async () => {
+    const before = await png(page());
+    for (const after of [await png(page({ price: '$12.50' })), await png(page({ height: 900 })), await png(page({ height: 500, banner: 'Hi' })), before]) {
+      const baseline = await decodeArea(capture(before));
+      rowPrints(baseline);
+      const r = await compareCaptures(capture(Buffer.from('not an image'), { decoded: baseline }), capture(Buffer.from(after)), 0.1);
+      const alone = rowPrints(await decodeArea(capture(after)));
+      expect(Buffer.from(rowPrints(r.decodedAfter!).words.buffer).equals(Buffer.from(alone.words.buffer))).to.equal(true);
+    }
+  });
+
+  it("decodes only the baseline's rows whose prints differ from the new capture's", async () => {
+    // Prints of a page whose banner differs from the one the image holds: by its prints the
+    // banner rows are the same as the new capture's, so they are not decoded and their
+    // difference is not seen; the price, whose prints differ, is.
+    const image = await png(page({ banner: 'Closed' }));
+    const prints = rowPrints(await decodeArea(capture(await png(page()))));
+    const after = await png(page({ price: '$12.50' }));
+    expect((await compareCaptures(capture(image), capture(after), 0.1)).boxes, 'decoded whole: banner and price').to.have.length(2);
+    const r = await compareCaptures(capture(image, { prints }), capture(after), 0.1);
+    expect(r.boxes, 'the price only').to.have.length(1);
+    expect(r.boxes[0]!.y).to.be.at.least(200);
+    // Prints of an area of another width do not stand for it: decoded whole.
+    const narrow = rowPrints(await decodeArea(capture(await png(page({ width: 700 })))));
+    const whole = await compareCaptures(capture(image, { prints: narrow }), capture(after), 0.1);
+    expect(whole.boxes).to.have.length(2);
+    expect(whole.decodedBefore).to.not.equal(null);
+    // Prints tell rows apart: one pixel changed in a row changes its print, whatever its place.
+    const area = await decodeArea(capture(await png(page())));
+    const p0 = rowPrints(area).words.slice();
+    for (const at of [0, 1, 2, 3, 799]) {
+      const changed = { ...area, data: Buffer.from(area.data) };
+      changed.data[(300 * 800 + at) * 4] = (changed.data[(300 * 800 + at) * 4]! + 1) % 256;
+      const p1 = rowPrints(changed).words;
+      expect([p1[600] === p0[600] && p1[601] === p0[601], p1[598] === p0[598]], `pixel ${at} of row 300`).to.deep.equal([false, true]);
+    }
   });
 
   it("decodes a selector's region only, where it is", async () => {
