@@ -28,11 +28,18 @@ export function sameSecret(given: string, expected: string): boolean {
 }
 
 export function randomId(bytes = 12): string {
-  return crypto
-    .randomBytes(bytes)
-    .toString('base64url')
-    .replace(/[-_]/g, (c) => (c === '-' ? 'x' : 'y'));
+  return idText(crypto.randomBytes(bytes));
 }
+
+/**
+ * An id of randomId's form that the same seed always gives (the first `bytes` of its SHA-256):
+ * as unguessable as the seed, for a name a retried step must find again.
+ */
+export function derivedId(seed: string, bytes = 12): string {
+  return idText(crypto.createHash('sha256').update(seed).digest().subarray(0, bytes));
+}
+
+const idText = (b: Buffer) => b.toString('base64url').replace(/[-_]/g, (c) => (c === '-' ? 'x' : 'y'));
 
 export function encryptSecret(plain: string, keyHex: string): string {
   const iv = crypto.randomBytes(12);

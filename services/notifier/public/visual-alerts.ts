@@ -34,7 +34,7 @@ import type { Knex } from 'knex';
 import type { ChangeNotificationRecord } from '../../shared/contracts';
 import { ClaimLoop } from '../../shared/claim-loop';
 import { type Held, Leases, newLeaseToken } from '../../shared/lease';
-import { randomId } from '../../shared/secrets';
+import { derivedId, randomId } from '../../shared/secrets';
 import type { FileStore } from '../../shared/storage';
 import { type ChangeReading, type Rect, writeAlert } from './change-alerts';
 import { type DecodedArea, VisualRasterCache, compareCaptures, decodeArea, printsFromText, printsToText, rowPrints } from './visual-diff';
@@ -250,7 +250,7 @@ export class VisualAlerts {
       let failed = false;
       for (const r of visual) {
         try {
-          const alert = await this.compare(capture, r, run);
+          const alert = await this.compare(capture, r, run, owed ?? null);
           if (alert) alerts.push(alert);
         } catch (err) {
           failed = true;
@@ -279,7 +279,7 @@ export class VisualAlerts {
     await Promise.allSettled([...this.running.values()]);
   }
 
-  private async compare(capture: VisualCapture, r: ChangeReading, run: Run): Promise<ChangeNotificationRecord | null> {
+  private async compare(capture: VisualCapture, r: ChangeReading, run: Run, owed: Held | null): Promise<ChangeNotificationRecord | null> {
     const v = r.visual;
     if (!v) return null;
     const { db, store } = this.deps;
@@ -379,7 +379,10 @@ export class VisualAlerts {
       if (!cached) this.rasters.set(baselineKey, old.data, result.decodedBefore);
       return null;
     }
-    const diffName = `${randomId(18)}.png`;
+    // Named after the owed comparison (its random id) and the step: a comparison that runs again
+    // after its process died between storing the diff image and recording the alert writes the
+    // same file, and leaves none behind.
+    const diffName = `${owed ? derivedId(`${owed.id}\n${r.index}`, 18) : randomId(18)}.png`;
     await store.put(diffName, await result.diffPng(), 'image/png');
     const alert: ChangeNotificationRecord = {
       id: randomId(12),

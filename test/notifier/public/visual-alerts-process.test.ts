@@ -166,6 +166,31 @@ describe('visual change comparisons in the capture process', () => {
       expect((await db('webhook_deliveries').select('id')).length, 'its delivery is in the outbox').to.equal(deliveriesBefore + 1);
     });
 
+    it('stores one diff image for an alert whose comparison ran again after its process died before recording it', async () => {
+      clock += 3_600_000;
+      const first = process();
+      const base = await recorded(first, '$20.00');
+      await first.record(base.capture, [priced], base.owed);
+      clock += 3_600_000;
+      const dying = process();
+      const left = await recorded(dying, '$21.50');
+      const puts = sinon.spy(store, 'put');
+      // The process dies after storing the diff image, before the alert's transaction.
+      const died = sinon.stub(db, 'transaction').rejects(new Error('process killed'));
+      expect(await dying.record(left.capture, [priced], left.owed)).to.deep.equal([]);
+      died.restore();
+      expect(await pending(), 'still owed').to.have.length(1);
+      clock += 31_000;
+      const restarted = process();
+      restarted.resume(false);
+      await restarted.stopResuming();
+      await restarted.idle();
+      const alert = await db('change_notifications').where({ config_id: 'cfg1', step_index: 1, job_id: left.capture.jobId }).first('diff_name');
+      expect(alert?.diff_name).to.be.a('string');
+      const names = puts.getCalls().map((c) => c.args[0] as string);
+      expect(names, 'both runs wrote the same file').to.deep.equal([alert.diff_name, alert.diff_name]);
+    });
+
     it('counts a comparison run twice once, and never compares a capture older than the baseline', async () => {
       const repeat2 = { ...priced, index: 2, visual: { ...priced.visual!, repeat: 2 } };
       const alerts = new VisualAlerts({ db, store, link, now });
