@@ -114,6 +114,7 @@ describe('bench: the results written into docs/benchmark.md', () => {
       failures: 'failures.ts',
       encoder: 'encoder.ts',
       visual: 'visual-diff.ts',
+      gateway: 'gateway.ts',
     };
     for (const section of SECTIONS) {
       const source = fs.readFileSync(path.join(ROOT, 'bench', scripts[section]), 'utf8');

@@ -9,7 +9,9 @@
  * link-local, metadata or another refused range (IPv4 inside IPv6 included), and otherwise
  * connects to the very address it checked: its lookup hands Node that address and nothing
  * else, so a DNS server answering differently the second time (rebinding) has no second
- * time. Literal addresses are checked before any connection is attempted.
+ * time. A capture resolves each name once (GatewayCapture.admit): its later requests to the
+ * name go to the same checked address, as a browser's own DNS cache would send them, without
+ * asking the DNS server again. Literal addresses are checked before any connection is attempted.
  *
  * Each capture's bytes (what went to and came from the targets) are counted from the
  * connections it used; when the capture is unbound its connections are closed and counted.
@@ -24,7 +26,7 @@ import http from 'node:http';
 import net, { type AddressInfo, type NetConnectOpts, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { RequestError, Server } from 'proxy-chain';
-import type { EgressPolicy } from '../../shared/egress';
+import type { Admission, EgressPolicy } from '../../shared/egress';
 
 export interface GatewayOptions {
   policy: EgressPolicy;
@@ -62,6 +64,25 @@ export class GatewayCapture {
   /** Bytes sent to and received from targets by the capture's connections, counted so far. */
   bytes = 0;
   ended = false;
+  /** The policy's answer for each name this capture asked for (an unresolvable one is asked again). */
+  private readonly admissions = new Map<string, Promise<Admission>>();
+
+  /** The policy's answer for a host, asked once per capture: every connection to it goes to the one address checked. */
+  admit(host: string, policy: EgressPolicy): Promise<Admission> {
+    const key = host.toLowerCase();
+    let answer = this.admissions.get(key);
+    if (!answer) {
+      answer = policy.admit(host);
+      this.admissions.set(key, answer);
+      void answer.then(
+        (a) => {
+          if (!a.allowed && a.unresolvable) this.admissions.delete(key);
+        },
+        () => this.admissions.delete(key),
+      );
+    }
+    return answer;
+  }
 
   /** The refusal of a URL's host and port, if the gateway refused it (`<url> <reason>`). */
   refusalOf(rawUrl: string): string | null {
@@ -186,7 +207,7 @@ export class EgressGateway {
       if (capture) this.byConnection.set(connectionId, capture);
     }
     if (!capture || capture.ended) throw new RequestError('No capture is running through this gateway.', 403);
-    const admission = await policy.admit(hostname);
+    const admission = await capture.admit(hostname, policy);
     if (!admission.allowed) {
       if (admission.unresolvable) throw new RequestError(`${hostname} ${admission.reason}`, 502);
       capture.refusals.push({ host: hostname.replace(/^\[|\]$/g, '').toLowerCase(), port, reason: admission.reason });

@@ -218,6 +218,31 @@ describe('egress gateway (proxy-chain, one capture bound at a time)', () => {
     gw.unbind(capture);
   });
 
+  it('resolves a name once per capture: its later requests go to the checked address; the next capture asks again', async () => {
+    // Answers 127.0.0.1 (where the target is), then 127.0.0.3 (nothing listens): a request
+    // that asked again would fail.
+    zone.set('once.test', ['127.0.0.1', '127.0.0.3']);
+    zone.set('flaky.test', []);
+    const gw = await gateway(true);
+    const asked = (name: string) => dns.questions.filter((q) => q === `A ${name}`).length;
+    const capture = gw.bind();
+    for (const path of ['/a', '/b', '/c']) expect(await viaProxy(gw, `http://once.test:${target.port}${path}`)).to.deep.equal({ status: 200, body: 'hello' });
+    const t = await connectVia(gw, `ONCE.test:${target.port}`);
+    expect(t.status, 'a tunnel to the same name, in capitals').to.equal(200);
+    t.socket.destroy();
+    expect(asked('once.test'), 'one question for the capture').to.equal(1);
+    // An unresolvable name is asked again by the next request (DNS may answer then).
+    expect((await viaProxy(gw, `http://flaky.test:${target.port}/x`)).status).to.equal(502);
+    zone.set('flaky.test', ['127.0.0.1']);
+    expect(await viaProxy(gw, `http://flaky.test:${target.port}/y`)).to.deep.equal({ status: 200, body: 'hello' });
+    gw.unbind(capture);
+    // The next capture resolves anew: 127.0.0.3, where nothing listens.
+    const next = gw.bind();
+    expect((await viaProxy(gw, `http://once.test:${target.port}/d`)).status).to.be.at.least(500);
+    expect(asked('once.test')).to.equal(2);
+    gw.unbind(next);
+  });
+
   it('tunnels CONNECT to the checked address (wss and https go this way)', async () => {
     zone.set('tunnel.test', ['127.0.0.1']);
     const gw = await gateway(true);
