@@ -100,7 +100,14 @@ export function captureParts({ config, db, store, blockers, collaborators: c, br
   // Research's captures also read each page (its text and links).
   const readingEngine = new CaptureEngine({ ...engineDeps, runPage: readingCapture });
   // Visual change steps: compared in this process once their capture is recorded (visual-alerts.ts).
-  const visual = new VisualAlerts({ db, store, link: (name) => cdnLink(config, name), log, cacheBytes: config.capture.visualCacheMb * 1024 * 1024 });
+  const visual = new VisualAlerts({
+    db,
+    store,
+    link: (name) => cdnLink(config, name),
+    log,
+    cacheBytes: config.capture.visualCacheMb * 1024 * 1024,
+    announce: c.deliveriesAdded,
+  });
   const pipeline = new CapturePipeline({
     engine,
     files,
@@ -112,6 +119,7 @@ export function captureParts({ config, db, store, blockers, collaborators: c, br
     observer: metrics,
     log,
     visual,
+    deliveriesAdded: c.deliveriesAdded,
   });
   const research = new ResearchRepository(db, config);
   const researchRunner = new ResearchRunner({

@@ -32,6 +32,8 @@ export interface Collaborators {
   jobQueued: (jobId: string) => void;
   /** A configuration's archive deleted here, broadcast to every capture instance (each forgets the configuration). */
   configDeleted: (accountId: string, configId: string) => void;
+  /** Webhook deliveries written with a capture or its change alerts, announced (a notifier sends them without waiting for its poll). */
+  deliveriesAdded: (accountId: string) => void;
 }
 
 export function collaboratorsOf(broker: ServiceBroker, config: Readonly<Config>): Collaborators {
@@ -62,7 +64,10 @@ export function collaboratorsOf(broker: ServiceBroker, config: Readonly<Config>)
       store: (accountId, destination, key, file) => call(broker, 'proxy.storeFile', { accountId, destination, key, file }, { timeout: 40_000 }),
     },
     snapConfigs: {
-      snapConfig: (accountId, options) => call(broker, 'scheduler.snapConfig', { accountId, options, snapKey: captureKey(options) }),
+      snapConfig: async (accountId, options, jobId) => ({
+        id: (await call(broker, 'scheduler.snapConfig', { accountId, options, snapKey: captureKey(options), ...(jobId ? { jobId } : {}) })).id,
+        noted: jobId !== undefined,
+      }),
       noteJob: (configId, jobId) => void call(broker, 'scheduler.noteJob', { configId, jobId }).catch(() => undefined),
     },
     researchAnalyst: {
@@ -78,5 +83,6 @@ export function collaboratorsOf(broker: ServiceBroker, config: Readonly<Config>)
     researchEnded: (status, accountId) => void emit(broker, 'capture.researchEnded', { accountId, researchId: status.job_id }),
     jobQueued: (jobId) => void emit(broker, 'capture.jobQueued', { jobId }),
     configDeleted: (accountId, configId) => void broadcast(broker, 'capture.configDeleted', { accountId, configId }, ['capture']).catch(() => undefined),
+    deliveriesAdded: (accountId) => void emit(broker, 'notifier.deliveriesAdded', { accountId }),
   };
 }

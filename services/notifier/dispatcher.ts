@@ -1,6 +1,7 @@
 /**
- * The sender loop: claims due deliveries (on the capture.completed event, after every
- * attempt, and on a poll for retries that came due and leases that ran out), signs each
+ * The sender loop: claims due deliveries (on the capture.completed and notifier.deliveriesAdded
+ * events, after every attempt, when a retry this instance scheduled comes due, and on a slow
+ * poll for what no instance announces: leases that ran out, an event lost), signs each
  * with the account's secrets, posts it, and records the attempt under the claim's lease.
  * At most `concurrency` attempts at once per instance; the loop is shared/claim-loop.ts.
  */
@@ -101,8 +102,11 @@ export class Dispatcher {
         { kind: d.sendTo, attempt: d.attempts + 1, status_code: answer.status, ms: duration, outcome: next.status, ...(error ? { error } : {}) },
         `webhook delivery ${d.id}: attempt ${d.attempts + 1} ${next.status}`,
       );
-      if (recorded) this.observer?.attempted(d.sendTo, next.status === 'pending' ? 'retrying' : next.status);
-      else this.logger.warn(`webhook delivery ${d.id}: the lease ran out during the attempt; its outcome is not recorded and it will be tried again`);
+      if (recorded) {
+        this.observer?.attempted(d.sendTo, next.status === 'pending' ? 'retrying' : next.status);
+        // Its retry is claimed when it comes due (by this instance, which knows when), not at the next poll.
+        if (next.status === 'pending' && next.nextAt !== null) this.loop.wakeIn(next.nextAt - this.now());
+      } else this.logger.warn(`webhook delivery ${d.id}: the lease ran out during the attempt; its outcome is not recorded and it will be tried again`);
     } catch (err) {
       // The database failed: the lease runs out and the delivery is claimed again later.
       this.logger.error(`webhook delivery ${d.id}: the attempt could not be recorded: ${(err as Error).message}`);

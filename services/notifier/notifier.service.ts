@@ -80,6 +80,7 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
     events: {
       'capture.completed': () => void s.dispatcher.pump(),
       'capture.researchEnded': () => void s.dispatcher.pump(),
+      'notifier.deliveriesAdded': () => void s.dispatcher.pump(),
     },
     created() {
       const db = database.knex;

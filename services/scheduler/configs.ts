@@ -147,10 +147,14 @@ export class ConfigRepository {
     return { placeholder_url: typeof placeholder === 'string' && placeholder !== '' ? placeholder : null };
   }
 
-  /** The unscheduled configuration of a snap's page and options, created on its first snap. */
-  async snapConfig({ accountId, options, snapKey }: ParamsOf<'scheduler.snapConfig'>): Promise<ResultOf<'scheduler.snapConfig'>> {
+  /**
+   * The unscheduled configuration of a snap's page and options, created on its first snap;
+   * `jobId`, when given, noted as its latest job (written with the row when it is created).
+   */
+  async snapConfig({ accountId, options, snapKey, jobId }: ParamsOf<'scheduler.snapConfig'>): Promise<ResultOf<'scheduler.snapConfig'>> {
     const find = () => this.db('screenshot_configs').where({ account_id: accountId, snap_key: snapKey }).first('id');
     let row = await find();
+    if (row && jobId) await this.noteJob(String(row.id), jobId);
     if (!row) {
       const id = randomId(12);
       try {
@@ -163,12 +167,14 @@ export class ConfigRepository {
           snap_key: snapKey,
           scheduled: false,
           created_at_ms: this.now(),
+          ...(jobId ? { last_job_id: jobId } : {}),
         });
         row = { id };
       } catch (err) {
         // Two snaps of the same page at once: the other one created it.
         if (!isUniqueViolation(err)) throw err;
         row = await find();
+        if (row && jobId) await this.noteJob(String(row.id), jobId);
       }
     }
     return { id: String(row.id), embed_url: embedUrl(this.links, String(row.id)) };

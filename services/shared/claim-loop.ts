@@ -12,10 +12,18 @@
  * - `before` (optional): what a claim needs in hand, asked for before each claim (the job
  *   worker's browser, in the browser pool's fair order); handed to the work claimed with it,
  *   given back when nothing was claimed (or the claim failed, or the loop is stopping).
+ * - wakeIn(ms): pumps once more after `ms`, for work this instance knows comes due then (a
+ *   retry it scheduled), so the poll can be slow: it is left for what no instance announces
+ *   (work a dead instance left, an event lost). Only once started with polling.
  * - stop(graceMs): claims no more, then waits up to `graceMs` for the claim under way and the
  *   running work; idle() waits for them without a limit.
  */
 import type { LoggerInstance } from 'moleculer';
+
+/** A wake asked for at most this many ms before one already asked for shares its round. */
+const WAKE_COALESCE_MS = 50;
+/** Wakes kept at most (the soonest); later ones are left to the poll. */
+const MAX_WAKES = 10_000;
 
 /** What the loop claims and runs. */
 export interface ClaimWork<W, R> {
@@ -53,6 +61,9 @@ export class ClaimLoop<W, R = undefined> {
   /** The round a pump that arrived during `claiming` waits for. */
   private again: Promise<void> | null = null;
   private stopped = false;
+  /** When wakeIn() asked to pump (Date.now() ms), soonest first; one timer for the soonest. */
+  private wakes: number[] = [];
+  private waker: { at: number; timer: NodeJS.Timeout } | null = null;
 
   constructor(
     private readonly work: ClaimWork<W, R>,
@@ -73,6 +84,48 @@ export class ClaimLoop<W, R = undefined> {
   start(poll = true): void {
     if (poll && !this.poller) this.poller = setInterval(() => void this.pump(), this.options.pollMs);
     void this.pump();
+  }
+
+  /**
+   * Pumps after `ms` too (work this instance knows comes due then), sooner than the poll would.
+   * A time at most WAKE_COALESCE_MS before one already asked for shares its round (never one
+   * earlier: the work would not be due yet); past MAX_WAKES the latest are left to the poll.
+   * Nothing when not started with polling, or stopping. A timer that fires early (the event
+   * loop's clock is a little behind) is set again; a wake is taken only once its time has come.
+   */
+  wakeIn(ms: number): void {
+    if (this.stopped || !this.poller) return;
+    const at = Date.now() + Math.max(0, ms);
+    const i = this.wakes.findIndex((w) => w >= at);
+    if (i >= 0 && this.wakes[i]! <= at + WAKE_COALESCE_MS) return;
+    if (i < 0) this.wakes.push(at);
+    else this.wakes.splice(i, 0, at);
+    if (this.wakes.length > MAX_WAKES) this.wakes.length = MAX_WAKES;
+    this.armWaker();
+  }
+
+  /** The timer for the soonest wake asked for. */
+  private armWaker(): void {
+    const next = this.wakes[0];
+    if (this.waker && (next === undefined || this.waker.at !== next)) {
+      clearTimeout(this.waker.timer);
+      this.waker = null;
+    }
+    if (next === undefined || this.waker || this.stopped) return;
+    const timer = setTimeout(
+      () => {
+        this.waker = null;
+        const now = Date.now();
+        if (this.wakes.length && this.wakes[0]! <= now) {
+          while (this.wakes.length && this.wakes[0]! <= now) this.wakes.shift();
+          void this.pump();
+        }
+        this.armWaker();
+      },
+      Math.max(0, next - Date.now()),
+    );
+    timer.unref();
+    this.waker = { at: next, timer };
   }
 
   /**
@@ -99,6 +152,9 @@ export class ClaimLoop<W, R = undefined> {
     this.stopped = true;
     if (this.poller) clearInterval(this.poller);
     this.poller = null;
+    if (this.waker) clearTimeout(this.waker.timer);
+    this.waker = null;
+    this.wakes = [];
   }
 
   /**

@@ -136,7 +136,7 @@ export interface Config {
     timeoutMs: number;
     /** Attempts one notifier instance makes at once. */
     concurrency: number;
-    /** How often due retries and deliveries left by a dead instance are looked for. */
+    /** How often a notifier looks for what no instance announced: deliveries left by a dead instance, retries another instance scheduled before it stopped, an event lost. */
     pollMs: number;
   };
   capture: {
@@ -479,7 +479,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     webhooks: {
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
       concurrency: int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256),
-      pollMs: int(env, 'WEBHOOK_POLL_MS', 1_000, 50, 60_000),
+      pollMs: int(env, 'WEBHOOK_POLL_MS', 10_000, 50, 60_000),
     },
     capture: {
       sessions,

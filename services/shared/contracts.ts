@@ -407,7 +407,11 @@ export interface Actions {
   'scheduler.remove': [{ accountId: string; id: string }, ConfigView];
   'scheduler.noteJob': [{ configId: string; jobId: string }, { ok: true }];
   'scheduler.embedInfo': [{ id: string }, { placeholder_url: string | null }];
-  'scheduler.snapConfig': [{ accountId: string; options: SnapOptions; snapKey: string }, { id: string; embed_url: string }];
+  /**
+   * The unscheduled configuration a snap is recorded under (created on its first snap); with `jobId`, that job is noted as
+   * its latest in the same call (what noteJob does: a snap asks once, not twice).
+   */
+  'scheduler.snapConfig': [{ accountId: string; options: SnapOptions; snapKey: string; jobId?: string }, { id: string; embed_url: string }];
   'ai.verifiedProviders': [{ accountId: string }, string[]];
   /** Stores (replaces) a key after verifying it with the provider; own-AI gates apply. The only action that receives a key. */
   'ai.putKey': [{ account: AccountContext; provider: OwnAiProvider; apiKey: string; defaultModel?: string; defaultUpstream?: Upstream }, ProviderRecord];
@@ -564,6 +568,8 @@ export interface Events {
   'capture.completed': { accountId: string; configId: string; jobId: string; screenshotId: string };
   /** A domain research job's last domain finished (its webhook delivery, if any, is due). */
   'capture.researchEnded': { accountId: string; researchId: string };
+  /** Webhook deliveries were written for the account outside a job's completion (a snap's change alerts, a visual comparison): one notifier claims them now, not at its poll. */
+  'notifier.deliveriesAdded': { accountId: string };
   /** A configuration's screenshots and jobs were deleted (it is being removed): broadcast to every capture instance, each forgets it (capture/jobs/snap-configs.ts). */
   'capture.configDeleted': { accountId: string; configId: string };
   /**

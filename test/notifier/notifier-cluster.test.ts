@@ -1,11 +1,13 @@
 /**
  * The outbox across processes (MariaDB, NATS): two notifier instances send each attempt
  * once; a notifier killed (SIGKILL) mid-delivery and started again delivers everything,
- * and a delivery cut off by the kill is sent again only after its lease ran out.
+ * and a delivery cut off by the kill is sent again only after its lease ran out; with a slow
+ * poll, a delivery announced from another process is sent at once and its retry when due.
  */
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import knex, { type Knex } from 'knex';
+import { emit } from '../../services/shared/contracts';
 import { knexConfig } from '../../services/shared/database';
 import { appendDelivery } from '../../services/notifier/public/outbox';
 import { NATS_URL, backendConfig, uniqueName } from '../support/backends';
@@ -77,6 +79,61 @@ describe('notifier instances over MariaDB and NATS', function () {
       expect(attempts).to.have.length(60);
       const perDelivery = countBy(attempts.map((a) => a.delivery_id));
       expect(Object.values(perDelivery).every((n) => n === 2)).to.equal(true);
+    } finally {
+      for (const s of systems.reverse()) await s.stop();
+      await r.stop();
+      await db.destroy();
+      await b.cleanup();
+    }
+  });
+
+  it('with a slow poll, sends a delivery on notifier.deliveriesAdded from another process and its retry when it comes due', async () => {
+    const b = await backendConfig('mysql', {
+      TRANSPORTER: NATS_URL,
+      NAMESPACE: uniqueName('ns'),
+      ALLOW_PRIVATE_NETWORKS: 'true',
+      SECRETS_KEY: secretsKey,
+      // Nothing here is left to the poll.
+      WEBHOOK_POLL_MS: '60000',
+    });
+    // The first attempt fails (500); the retry (due 4 to 6 s after it) succeeds.
+    const arrivals: number[] = [];
+    const r = await startReceiver();
+    r.script = () => {
+      arrivals.push(Date.now());
+      return { status: arrivals.length === 1 ? 500 : 200 };
+    };
+    const db: Knex = knex(knexConfig(b.config.database));
+    const systems: RunningSystem[] = [];
+    try {
+      // The announcer (billing only) and the notifier are two brokers: the event crosses NATS.
+      systems.push(await runSystem({ ...b.config, services: ['billing'] }));
+      systems.push(await runSystem({ ...b.config, migrateOnStart: false, services: ['notifier'] }));
+      const announcer = systems[0]!.broker;
+      await announcer.waitForServices(['notifier'], 30_000);
+      const id = await appendDelivery(db, {
+        accountId: 'acct_wake',
+        configId: 'cfg',
+        kind: 'capture',
+        sendTo: 'webhook',
+        url: `${r.origin}/x`,
+        body: JSON.stringify({ wake: true }),
+        jobId: null,
+        now: Date.now(),
+      });
+      const announced = Date.now();
+      await emit(announcer, 'notifier.deliveriesAdded', { accountId: 'acct_wake' });
+      await until('the first attempt', async () => arrivals.length === 1, 10_000, 50);
+      expect(arrivals[0]! - announced).to.be.below(3_000);
+      await until('the retry', async () => arrivals.length === 2, 15_000, 50);
+      const gap = arrivals[1]! - arrivals[0]!;
+      expect(gap).to.be.within(4_000 - 100, 6_000 + 1_500);
+      await until(
+        'the delivery to be recorded delivered',
+        async () => (await db('webhook_deliveries').where({ id }).first('status'))?.status === 'delivered',
+        10_000,
+        50,
+      );
     } finally {
       for (const s of systems.reverse()) await s.stop();
       await r.stop();

@@ -7,7 +7,9 @@ import path from 'node:path';
 import { expect } from 'chai';
 import knex, { type Knex } from 'knex';
 import sharp from 'sharp';
+import { call } from '../../services/shared/contracts';
 import { knexConfig } from '../../services/shared/database';
+import { captureKey } from '../../services/shared/screenshot-options';
 import { backendConfig } from '../support/backends';
 import { CAPTURE_SERVICES } from '../support/capture-helpers';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
@@ -268,6 +270,21 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect(await db('screenshots').where({ config_id: c.screenshot_configuration_id }).count({ n: '*' })).to.deep.equal([{ n: 0 }]);
     expect((await api('GET', `/screenshot_configs/${c.screenshot_configuration_id}`)).status).to.equal(404);
     expect((await api('GET', `/jobs/${c.job_id}`)).status).to.equal(404);
+  });
+
+  it("notes the job given with a snap's configuration lookup, on the configuration it creates and on the one it finds", async () => {
+    const { account_id: accountId } = await sys.account('paid');
+    const options = { url: `${fx.origin}/plain?noted` };
+    const lookup = (jobId?: string) =>
+      call(sys.broker, 'scheduler.snapConfig', { accountId, options, snapKey: captureKey(options), ...(jobId ? { jobId } : {}) });
+    const lastJob = async (id: string) => (await call(sys.broker, 'scheduler.get', { accountId, id })).ids.last_job_id;
+    const created = await lookup('jobnoted0001');
+    expect(await lastJob(created.id)).to.equal('jobnoted0001');
+    expect((await lookup('jobnoted0002')).id).to.equal(created.id);
+    expect(await lastJob(created.id)).to.equal('jobnoted0002');
+    // Without a job, the lookup notes nothing.
+    await lookup();
+    expect(await lastJob(created.id)).to.equal('jobnoted0002');
   });
 
   it("answers 404 for another account's configuration and job", async () => {

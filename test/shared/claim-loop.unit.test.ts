@@ -2,7 +2,7 @@
  * shared/claim-loop.ts over a queue held in the test (what the loop claims is the caller's;
  * the job worker's and the dispatcher's claims on real databases are in
  * test/capture/worker.test.ts, research-queue.test.ts and test/notifier/deliveries.test.ts):
- * the concurrency cap, a pump that arrives while a claim is under way, the poll, stop with
+ * the concurrency cap, a pump that arrives while a claim is under way, the poll, wakeIn, stop with
  * its grace, idle, and the resource asked for before each claim.
  */
 import { expect } from 'chai';
@@ -166,6 +166,61 @@ describe('ClaimLoop', () => {
     clock.restore();
     polled.finish('a');
     still.finish('a');
+    await Promise.all([polled.loop.idle(), still.loop.idle()]);
+  });
+
+  it('wakeIn(ms) claims once more after ms, long before the poll; not when started without polling, nor once stopping', async () => {
+    const clock = sinon.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout', 'Date'] });
+    const polled = harness({ pollMs: 60_000 });
+    polled.loop.start();
+    const still = harness({ pollMs: 60_000 });
+    still.loop.start(false);
+    await clock.tickAsync(0);
+    // Asked for 5020, then for 5000 (shares the round at 5020: never one before its time), and for 8000.
+    polled.loop.wakeIn(5_020);
+    polled.loop.wakeIn(5_000);
+    polled.loop.wakeIn(8_000);
+    still.loop.wakeIn(5_000);
+    polled.queue.push('a');
+    still.queue.push('a');
+    const before = polled.claims;
+    await clock.tickAsync(5_019);
+    expect(polled.claimed).to.deep.equal([]);
+    await clock.tickAsync(1);
+    await clock.tickAsync(100);
+    expect(polled.claimed).to.deep.equal(['a']);
+    // One round (the claim of "a", then one that finds none).
+    expect(polled.claims - before).to.equal(2);
+    polled.queue.push('b');
+    await clock.tickAsync(2_879);
+    expect(polled.claimed).to.deep.equal(['a']);
+    await clock.tickAsync(1);
+    await clock.tickAsync(0);
+    expect(polled.claimed).to.deep.equal(['a', 'b']);
+    // A time just after one already asked for gets its own round (the earlier one would find it not due).
+    polled.finish('a');
+    await clock.tickAsync(0);
+    polled.loop.wakeIn(1_000);
+    polled.loop.wakeIn(1_030);
+    await clock.tickAsync(1_005);
+    polled.queue.push('c');
+    await clock.tickAsync(24);
+    expect(polled.claimed).to.deep.equal(['a', 'b']);
+    await clock.tickAsync(1);
+    await clock.tickAsync(0);
+    expect(polled.claimed).to.deep.equal(['a', 'b', 'c']);
+    // Started without polling, nothing but a pump claims.
+    await clock.tickAsync(10_000);
+    expect(still.claimed).to.deep.equal([]);
+    // Once stopping, a wake asked for claims nothing.
+    polled.loop.stopClaiming();
+    polled.queue.push('d');
+    polled.loop.wakeIn(1_000);
+    await clock.tickAsync(2_000);
+    expect(polled.claimed).to.deep.equal(['a', 'b', 'c']);
+    clock.restore();
+    polled.finish('b');
+    polled.finish('c');
     await Promise.all([polled.loop.idle(), still.loop.idle()]);
   });
 

@@ -99,6 +99,8 @@ export interface CapturePipelineDeps {
   log?: Pick<LoggerInstance, 'debug' | 'info'>;
   /** Visual change steps' comparisons, owed with the capture's record and run once it is recorded (none: such steps compare nothing). */
   visual?: Pick<VisualAlerts, 'record' | 'owe'> | null;
+  /** Webhook deliveries may have been written for the account (a webhook_url, change steps' alerts): the notifier is told, so it need not wait for its poll. */
+  deliveriesAdded?: ((accountId: string) => void) | null;
 }
 
 export class CapturePipeline {
@@ -112,6 +114,7 @@ export class CapturePipeline {
   private readonly observer: CaptureObserver | null;
   private readonly log: Pick<LoggerInstance, 'debug' | 'info'>;
   private readonly visual: Pick<VisualAlerts, 'record' | 'owe'> | null;
+  private readonly deliveriesAdded: (accountId: string) => void;
 
   constructor(deps: CapturePipelineDeps) {
     this.engine = deps.engine;
@@ -124,6 +127,7 @@ export class CapturePipeline {
     this.observer = deps.observer ?? null;
     this.log = deps.log ?? { debug: () => undefined, info: () => undefined };
     this.visual = deps.visual ?? null;
+    this.deliveriesAdded = deps.deliveriesAdded ?? (() => undefined);
   }
 
   /**
@@ -274,8 +278,10 @@ export class CapturePipeline {
       return null;
     }
     this.log.info({ screenshot_id: id, ms: Math.round(performance.now() - t0) }, 'capture recorded');
+    if (webhookUrl || readings.length) this.deliveriesAdded(job.accountId);
     // Visual change steps: compared with the configuration's baseline once the capture is
     // recorded, in the background (a snap's answer never waits for it; visual-alerts.ts).
+    // Its alerts are announced by VisualAlerts (announce), as those of a comparison left behind are.
     if (this.visual && visualCapture) void this.visual.record(visualCapture, readings, owed);
     return this.screenshots.toRef({ ...row, id });
   }

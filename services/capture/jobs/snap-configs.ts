@@ -25,15 +25,17 @@ export class KeptSnapConfigs implements SnapConfigs {
     private readonly maxEntries = 10_000,
   ) {}
 
-  async snapConfig(accountId: string, options: SnapOptions): Promise<{ id: string }> {
-    if (this.ttlMs <= 0) return this.scheduler.snapConfig(accountId, options);
+  /** `noted`: the scheduler was asked, and noted `jobId` with it; a configuration kept here notes nothing. */
+  async snapConfig(accountId: string, options: SnapOptions, jobId?: string): Promise<{ id: string; noted: boolean }> {
+    const noted = jobId !== undefined;
+    if (this.ttlMs <= 0) return { id: (await this.scheduler.snapConfig(accountId, options, jobId)).id, noted };
     const key = `${accountId}\u0000${captureKey(options)}`;
     const at = this.now();
     const kept = this.kept.get(key);
-    if (kept && kept.until > at) return { id: kept.id };
+    if (kept && kept.until > at) return { id: kept.id, noted: false };
     if (kept) this.kept.delete(key);
     const generation = this.generation;
-    const { id } = await this.scheduler.snapConfig(accountId, options);
+    const { id } = await this.scheduler.snapConfig(accountId, options, jobId);
     if (generation === this.generation) {
       if (this.kept.size >= this.maxEntries) {
         const oldest = this.kept.keys().next().value;
@@ -41,7 +43,7 @@ export class KeptSnapConfigs implements SnapConfigs {
       }
       this.kept.set(key, { id, until: at + this.ttlMs });
     }
-    return { id };
+    return { id, noted };
   }
 
   noteJob(configId: string, jobId: string): void {

@@ -19,7 +19,11 @@ import type { ScreenshotRepository } from './screenshots';
 
 /** The scheduler as a snap sees it: the configuration a snap is recorded under, and its latest job noted. */
 export interface SnapConfigs {
-  snapConfig(accountId: string, options: SnapOptions): Promise<{ id: string }>;
+  /**
+   * The configuration; `jobId`, when given, is noted as its latest job by the same call to the
+   * scheduler when one is made (`noted`); otherwise (a configuration kept here) noteJob is left to the caller.
+   */
+  snapConfig(accountId: string, options: SnapOptions, jobId?: string): Promise<{ id: string; noted?: boolean }>;
   noteJob(configId: string, jobId: string): void;
   /** The configuration is being deleted (snap-configs.ts forgets what it kept of it). */
   forget?(configId: string): void;
@@ -60,12 +64,13 @@ export class SnapDesk {
       throw err;
     }
     try {
-      const snapConfig = await this.deps.configs.snapConfig(p.account.accountId, p.options);
+      // A first attempt's job is noted as its configuration's latest with the same call (one request, not two).
+      const snapConfig = await this.deps.configs.snapConfig(p.account.accountId, p.options, p.attempt === 1 ? p.jobId : undefined);
       const owner = { id: p.jobId, accountId: p.account.accountId, configId: snapConfig.id };
       const begun = p.attempt > 1 ? await queue.retake(owner) : { leased: await queue.start(owner) };
       if ('finished' in begun) return finishedAnswer(begun.finished, screenshots);
       const job = begun.leased;
-      if (p.attempt === 1) this.deps.configs.noteJob(job.configId, job.id);
+      if (p.attempt === 1 && !snapConfig.noted) this.deps.configs.noteJob(job.configId, job.id);
       return await this.deps.pipeline.snap(job, p.options, turnOf({ cls: 'snap', ticket, since: p.since, again: p.attempt > 1 }));
     } finally {
       await admission.finish(ticket);

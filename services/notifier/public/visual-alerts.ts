@@ -74,6 +74,8 @@ export interface VisualAlertsDeps {
   log?: { warn(obj: unknown, msg?: string): void; error(...args: unknown[]): void };
   /** Bytes of baselines' decoded pixels kept in memory (VISUAL_CACHE_MB); 0: none, each comparison decodes both captures. */
   cacheBytes?: number;
+  /** Alerts (and their deliveries) were written for the account: the notifier is told (notifier.deliveriesAdded), so it need not wait for its poll. */
+  announce?: (accountId: string) => void;
   /** The lease of an owed comparison (default 60 s): left that long by a process that died, it is compared by another; also the resume poll. */
   leaseMs?: number;
   now?: () => number;
@@ -257,6 +259,7 @@ export class VisualAlerts {
           this.deps.log?.warn({ err, config_id: capture.configId, step: r.index }, 'visual change comparison failed');
         }
       }
+      if (alerts.length) this.deps.announce?.(capture.accountId);
       // The decoded baselines no step compares with any more.
       for (const key of run.left) if (!run.kept.has(key)) this.rasters.delete(key);
       try {

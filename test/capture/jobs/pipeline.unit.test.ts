@@ -47,6 +47,7 @@ describe('CapturePipeline (unit: engine stubbed, SQLite and local files)', () =>
   let queue: JobQueue;
   let screenshots: ScreenshotRepository;
   let pipeline: CapturePipeline;
+  let pipelineDeps: () => ConstructorParameters<typeof CapturePipeline>[0];
   let capture: sinon.SinonStub;
   /** The promise the engine was given to hold the used context back for. */
   let answered: Promise<unknown> | undefined;
@@ -66,7 +67,8 @@ describe('CapturePipeline (unit: engine stubbed, SQLite and local files)', () =>
     const engine: Pick<CaptureEngine, 'capture'> = { capture } as unknown as Pick<CaptureEngine, 'capture'>;
     const analyst: Analyst = { check: sinon.stub().resolves(), analyze: sinon.stub().rejects(new Error('no analysis here')) };
     const router: Router = { route: sinon.stub().resolves(null), checkBandwidth: sinon.stub().resolves(), chargeBandwidth: sinon.stub().resolves() };
-    pipeline = new CapturePipeline({ engine, files: new CaptureFiles(new LocalFileStore(path.join(dir, 'files'))), screenshots, queue, analyst, router });
+    pipelineDeps = () => ({ engine, files: new CaptureFiles(new LocalFileStore(path.join(dir, 'files'))), screenshots, queue, analyst, router });
+    pipeline = new CapturePipeline(pipelineDeps());
   });
 
   afterEach(async () => {
@@ -89,6 +91,16 @@ describe('CapturePipeline (unit: engine stubbed, SQLite and local files)', () =>
     expect(answered, 'the engine was told when the capture is answered').to.be.instanceOf(Promise);
     expect(heldWhileRecording).to.equal(true);
     expect(await settled(answered!)).to.equal(true);
+  });
+
+  it('announces the webhook delivery it writes with a capture (notifier.deliveriesAdded), and nothing for a capture without one', async () => {
+    const deliveriesAdded = sinon.spy();
+    const announcing = new CapturePipeline({ ...pipelineDeps(), deliveriesAdded });
+    await announcing.snap(await start('j3'), OPTIONS);
+    expect(deliveriesAdded.called).to.equal(false);
+    await announcing.snap(await start('j4'), { ...OPTIONS, webhook_url: 'https://hooks.example.test/x' } as SnapOptions);
+    expect(deliveriesAdded.calledOnceWith('acc')).to.equal(true);
+    expect(await db('webhook_deliveries').where({ job_id: 'j4' }).count({ n: '*' })).to.deep.equal([{ n: 1 }]);
   });
 
   it('lets the browser clean up when the capture fails too', async () => {

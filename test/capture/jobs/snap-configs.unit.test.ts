@@ -19,9 +19,9 @@ describe('KeptSnapConfigs (scheduler stubbed, fake clock)', () => {
   it('asks the scheduler once per account, page and capture options, and again once the time is up', async () => {
     const s = scheduler();
     const kept = new KeptSnapConfigs(s, 5000, now);
-    expect(await kept.snapConfig('a1', page('https://a.test/'))).to.deep.equal({ id: 'cfg1' });
+    expect(await kept.snapConfig('a1', page('https://a.test/'))).to.deep.equal({ id: 'cfg1', noted: false });
     clock += 4999;
-    expect(await kept.snapConfig('a1', page('https://a.test/'))).to.deep.equal({ id: 'cfg1' });
+    expect(await kept.snapConfig('a1', page('https://a.test/'))).to.deep.equal({ id: 'cfg1', noted: false });
     expect(s.snapConfig.callCount).to.equal(1);
     // Another account, another page, or an option that changes the capture: another configuration.
     await kept.snapConfig('a2', page('https://a.test/'));
@@ -46,9 +46,9 @@ describe('KeptSnapConfigs (scheduler stubbed, fake clock)', () => {
   it('forgets a configuration being deleted at once, and does not keep a lookup the deletion overtook', async () => {
     const s = scheduler();
     const kept = new KeptSnapConfigs(s, 60_000, now);
-    expect(await kept.snapConfig('a1', page('https://a.test/'))).to.deep.equal({ id: 'cfg1' });
+    expect(await kept.snapConfig('a1', page('https://a.test/'))).to.deep.equal({ id: 'cfg1', noted: false });
     kept.forget('cfg1');
-    expect(await kept.snapConfig('a1', page('https://a.test/'))).to.deep.equal({ id: 'cfg2' });
+    expect(await kept.snapConfig('a1', page('https://a.test/'))).to.deep.equal({ id: 'cfg2', noted: false });
     // A lookup under way while cfg2 is deleted answers what it found, but is not kept.
     let finish!: (v: { id: string }) => void;
     s.snapConfig.onCall(2).returns(new Promise((r) => (finish = r)));
@@ -56,8 +56,20 @@ describe('KeptSnapConfigs (scheduler stubbed, fake clock)', () => {
     const pending = kept.snapConfig('a1', page('https://a.test/'));
     kept.forget('cfg2');
     finish({ id: 'cfg2' });
-    expect(await pending).to.deep.equal({ id: 'cfg2' });
-    expect(await kept.snapConfig('a1', page('https://a.test/'))).to.deep.equal({ id: 'cfg3' });
+    expect(await pending).to.deep.equal({ id: 'cfg2', noted: false });
+    expect(await kept.snapConfig('a1', page('https://a.test/'))).to.deep.equal({ id: 'cfg3', noted: false });
+  });
+
+  it("has the snap's job noted by the scheduler with the same call when it asks, and says so; a configuration kept notes nothing", async () => {
+    const s = scheduler();
+    const kept = new KeptSnapConfigs(s, 60_000, now);
+    expect(await kept.snapConfig('a1', page('https://a.test/'), 'j1')).to.deep.equal({ id: 'cfg1', noted: true });
+    expect(s.snapConfig.firstCall.args).to.deep.equal(['a1', page('https://a.test/'), 'j1']);
+    expect(await kept.snapConfig('a1', page('https://a.test/'), 'j2')).to.deep.equal({ id: 'cfg1', noted: false });
+    expect(s.snapConfig.callCount).to.equal(1);
+    const asking = new KeptSnapConfigs(s, 0, now);
+    expect(await asking.snapConfig('a1', page('https://a.test/'), 'j3')).to.deep.equal({ id: 'cfg2', noted: true });
+    expect(s.snapConfig.lastCall.args[2]).to.equal('j3');
   });
 
   it('holds at most its number of configurations', async () => {

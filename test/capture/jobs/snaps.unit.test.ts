@@ -46,12 +46,14 @@ function setup() {
       return shot;
     }),
   };
+  // The scheduler notes the job with the configuration's lookup (false: a configuration kept by the instance).
+  let notedByScheduler = true;
   const files = { thumbnailOf: sinon.stub(), remove: sinon.stub().callsFake(async () => void steps.push('file removed')) };
   const metrics = { refused: sinon.stub() };
   const configs = {
-    snapConfig: sinon.stub().callsFake(async () => {
-      steps.push('config');
-      return { id: 'cfg' };
+    snapConfig: sinon.stub().callsFake(async (_accountId: string, _options: unknown, jobId?: string) => {
+      steps.push(jobId && notedByScheduler ? `config, ${jobId} noted` : 'config');
+      return { id: 'cfg', noted: jobId !== undefined && notedByScheduler };
     }),
     noteJob: sinon.stub().callsFake(() => void steps.push('noted')),
     forget: sinon.stub().callsFake(() => void steps.push('config forgotten')),
@@ -62,7 +64,10 @@ function setup() {
   const jobQueued = sinon.stub();
   const configDeleted = sinon.stub().callsFake(() => void steps.push('deletion announced'));
   const desk = new SnapDesk({ db, admission, queue, pipeline, screenshots, files, metrics, configs, jobQueued, configDeleted });
-  return { desk, steps, admission, queue, pipeline, metrics, configs, screenshots, files, jobQueued, configDeleted };
+  const keptConfig = () => {
+    notedByScheduler = false;
+  };
+  return { desk, steps, admission, queue, pipeline, metrics, configs, screenshots, files, jobQueued, configDeleted, keptConfig };
 }
 
 const params = (attempt = 1) => ({ account, options: { url: 'https://example.test/' }, jobId: 'j1', attempt, since: 5 });
@@ -71,10 +76,19 @@ describe('SnapDesk (collaborators stubbed)', () => {
   it('admits a snap by its limits before anything is written, records its job, captures it, and gives its ticket back', async () => {
     const t = setup();
     expect(await t.desk.take(params())).to.equal(shot);
-    expect(t.steps).to.deep.equal(['admit', 'config', 'start', 'noted', 'snap', 'finish']);
+    expect(t.steps).to.deep.equal(['admit', 'config, j1 noted', 'start', 'snap', 'finish']);
+    expect(t.configs.noteJob.called, 'noted with the lookup: no second call').to.equal(false);
     expect(t.queue.start.firstCall.args[0]).to.deep.equal({ id: 'j1', accountId: 'acc', configId: 'cfg' });
     const turn = t.pipeline.snap.firstCall.args[2];
     expect(turn.claim).to.include({ cls: 'snap', since: 5, again: false });
+  });
+
+  it('notes the job itself, once its job is started, when the configuration was kept (the scheduler not asked)', async () => {
+    const t = setup();
+    t.keptConfig();
+    await t.desk.take(params());
+    expect(t.steps).to.deep.equal(['admit', 'config', 'start', 'noted', 'snap', 'finish']);
+    expect(t.configs.noteJob.calledOnceWith('cfg', 'j1')).to.equal(true);
   });
 
   it('writes nothing for a snap its account has no room for, and counts the refusal', async () => {
@@ -90,7 +104,7 @@ describe('SnapDesk (collaborators stubbed)', () => {
     const t = setup();
     t.pipeline.snap.rejects(serviceError('page_load_failed', 'no'));
     await t.desk.take(params()).catch(() => undefined);
-    expect(t.steps).to.deep.equal(['admit', 'config', 'start', 'noted', 'finish']);
+    expect(t.steps).to.deep.equal(['admit', 'config, j1 noted', 'start', 'finish']);
   });
 
   it('takes a snap again under its job without noting it twice, in its place in the fair order', async () => {

@@ -9,7 +9,8 @@
  *   decoding only its rows that differ by the row prints its record keeps;
  * - durability: the comparison a capture owes is written with it (owe, in the capture's
  *   transaction); one left behind by a process that stopped before it compared (its lease ran
- *   out) is completed by a fresh process's resume loop, with its alert and delivery; one run
+ *   out) is completed by a fresh process's resume loop, with its alert and delivery (announced
+ *   to the notifier); one run
  *   twice counts once; one that fails every time is given up.
  */
 import { expect } from 'chai';
@@ -155,12 +156,14 @@ describe('visual change comparisons in the capture process', () => {
       expect(await pending(), 'held by the process that recorded it').to.have.length(1);
       // ...and completes it once the lease ran out.
       clock += 31_000;
-      const restarted = process();
+      const announce = sinon.spy();
+      const restarted = new VisualAlerts({ db, store, link, now, leaseMs: 30_000, announce });
       restarted.resume(false);
       await restarted.stopResuming();
       await restarted.idle();
       expect(await pending()).to.have.length(0);
       expect(await alertsOf(), 'the change alerted').to.equal(1);
+      expect(announce.args, 'its delivery announced to the notifier').to.deep.equal([['acct1']]);
       const alert = await db('change_notifications').where({ config_id: 'cfg1', step_index: 1 }).first('retrieved_value', 'job_id');
       expect(alert).to.deep.include({ retrieved_value: link(left.capture.imageName), job_id: left.capture.jobId });
       expect((await db('webhook_deliveries').select('id')).length, 'its delivery is in the outbox').to.equal(deliveriesBefore + 1);
