@@ -6,7 +6,7 @@
  *
  *   (a) the floor, first and alone: N WebDriver sessions on that Grid (N = concurrency, opened
  *       exactly like the capture service opens its own: launchSession), each with one target
- *       in its own browser context, attached over the browser-level CDP socket (se:cdp) in
+ *       in its own browser context, attached over the browser-level CDP socket (by GRID_CDP) in
  *       flat mode, with the same viewport. One iteration = Page.navigate, wait for
  *       Page.loadEventFired, the row's complete work (below), Page.captureScreenshot (same
  *       format and quality as /snap). The same tab is reused.

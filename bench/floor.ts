@@ -45,6 +45,7 @@ export async function openFloorTab(config: Readonly<Config>, id: number, proxySe
       chromeBin: config.capture.chromeBin,
       chromedriverBin: config.capture.chromedriverBin,
       extraArgs: config.capture.extraArgs,
+      gridCdp: config.capture.gridCdp,
     },
     id,
   );

@@ -10,7 +10,8 @@
  *   stack     the full stack as `npm run stack` runs it (ops/stack.ts, STACK_DEFAULTS): api,
  *             billing, proxy, ai, notifier, two schedulers and two capture instances with two
  *             browser sessions each, over this machine's NATS, MariaDB and Redis, on a
- *             Selenium Grid hub with two Chrome nodes.
+ *             Selenium Grid hub with two Chrome nodes (CDP by GRID_CDP, direct unless the
+ *             environment says relay; the report says which route the sessions took).
  *
  * Both capture the mix (bench/sites.ts: the pages, site names and /snap options mix.ts uses,
  * driven by the same driveMix) at concurrency 4, wait=0 and ttl=0, through their egress
@@ -219,7 +220,38 @@ const f2 = (v: number) => v.toFixed(2);
 const x = (v: number) => `${v.toFixed(2)}x`;
 const word = (met: boolean) => `**${met ? 'MET' : 'NOT MET'}**`;
 
-function report(runs: Record<Side, SideRun>, crossings: Crossings, info: { seconds: number; load: number[]; layout: string }): string {
+/** The stack's browser sessions by the route of their CDP socket (snap_browser_slots_cdp over its capture instances, GRID_CDP). */
+async function cdpRoutes(url: string): Promise<{ direct: number; relay: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const sum = (route: string) =>
+    text
+      .split('\n')
+      .filter((l) => l.startsWith('snap_browser_slots_cdp{') && l.includes(`route="${route}"`))
+      .reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+  return { direct: sum('direct'), relay: sum('relay') };
+}
+
+/** How the stack's capture instances reached their browsers during the run, in a sentence. */
+function cdpSentence(cdp: { direct: number; relay: number }): string {
+  if (cdp.relay === 0) {
+    return (
+      `The capture instances speak to their browsers' own DevTools sockets (GRID_CDP=direct, the Grid's nodes on this host: ${cdp.direct} of ` +
+      `${cdp.direct} sessions), as the embedded process does: the Grid's JVMs carry only the WebDriver commands that start, keep and end the sessions.`
+    );
+  }
+  const some = cdp.direct > 0 ? ` for ${cdp.relay} of ${cdp.direct + cdp.relay} sessions (the others speak to their browsers' own DevTools sockets)` : '';
+  return (
+    `Every CDP message of a capture, the screenshot itself included, crosses two more processes${some}: the capture instance ` +
+    "reaches its browser through the Grid (the session's se:cdp WebSocket, relayed by the hub and then the node; GRID_CDP=relay or its " +
+    "fallback), where the embedded process speaks to the browser's own DevTools socket."
+  );
+}
+
+function report(
+  runs: Record<Side, SideRun>,
+  crossings: Crossings,
+  info: { seconds: number; load: number[]; layout: string; cdp: { direct: number; relay: number } },
+): string {
   const cpus = os.cpus();
   const e = runs.embedded;
   const s = runs.stack;
@@ -326,9 +358,7 @@ function report(runs: Record<Side, SideRun>, crossings: Crossings, info: { secon
     `The crossings, counted over ${c.captures} more captures on the stack (not in the blocks above): a subscriber on the stack's NATS namespace saw ` +
       `${f1(msgs)} Moleculer packets per capture (${f1(perCap(requests))} requests, ${f1(perCap(bytes) / 1024)} KB in all); MariaDB answered ` +
       `${f1(perCap(c.statements))} statements per capture and Redis ${f1(perCap(c.redisCommands))} commands (their global counters: other work on the ` +
-      'machine is in them too). Every CDP message of a capture, the screenshot itself included, crosses two more processes: the capture instance ' +
-      "reaches its browser through the Grid (the session's se:cdp WebSocket, relayed by the hub and then the node), where the embedded process " +
-      "speaks to the browser's own DevTools socket.",
+      `machine is in them too). ${cdpSentence(info.cdp)}`,
     '',
     '| NATS packet | per capture | bytes per packet |',
     '|---|---:|---:|',
@@ -498,7 +528,8 @@ runBench('stackmix', async (cleanups, stopping) => {
   progress(`counting the stack's crossings over ${TAP} captures`);
   const crossings = await countCrossings(stack, () => driveMix(seq, runs.stack.cursor, CONCURRENCY, TAP, op(runs.stack)));
   checkAlive();
+  const cdp = await cdpRoutes(stack.url);
   load.push(os.loadavg()[0]!);
   failed = false;
-  publishResults('stackmix', report(runs, crossings, { seconds: (performance.now() - t0) / 1000, load, layout }), FULL_RUN, progress);
+  publishResults('stackmix', report(runs, crossings, { seconds: (performance.now() - t0) / 1000, load, layout, cdp }), FULL_RUN, progress);
 });

@@ -10,7 +10,7 @@
  * Settings (environment): STACK_DIR (data/stack), STACK_PORT (3000), STACK_MYSQL_URL,
  * STACK_REDIS_URL, STACK_NATS_URL, STACK_CAPTURE_INSTANCES (2), STACK_SCHEDULERS (2),
  * STACK_GRID_NODES (2), STACK_CAPTURE_SESSIONS (2); any other variable of the service
- * (ALLOW_PRIVATE_NETWORKS, EGRESS_ALLOW_ADDRESSES, SERVICE_AI_*, LOG_LEVEL, ...) is passed
+ * (ALLOW_PRIVATE_NETWORKS, EGRESS_ALLOW_ADDRESSES, SERVICE_AI_*, LOG_LEVEL, GRID_CDP, ...) is passed
  * to every service process.
  */
 import { spawn, spawnSync } from 'node:child_process';

@@ -119,6 +119,9 @@ export class Stack {
       TRANSPORTER: o.natsUrl,
       NAMESPACE: this.namespace,
       SELENIUM_URL: this.grid?.url ?? '',
+      // Its Grid's nodes run on this host: CDP goes straight to each browser's own DevTools socket, not through the
+      // hub's and a node's JVMs (docs/configuration.md); GRID_CDP=relay in the environment keeps the Grid's relay.
+      GRID_CDP: process.env.GRID_CDP || 'direct',
       SECRETS_KEY: this.secretsKey,
       CAPTURE_SESSIONS: String(o.sessionsPerCapture),
       ...o.env,

@@ -14,6 +14,7 @@ import { cdnLink } from '../shared/links';
 import { VisualAlerts } from '../notifier/public/visual-alerts';
 import { BrowserPool } from './browsers/browser-pool';
 import { launchSession } from './browsers/browser-slot';
+import { CdpRouter } from './browsers/grid-cdp';
 import { CaptureEngine, turnOf } from './browsers/engine';
 import { GridDrainWatch } from './browsers/grid-drain';
 import type { Collaborators } from './collaborators';
@@ -28,6 +29,7 @@ import { KeptSnapConfigs } from './jobs/snap-configs';
 import { SnapDesk } from './jobs/snaps';
 import { JobWorker } from './jobs/worker';
 import type { BlockerLoader } from './page/blocking';
+import { CdpConnection } from './page/cdp';
 import { EgressGateway } from './page/gateway';
 import { readingCapture } from './page/page-capture';
 import { ResearchRunner } from './research/research';
@@ -79,6 +81,8 @@ export function captureParts({ config, db, store, blockers, collaborators: c, br
       chromeBin: config.capture.chromeBin,
       chromedriverBin: config.capture.chromedriverBin,
       extraArgs: config.capture.extraArgs,
+      // Each browser's CDP socket: its own DevTools socket or the Grid's relay (GRID_CDP).
+      cdpRouter: new CdpRouter({ seleniumUrl: config.seleniumUrl, gridCdp: config.capture.gridCdp }, { open: (url) => CdpConnection.open(url), log }),
       // One gateway per browser slot, beside this capture instance (DESIGN section 5).
       gateway: gw
         ? () =>

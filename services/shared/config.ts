@@ -157,6 +157,11 @@ export interface Config {
      */
     chromeBin: string | null;
     chromedriverBin: string;
+    /**
+     * GRID_CDP: direct (default) speaks to each browser's own DevTools socket when its Grid node is on this host, else
+     * through the Grid's relay (se:cdp); relay always uses the relay (services/capture/browsers/grid-cdp.ts).
+     */
+    gridCdp: 'direct' | 'relay';
     /** Extra Chromium flags, space separated (e.g. --host-resolver-rules for test fixtures). */
     extraArgs: string[];
     /** The egress gateway every browser context uses as its proxy (DESIGN section 5); null when EGRESS_GATEWAY=off. */
@@ -371,6 +376,16 @@ function realLocationPreset(env: Env): RealLocationPreset | null {
   return { provider: provider as RealLocationProvider, username, password, gateway };
 }
 
+function gridCdpOf(env: Env): Config['capture']['gridCdp'] {
+  const raw = str(env, 'GRID_CDP') ?? 'direct';
+  if (raw !== 'direct' && raw !== 'relay') {
+    throw new ConfigError(
+      `GRID_CDP must be direct (the browser's own DevTools socket when its Grid node is on this host) or relay (always the Grid's se:cdp); got "${raw}"`,
+    );
+  }
+  return raw;
+}
+
 function logFormatOf(env: Env): Config['logFormat'] {
   const logFormat = (str(env, 'LOG_FORMAT') ?? 'json') as Config['logFormat'];
   if (!['json', 'text'].includes(logFormat)) throw new ConfigError(`LOG_FORMAT must be json or text; got "${logFormat}"`);
@@ -492,6 +507,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       jobLeaseMs: int(env, 'CAPTURE_JOB_LEASE_MS', 30_000, 1000, 3_600_000),
       chromeBin: str(env, 'CHROME_BIN') ?? (seleniumUrl ? null : '/usr/bin/chromium-headless-shell'),
       chromedriverBin: str(env, 'CHROMEDRIVER_BIN') ?? '/usr/bin/chromedriver',
+      gridCdp: gridCdpOf(env),
       extraArgs: chromeArgs(env),
       gateway: gatewayConfig(env),
       dnsServers: list(env, 'EGRESS_DNS_SERVERS'),

@@ -130,6 +130,11 @@ export class BrowserPool {
     return { sessions: this.slots.length, busy: this.slots.filter((s) => s.busy).length, queued: this.queue.count((w) => !isWorkerAsk(w.claim)) };
   }
 
+  /** Sessions whose CDP socket goes straight to their browser, not through the Grid's relay (GRID_CDP). */
+  get directSessions(): number {
+    return this.slots.filter((s) => s.cdpRoute === 'direct').length;
+  }
+
   /** About how long a capture holds a browser here lately, in seconds (2 before the first). */
   get captureSeconds(): number {
     return this.holdSeconds ?? 2;
@@ -367,7 +372,7 @@ export class BrowserPool {
 
   private pingIdle(): void {
     for (const slot of this.slots) {
-      if (slot.busy || slot.broken || Date.now() - slot.lastUsed < this.opts.keepAliveMs) continue;
+      if (slot.busy || slot.broken || Date.now() - slot.lastActive < this.opts.keepAliveMs) continue;
       slot.lastUsed = Date.now();
       slot.ping().catch((err: Error) => {
         this.log.warn(`Browser session ${slot.id} stopped answering (${err.message}); replacing it.`);

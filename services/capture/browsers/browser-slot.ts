@@ -12,6 +12,7 @@ import MANDATORY_CHROME_ARGS from '../../../grid/config/chrome-args.json';
 import { CdpConnection } from '../page/cdp';
 import type { EgressGateway } from '../page/gateway';
 import { type Viewport, presetPage, viewportOf } from '../page/page-session';
+import { type CdpRoute, CdpRouter, type GridCdp } from './grid-cdp';
 
 /**
  * The flags without which headless Chromium hangs or phones home on a closed network (the
@@ -54,6 +55,10 @@ export interface LaunchOptions {
   extraArgs: string[];
   /** Starts the egress gateway of one slot (its contexts' proxy); absent: contexts go out directly. */
   gateway?: (() => Promise<EgressGateway>) | null;
+  /** GRID_CDP, for a launch without cdpRouter (absent: direct). */
+  gridCdp?: GridCdp;
+  /** Opens each session's CDP socket by GRID_CDP (grid-cdp.ts); absent: one for this launch, which logs nothing. */
+  cdpRouter?: CdpRouter<CdpConnection> | null;
 }
 
 /** A target (tab in its own window) in a fresh browser context, attached in flat mode. */
@@ -73,6 +78,12 @@ const STALL_MS = 3_000;
 const PROBE_TIMEOUT_MS = 10_000;
 /** The longest a used context waits for its capture's answer before it is disposed anyway. */
 export const MAX_DISPOSAL_WAIT_MS = 2_000;
+/**
+ * A busy browser whose CDP socket bypasses the Grid sends it a WebDriver command this often:
+ * the Grid counts only what goes through it as the session's activity, and ends a session
+ * idle for its session timeout (60 s on the nodes) even when a long capture is using it.
+ */
+export const GRID_KEEPALIVE_MS = 15_000;
 
 export class BrowserSlot {
   private prepared: Promise<PreparedPage> | null = null;
@@ -93,6 +104,12 @@ export class BrowserSlot {
   gateway: EgressGateway | null = null;
   /** The viewport the next prepared page is set up for: the one the last capture asked for. */
   nextViewport: Viewport = viewportOf({});
+  /** Where the CDP socket goes: straight to the browser, or through the Grid's relay (se:cdp). */
+  cdpRoute: CdpRoute = 'relay';
+  /** On a Grid, with the CDP socket straight to the browser: only WebDriver commands keep the session alive there. */
+  gridSeesWebDriverOnly = false;
+  /** When the last WebDriver command was answered. */
+  lastContact = Date.now();
 
   constructor(
     readonly driver: WebDriver,
@@ -117,6 +134,12 @@ export class BrowserSlot {
   /** Any WebDriver command: keeps the session from being reaped by the Grid; fails when the browser is gone. */
   async ping(): Promise<void> {
     await this.driver.getWindowHandle();
+    this.lastContact = Date.now();
+  }
+
+  /** When the Grid last saw this session in use: its CDP traffic counts there when relayed, else its WebDriver commands only. */
+  get lastActive(): number {
+    return this.gridSeesWebDriverOnly ? this.lastContact : this.lastUsed;
   }
 
   /**
@@ -129,7 +152,13 @@ export class BrowserSlot {
    */
   watch(): () => void {
     const timer = setInterval(() => {
-      if (this.probing || this.cdp.closed || this.cdp.oldestPendingMs < STALL_MS) return;
+      if (this.probing || this.cdp.closed) return;
+      if (this.gridSeesWebDriverOnly && Date.now() - this.lastContact >= GRID_KEEPALIVE_MS) {
+        // The capture's CDP traffic bypasses the Grid: a WebDriver command keeps its session (a failure shows in the probe below).
+        this.lastContact = Date.now();
+        this.ping().catch(() => undefined);
+      }
+      if (this.cdp.oldestPendingMs < STALL_MS) return;
       this.probing = true;
       withTimeout(this.ping(), PROBE_TIMEOUT_MS, 'asking ChromeDriver whether the browser is there')
         .then(
@@ -272,17 +301,6 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
   });
 }
 
-async function cdpUrlOf(driver: WebDriver): Promise<string> {
-  const caps = await driver.getCapabilities();
-  const seCdp = caps.get('se:cdp') as string | undefined;
-  if (seCdp) return seCdp;
-  const address = (caps.get('goog:chromeOptions') as { debuggerAddress?: string } | undefined)?.debuggerAddress;
-  if (!address) throw new Error('the WebDriver session offers no CDP endpoint (neither se:cdp nor goog:chromeOptions.debuggerAddress)');
-  const res = await fetch(`http://${address}/json/version`);
-  const body = (await res.json()) as { webSocketDebuggerUrl: string };
-  return body.webSocketDebuggerUrl;
-}
-
 export async function launchSession(opts: LaunchOptions, id: number): Promise<BrowserSlot> {
   const options = new chrome.Options();
   options.addArguments(...CHROME_ARGS, ...opts.extraArgs);
@@ -292,9 +310,14 @@ export async function launchSession(opts: LaunchOptions, id: number): Promise<Br
   else builder = builder.setChromeService(new chrome.ServiceBuilder(opts.chromedriverBin));
   const driver = await builder.build();
   try {
-    const cdp = await CdpConnection.open(await cdpUrlOf(driver));
+    const router =
+      opts.cdpRouter ?? new CdpRouter({ seleniumUrl: opts.seleniumUrl, gridCdp: opts.gridCdp ?? 'direct' }, { open: (url) => CdpConnection.open(url) });
+    const sessionId = (await driver.getSession()).getId();
+    const { cdp, route } = await router.connect({ id: sessionId, capabilities: await driver.getCapabilities(), windowHandle: () => driver.getWindowHandle() });
     const slot = new BrowserSlot(driver, cdp, id);
-    slot.sessionId = (await driver.getSession()).getId();
+    slot.sessionId = sessionId;
+    slot.cdpRoute = route;
+    slot.gridSeesWebDriverOnly = route === 'direct' && opts.seleniumUrl !== null;
     if (opts.gateway) {
       try {
         slot.gateway = await opts.gateway();

@@ -41,7 +41,7 @@ export class CaptureMetrics implements CaptureObserver, BrowserFailureObserver {
   private readonly rejections: number[] = [];
 
   constructor(
-    private readonly pool: { readonly stats: { sessions: number; busy: number; queued: number } },
+    private readonly pool: { readonly stats: { sessions: number; busy: number; queued: number }; readonly directSessions?: number },
     private readonly limits: { sessions: number; queueMax: number },
     db: Knex,
     log: { warn(...a: unknown[]): void },
@@ -93,6 +93,7 @@ export class CaptureMetrics implements CaptureObserver, BrowserFailureObserver {
       registers,
     });
     const stats = () => this.pool.stats;
+    const directSessions = () => this.pool.directSessions ?? 0;
     new Gauge({
       name: `${P}capture_queue_depth`,
       help: 'Captures waiting for a free browser.',
@@ -116,6 +117,20 @@ export class CaptureMetrics implements CaptureObserver, BrowserFailureObserver {
       registers,
       collect() {
         this.set(stats().busy);
+      },
+    });
+    new Gauge({
+      name: `${P}browser_slots_cdp`,
+      help:
+        "Browser sessions by the route of their CDP socket: direct (the browser's own DevTools socket; GRID_CDP=direct, embedded mode) or relay " +
+        "(the Grid's se:cdp, through the hub and node JVMs).",
+      labelNames: ['route'],
+      registers,
+      collect() {
+        const { sessions } = stats();
+        const direct = directSessions();
+        this.set({ route: 'direct' }, direct);
+        this.set({ route: 'relay' }, sessions - direct);
       },
     });
     new Gauge({

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { WebDriver } from 'selenium-webdriver';
 import sinon from 'sinon';
-import { BrowserSlot, MAX_DISPOSAL_WAIT_MS } from '../../../services/capture/browsers/browser-slot';
+import { BrowserSlot, GRID_KEEPALIVE_MS, MAX_DISPOSAL_WAIT_MS } from '../../../services/capture/browsers/browser-slot';
 import { CdpConnection } from '../../../services/capture/page/cdp';
 import { DEFAULTS } from '../../../services/capture/page/page-session';
 
@@ -207,6 +207,26 @@ describe('BrowserSlot (unit: browser stubbed)', () => {
     sinon.assert.notCalled(driver.getWindowHandle);
   });
 
+  it('while watching a browser whose CDP bypasses the Grid, sends the Grid a WebDriver command every GRID_KEEPALIVE_MS, and only then', async () => {
+    // Relayed CDP counts as the session's activity on the Grid: no command needed.
+    let unwatch = slot.watch();
+    await clock.tickAsync(3 * GRID_KEEPALIVE_MS);
+    sinon.assert.notCalled(driver.getWindowHandle);
+    unwatch();
+    // Straight to the browser: the Grid sees only WebDriver commands (its session timeout is 60 s).
+    slot.gridSeesWebDriverOnly = true;
+    slot.lastContact = Date.now();
+    expect(slot.lastActive).to.equal(Date.now());
+    unwatch = slot.watch();
+    await clock.tickAsync(GRID_KEEPALIVE_MS - 1_000);
+    sinon.assert.notCalled(driver.getWindowHandle);
+    await clock.tickAsync(1_000);
+    sinon.assert.calledOnce(driver.getWindowHandle);
+    await clock.tickAsync(GRID_KEEPALIVE_MS);
+    sinon.assert.calledTwice(driver.getWindowHandle);
+    expect(slot.lastActive).to.equal(Date.now());
+    unwatch();
+  });
   it('on quit, no longer holds a used context back for its answer', async () => {
     const used = await slot.takePage();
     void slot.recycle(used, 5_000, new Promise<void>(() => undefined));
