@@ -74,13 +74,48 @@ export async function settleDrawing<T = unknown>(page: PageSession, deadline: nu
   return Promise.race([ready, sleep(ms).then(() => undefined)]).catch(() => undefined);
 }
 
-/** Whether an image is of one colour (within FLAT_TOLERANCE); decoded only when it is small enough to be one. */
+/** The side of the blocks the first look at a picture averages (a JPEG decodes at that scale). */
+const GLANCE_BLOCK = 8;
+/** What averaging and the colour conversion of a scaled JPEG decode may add to a range. */
+const GLANCE_ROUNDING = 2;
+
+/**
+ * Whether an image is of one colour (within FLAT_TOLERANCE); decoded only when it is small
+ * enough in bytes to be one. A first look at an eighth of it (its blocks averaged, each
+ * within its pixels' range: a JPEG decodes at that scale directly, about 3 ms for 1280x800)
+ * tells most pictures with content at once: averages that differ by more than the tolerance
+ * (and rounding) come from pixels that do. Only a picture that still looks flat is read in
+ * full. (sharp's stats() took about 40 ms here: it also measures sharpness and entropy.)
+ */
 export async function isOneColour(image: Buffer): Promise<boolean> {
   const meta = await sharp(image).metadata();
-  const pixels = (meta.width ?? 0) * (meta.height ?? 0);
-  if (!pixels || image.length > pixels * BLANK_BYTES_PER_PIXEL) return false;
-  const { channels } = await sharp(image).removeAlpha().stats();
-  return channels.every((c) => c.max - c.min <= FLAT_TOLERANCE);
+  const width = meta.width ?? 0;
+  const height = meta.height ?? 0;
+  if (!width || !height || image.length > width * height * BLANK_BYTES_PER_PIXEL) return false;
+  const glance = await sharp(image)
+    .resize({ width: Math.ceil(width / GLANCE_BLOCK), height: Math.ceil(height / GLANCE_BLOCK), fit: 'fill', kernel: 'nearest' })
+    .removeAlpha()
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  if (widestRange(glance.data, glance.info.channels) > FLAT_TOLERANCE + GLANCE_ROUNDING) return false;
+  const full = await sharp(image).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  return widestRange(full.data, full.info.channels) <= FLAT_TOLERANCE;
+}
+
+/** The largest difference between two values of one channel of interleaved pixels. */
+function widestRange(data: Buffer, channels: number): number {
+  let widest = 0;
+  for (let c = 0; c < channels; c++) {
+    let lo = 255;
+    let hi = 0;
+    for (let i = c; i < data.length; i += channels) {
+      const v = data[i] as number;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+    widest = Math.max(widest, hi - lo);
+  }
+  return widest;
 }
 
 /** In the page: it has something a person would see (text, an image, a canvas, a video, a frame, a form control). */

@@ -34,6 +34,31 @@ describe('painting: blank pictures and web fonts (unit: the page stubbed)', () =
     expect(await isOneColour(await solid('png', [12, 80, 200]))).to.equal(true);
     expect(await isOneColour(await drawn('jpeg'))).to.equal(false);
     expect(await isOneColour(await drawn('png'))).to.equal(false);
+    // Within the tolerance: one colour; a single dot, which averaging all but hides: not.
+    const near = await sharp({ create: { width: 800, height: 600, channels: 3, background: { r: 250, g: 250, b: 250 } } })
+      .composite([{ input: { create: { width: 400, height: 300, channels: 3, background: { r: 252, g: 248, b: 250 } } }, left: 0, top: 0 }])
+      .png()
+      .toBuffer();
+    expect(await isOneColour(near)).to.equal(true);
+    const dot = await sharp({ create: { width: 800, height: 600, channels: 3, background: { r: 255, g: 255, b: 255 } } })
+      .composite([{ input: { create: { width: 1, height: 1, channels: 3, background: { r: 0, g: 0, b: 0 } } }, left: 403, top: 301 }])
+      .png()
+      .toBuffer();
+    expect(await isOneColour(dot)).to.equal(false);
+  });
+
+  it('tells a page with content at a glance: a 1280x800 JPEG of text in a few ms, not the 40 of a full read', async () => {
+    let text = '';
+    for (let y = 60; y < 300; y += 24) text += `<text x="20" y="${y}" font-size="16" font-family="sans-serif">Line ${y} lorem ipsum</text>`;
+    const page = await sharp(
+      Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="1280" height="800"><rect width="100%" height="100%" fill="#fff"/>${text}</svg>`),
+    )
+      .jpeg({ quality: 80 })
+      .toBuffer();
+    expect(page.length, 'small enough in bytes to be looked at').to.be.below(1280 * 800 * 0.03);
+    const reads = sinon.spy(sharp.prototype, 'raw');
+    expect(await isOneColour(page)).to.equal(false);
+    expect(reads.callCount, 'the glance only').to.equal(1);
   });
 
   it('takes the picture again, after the next frames, while it is blank and the page has content', async () => {
