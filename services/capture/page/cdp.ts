@@ -127,16 +127,21 @@ export class CdpConnection {
   }
 
   private command<T>(method: string, params: Params, sessionId: string | undefined, data: boolean): Promise<T> {
+    // A socket already closing (the browser's end went away: a Grid node killed, with the CDP
+    // socket straight to its browser) is closed for the capture now, not when its close event
+    // comes: the capture is then the browser's failure (taken again elsewhere), not a send error.
+    if (this.ws.readyState !== WebSocket.OPEN) this.fail(new Error('CDP connection closed'));
     if (this.closedError) return Promise.reject(new CdpError(method, this.closedError.message));
     const id = this.nextId++;
     const message = JSON.stringify(sessionId ? { id, method, params, sessionId } : { id, method, params });
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { method, sentAt: Date.now(), data, resolve: resolve as (v: unknown) => void, reject });
       this.ws.send(message, (err) => {
-        if (err) {
-          this.pending.delete(id);
-          reject(new CdpError(method, err.message));
-        }
+        if (!err) return;
+        this.pending.delete(id);
+        // The socket went away under the write: closed for the capture now, as above.
+        if (this.ws.readyState !== WebSocket.OPEN) this.fail(new Error('CDP connection closed'));
+        reject(new CdpError(method, this.closedError?.message ?? err.message));
       });
     });
   }

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { WebSocketServer } from 'ws';
+import { type WebSocket, WebSocketServer } from 'ws';
 import { CdpConnection, CdpError, decodeBase64Bytes } from '../../../services/capture/page/cdp';
 
 type Answer = (msg: { id: number; method: string; sessionId?: string }) => string;
@@ -30,6 +30,18 @@ describe('CdpConnection data answers', () => {
   });
 
   const image = crypto.randomBytes(300_000);
+
+  it('takes a socket that is closing for closed: a command fails as the connection closed, at once', async () => {
+    // What the socket of a browser whose node was killed is for a moment: closing, its close event not yet come.
+    (cdp as unknown as { ws: WebSocket }).ws.close();
+    const failed = await cdp.send('Target.setAutoAttach', { autoAttach: true }).then(
+      () => null,
+      (err: Error) => err,
+    );
+    expect(failed).to.be.instanceOf(CdpError);
+    expect(failed?.message).to.match(/connection closed/);
+    expect(cdp.closed, 'the browser is taken as lost').to.equal(true);
+  });
 
   it('reads a screenshot in Chromium’s shape from its bytes, session id and all', async () => {
     answer = (m) => `{"id":${m.id},"result":{"data":"${image.toString('base64')}"},"sessionId":"${m.sessionId}"}`;
