@@ -12,8 +12,26 @@ export const DRAWING_MS = 3_000;
 const SAFETY_MS = 1_000;
 /** How often a one-colour picture of a page with content is taken again, a frame apart. */
 export const REPAINT_TRIES = 3;
-/** A picture this small per pixel may be of one colour, and is looked at; a larger one cannot be. */
-const BLANK_BYTES_PER_PIXEL = 0.03;
+/**
+ * The most bytes a picture of one colour takes in each format as Chromium encodes it: a fixed
+ * part (headers, tables) and a part per pixel, each rounded up from what Chromium 156 writes
+ * for a page of one colour, the same at every quality, colour and scale factor (JPEG, 4:2:0:
+ * 1 152 bytes at 320x200, 6 762 at 1280x800; PNG with optimize_for_speed, the larger of
+ * PNG's two: 1 747 and 18 180; WebP: 688 and 2 390). A picture larger than FLAT_MARGIN times
+ * its format's bound cannot be of one colour and is not decoded; a format not listed always is.
+ */
+const FLAT_BYTES: Readonly<Record<string, { fixed: number; perPixel: number }>> = {
+  jpeg: { fixed: 800, perPixel: 0.006 },
+  png: { fixed: 700, perPixel: 0.018 },
+  webp: { fixed: 700, perPixel: 0.0025 },
+};
+const FLAT_MARGIN = 1.5;
+
+/** Whether a picture of this format, size and length in bytes can be of one colour at all. */
+export function mayBeOneColour(format: string | undefined, width: number, height: number, bytes: number): boolean {
+  const bound = format ? FLAT_BYTES[format] : undefined;
+  return !bound || bytes <= FLAT_MARGIN * (bound.fixed + bound.perPixel * width * height);
+}
 /** Channel values of one colour differ by no more than this (JPEG noise). */
 const FLAT_TOLERANCE = 2;
 
@@ -81,7 +99,8 @@ const GLANCE_ROUNDING = 2;
 
 /**
  * Whether an image is of one colour (within FLAT_TOLERANCE); decoded only when it is small
- * enough in bytes to be one. A first look at an eighth of it (its blocks averaged, each
+ * enough in bytes to be one (mayBeOneColour: a sparse page, a few lines of text on white, is
+ * already too large, 0.015 bytes per pixel as a 1280x800 JPEG). A first look at an eighth of it (its blocks averaged, each
  * within its pixels' range: a JPEG decodes at that scale directly, about 3 ms for 1280x800)
  * tells most pictures with content at once: averages that differ by more than the tolerance
  * (and rounding) come from pixels that do. Only a picture that still looks flat is read in
@@ -91,7 +110,7 @@ export async function isOneColour(image: Buffer): Promise<boolean> {
   const meta = await sharp(image).metadata();
   const width = meta.width ?? 0;
   const height = meta.height ?? 0;
-  if (!width || !height || image.length > width * height * BLANK_BYTES_PER_PIXEL) return false;
+  if (!width || !height || !mayBeOneColour(meta.format, width, height, image.length)) return false;
   const glance = await sharp(image)
     .resize({ width: Math.ceil(width / GLANCE_BLOCK), height: Math.ceil(height / GLANCE_BLOCK), fit: 'fill', kernel: 'nearest' })
     .removeAlpha()

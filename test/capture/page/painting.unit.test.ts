@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import sharp from 'sharp';
 import sinon from 'sinon';
-import { DRAWING_MS, REPAINT_TRIES, isOneColour, settleDrawing, untilPainted } from '../../../services/capture/page/painting';
+import { DRAWING_MS, REPAINT_TRIES, isOneColour, mayBeOneColour, settleDrawing, untilPainted } from '../../../services/capture/page/painting';
 import { PageSession } from '../../../services/capture/page/page-session';
 
 const solid = (format: 'jpeg' | 'png', rgb: [number, number, number]) =>
@@ -47,18 +47,58 @@ describe('painting: blank pictures and web fonts (unit: the page stubbed)', () =
     expect(await isOneColour(dot)).to.equal(false);
   });
 
-  it('tells a page with content at a glance: a 1280x800 JPEG of text in a few ms, not the 40 of a full read', async () => {
-    let text = '';
-    for (let y = 60; y < 300; y += 24) text += `<text x="20" y="${y}" font-size="16" font-family="sans-serif">Line ${y} lorem ipsum</text>`;
+  it('tells a page with content at a glance: a 1280x800 JPEG of one line of text in a few ms, not the 40 of a full read', async () => {
     const page = await sharp(
-      Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="1280" height="800"><rect width="100%" height="100%" fill="#fff"/>${text}</svg>`),
+      Buffer.from(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="1280" height="800"><rect width="100%" height="100%" fill="#fff"/>' +
+          '<text x="20" y="60" font-size="16" font-family="sans-serif">Loading</text></svg>',
+      ),
     )
       .jpeg({ quality: 80 })
       .toBuffer();
-    expect(page.length, 'small enough in bytes to be looked at').to.be.below(1280 * 800 * 0.03);
+    expect(mayBeOneColour('jpeg', 1280, 800, page.length), 'small enough in bytes to be looked at').to.equal(true);
     const reads = sinon.spy(sharp.prototype, 'raw');
     expect(await isOneColour(page)).to.equal(false);
     expect(reads.callCount, 'the glance only').to.equal(1);
+  });
+
+  it('does not decode a picture too large in bytes to be of one colour in its format: a sparse page, heading, paragraph and box', async () => {
+    const page = await sharp(
+      Buffer.from(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="1280" height="800"><rect width="100%" height="100%" fill="#fff"/>' +
+          '<text x="24" y="56" font-size="32" font-weight="bold" font-family="sans-serif">A simple page</text>' +
+          '<text x="24" y="110" font-size="16" font-family="sans-serif">One heading, one paragraph, one box.</text>' +
+          '<rect x="24" y="140" width="300" height="200" fill="#2a6df4"/></svg>',
+      ),
+    )
+      .jpeg({ quality: 80 })
+      .toBuffer();
+    const reads = sinon.spy(sharp.prototype, 'raw');
+    expect(await isOneColour(page)).to.equal(false);
+    expect(reads.callCount, 'not decoded').to.equal(0);
+  });
+
+  it("bounds a picture of one colour by what Chromium writes for one, in each format, and looks at a small element's", async () => {
+    // Chromium 156's bytes for a page of one colour (the largest of four colours; PNG with optimize_for_speed).
+    for (const [format, width, height, bytes] of [
+      ['jpeg', 320, 200, 1152],
+      ['jpeg', 1280, 800, 6762],
+      ['jpeg', 2560, 1600, 24762],
+      ['png', 320, 200, 1747],
+      ['png', 1280, 800, 18180],
+      ['png', 2560, 1600, 65283],
+      ['webp', 320, 200, 688],
+      ['webp', 1280, 800, 2390],
+    ] as const)
+      expect(mayBeOneColour(format, width, height, bytes), `${format} ${width}x${height}`).to.equal(true);
+    expect(mayBeOneColour('jpeg', 1280, 800, 14971), "the bench's simple page, as Chromium writes it").to.equal(false);
+    expect(mayBeOneColour('gif', 1280, 800, 10 ** 7), 'a format not measured is looked at').to.equal(true);
+    // A 100x40 element of one colour: its headers alone are far more than a few hundredths of a byte per pixel.
+    const element = await sharp({ create: { width: 100, height: 40, channels: 3, background: { r: 255, g: 255, b: 255 } } })
+      .jpeg()
+      .toBuffer();
+    expect(element.length / 4000).to.be.above(0.05);
+    expect(await isOneColour(element)).to.equal(true);
   });
 
   it('takes the picture again, after the next frames, while it is blank and the page has content', async () => {
