@@ -59,8 +59,8 @@ export interface CaptureOutput {
 type Params = Record<string, unknown>;
 
 /** Applies everything that must be in place before the first request (beyond presetPage). */
-async function prepare(page: PageSession, o: SnapOptions, userAgent: string, watch: PageWatch): Promise<void> {
-  const steps: Array<Promise<unknown>> = [watch.attachFrames()];
+async function prepare(page: PageSession, o: SnapOptions, userAgent: string): Promise<void> {
+  const steps: Array<Promise<unknown>> = [];
   const viewport = viewportOf(o);
   // A mobile device preset is set whatever the page was prepared with (prepared pages are never mobile).
   const mobile = mobileMetrics(o, viewport.width, viewport.height);
@@ -332,7 +332,14 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
 
   // hide_selectors and remove_selectors are checked before the page loads (an invalid one is refused).
   await checkSelectors(page, o);
-  await prepare(page, o, ctx.userAgent, watch);
+  // The page's out-of-process frames attached as they start: not awaited before navigating.
+  // The browser takes a session's commands in order and sets auto-attach as it takes the
+  // command, so a frame of the page, which comes only once the document arrives, is attached;
+  // the answer (a round trip of 1-5 ms at the start of every capture) is awaited once the page
+  // has loaded, so a failure still fails the capture.
+  const framesAttached = watch.attachFrames();
+  framesAttached.catch(() => undefined);
+  await prepare(page, o, ctx.userAgent);
   // Requests are paused for the egress policy or for blocking; autoconsent is installed
   // before navigating.
   const blocker = wantsBlocking(o) ? await ctx.blocker() : null;
@@ -361,6 +368,7 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
     } finally {
       offParsed();
     }
+    await framesAttached;
     parked ??= parkPointer(page, o);
     if (consent) {
       watch.step = 'dismissing the cookie banner (no_cookie_banners)';
