@@ -17,9 +17,9 @@
  *
  * Every side captures the same sequence (sites.ts: mixSequence; 4 simple, 3 script, 2 heavy and
  * 1 long in every ten, in a fixed shuffled order, each on the next site name), with the
- * complete work of bench.ts's rows (script: wait_for; long: fullpage). The sides take turns as
- * in bench.ts: capture by capture at concurrency 1, in BLOCKS blocks per side at concurrency 4,
- * the order reversed every other round.
+ * complete work of bench.ts's rows (script: wait_for; long: fullpage). The sides take turns:
+ * capture by capture at concurrency 1, in BLOCKS blocks per side at concurrency 4, the order
+ * rotated every round so that no side follows itself (runCell).
  *
  * CPU and memory per contender, from /proc (bench/procs.ts): each side's browsers are the
  * process trees of its ChromeDrivers under the Grid (browsers and renderers; a renderer that
@@ -28,7 +28,9 @@
  * divided by its captures. This process (the service, and the bench's clients of every side)
  * is counted to the side whose turn it was. Resident memory: the sum of the side's trees' RSS
  * (for snap, with this process's) sampled after each of its blocks. The Grid's JVM, shared by
- * all, is in none. Whole-machine CPU (/proc/stat) per capture is shown beside it.
+ * all, is in none. The machine's CPU per capture (/proc/stat) is charged by ledger (charge):
+ * each side's trees to it whenever they run, the rest of the machine (the JVM, the page and
+ * DNS servers, the kernel, other daemons) to the side whose turn it was.
  *
  * Environment (a run with any of these set prints its report but leaves docs/benchmark.md alone):
  *   BENCH_MIX_ITERATIONS   measured captures per side at concurrency 1 and 4 (default "100,160";
@@ -135,8 +137,6 @@ interface SideCell {
   ownCpuMs: number;
   /** This process's CPU during its turns, ms. */
   selfCpuMs: number;
-  /** The whole machine's CPU during its turns, ms. */
-  machineCpuMs: number;
   /** RSS (its browsers; for snap, with this process) after each of its blocks, bytes. */
   rss: number[];
   bytes: number;
@@ -158,41 +158,105 @@ const selfCpuMs = () => {
   return (u.user + u.system) / 1000;
 };
 
-async function runBlock(rt: SideRuntime, seq: MixItem[], workers: number, count: number, cell: SideCell | null): Promise<void> {
+/**
+ * What the machine's CPU is charged to, read at every block's end (bench/procs.ts): each side's
+ * process trees, this process, and the whole machine, as last read; each side's last block.
+ */
+interface Ledger {
+  trees: Map<Side, number>;
+  self: number;
+  machine: number;
+  last: Map<Side, Block>;
+}
+
+/** Every side's process trees' CPU now (one read of /proc, and snap's ChromeDrivers found anew), ms. */
+function treesNow(sides: SideRuntime[], c: number): Map<Side, number> {
+  const procs = processes();
+  return new Map(sides.map((rt) => [rt.side, treesUse(rt.roots(c), [], procs).cpuMs]));
+}
+
+function readLedger(sides: SideRuntime[], c: number, last = new Map<Side, Block>()): Ledger {
+  return { trees: treesNow(sides, c), self: selfCpuMs(), machine: machineCpuMs(), last };
+}
+
+/**
+ * Charges the machine's CPU since the ledger was last read: each side's trees to that side's
+ * last block (work a capture leaves running, such as disposing its context, falls in the next
+ * side's turn), and what is in no side's trees (the Grid's JVM, the page server, the DNS
+ * server, the kernel, other daemons) to `block`, whose turn it was, with `selfMs`, this
+ * process's CPU during the turn. This process's own reading and bookkeeping between turns is
+ * charged to none. Returns the ledger read anew.
+ */
+function charge(ledger: Ledger, sides: SideRuntime[], c: number, turn: { side: Side; block: Block; selfMs: number } | null): Ledger {
+  const now = readLedger(sides, c, ledger.last);
+  let inTrees = 0;
+  for (const rt of sides) {
+    const used = Math.max(0, now.trees.get(rt.side)! - ledger.trees.get(rt.side)!);
+    inTrees += used;
+    const to = turn?.side === rt.side ? turn.block : ledger.last.get(rt.side);
+    if (to) to.machineCpuMs = (to.machineCpuMs ?? 0) + used;
+  }
+  if (turn) {
+    const rest = now.machine - ledger.machine - inTrees - (now.self - ledger.self);
+    turn.block.machineCpuMs = (turn.block.machineCpuMs ?? 0) + turn.selfMs + Math.max(0, rest);
+    now.last.set(turn.side, turn.block);
+  }
+  return now;
+}
+
+async function runBlock(
+  rt: SideRuntime,
+  seq: MixItem[],
+  workers: number,
+  count: number,
+  cell: SideCell | null,
+): Promise<{ block: Block; selfMs: number } | null> {
   const self0 = selfCpuMs();
-  const machine0 = machineCpuMs();
   const t0 = performance.now();
   await driveMix(seq, rt.cursor, workers, count, rt.op, (item, ms, bytes) => {
     if (!cell) return;
     cell.samples.push({ page: item.page, ms });
     cell.bytes += bytes;
   });
-  if (!cell) return;
-  const machine = machineCpuMs() - machine0;
-  cell.blocks.push({ captures: count, ms: performance.now() - t0, machineCpuMs: machine });
+  if (!cell) return null;
+  const block: Block = { captures: count, ms: performance.now() - t0, machineCpuMs: 0 };
+  cell.blocks.push(block);
   const self = selfCpuMs() - self0;
   cell.selfCpuMs += self;
   cell.ownCpuMs += self;
-  cell.machineCpuMs += machine;
   const use = treesUse(rt.roots(workers));
   cell.rss.push(use.rssBytes + (rt.side === 'snap' ? process.memoryUsage().rss : 0));
+  return { block, selfMs: self };
 }
 
-/** One cell: the sides in turns, reversed every other round; each side's browsers' CPU over the whole cell. */
+/**
+ * One cell: the sides in turns, the order rotated every round (warm, isolated, snap; isolated,
+ * snap, warm; …), so that no side ever follows itself and each follows each other side as
+ * often: a side following itself would capture while its own last capture's context is still
+ * being disposed and its next prepared, which the side in the middle of a reversed order
+ * never does. Each side's browsers' CPU over the whole cell; the machine's charged by ledger.
+ */
 async function runCell(sides: SideRuntime[], seq: MixItem[], c: number): Promise<Record<Side, SideCell>> {
-  const cells = Object.fromEntries(
-    sides.map((s) => [s.side, { samples: [], ownCpuMs: 0, selfCpuMs: 0, machineCpuMs: 0, rss: [], bytes: 0, blocks: [] } as SideCell]),
-  ) as Record<Side, SideCell>;
+  const cells = Object.fromEntries(sides.map((s) => [s.side, { samples: [], ownCpuMs: 0, selfCpuMs: 0, rss: [], bytes: 0, blocks: [] } as SideCell])) as Record<
+    Side,
+    SideCell
+  >;
   for (const rt of sides) await runBlock(rt, seq, c, WARMUP, null);
   const before = new Map(sides.map((rt) => [rt.side, treesUse(rt.roots(c)).cpuMs]));
+  let ledger = readLedger(sides, c);
   const blocks = c === 1 ? ITERATIONS[1]! : BLOCKS;
   const perBlock = c === 1 ? 1 : Math.max(c, Math.round(ITERATIONS[c]! / BLOCKS));
   for (let b = 0; b < blocks; b++) {
-    for (const rt of b % 2 ? [...sides].reverse() : sides) await runBlock(rt, seq, c, perBlock, cells[rt.side]);
+    const turns = [...sides.slice(b % sides.length), ...sides.slice(0, b % sides.length)];
+    for (const rt of turns) {
+      const done = await runBlock(rt, seq, c, perBlock, cells[rt.side]);
+      if (done) ledger = charge(ledger, sides, c, { side: rt.side, ...done });
+    }
     if (c === 1 && b % 20 === 19) progress(`c=1: ${b + 1} of ${blocks} rounds`);
   }
   // Let the last captures' disposals finish before the browsers' CPU is read.
   await new Promise((r) => setTimeout(r, 2_500));
+  charge(ledger, sides, c, null);
   for (const rt of sides) cells[rt.side].ownCpuMs += Math.max(0, treesUse(rt.roots(c)).cpuMs - before.get(rt.side)!);
   return cells;
 }
@@ -228,7 +292,7 @@ function figures(cell: SideCell): Figures {
     perSecond: (ms.length / cell.blocks.reduce((a, b) => a + b.ms, 0)) * 1000,
     cpuMs: cell.ownCpuMs / n,
     selfMs: cell.selfCpuMs / n,
-    machineMs: cell.machineCpuMs / n,
+    machineMs: cell.blocks.reduce((a, b) => a + (b.machineCpuMs ?? 0), 0) / n,
     rssMiB: cell.rss.reduce((a, b) => a + b, 0) / Math.max(1, cell.rss.length) / 2 ** 20,
     rssMaxMiB: Math.max(0, ...cell.rss) / 2 ** 20,
     kb: cell.bytes / n / 1024,
@@ -260,15 +324,18 @@ function report(results: Record<number, Record<Side, Figures>>, info: { chromium
       "the service's egress gateway asks it as EGRESS_DNS_SERVERS, the floors' contexts go through a plain forward proxy asking it with the same resolver). " +
       'Every side captures the same sequence with the complete work (script: wait_for; long: fullpage). ' +
       `Measured captures per side: ${CONCURRENCY.map((c) => `c=${c}: ${ITERATIONS[c]}`).join(', ')}, after ${WARMUP} warm-up captures per side and cell; ` +
-      `the sides take turns capture by capture at concurrency 1, in ${BLOCKS} blocks per side at concurrency 4, the order reversed every other round. ` +
+      `the sides take turns capture by capture at concurrency 1, in ${BLOCKS} blocks per side at concurrency 4, the order rotated every round (no side ` +
+      'follows itself: it would capture while its own last context is disposed and its next prepared). ' +
       `Warm-tab floor: raw CDP, one reused tab per worker (a Grid session each). Isolated floor: raw CDP, a fresh context and window per capture prepared ` +
       `in the background on ${SESSIONS} browsers. ` +
       `GET /snap: wait=0, ttl=0, CAPTURE_SESSIONS=${SESSIONS}, SQLite, the egress gateway on.`,
     '',
     "CPU per capture: each side's browsers (its ChromeDrivers' process trees under the Grid, from /proc/<pid>/stat, over the whole cell) plus this process " +
       "during the side's turns " +
-      '(for /snap the service; for the floors their CDP client and proxy), divided by its captures; the whole machine (/proc/stat) during its turns ' +
-      'beside it. ' +
+      '(for /snap the service; for the floors their CDP client and proxy), divided by its captures. The machine CPU per capture (/proc/stat) ' +
+      "is charged by ledger at every turn's end: each side's process trees to that side whenever they ran (a context disposed in another side's " +
+      "turn is still its own), this process during its turns, and the rest of the machine (the Grid's JVM, the page and DNS servers, the kernel, " +
+      'other daemons) to the side whose turn it was. ' +
       "Resident memory: the sum of the side's process trees' RSS (for /snap with this process, which also holds the bench) after each of its blocks, mean " +
       "and peak. The Grid's JVM is in none.",
     '',
@@ -318,8 +385,8 @@ function report(results: Record<number, Record<Side, Figures>>, info: { chromium
   lines.push(
     '',
     'Targets on the mixed workload, against the isolated floor (issue 46). In brackets, 95% bootstrap intervals: over the captures for the p50 ratio, over ' +
-      "the rounds of blocks (or of captures, at concurrency 1) for throughput and for the CPU added. The CPU the service adds is the machine's CPU per " +
-      "capture during /snap's turns less the same during the isolated floor's.",
+      "the rounds of blocks (or of captures, at concurrency 1) for throughput and for the CPU added. The CPU the service adds is /snap's machine CPU " +
+      "per capture less the isolated floor's.",
     '',
   );
   const p50What = `/snap p50 at concurrency 1 at most ${MIX_TARGETS.p50AtC1}x the isolated floor's`;
