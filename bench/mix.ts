@@ -18,8 +18,8 @@
  * Every side captures the same sequence (sites.ts: mixSequence; 4 simple, 3 script, 2 heavy and
  * 1 long in every ten, in a fixed shuffled order, each on the next site name), with the
  * complete work of bench.ts's rows (script: wait_for; long: fullpage). The sides take turns:
- * capture by capture at concurrency 1, in BLOCKS blocks per side at concurrency 4, the order
- * rotated every round so that no side follows itself (runCell).
+ * capture by capture at concurrency 1, in BLOCKS blocks per side at concurrency 4, in an order
+ * where no side follows itself and the two that isolate follow each other side equally often (runCell).
  *
  * CPU and memory per contender, from /proc (bench/procs.ts): each side's browsers are the
  * process trees of its ChromeDrivers under the Grid (browsers and renderers; a renderer that
@@ -230,11 +230,13 @@ async function runBlock(
 }
 
 /**
- * One cell: the sides in turns, the order rotated every round (warm, isolated, snap; isolated,
- * snap, warm; …), so that no side ever follows itself and each follows each other side as
- * often: a side following itself would capture while its own last capture's context is still
- * being disposed and its next prepared, which the side in the middle of a reversed order
- * never does. Each side's browsers' CPU over the whole cell; the machine's charged by ledger.
+ * One cell: the sides in turns, the warm tab first and the other two in turn order every other
+ * round (warm, isolated, snap; warm, snap, isolated; …): no side ever follows itself, and the
+ * two that isolate each follow the other and the warm tab equally often. A side's capture runs
+ * beside the background work its predecessor left (disposing a context, preparing the next):
+ * a side following itself would capture in its own, and one that mostly followed the warm tab
+ * (which leaves none) would be favoured. Each side's browsers' CPU over the whole cell; the
+ * machine's charged by ledger.
  */
 async function runCell(sides: SideRuntime[], seq: MixItem[], c: number): Promise<Record<Side, SideCell>> {
   const cells = Object.fromEntries(sides.map((s) => [s.side, { samples: [], ownCpuMs: 0, selfCpuMs: 0, rss: [], bytes: 0, blocks: [] } as SideCell])) as Record<
@@ -247,7 +249,7 @@ async function runCell(sides: SideRuntime[], seq: MixItem[], c: number): Promise
   const blocks = c === 1 ? ITERATIONS[1]! : BLOCKS;
   const perBlock = c === 1 ? 1 : Math.max(c, Math.round(ITERATIONS[c]! / BLOCKS));
   for (let b = 0; b < blocks; b++) {
-    const turns = [...sides.slice(b % sides.length), ...sides.slice(0, b % sides.length)];
+    const turns = b % 2 ? [sides[0]!, ...sides.slice(1).reverse()] : sides;
     for (const rt of turns) {
       const done = await runBlock(rt, seq, c, perBlock, cells[rt.side]);
       if (done) ledger = charge(ledger, sides, c, { side: rt.side, ...done });
@@ -324,8 +326,9 @@ function report(results: Record<number, Record<Side, Figures>>, info: { chromium
       "the service's egress gateway asks it as EGRESS_DNS_SERVERS, the floors' contexts go through a plain forward proxy asking it with the same resolver). " +
       'Every side captures the same sequence with the complete work (script: wait_for; long: fullpage). ' +
       `Measured captures per side: ${CONCURRENCY.map((c) => `c=${c}: ${ITERATIONS[c]}`).join(', ')}, after ${WARMUP} warm-up captures per side and cell; ` +
-      `the sides take turns capture by capture at concurrency 1, in ${BLOCKS} blocks per side at concurrency 4, the order rotated every round (no side ` +
-      'follows itself: it would capture while its own last context is disposed and its next prepared). ' +
+      `the sides take turns capture by capture at concurrency 1, in ${BLOCKS} blocks per side at concurrency 4, in the order warm, isolated, snap, then ` +
+      'warm, snap, isolated (no side follows itself, and the two that isolate follow each other side equally often: a capture runs beside the ' +
+      'background work its predecessor left, a context disposed and the next prepared). ' +
       `Warm-tab floor: raw CDP, one reused tab per worker (a Grid session each). Isolated floor: raw CDP, a fresh context and window per capture prepared ` +
       `in the background on ${SESSIONS} browsers. ` +
       `GET /snap: wait=0, ttl=0, CAPTURE_SESSIONS=${SESSIONS}, SQLite, the egress gateway on.`,
