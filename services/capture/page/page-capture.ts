@@ -16,7 +16,7 @@ import type sharp from 'sharp';
 import { ConsentHandler } from './consent';
 import { drawFramesOutOfView } from './cross-site-frames';
 import type { PageWatch, WaitUntil } from './page-watch';
-import { settleDrawing, untilPainted } from './painting';
+import { ifDrawingSettled, settleDrawing, untilPainted } from './painting';
 import { type ChangeReading, runActions } from './actions';
 import { CdpError } from './cdp';
 import { type PageReading, READ_PAGE } from './page-reading';
@@ -193,14 +193,41 @@ function parkPointer(page: PageSession, o: SnapOptions): Promise<unknown> {
   return parked;
 }
 
-/** wait_for: the element must show up within the time budget. */
-async function waitFor(page: PageSession, selector: string, deadline: number): Promise<void> {
-  const found = await waitForSelector(page, selector, deadline);
+/**
+ * wait_for: the element must show up within the time budget. `then`: an expression evaluated
+ * in the page once it has, in the same call, whose value is answered (undefined without one).
+ */
+async function waitFor(page: PageSession, selector: string, deadline: number, then?: string): Promise<unknown> {
+  const found = then === undefined ? await waitForSelector(page, selector, deadline) : await waitForSelector(page, selector, deadline, then);
   if (found === 'timed-out')
     throw serviceError('selector_not_found', `wait_for: no element matches ${quote(selector)} on the page (waited until the time budget ran out).`);
-  if (found !== 'present')
+  if (typeof found === 'object' && 'invalid' in found)
     throw serviceError('invalid_parameter', `wait_for: ${quote(selector)} is not a valid CSS selector (${found.invalid.split('\n')[0]}).`);
+  return typeof found === 'object' ? found.read : undefined;
 }
+
+/**
+ * Whether wait_for is the last step in the page before the wait for its fonts and lazy images
+ * (no injection, action, scrolling, wait, fail-on rule or overlay clearing between): the
+ * drawing is then looked at in wait_for's own call, and waited for apart only when unsettled.
+ */
+function drawingReadAtWaitFor(o: SnapOptions, blocking: boolean): boolean {
+  return (
+    Boolean(o.wait_for) &&
+    !blocking &&
+    !o.css_inject &&
+    !o.js_inject &&
+    !o.multi_step_actions?.length &&
+    !wantsWholePage(o) &&
+    !(o.wait ?? DEFAULTS.wait) &&
+    !hasRules(o) &&
+    !o.html_only &&
+    !wantsOverlays(o)
+  );
+}
+
+/** Whether the lazy images in view are waited for: only once the page's load finished, as wait_until asked. */
+const waitsForLazyImages = (o: SnapOptions, loadFinished: boolean) => loadFinished && (o.wait_until ?? DEFAULTS.wait_until) !== 'domcontentloaded';
 
 async function inject(page: PageSession, o: SnapOptions): Promise<void> {
   if (o.css_inject) {
@@ -374,9 +401,12 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
       watch.step = 'dismissing the cookie banner (no_cookie_banners)';
       await consent.settle(deadline);
     }
+    // The page's final status and address with the drawing, when it had settled by then (drawingReadAtWaitFor).
+    let drawnAtWaitFor: unknown;
     if (o.wait_for) {
       watch.step = `waiting for an element matching ${quote(o.wait_for)} (wait_for)`;
-      await waitFor(page, o.wait_for, deadline);
+      const then = drawingReadAtWaitFor(o, Boolean(blocker)) ? ifDrawingSettled(waitsForLazyImages(o, loadFinished), OUTCOME_IN_PAGE) : undefined;
+      drawnAtWaitFor = await waitFor(page, o.wait_for, deadline, then);
     }
     watch.step = "running the page's injections (css_inject, js_inject)";
     if (blocker) await injectCosmetics(page, blocker, o);
@@ -438,8 +468,7 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
     // Web fonts still loading would leave their text invisible (font-display: block); a lazy
     // image in view that started after the load event would be taken as its empty box.
     watch.step = "waiting for the page's web fonts and the lazy images in view";
-    const lazyImages = loadFinished && (o.wait_until ?? DEFAULTS.wait_until) !== 'domcontentloaded';
-    const read = await settleDrawing(page, deadline, lazyImages, outcome ? undefined : OUTCOME_IN_PAGE);
+    const read = drawnAtWaitFor ?? (await settleDrawing(page, deadline, waitsForLazyImages(o, loadFinished), outcome ? undefined : OUTCOME_IN_PAGE));
     if (!outcome && read !== undefined) outcome = outcomeOf(read);
     if (!outcome) {
       watch.step = "reading the page's final status and address";

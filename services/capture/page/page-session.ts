@@ -149,15 +149,32 @@ const SELECTOR_SLICE_MS = 250;
 /**
  * Waits until an element matches the selector: in the page, answered the moment the DOM
  * change that makes it match happens (no polling delay); gives up ('timed-out') at `until`
- * (epoch ms). An invalid selector is answered at once, with the page's reason.
+ * (epoch ms). An invalid selector is answered at once, with the page's reason. `then`: an
+ * expression evaluated in the page, at once, in the same call once an element matches (a read
+ * the caller needs next, without a round trip of its own); its value is answered as `{ read }`.
  */
-export async function waitForSelector(page: PageSession, selector: string, until: number): Promise<'present' | 'timed-out' | { invalid: string }> {
+export async function waitForSelector(page: PageSession, selector: string, until: number): Promise<'present' | 'timed-out' | { invalid: string }>;
+export async function waitForSelector(
+  page: PageSession,
+  selector: string,
+  until: number,
+  then: string,
+): Promise<{ read: unknown } | 'timed-out' | { invalid: string }>;
+export async function waitForSelector(
+  page: PageSession,
+  selector: string,
+  until: number,
+  then?: string,
+): Promise<'present' | { read: unknown } | 'timed-out' | { invalid: string }> {
   for (;;) {
     const left = until - Date.now();
     if (left <= 0) return 'timed-out';
-    let found: 'present' | 'missing' | { invalid: string };
+    let found: 'present' | { read: unknown } | 'missing' | { invalid: string };
     const slice = Math.min(SELECTOR_SLICE_MS, left);
-    const look = page.evaluate<'present' | 'missing' | { invalid: string }>(inPageCall(pageWatch, selector, slice));
+    const watch = inPageCall(pageWatch, selector, slice);
+    const look = page.evaluate<'present' | { read: unknown } | 'missing' | { invalid: string }>(
+      then ? `${watch}.then((found) => (found === 'present' ? { read: ${then} } : found))` : watch,
+    );
     look.catch(() => undefined);
     try {
       // The page could have replaced its timers: a look is not waited for much past its slice.

@@ -42,9 +42,10 @@ const FLAT_TOLERANCE = 2;
  * taken as drawn at navigation_timeout never does. Lazy images in view: the browser starts one
  * only once layout shows it in view (a gallery's first row at the bottom of the screen), so the
  * load event does not wait for it, and it would be taken as its empty box. Other images are
- * the load event's (or, with wait_until=domcontentloaded, not waited for, as asked).
+ * the load event's (or, with wait_until=domcontentloaded, not waited for, as asked). With
+ * `now`: answers at once whether they have settled already.
  */
-function drawingSettled(lazyImages: boolean): Promise<boolean> {
+function drawingSettled(lazyImages: boolean, now = false): Promise<boolean> | boolean {
   const loading = () => {
     let any = false;
     document.fonts.forEach((face) => {
@@ -52,6 +53,12 @@ function drawingSettled(lazyImages: boolean): Promise<boolean> {
     });
     return any;
   };
+  const inView = Array.from(document.images).filter((img) => {
+    if (!lazyImages || img.complete || img.loading !== 'lazy') return false;
+    const r = img.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && r.bottom > 0 && r.right > 0 && r.top < window.innerHeight && r.left < window.innerWidth;
+  });
+  if (now) return !loading() && inView.length === 0;
   const fonts = loading()
     ? new Promise((resolve) => {
         const check = () => {
@@ -61,11 +68,6 @@ function drawingSettled(lazyImages: boolean): Promise<boolean> {
         document.fonts.addEventListener('loadingerror', check);
       })
     : Promise.resolve(true);
-  const inView = Array.from(document.images).filter((img) => {
-    if (!lazyImages || img.complete || img.loading !== 'lazy') return false;
-    const r = img.getBoundingClientRect();
-    return r.width > 0 && r.height > 0 && r.bottom > 0 && r.right > 0 && r.top < window.innerHeight && r.left < window.innerWidth;
-  });
   const images = inView.map(
     (img) =>
       new Promise((resolve) => {
@@ -90,6 +92,16 @@ export async function settleDrawing<T = unknown>(page: PageSession, deadline: nu
   const ready = page.evaluate<T>(then ? `${settled}.then(() => ${then})` : settled, true);
   ready.catch(() => undefined);
   return Promise.race([ready, sleep(ms).then(() => undefined)]).catch(() => undefined);
+}
+
+/**
+ * In the page, at once: `then`'s value when the fonts and (with `lazyImages`) the lazy images
+ * in view have settled already, else undefined (the caller then waits with settleDrawing).
+ * For a step that ends in the page just before the drawing is waited for (wait_for), so the
+ * common case costs no round trip of its own.
+ */
+export function ifDrawingSettled(lazyImages: boolean, then: string): string {
+  return `(${inPageCall(drawingSettled, lazyImages, true)} ? ${then} : undefined)`;
 }
 
 /** The side of the blocks the first look at a picture averages (a JPEG decodes at that scale). */
