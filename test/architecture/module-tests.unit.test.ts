@@ -112,7 +112,6 @@ const WITHOUT_OWN_TESTS: Readonly<Record<string, string>> = {
   // The kernel.
   'shared/address-policy.ts': 'literal targets refused, in test/proxy/own-proxies.test.ts and test/ai/domain-research.test.ts',
   'shared/contracts.ts': 'types of actions and events, checked by the compiler (test/shared/define-service.unit.test.ts)',
-  'shared/database.ts': 'the Knex configuration every table test uses (test/db/migrations.test.ts on SQLite and MariaDB)',
   'shared/domain-research.ts': "research's shapes and limits, in test/api/research-csv.unit.test.ts and test/ai/domain-research.test.ts",
   'shared/egress.ts': 'the egress policy, in test/capture/page/gateway.test.ts and test/capture/isolation.test.ts',
   'shared/errors.ts': 'the error table and envelope, in test/api/protocol-errors.test.ts and every test that checks an envelope (test/support/errors.ts)',
