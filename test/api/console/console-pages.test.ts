@@ -45,8 +45,11 @@ describe('console capture builder and configurations in the real Chromium', func
     }
     return last;
   };
+  /** Opens a page and waits for it: its own h1, not the last page's (which a loaded machine can still show when get returns). */
   const open = async (path: string) => {
+    const old = await driver.findElement(By.css('html')).catch(() => null);
     await driver.get(base() + path);
+    if (old) await driver.wait(until.stalenessOf(old), 30_000);
     await driver.wait(until.elementLocated(By.css('h1')), 10_000);
   };
   const text = async (css: string) => (await driver.findElement(By.css(css))).getText();
