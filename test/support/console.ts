@@ -1,6 +1,6 @@
-/** The web console over plain HTTP (no browser): signing in as its form does, and pages asked for with a session cookie; and what a page in the browser must not have run. */
+/** The web console over plain HTTP (no browser): signing in as its form does, and pages asked for with a session cookie; and, in the browser, what a page must not have run and when it has gone. */
 import { expect } from 'chai';
-import type { WebDriver } from 'selenium-webdriver';
+import { type WebDriver, type WebElement, error } from 'selenium-webdriver';
 
 export interface ConsoleSignIn {
   status: number;
@@ -74,4 +74,20 @@ export async function expectNothingRan(driver: WebDriver, injected: string): Pro
     }`,
   );
   expect(found).to.deep.equal({ elements: 0, inlineScripts: 0, flag: null });
+}
+
+/**
+ * For driver.wait: true once `el`'s document is gone (the page navigated away). until.stalenessOf,
+ * also taking for stale the "Node with given id does not belong to the document" that Chrome
+ * answers instead at times (SeleniumHQ/selenium#15401), which until.stalenessOf throws.
+ */
+export function documentGone(el: WebElement): () => Promise<boolean> {
+  return () =>
+    el.isEnabled().then(
+      () => false,
+      (err: Error) => {
+        if (err instanceof error.StaleElementReferenceError || /does not belong to the document/.test(err.message)) return true;
+        throw err;
+      },
+    );
 }

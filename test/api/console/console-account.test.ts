@@ -15,7 +15,7 @@ import chrome from 'selenium-webdriver/chrome';
 import CHROME_ARGS from '../../../grid/config/chrome-args.json';
 import { type Receiver, startReceiver } from '../../notifier/receivers';
 import { startCaptureSystem } from '../../support/capture-helpers';
-import { consoleGet, consoleSignIn, expectNothingRan as expectNothingRanIn } from '../../support/console';
+import { consoleGet, consoleSignIn, documentGone, expectNothingRan as expectNothingRanIn } from '../../support/console';
 import { jobFinished, request } from '../../support/http';
 import { type LocalServer, serveLocally } from '../../support/local-server';
 import type { RunningSystem } from '../../support/system';
@@ -123,7 +123,7 @@ describe('web console: changes, webhooks, keys and secrets in the real Chromium'
   const submit = async (css: string) => {
     const was = await driver.findElement(By.css('html'));
     await (await driver.findElement(By.css(css))).click();
-    await driver.wait(until.stalenessOf(was), 10_000);
+    await driver.wait(documentGone(was), 10_000);
     await driver.wait(until.elementLocated(By.css('h1')), 10_000);
   };
 

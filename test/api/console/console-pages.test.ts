@@ -13,7 +13,7 @@ import chrome from 'selenium-webdriver/chrome';
 import sharp from 'sharp';
 import CHROME_ARGS from '../../../grid/config/chrome-args.json';
 import { snapSuite } from '../../support/capture-helpers';
-import { consoleGet, consoleSignIn, consoleToken, expectNothingRan as expectNothingRanIn } from '../../support/console';
+import { consoleGet, consoleSignIn, consoleToken, documentGone, expectNothingRan as expectNothingRanIn } from '../../support/console';
 import { request } from '../../support/http';
 
 const { DEFAULT_CHROME_BIN, DEFAULT_CHROMEDRIVER_BIN } = require('../../../../scripts/ensure-system-deps.js') as {
@@ -49,7 +49,7 @@ describe('console capture builder and configurations in the real Chromium', func
   const open = async (path: string) => {
     const old = await driver.findElement(By.css('html')).catch(() => null);
     await driver.get(base() + path);
-    if (old) await driver.wait(until.stalenessOf(old), 30_000);
+    if (old) await driver.wait(documentGone(old), 30_000);
     await driver.wait(until.elementLocated(By.css('h1')), 10_000);
   };
   const text = async (css: string) => (await driver.findElement(By.css(css))).getText();
@@ -67,14 +67,14 @@ describe('console capture builder and configurations in the real Chromium', func
   const follow = async (el: WebElement) => {
     const old = await driver.findElement(By.css('html'));
     await el.click();
-    await driver.wait(until.stalenessOf(old), 30_000);
+    await driver.wait(documentGone(old), 30_000);
     await driver.wait(until.elementLocated(By.css('h1')), 10_000);
   };
   /** Sends the form by its button and waits for the next page. */
   const submit = async (css = 'main form button[type=submit]') => {
     const old = await driver.findElement(By.css('html'));
     await driver.findElement(By.css(css)).click();
-    await driver.wait(until.stalenessOf(old), 30_000);
+    await driver.wait(documentGone(old), 30_000);
     await driver.wait(until.elementLocated(By.css('h1')), 10_000);
   };
   const expectNothingRan = () => expectNothingRanIn(driver, '#injected-title');
