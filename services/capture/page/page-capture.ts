@@ -210,6 +210,7 @@ async function waitFor(page: PageSession, selector: string, deadline: number, th
  * Whether wait_for is the last step in the page before the wait for its fonts and lazy images
  * (no injection, action, scrolling, wait, fail-on rule or overlay clearing between): the
  * drawing is then looked at in wait_for's own call, and waited for apart only when unsettled.
+ * These are the steps capturePage runs between the two: a step added there is added here too.
  */
 function drawingReadAtWaitFor(o: SnapOptions, blocking: boolean): boolean {
   return (
