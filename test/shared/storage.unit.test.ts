@@ -48,6 +48,29 @@ describe('FileStore on local disk', () => {
       expect(await fs.readdir(path.dirname(dir))).to.deep.equal(['files']);
     });
 
+    it("writes a type file only for a type the name's extension does not stand for, and reads each type back", async () => {
+      const store = new LocalFileStore(dir, { remember: false });
+      await store.put('shot.jpeg', Buffer.from('jpeg'), 'image/jpeg');
+      await store.put('page.md', Buffer.from('# md'), 'text/markdown; charset=utf-8');
+      await store.put('data.json', Buffer.from('{}'), 'application/json');
+      await store.put('blob.bin', Buffer.from('?'), 'application/x-thing');
+      // One file created per capture output: the extension says what it is.
+      expect((await fs.readdir(path.join(dir, '.types'))).sort()).to.deep.equal(['blob.bin', 'data.json']);
+      const reader = new LocalFileStore(dir, { remember: false });
+      expect((await reader.get('shot.jpeg'))?.contentType).to.equal('image/jpeg');
+      expect((await reader.get('page.md'))?.contentType).to.equal('text/markdown; charset=utf-8');
+      expect((await reader.get('data.json'))?.contentType).to.equal('application/json');
+      expect((await reader.get('blob.bin'))?.contentType).to.equal('application/x-thing');
+    });
+
+    it("drops a name's old type file when it is written again with its extension's type", async () => {
+      const store = new LocalFileStore(dir, { remember: false });
+      await store.put('again.png', Buffer.from('not yet a png'), 'application/octet-stream');
+      await store.put('again.png', Buffer.from('png'), 'image/png');
+      expect(await store.get('again.png')).to.deep.equal({ data: Buffer.from('png'), contentType: 'image/png' });
+      expect(await fs.readdir(path.join(dir, '.types'))).to.deep.equal([]);
+    });
+
     it('never shows a reader of the folder a partly written file', async () => {
       const store = new LocalFileStore(dir);
       const a = Buffer.alloc(2 * 1024 * 1024, 'a');
