@@ -3,6 +3,7 @@
  * came back as one colour while the page has visible content taken again once the page has
  * painted (docs/decisions/2026-11-28-nothing-blank-by-accident.md).
  */
+import { imageSize } from 'image-size';
 import sharp from 'sharp';
 import { type PageSession, inPageCall, sleep } from './page-session';
 
@@ -120,10 +121,8 @@ const GLANCE_ROUNDING = 2;
  * measures sharpness and entropy.)
  */
 export async function isOneColour(image: Buffer): Promise<boolean> {
-  const meta = await sharp(image).metadata();
-  const width = meta.width ?? 0;
-  const height = meta.height ?? 0;
-  if (!width || !height || !mayBeOneColour(meta.format, width, height, image.length)) return false;
+  const { format, width, height } = headerOf(image) ?? (await sharp(image).metadata());
+  if (!width || !height || !mayBeOneColour(format, width, height, image.length)) return false;
   const glance = await sharp(image)
     .resize({ width: Math.ceil(width / GLANCE_BLOCK), height: Math.ceil(height / GLANCE_BLOCK), fit: 'fill', kernel: 'nearest' })
     .removeAlpha()
@@ -132,6 +131,20 @@ export async function isOneColour(image: Buffer): Promise<boolean> {
   if (widestRange(glance.data, glance.info.channels) > FLAT_TOLERANCE + GLANCE_ROUNDING) return false;
   const full = await sharp(image).removeAlpha().raw().toBuffer({ resolveWithObject: true });
   return widestRange(full.data, full.info.channels) <= FLAT_TOLERANCE;
+}
+
+/**
+ * A picture's format (as sharp names it) and size, read from its header in JavaScript by
+ * image-size: about 3 µs of CPU, where sharp's metadata() takes about 230 µs and a hop to
+ * libuv's threads. Null for what image-size cannot read (sharp is asked then).
+ */
+function headerOf(image: Buffer): { format: string; width: number; height: number } | null {
+  try {
+    const { type, width, height } = imageSize(image);
+    return type ? { format: type === 'jpg' ? 'jpeg' : type, width, height } : null;
+  } catch {
+    return null;
+  }
 }
 
 /** The largest difference between two values of one channel of interleaved pixels. */

@@ -101,6 +101,23 @@ describe('painting: blank pictures and web fonts (unit: the page stubbed)', () =
     expect(await isOneColour(element)).to.equal(true);
   });
 
+  it("reads a picture's size from its header without sharp, in JPEG, PNG and WebP", async () => {
+    const metadata = sinon.spy(sharp.prototype, 'metadata');
+    const raw = sinon.spy(sharp.prototype, 'raw');
+    const content = await drawn('jpeg');
+    const big = Buffer.concat([content, Buffer.alloc(20_000)]);
+    // Too large for one colour at 800x600 in its format, so neither read nor decoded.
+    expect(await isOneColour(big)).to.equal(false);
+    expect(raw.callCount, 'not decoded').to.equal(0);
+    for (const format of ['jpeg', 'png', 'webp'] as const) {
+      const blank = await sharp({ create: { width: 800, height: 600, channels: 3, background: { r: 240, g: 240, b: 240 } } })
+        [format]()
+        .toBuffer();
+      expect(await isOneColour(blank), format).to.equal(true);
+    }
+    expect(metadata.callCount, "sharp's metadata()").to.equal(0);
+  });
+
   it('takes the picture again, after the next frames, while it is blank and the page has content', async () => {
     const page = stubPage();
     page.evaluate.resolves(true);
