@@ -115,7 +115,11 @@ export function assertFileName(name: string): void {
   }
 }
 
-/** The content types a name's extension stands for: those of the files a capture writes (capture/jobs/files.ts). */
+/**
+ * The content types a name's extension stands for: those of the files a capture writes
+ * (capture/jobs/files.ts). Nothing depends on the two agreeing: a type not listed here, or
+ * changed there, gets a type file of its own.
+ */
 const TYPE_OF_EXTENSION: Readonly<Record<string, string>> = {
   jpeg: 'image/jpeg',
   png: 'image/png',
@@ -155,7 +159,7 @@ function isNotFound(err: unknown): boolean {
  * A capture's image creates one file, not two: creating a file is the dearest part of a
  * local write. On an ext4 without a journal (the bench machine's) each create scans the
  * inodes deleted lately (the kernel's recently_deleted): 20-600 µs of kernel CPU per file,
- * against about 20 µs for the write of a 15 kB image and its rename (docs/benchmark.md).
+ * against about 40 µs for the write of a 15 kB image and its rename (docs/benchmark.md).
  */
 export class LocalFileStore implements FileStore {
   readonly dir: string;
