@@ -139,8 +139,10 @@ export class CdpConnection {
       this.ws.send(message, (err) => {
         if (!err) return;
         this.pending.delete(id);
-        // The socket went away under the write: closed for the capture now, as above.
-        if (this.ws.readyState !== WebSocket.OPEN) this.fail(new Error('CDP connection closed'));
+        // A write that fails leaves the socket unusable: the browser's end went away (EPIPE,
+        // ECONNRESET), maybe before ws has seen it and while the socket still reads as open.
+        // Closed for the capture now, as above, so that it is the browser's failure.
+        this.close(`CDP connection closed (${err.message})`);
         reject(new CdpError(method, this.closedError?.message ?? err.message));
       });
     });

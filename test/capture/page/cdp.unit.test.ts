@@ -5,6 +5,7 @@
  * as JSON, never answered wrongly.
  */
 import { expect } from 'chai';
+import sinon from 'sinon';
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
@@ -25,6 +26,7 @@ describe('CdpConnection data answers', () => {
   });
 
   afterEach(async () => {
+    sinon.restore();
     cdp.close();
     await new Promise((resolve) => server.close(resolve));
   });
@@ -41,6 +43,30 @@ describe('CdpConnection data answers', () => {
     expect(failed).to.be.instanceOf(CdpError);
     expect(failed?.message).to.match(/connection closed/);
     expect(cdp.closed, 'the browser is taken as lost').to.equal(true);
+  });
+
+  it('takes a failed write for closed, though the socket still reads as open: the command and every waiting one fail as the connection closed', async () => {
+    // A browser killed between captures: its socket's next write fails (EPIPE) before ws has seen the peer go and while it still reads as open.
+    const ws = (cdp as unknown as { ws: WebSocket & { _socket: { write: (...a: unknown[]) => boolean } } }).ws;
+    for (const client of server.clients) client.removeAllListeners('message');
+    const waiting = cdp.send('Browser.getVersion').then(
+      () => null,
+      (err: Error) => err,
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    sinon.stub(ws._socket, 'write').callsFake((...args: unknown[]) => {
+      const done = args.find((a) => typeof a === 'function') as ((err: Error) => void) | undefined;
+      process.nextTick(() => done?.(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' })));
+      return false;
+    });
+    const failed = await cdp.send('Page.navigate', { url: 'http://example.test/' }).then(
+      () => null,
+      (err: Error) => err,
+    );
+    expect(failed).to.be.instanceOf(CdpError);
+    expect(failed?.message).to.match(/^Page\.navigate: CDP connection closed/);
+    expect(cdp.closed, 'the browser is taken as lost').to.equal(true);
+    expect((await waiting)?.message).to.match(/^Browser\.getVersion: CDP connection closed/);
   });
 
   it('reads a screenshot in Chromium’s shape from its bytes, session id and all', async () => {
