@@ -10,6 +10,9 @@
  */
 import { expect } from 'chai';
 import http from 'node:http';
+import sharp from 'sharp';
+import sinon from 'sinon';
+import { CdpConnection } from '../../services/capture/page/cdp';
 import type { AddressInfo } from 'node:net';
 import { startCaptureSystem } from '../support/capture-helpers';
 import { type DnsServer, startDnsServer } from '../support/dns-server';
@@ -82,6 +85,30 @@ describe('egress gateway on the Grid: rebinding, WebSockets and service workers'
         res.end();
         return;
       }
+      // A redirect of the page to the internal address, over plain HTTP and over https (a CONNECT).
+      if (req.url === '/to-private' || req.url === '/to-private-https') {
+        const scheme = req.url === '/to-private' ? 'http' : 'https';
+        res.writeHead(302, { location: `${scheme}://private.test:${internal.port}/secret` });
+        res.end();
+        return;
+      }
+      // A page that navigates itself, once loaded, to the internal address.
+      if (req.url === '/moves-https' || req.url === '/moves-http') {
+        const scheme = req.url === '/moves-http' ? 'http' : 'https';
+        res.setHeader('content-type', 'text/html');
+        res.end(
+          `<!doctype html><title>moves</title><h1>moving page</h1><script>addEventListener('load', () => setTimeout(() => { location.href = '${scheme}://private.test:${internal.port}/later'; }, 50));</script>`,
+        );
+        return;
+      }
+      if (req.url === '/framing-private') {
+        res.setHeader('content-type', 'text/html');
+        res.end(
+          '<!doctype html><title>framing</title><h1>framing page</h1>' +
+            `<iframe src="http://private.test:${internal.port}/framed"></iframe><iframe src="https://private.test:${internal.port}/framed-https"></iframe>`,
+        );
+        return;
+      }
       if (req.url === '/sw.js') {
         res.setHeader('content-type', 'text/javascript');
         res.end(`self.addEventListener('install', (e) => e.waitUntil(fetch('http://private.test:${internal.port}/sw-hit').catch(() => undefined)));
@@ -143,6 +170,57 @@ self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));`);
           } else {
             expect(internal.seen).to.include.members(['upgrade /ws-by-name', 'upgrade /ws-mapped', '/sw-hit']);
           }
+        },
+      );
+
+      it(
+        gateway
+          ? 'a redirect of the page to the internal address (http, https) is refused naming it, by the gateway; a frame of it stays out'
+          : "a redirect of the page to the internal address (http, https) is refused naming it, by the page's guard; a frame of it stays out",
+        async () => {
+          const redirected = await snap({ url: `http://app.localhost:${pub.port}/to-private`, html_only: true, wait: 0 });
+          expectEnvelope(redirected, 400, 'url_not_allowed', `http://private.test:${internal.port}/secret resolves to 127.0.0.1`);
+          // A refused tunnel commits nothing in the page: the gateway names what it refused.
+          const overHttps = await snap({ url: `http://app.localhost:${pub.port}/to-private-https`, wait: 0 });
+          expectEnvelope(overHttps, 400, 'url_not_allowed', `https://private.test:${internal.port}`);
+          expect(overHttps.body.note).to.match(/resolves to 127\.0\.0\.1/);
+          const framed = await snap({ url: `http://app.localhost:${pub.port}/framing-private`, wait: 0 });
+          expect(framed.status, JSON.stringify(framed.body)).to.equal(200);
+          expect(internal.seen).to.deep.equal([]);
+          // Both frames (http, https) are left empty in the picture: no error page, no reason drawn.
+          // The default viewport is 1920 wide; each frame is 300x150 below the heading.
+          for (const left of [20, 326]) {
+            const inside = await sharp(framed.raw).extract({ left, top: 95, width: 270, height: 120 }).raw().toBuffer();
+            expect(Math.min(...inside), `the darkest pixel inside the frame at x=${left}`).to.be.at.least(240);
+          }
+        },
+      );
+
+      it('a page that navigates itself to the internal address once loaded (http, https) is refused naming it', async () => {
+        for (const [path, scheme] of [
+          ['/moves-http', 'http'],
+          ['/moves-https', 'https'],
+        ]) {
+          const r = await snap({ url: `http://app.localhost:${pub.port}${path}`, html_only: true, wait: 1000 });
+          expectEnvelope(r, 400, 'url_not_allowed', `${scheme}://private.test:${internal.port}/later resolves to 127.0.0.1`);
+        }
+        expect(internal.seen).to.deep.equal([]);
+      });
+
+      it(
+        gateway
+          ? "pauses none of the page's requests: the gateway refuses them (no Fetch domain on the page)"
+          : "pauses the page's requests to check them (Fetch)",
+        async () => {
+          const sent = sinon.spy(CdpConnection.prototype, 'send');
+          try {
+            const r = await snap({ url: `http://app.localhost:${pub.port}/framing-private`, wait: 0 });
+            expect(r.status, JSON.stringify(r.body)).to.equal(200);
+          } finally {
+            sent.restore();
+          }
+          const fetchEnabled = sent.getCalls().some((c) => c.args[0] === 'Fetch.enable');
+          expect(fetchEnabled).to.equal(!gateway);
         },
       );
 

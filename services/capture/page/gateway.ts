@@ -25,7 +25,7 @@ import type dns from 'node:dns';
 import http from 'node:http';
 import net, { type AddressInfo, type NetConnectOpts, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { RequestError, Server } from 'proxy-chain';
+import { type PrepareRequestFunctionResult, RequestError, Server } from 'proxy-chain';
 import type { Admission, EgressPolicy } from '../../shared/egress';
 
 export interface GatewayOptions {
@@ -40,10 +40,12 @@ export interface GatewayOptions {
   connectTimeoutMs: number;
 }
 
-/** A request the policy refused: the host asked for, its port and why. */
+/** A request the policy refused: the host asked for, its port, what was asked for and why. */
 export interface Refusal {
   host: string;
   port: number;
+  /** The request's URL (plain HTTP), or `https://host:port` for a tunnel (CONNECT: its path is the browser's secret). */
+  url: string;
   reason: string;
 }
 
@@ -151,6 +153,11 @@ function pinnedLookup(address: string, family: 4 | 6): typeof dns.lookup {
   return lookup as unknown as typeof dns.lookup;
 }
 
+/** The page a refused plain-HTTP request is answered with: blank, the reason in its source only. */
+function refusalPage(why: string): string {
+  return `<!doctype html><title>Refused</title><!-- ${why.replace(/--/g, '- -')} -->`;
+}
+
 export class EgressGateway {
   private current: GatewayCapture | null = null;
   private readonly byConnection = new Map<number, GatewayCapture>();
@@ -166,9 +173,9 @@ export class EgressGateway {
     const server = new Server({
       port: 0,
       host: opts.bindHost,
-      prepareRequestFunction: ({ connectionId, hostname, port, isHttp }) => {
+      prepareRequestFunction: ({ connectionId, hostname, port, isHttp, request }) => {
         if (!gateway) throw new RequestError('The gateway is starting.', 503);
-        return gateway.prepare(connectionId, hostname, port, isHttp, opts.policy);
+        return gateway.prepare(connectionId, hostname, port, isHttp ? (request.url ?? '') : null, opts.policy);
       },
     });
     gateway = new EgressGateway(server, opts.advertisedHost ?? opts.bindHost, opts);
@@ -198,9 +205,10 @@ export class EgressGateway {
     connectionId: number,
     hostname: string,
     port: number,
-    isHttp: boolean,
+    /** A plain-HTTP request's (absolute) URL; null for a tunnel (CONNECT). */
+    httpUrl: string | null,
     policy: EgressPolicy,
-  ): Promise<{ dnsLookup?: typeof dns.lookup; httpAgent: http.Agent; upstreamProxyUrl?: string }> {
+  ): Promise<PrepareRequestFunctionResult> {
     let capture = this.byConnection.get(connectionId);
     if (!capture) {
       capture = this.current ?? undefined;
@@ -210,10 +218,17 @@ export class EgressGateway {
     const admission = await capture.admit(hostname, policy);
     if (!admission.allowed) {
       if (admission.unresolvable) throw new RequestError(`${hostname} ${admission.reason}`, 502);
-      capture.refusals.push({ host: hostname.replace(/^\[|\]$/g, '').toLowerCase(), port, reason: admission.reason });
-      throw new RequestError(`${hostname} ${admission.reason}; refused by the egress policy.`, 403);
+      const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+      const url = httpUrl ?? `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+      capture.refusals.push({ host, port, url, reason: admission.reason });
+      const why = `${hostname} ${admission.reason}; refused by the egress policy.`;
+      if (httpUrl === null) throw new RequestError(why, 403);
+      // Plain HTTP: a 403 whose page draws nothing, so a refused frame of a page is left empty
+      // in its picture (as a document paused and failed in the page was), the reason kept out of
+      // sight. A tunnel's refusal (https) fails the connection: the browser's own error then.
+      return { customResponseFunction: () => ({ statusCode: 403, headers: { 'content-type': 'text/html; charset=utf-8' }, body: refusalPage(why) }) };
     }
-    const source = isHttp ? undefined : this.server.connections.get(connectionId);
+    const source = httpUrl !== null ? undefined : this.server.connections.get(connectionId);
     if (source) timeTunnelConnect(source, this.timeouts.connectTimeoutMs, this.timeouts.idleTimeoutMs);
     // Through an upstream, the upstream connects to the target (and resolves it in its own
     // region); the policy above still refused what resolves here to a refused address.

@@ -142,10 +142,11 @@ async function navigate(page: PageSession, url: string, bound: NavigationBound):
   const seconds = `${Math.round(bound.ms / 100) / 10} s`;
   watch.step = `waiting for the server of ${url} to answer`;
   const left = watch.documents;
+  guard.beforeNavigation();
   const sent = page.send<{ errorText?: string; loaderId?: string }>('Page.navigate', { url });
   sent.catch(() => undefined);
   const nav = await Promise.race([sent, sleep(by - Date.now()).then(() => null)]);
-  const refused = guard.refusedNavigation(url);
+  const refused = guard.refusedNavigation(url, Boolean(nav?.errorText));
   if (refused) throw urlNotAllowed(`The page may not be captured: ${refused}`);
   if (nav === null) {
     throw serviceError(

@@ -1,13 +1,16 @@
 /**
  * Where the egress policy and page blocking meet in the page. With the egress gateway
  * (gateway.ts) the policy itself is enforced at the network layer, for every request the
- * browser makes; what stays here is what interception in the page still earns:
- * - blocking (no_ads, no_tracking, disable_third_party_js), which needs the page's view of
- *   a request (its frame, its type, the page it belongs to): every request is paused then;
- * - the friendlier error: documents (the page, its redirects, its frames) are checked
- *   before they are requested, so a refused page answers url_not_allowed naming the
- *   address, and a refused frame is simply left empty.
- * Without a gateway (EGRESS_GATEWAY=off) every request is checked here, as before.
+ * browser makes; interception in the page (CDP's Fetch) is used only for what the gateway
+ * cannot do:
+ * - blocking (no_ads, no_tracking, disable_third_party_js, block_chats), which needs the page's
+ *   view of a request (its frame, its type, the page it belongs to): every request is paused
+ *   then, and its documents are checked before they are requested;
+ * - a /snap_html document, answered in the page (below).
+ * Otherwise nothing is paused (followDocuments): a refused page or redirect of the main frame
+ * is named in url_not_allowed from the gateway's refusals, and a refused frame is left empty
+ * (the gateway's refusal of a plain-HTTP request draws nothing).
+ * Without a gateway (EGRESS_GATEWAY=off) every request is checked here.
  * The URLs the capture loads itself (the page's, a redirect step's) are checked too,
  * before they are loaded, and every refusal is answered in the same words.
  * A /snap_html capture's document is answered here too: the request for its address
@@ -23,9 +26,13 @@ import type { PageSession } from './page-session';
 export interface RequestGuard {
   /**
    * The first main-document load the egress policy refused (`<url> <reason>`), if any: here,
-   * or by the gateway (for `url` if given, else the last main-document URL seen).
+   * or by the gateway (for `url` if given, else the last main-document URL seen). `failed`:
+   * asked as a navigation of the main frame failed, which a refusal of its document (or of a
+   * redirect of it) since the navigation was sent explains (beforeNavigation).
    */
-  refusedNavigation(url?: string): string | null;
+  refusedNavigation(url?: string, failed?: boolean): string | null;
+  /** Called just before the capture sends a navigation of the main frame. */
+  beforeNavigation(): void;
   /** Stops deciding (the page's context, where requests were paused, is disposed by the caller). */
   stop(): void;
 }
@@ -54,7 +61,7 @@ export async function admitUrl(policy: EgressPolicy, url: string, prefix = ''): 
   if (!verdict.allowed) throw urlNotAllowed(`${prefix}${url} ${verdict.reason}`);
 }
 
-const UNGUARDED: RequestGuard = { refusedNavigation: () => null, stop: () => undefined };
+const UNGUARDED: RequestGuard = { refusedNavigation: () => null, beforeNavigation: () => undefined, stop: () => undefined };
 
 /**
  * Installs the guard before the page's first request. With nothing to decide (private
@@ -70,6 +77,7 @@ export async function guardRequests(
   inline: InlineDocument | null = null,
 ): Promise<RequestGuard> {
   if (policy.allowPrivateNetworks && !blocking && !inline) return UNGUARDED;
+  if (gateway && !blocking && !inline) return followDocuments(page, gateway);
   let refused: string | null = null;
   // The main frame's URL tells first from third parties.
   let pageUrl = blocking?.o.url ?? '';
@@ -116,5 +124,42 @@ export async function guardRequests(
   const documentsOnly = !blocking && (gateway !== null || policy.allowPrivateNetworks);
   const patterns = documentsOnly ? [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Request' }] : [{ urlPattern: '*', requestStage: 'Request' }];
   await page.send('Fetch.enable', { patterns });
-  return { refusedNavigation, stop: off };
+  return { refusedNavigation, beforeNavigation: () => undefined, stop: off };
+}
+
+/**
+ * With the gateway and nothing for the page to decide, no request is paused: the gateway
+ * refuses what the policy refuses, at the network layer, for every request. Pausing the page's
+ * documents (CDP's Fetch domain on the page) cost the browser a few ms of CPU per capture and a
+ * round trip before the navigation (docs/benchmark.md, the guard's results). What it earned
+ * is kept: a refused page or redirect of the main frame is named in url_not_allowed from the
+ * gateway's refusals, by the main frame's address as it commits (the gateway's blank refusal
+ * page, for plain HTTP) or, for a navigation that failed without committing anything (a
+ * refused tunnel: https), by what the gateway refused since it was sent.
+ */
+function followDocuments(page: PageSession, gateway: GatewayCapture): RequestGuard {
+  let mainUrl = '';
+  // The gateway's refusals before the last navigation was sent: none of them can have failed it.
+  let before = 0;
+  const off = page.cdp.on('Page.frameNavigated', (params, sessionId) => {
+    if (sessionId !== page.sessionId) return;
+    const { frame } = params as { frame: { id: string; url: string; unreachableUrl?: string } };
+    if (frame.id === page.mainFrameId) mainUrl = frame.unreachableUrl || frame.url;
+  });
+  return {
+    refusedNavigation(url?: string, failed = false) {
+      const named = (url ? gateway.refusalOf(url) : null) ?? (mainUrl ? gateway.refusalOf(mainUrl) : null);
+      if (named || !failed) return named;
+      // A navigation that failed commits nothing (a refused tunnel: an https redirect), so no
+      // address is seen in the page: the first refusal since it was sent is taken as its
+      // document's. Until a new document commits, the only other requests are those of the
+      // page it leaves: none in a capture's first navigation (about:blank).
+      const refusal = gateway.refusals[before];
+      return refusal ? `${refusal.url} ${refusal.reason}` : null;
+    },
+    beforeNavigation() {
+      before = gateway.refusals.length;
+    },
+    stop: off,
+  };
 }
