@@ -13,7 +13,9 @@
  *             in the background on 4 browsers as the service does (bench/floor.ts), through
  *             the same proxy;
  *   snap      GET /snap on the real system in this process (SQLite, 4 capture sessions, the
- *             egress gateway resolving names with the bench's DNS server: EGRESS_DNS_SERVERS).
+ *             egress gateway resolving names with the bench's DNS server: EGRESS_DNS_SERVERS;
+ *             the egress policy as deployed by default, the bench's pages on loopback let
+ *             through by EGRESS_ALLOW_ADDRESSES).
  *
  * Every side captures the same sequence (sites.ts: mixSequence; 4 simple, 3 script, 2 heavy and
  * 1 long in every ten, in a fixed shuffled order, each on the next site name), with the
@@ -331,7 +333,9 @@ function report(results: Record<number, Record<Side, Figures>>, info: { chromium
       'background work its predecessor left, a context disposed and the next prepared). ' +
       `Warm-tab floor: raw CDP, one reused tab per worker (a Grid session each). Isolated floor: raw CDP, a fresh context and window per capture prepared ` +
       `in the background on ${SESSIONS} browsers. ` +
-      `GET /snap: wait=0, ttl=0, CAPTURE_SESSIONS=${SESSIONS}, SQLite, the egress gateway on.`,
+      `GET /snap: wait=0, ttl=0, CAPTURE_SESSIONS=${SESSIONS}, SQLite, the egress gateway on, the egress policy as deployed by default ` +
+      "(private networks refused; the bench's pages on 127.0.0.1 let through by EGRESS_ALLOW_ADDRESSES: each page's URL checked before it " +
+      'loads, and the page guard a default deployment installs).',
     '',
     "CPU per capture: each side's browsers (its ChromeDrivers' process trees under the Grid, from /proc/<pid>/stat, over the whole cell) plus this process " +
       "during the side's turns " +
@@ -477,7 +481,11 @@ runBench('mix', async (cleanups) => {
     ...passThrough,
     DATA_DIR: dataDir,
     SELENIUM_URL: grid.url,
-    ALLOW_PRIVATE_NETWORKS: 'true',
+    // The egress policy as a default deployment has it (private networks refused), with the
+    // bench's pages let through as an operator lets an internal site through: so the policy's
+    // checks, DNS questions and page guard are measured as deployed (request-guard.ts).
+    // ALLOW_PRIVATE_NETWORKS=true would turn the guard off altogether.
+    EGRESS_ALLOW_ADDRESSES: '127.0.0.0/8',
     EGRESS_GATEWAY: 'on',
     EGRESS_DNS_SERVERS: dns.address,
     CAPTURE_SESSIONS: String(SESSIONS),
@@ -520,7 +528,7 @@ runBench('mix', async (cleanups) => {
   cleanups.push(() => isolatedPool.close());
   const chromium = (await warmTabs[0]!.slot.cdp.send<{ product: string }>('Browser.getVersion')).product;
 
-  progress(`starting the system (SQLite, ${SESSIONS} capture sessions, gateway on, EGRESS_DNS_SERVERS=${dns.address})`);
+  progress(`starting the system (SQLite, ${SESSIONS} capture sessions, gateway on, EGRESS_ALLOW_ADDRESSES=127.0.0.0/8, EGRESS_DNS_SERVERS=${dns.address})`);
   known = drivers();
   const systems: System[] = [];
   cleanups.push(async () => {

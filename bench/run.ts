@@ -100,7 +100,20 @@ export function runBench(tag: string, body: (cleanups: Array<() => Promise<void>
 export const BENCH_DOC = path.resolve(__dirname, '..', '..', 'docs', 'benchmark.md');
 
 /** The benches, each with its block in docs/benchmark.md. */
-export type ResultsSection = 'snap' | 'mix' | 'soak' | 'lists' | 'ttl' | 'stack' | 'stackmix' | 'fairness' | 'failures' | 'encoder' | 'visual' | 'gateway';
+export type ResultsSection =
+  | 'snap'
+  | 'mix'
+  | 'soak'
+  | 'lists'
+  | 'ttl'
+  | 'stack'
+  | 'stackmix'
+  | 'fairness'
+  | 'failures'
+  | 'encoder'
+  | 'visual'
+  | 'gateway'
+  | 'guard';
 
 /** The two lines that bound a bench's block in docs/benchmark.md. */
 export function resultsMarkers(section: ResultsSection): { begin: string; end: string } {

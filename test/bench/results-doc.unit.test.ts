@@ -115,6 +115,7 @@ describe('bench: the results written into docs/benchmark.md', () => {
       encoder: 'encoder.ts',
       visual: 'visual-diff.ts',
       gateway: 'gateway.ts',
+      guard: 'guard.ts',
     };
     for (const section of SECTIONS) {
       const source = fs.readFileSync(path.join(ROOT, 'bench', scripts[section]), 'utf8');
