@@ -11,26 +11,13 @@
  * Environment: BENCH_ENCODER_SCREENSHOTS (default 24 per kind). A run with it set prints its
  * report but leaves docs/benchmark.md alone.
  */
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { loadConfig } from '../services/shared/config';
-import { type FloorTab, STEP_TIMEOUT_MS, growToFullPage, openFloorTab } from './floor';
-import { startPageServerProcess } from './pages';
-import { descendantsNamed, processes, treesUse } from './procs';
+import { type FloorTab, STEP_TIMEOUT_MS, growToFullPage, oneBrowserOnGrid } from './floor';
 import { VIEWPORT, envPositiveInt, publishResults, runBench } from './run';
 
-const ROOT = path.resolve(__dirname, '..', '..');
 const FULL_SCREENSHOTS = 24;
 const SCREENSHOTS = envPositiveInt('BENCH_ENCODER_SCREENSHOTS', FULL_SCREENSHOTS);
 const FULL_RUN = !process.env.BENCH_ENCODER_SCREENSHOTS?.trim();
-
-const gridModule = require(path.join(ROOT, 'grid', 'grid.js')) as {
-  startGrid(opts: { mode: 'standalone'; maxSessions: number; port: number; sessionTimeout?: number }): Promise<{
-    url: string;
-    pids: number[];
-    stop(): Promise<void>;
-  }>;
-};
 
 const progress = (msg: string) => process.stderr.write(`[encoder] ${msg}\n`);
 
@@ -78,19 +65,7 @@ const fmt = (n: number, digits = 1) => n.toFixed(digits);
 
 runBench('encoder', async (cleanups) => {
   progress('starting the Selenium Grid and the page server');
-  const [grid, pages] = await Promise.all([
-    gridModule.startGrid({ mode: 'standalone', maxSessions: 1, port: 0, sessionTimeout: 300 }),
-    startPageServerProcess(),
-  ]);
-  cleanups.push(
-    () => grid.stop(),
-    () => pages.stop(),
-  );
-  const passThrough = Object.fromEntries(['CHROME_BIN', 'CHROMEDRIVER_BIN', 'CHROME_EXTRA_ARGS'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
-  const config = loadConfig({ ...passThrough, DATA_DIR: '/tmp', SELENIUM_URL: grid.url, LOG_LEVEL: 'warn' });
-  const tab = await openFloorTab(config, 1);
-  cleanups.push(() => tab.slot.quit());
-  const browserTree = () => treesUse(descendantsNamed(processes(), grid.pids[0]!, 'chromedriver')).cpuMs;
+  const { tab, pages, browserCpuMs: browserTree } = await oneBrowserOnGrid(cleanups);
 
   const rows: string[] = [];
   /** Per format, whether the flag saved CPU on every shape, and whether it left the bytes as they were on every shape. */

@@ -3,14 +3,18 @@
  * them (bench.ts, mix.ts): a page in a fresh browser context, the complete work of a capture
  * (navigate, load event, wait_for or full page, screenshot), the isolated floor's pool of
  * browsers that prepare a fresh context per capture, and one GET /snap timed until its body
- * is read.
+ * is read; and, for the benches of one browser's own work (encoder.ts, guard.ts), one Grid
+ * session's tab with the page server (oneBrowserOnGrid).
  */
 import http from 'node:http';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type BrowserSlot, launchSession, withTimeout } from '../services/capture/browsers/browser-slot';
-import type { Config } from '../services/shared/config';
+import { type Config, loadConfig } from '../services/shared/config';
 import { call } from '../services/shared/contracts';
 import type { System } from '../runtime/system';
+import { type PageServer, startPageServerProcess } from './pages';
+import { descendantsNamed, processes, treesUse } from './procs';
 import { FORMAT, QUALITY, VIEWPORT } from './run';
 
 export const STEP_TIMEOUT_MS = 60_000;
@@ -36,6 +40,35 @@ export async function openPage(slot: BrowserSlot, proxyServer?: string): Promise
   await cdp.send('Page.enable', {}, sessionId);
   await cdp.send('Emulation.setDeviceMetricsOverride', { ...VIEWPORT, deviceScaleFactor: 1, mobile: false }, sessionId);
   return { contextId: browserContextId, sessionId };
+}
+
+const gridModule = require(path.join(__dirname, '..', '..', 'grid', 'grid.js')) as {
+  startGrid(opts: { mode: 'standalone'; maxSessions: number; port: number; sessionTimeout?: number }): Promise<{
+    url: string;
+    pids: number[];
+    stop(): Promise<void>;
+  }>;
+};
+
+/**
+ * For a bench of one browser's own work (encoder.ts, guard.ts): a standalone Grid with one
+ * session's tab, the page server in a process of its own, and the browser's CPU so far (its
+ * ChromeDriver's process tree, from /proc). Everything is stopped by the bench's cleanups.
+ */
+export async function oneBrowserOnGrid(cleanups: Array<() => Promise<void>>): Promise<{ tab: FloorTab; pages: PageServer; browserCpuMs(): number }> {
+  const [grid, pages] = await Promise.all([
+    gridModule.startGrid({ mode: 'standalone', maxSessions: 1, port: 0, sessionTimeout: 300 }),
+    startPageServerProcess(),
+  ]);
+  cleanups.push(
+    () => grid.stop(),
+    () => pages.stop(),
+  );
+  const passThrough = Object.fromEntries(['CHROME_BIN', 'CHROMEDRIVER_BIN', 'CHROME_EXTRA_ARGS'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
+  const config = loadConfig({ ...passThrough, DATA_DIR: '/tmp', SELENIUM_URL: grid.url, LOG_LEVEL: 'warn' });
+  const tab = await openFloorTab(config, 1);
+  cleanups.push(() => tab.slot.quit());
+  return { tab, pages, browserCpuMs: () => treesUse(descendantsNamed(processes(), grid.pids[0]!, 'chromedriver')).cpuMs };
 }
 
 export async function openFloorTab(config: Readonly<Config>, id: number, proxyServer?: string): Promise<FloorTab> {

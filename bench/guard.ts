@@ -19,32 +19,19 @@
  * leaves docs/benchmark.md alone.
  */
 import http from 'node:http';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { GatewayCapture } from '../services/capture/page/gateway';
 import { PageSession } from '../services/capture/page/page-session';
 import { guardRequests } from '../services/capture/page/request-guard';
-import { loadConfig } from '../services/shared/config';
 import { EgressPolicy } from '../services/shared/egress';
-import { type FloorTab, STEP_TIMEOUT_MS, openFloorTab } from './floor';
-import { startPageServerProcess } from './pages';
-import { descendantsNamed, processes, treesUse } from './procs';
+import { type FloorTab, STEP_TIMEOUT_MS, oneBrowserOnGrid } from './floor';
 import { FORMAT, QUALITY, VIEWPORT, envPositiveInt, publishResults, runBench } from './run';
 import { addedCpuPerCapture, percentile } from './stats';
 
-const ROOT = path.resolve(__dirname, '..', '..');
 const ROUNDS = envPositiveInt('BENCH_GUARD_ROUNDS', 80);
 const FULL_RUN = !process.env.BENCH_GUARD_ROUNDS?.trim();
 /** Time after a capture's context is disposed for the browser to finish with it (its CPU counts to the capture). */
 const SETTLE_MS = 150;
-
-const gridModule = require(path.join(ROOT, 'grid', 'grid.js')) as {
-  startGrid(opts: { mode: 'standalone'; maxSessions: number; port: number; sessionTimeout?: number }): Promise<{
-    url: string;
-    pids: number[];
-    stop(): Promise<void>;
-  }>;
-};
 
 const progress = (msg: string) => process.stderr.write(`[guard] ${msg}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -80,19 +67,7 @@ async function preparePage(tab: FloorTab): Promise<{ page: PageSession; contextI
 
 runBench('guard', async (cleanups) => {
   progress('starting the Selenium Grid and the page server');
-  const [grid, pages] = await Promise.all([
-    gridModule.startGrid({ mode: 'standalone', maxSessions: 1, port: 0, sessionTimeout: 300 }),
-    startPageServerProcess(),
-  ]);
-  cleanups.push(
-    () => grid.stop(),
-    () => pages.stop(),
-  );
-  const passThrough = Object.fromEntries(['CHROME_BIN', 'CHROMEDRIVER_BIN', 'CHROME_EXTRA_ARGS'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
-  const config = loadConfig({ ...passThrough, DATA_DIR: '/tmp', SELENIUM_URL: grid.url, LOG_LEVEL: 'warn' });
-  const tab = await openFloorTab(config, 1);
-  cleanups.push(() => tab.slot.quit());
-  const browserCpu = () => treesUse(descendantsNamed(processes(), grid.pids[0]!, 'chromedriver')).cpuMs;
+  const { tab, pages, browserCpuMs: browserCpu } = await oneBrowserOnGrid(cleanups);
   const processCpu = () => {
     const u = process.cpuUsage();
     return (u.user + u.system) / 1000;
