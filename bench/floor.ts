@@ -31,7 +31,7 @@ export interface FloorTab {
  * A page (target in its own window) in a fresh browser context, with the bench's viewport;
  * with `proxyServer`, the context goes out through it (loopback included, as the service's do).
  */
-export async function openPage(slot: BrowserSlot, proxyServer?: string): Promise<{ contextId: string; sessionId: string }> {
+export async function openPage(slot: BrowserSlot, proxyServer?: string): Promise<{ contextId: string; targetId: string; sessionId: string }> {
   const { cdp } = slot;
   const proxy = proxyServer ? { proxyServer, proxyBypassList: '<-loopback>' } : {};
   const { browserContextId } = await cdp.send<{ browserContextId: string }>('Target.createBrowserContext', { disposeOnDetach: false, ...proxy });
@@ -39,7 +39,7 @@ export async function openPage(slot: BrowserSlot, proxyServer?: string): Promise
   const { sessionId } = await cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
   await cdp.send('Page.enable', {}, sessionId);
   await cdp.send('Emulation.setDeviceMetricsOverride', { ...VIEWPORT, deviceScaleFactor: 1, mobile: false }, sessionId);
-  return { contextId: browserContextId, sessionId };
+  return { contextId: browserContextId, targetId, sessionId };
 }
 
 const gridModule = require(path.join(__dirname, '..', '..', 'grid', 'grid.js')) as {

@@ -24,7 +24,7 @@ import { GatewayCapture } from '../services/capture/page/gateway';
 import { PageSession } from '../services/capture/page/page-session';
 import { guardRequests } from '../services/capture/page/request-guard';
 import { EgressPolicy } from '../services/shared/egress';
-import { type FloorTab, STEP_TIMEOUT_MS, oneBrowserOnGrid } from './floor';
+import { type FloorTab, STEP_TIMEOUT_MS, oneBrowserOnGrid, openPage } from './floor';
 import { FORMAT, QUALITY, VIEWPORT, envPositiveInt, publishResults, runBench } from './run';
 import { addedCpuPerCapture, percentile } from './stats';
 
@@ -51,18 +51,12 @@ interface Sample {
   wallMs: number;
 }
 
-/** A page in a fresh context and window, as the service prepares one (browser-slot.ts: createPage, without its watch). */
+/** A page in a fresh context and window (openPage, as the floors open theirs), as the guard takes it: a PageSession. */
 async function preparePage(tab: FloorTab): Promise<{ page: PageSession; contextId: string }> {
   const { cdp } = tab.slot;
-  const { browserContextId } = await cdp.send<{ browserContextId: string }>('Target.createBrowserContext', { disposeOnDetach: false });
-  const { targetId } = await cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId, newWindow: true });
-  const { sessionId } = await cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
-  const [, , { frameTree }] = await Promise.all([
-    cdp.send('Page.enable', {}, sessionId),
-    cdp.send('Emulation.setDeviceMetricsOverride', { ...VIEWPORT, deviceScaleFactor: 1, mobile: false }, sessionId),
-    cdp.send<{ frameTree: { frame: { id: string } } }>('Page.getFrameTree', {}, sessionId),
-  ]);
-  return { page: new PageSession(cdp, sessionId, browserContextId, targetId, frameTree.frame.id), contextId: browserContextId };
+  const { contextId, targetId, sessionId } = await openPage(tab.slot);
+  const { frameTree } = await cdp.send<{ frameTree: { frame: { id: string } } }>('Page.getFrameTree', {}, sessionId);
+  return { page: new PageSession(cdp, sessionId, contextId, targetId, frameTree.frame.id), contextId };
 }
 
 runBench('guard', async (cleanups) => {
@@ -73,7 +67,7 @@ runBench('guard', async (cleanups) => {
     return (u.user + u.system) / 1000;
   };
   // As a default deployment has it: private networks refused, the page server's loopback let
-  // through (EGRESS_ALLOW_ADDRESSES), the gateway on (so only documents are paused).
+  // through (EGRESS_ALLOW_ADDRESSES), the gateway on (so the shipped guard pauses nothing).
   const policy = new EgressPolicy(false, undefined, undefined, ['127.0.0.0/8']);
   const gateway = new GatewayCapture(null, new http.Agent());
 
