@@ -16,7 +16,7 @@ import chrome from 'selenium-webdriver/chrome';
 import CHROME_ARGS from '../../../grid/config/chrome-args.json';
 import { type FakeProvider, startFakeProvider } from '../../support/ai-providers';
 import { snapSuite } from '../../support/capture-helpers';
-import { consoleGet, consoleSignIn, expectNothingRan as expectNothingRanIn } from '../../support/console';
+import { consoleGet, consoleSignIn, documentGone, expectNothingRan as expectNothingRanIn } from '../../support/console';
 import { request } from '../../support/http';
 
 const { DEFAULT_CHROME_BIN, DEFAULT_CHROMEDRIVER_BIN } = require('../../../../scripts/ensure-system-deps.js') as {
@@ -148,6 +148,13 @@ describe('web console in the real Chromium', function () {
       await driver.wait(until.elementLocated(By.css('h1')), 10_000);
     };
     const text = async (css: string) => (await driver.findElement(By.css(css))).getText();
+    /** Clicks and waits for the page it leads to (the old document gone, the new one's heading there). */
+    const follow = async (css: string) => {
+      const was = await driver.findElement(By.css('html'));
+      await driver.findElement(By.css(css)).click();
+      await driver.wait(documentGone(was), 10_000);
+      await driver.wait(until.elementLocated(By.css('h1')), 10_000);
+    };
     const texts = async (css: string) => Promise.all((await driver.findElements(By.css(css))).map((e) => e.getText()));
     const attr = async (css: string, name: string) => (await driver.findElement(By.css(css))).getAttribute(name);
     const path = async () => new URL(await driver.getCurrentUrl()).pathname + new URL(await driver.getCurrentUrl()).search;
@@ -226,14 +233,12 @@ describe('web console in the real Chromium', function () {
         );
         expect(await attr('.gallery img', 'src')).to.match(/\/cdn\/[^/]+$/);
         expect(await driver.findElements(By.css('a[rel=prev]'))).to.have.length(0);
-        await driver.findElement(By.css('a[rel=next]')).click();
-        await driver.wait(until.elementLocated(By.css('h1')), 10_000);
+        await follow('a[rel=next]');
         expect(await path()).to.equal('/console/captures?limit=2&page=2');
         expect(await hrefs()).to.deep.equal([`${base()}/console/captures/${a.jobs[2]}`]);
         expect(await text('.gallery .name')).to.equal('First capture');
         expect(await driver.findElements(By.css('a[rel=next]'))).to.have.length(0);
-        await driver.findElement(By.css('a[rel=prev]')).click();
-        await driver.wait(until.elementLocated(By.css('h1')), 10_000);
+        await follow('a[rel=prev]');
         expect(await hrefs()).to.have.length(2);
       });
 
@@ -421,8 +426,7 @@ describe('web console in the real Chromium', function () {
         await signIn(a.key);
         // In the browser: the sign-out form without its token.
         await driver.executeScript('document.querySelector(\'form[action="/console/sign-out"] input[name=_csrf]\').remove()');
-        await driver.findElement(By.css('form[action="/console/sign-out"] button')).click();
-        await driver.wait(until.elementLocated(By.css('h1')), 10_000);
+        await follow('form[action="/console/sign-out"] button');
         expect(await text('h1')).to.equal('Not signed out');
         expect(await text('.notice.error')).to.contain('security token');
         await open('/console');
