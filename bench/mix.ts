@@ -40,6 +40,8 @@
  *   BENCH_MIX_WARMUP       warm-up captures per side before each cell (default 8).
  *   BENCH_MIX_SITES        distinct site names (default 1000: no name comes back within a run).
  *   BENCH_MIX_CONCURRENCY  "1", "4" or "1,4" (default).
+ *   BENCH_MIX_PAGES        some of simple,script,heavy,long: only those pages of the sequence
+ *                          (default all), to see which page a difference comes from.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -112,7 +114,8 @@ const ITERATIONS = iterations();
 const WARMUP = process.env.BENCH_MIX_WARMUP?.trim() ? positive('BENCH_MIX_WARMUP', process.env.BENCH_MIX_WARMUP) : 8;
 const SITES = process.env.BENCH_MIX_SITES?.trim() ? positive('BENCH_MIX_SITES', process.env.BENCH_MIX_SITES) : 1000;
 const CONCURRENCY = envSubset('BENCH_MIX_CONCURRENCY', ALL_CONCURRENCY);
-const FULL_RUN = ['BENCH_MIX_ITERATIONS', 'BENCH_MIX_WARMUP', 'BENCH_MIX_SITES', 'BENCH_MIX_CONCURRENCY'].every((k) => !process.env[k]?.trim());
+const PAGES = envSubset('BENCH_MIX_PAGES', Object.keys(MIX_WEIGHTS) as MixPage[]);
+const FULL_RUN = ['BENCH_MIX_ITERATIONS', 'BENCH_MIX_WARMUP', 'BENCH_MIX_SITES', 'BENCH_MIX_CONCURRENCY', 'BENCH_MIX_PAGES'].every((k) => !process.env[k]?.trim());
 
 const gridModule = require(path.join(ROOT, 'grid', 'grid.js')) as {
   startGrid(opts: {
@@ -553,7 +556,7 @@ runBench('mix', async (cleanups) => {
       cursor: { next: 0 },
     },
   ];
-  const seq = mixSequence(Math.max(SITES, 10), SITES);
+  const seq = mixSequence(Math.max(SITES, 10), SITES).filter((item) => PAGES.includes(item.page));
   const results: Record<number, Record<Side, Figures>> = {};
   for (const c of CONCURRENCY) {
     progress(`concurrency ${c}: ${ITERATIONS[c]} captures per side`);

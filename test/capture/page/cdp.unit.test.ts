@@ -82,6 +82,10 @@ describe('CdpConnection data answers', () => {
       const text = Buffer.from(bytes.toString('base64'));
       expect(decodeBase64Bytes(text, 0, text.length)?.equals(bytes), `length ${length}`).to.equal(true);
     }
+    // Not plain base64: a character outside the alphabet, an escape, a length not a multiple of 4.
+    for (const text of ['AB*D', 'QUJ\\/A==', 'QUJDRA=', 'QU"D']) {
+      expect(decodeBase64Bytes(Buffer.from(text), 0, text.length), text).to.equal(null);
+    }
   });
 
   it('parses any other shape as JSON and still answers the decoded data', async () => {
