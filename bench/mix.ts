@@ -115,7 +115,9 @@ const WARMUP = process.env.BENCH_MIX_WARMUP?.trim() ? positive('BENCH_MIX_WARMUP
 const SITES = process.env.BENCH_MIX_SITES?.trim() ? positive('BENCH_MIX_SITES', process.env.BENCH_MIX_SITES) : 1000;
 const CONCURRENCY = envSubset('BENCH_MIX_CONCURRENCY', ALL_CONCURRENCY);
 const PAGES = envSubset('BENCH_MIX_PAGES', Object.keys(MIX_WEIGHTS) as MixPage[]);
-const FULL_RUN = ['BENCH_MIX_ITERATIONS', 'BENCH_MIX_WARMUP', 'BENCH_MIX_SITES', 'BENCH_MIX_CONCURRENCY', 'BENCH_MIX_PAGES'].every((k) => !process.env[k]?.trim());
+const FULL_RUN = ['BENCH_MIX_ITERATIONS', 'BENCH_MIX_WARMUP', 'BENCH_MIX_SITES', 'BENCH_MIX_CONCURRENCY', 'BENCH_MIX_PAGES'].every(
+  (k) => !process.env[k]?.trim(),
+);
 
 const gridModule = require(path.join(ROOT, 'grid', 'grid.js')) as {
   startGrid(opts: {

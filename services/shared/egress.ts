@@ -113,8 +113,13 @@ export class EgressPolicy {
     return { allowed: true, address: first, family: net.isIP(first) === 6 ? 6 : 4 };
   }
 
-  /** Checks a URL a page (or the caller) wants to load. */
-  async check(rawUrl: string): Promise<EgressVerdict> {
+  /**
+   * Checks a URL a page (or the caller) wants to load. `admit`: where the capture's egress
+   * gateway will connect for the host (GatewayCapture.admit): the URL's host is decided by
+   * that one admission, not asked of DNS apart (and not from this policy's short cache: the
+   * gateway's answer is the capture's own), so the page's first request finds it answered.
+   */
+  async check(rawUrl: string, admit?: (host: string) => Promise<Admission>): Promise<EgressVerdict> {
     let url: URL;
     try {
       url = new URL(rawUrl);
@@ -127,6 +132,11 @@ export class EgressPolicy {
     }
     if (this.allowPrivateNetworks) return { allowed: true };
     const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (admit) {
+      const a = await admit(host);
+      // Unresolvable names fail in the browser as a load error, not as a policy refusal (as resolve does).
+      return a.allowed || a.unresolvable ? { allowed: true } : { allowed: false, reason: a.reason };
+    }
     const cached = this.cache.get(host);
     if (cached && cached.until > Date.now()) return cached.verdict;
     const verdict = await this.resolve(host);

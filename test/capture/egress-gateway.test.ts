@@ -5,8 +5,9 @@
  * Each attack is run twice: with the gateway (refused; the internal server sees nothing)
  * and without it (EGRESS_GATEWAY=off, the browser mapping the same names with
  * --host-resolver-rules), where it gets through, which is what the gateway is for.
- * Only loopback is ever connected to (203.0.113.7, the rebinding name's first answer,
- * is only ever looked at by the policy, never connected to).
+ * Only loopback is ever connected to: the rebinding name's first answer, the "public" one,
+ * is 127.0.0.2 (let through like app.localhost), where a decoy listens on the internal
+ * server's port.
  */
 import { expect } from 'chai';
 import http from 'node:http';
@@ -25,7 +26,7 @@ interface Site {
   stop(): Promise<void>;
 }
 
-async function serve(host: string, handle: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<Site> {
+async function serve(host: string, handle: (req: http.IncomingMessage, res: http.ServerResponse) => void, port = 0): Promise<Site> {
   const seen: string[] = [];
   const server = http.createServer((req, res) => {
     seen.push(req.url ?? '');
@@ -37,7 +38,7 @@ async function serve(host: string, handle: (req: http.IncomingMessage, res: http
     socket.destroy();
   });
   server.keepAliveTimeout = 500;
-  await new Promise<void>((r) => server.listen(0, host, r));
+  await new Promise<void>((r) => server.listen(port, host, r));
   return {
     port: (server.address() as AddressInfo).port,
     seen,
@@ -75,11 +76,14 @@ describe('egress gateway on the Grid: rebinding, WebSockets and service workers'
   let dns: DnsServer;
   let pub: Site;
   let internal: Site;
+  /** On 127.0.0.2 at the internal server's port: where the rebinding name's first (allowed) answer leads. */
+  let decoy: Site;
   /** rebind.test: a public answer first, then the internal one. */
   let rebindAnswers: string[] = [];
 
   before(async () => {
     internal = await serve('127.0.0.1', (_req, res) => res.end('internal secret'));
+    decoy = await serve('127.0.0.2', (_req, res) => res.end('public answer'), internal.port);
     pub = await serve('127.0.0.2', (req, res) => {
       if (req.url?.startsWith('/mark')) {
         res.end();
@@ -109,6 +113,11 @@ describe('egress gateway on the Grid: rebinding, WebSockets and service workers'
         );
         return;
       }
+      if (req.url === '/plain') {
+        res.setHeader('content-type', 'text/html');
+        res.end('<!doctype html><title>plain</title><h1>plain page</h1><img src="/mark?img" alt="">');
+        return;
+      }
       if (req.url === '/sw.js') {
         res.setHeader('content-type', 'text/javascript');
         res.end(`self.addEventListener('install', (e) => e.waitUntil(fetch('http://private.test:${internal.port}/sw-hit').catch(() => undefined)));
@@ -122,6 +131,7 @@ self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));`);
       if (type === 'AAAA') return name.endsWith('.test') ? [] : null;
       if (name === 'app.localhost') return ['127.0.0.2'];
       if (name === 'private.test') return ['127.0.0.1'];
+      if (/^once-\d+\.test$/.test(name)) return ['127.0.0.2'];
       if (name === 'rebind.test') return [rebindAnswers.length > 1 ? (rebindAnswers.shift() as string) : (rebindAnswers[0] ?? '127.0.0.1')];
       return null;
     });
@@ -129,6 +139,7 @@ self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));`);
   after(async () => {
     await pub.stop();
     await internal.stop();
+    await decoy.stop();
     await dns.stop();
   });
 
@@ -196,6 +207,16 @@ self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));`);
         },
       );
 
+      if (gateway)
+        it("asks DNS for the page's name once per capture: the URL's check and the page's requests share the gateway's answer", async () => {
+          // A name no earlier capture asked for: nothing of it is cached anywhere.
+          const name = `once-${Date.now()}.test`;
+          const r = await snap({ url: `http://${name}:${pub.port}/plain`, wait: 0 });
+          expect(r.status, JSON.stringify(r.body)).to.equal(200);
+          expect(pub.seen, 'the page and its image came through the gateway').to.include.members(['/plain', '/mark?img']);
+          expect(dns.questions.filter((q) => q === `A ${name}`)).to.have.length(1);
+        });
+
       it('a page that navigates itself to the internal address once loaded (http, https) is refused naming it', async () => {
         for (const [path, scheme] of [
           ['/moves-http', 'http'],
@@ -234,13 +255,17 @@ self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));`);
 
       it(
         gateway
-          ? 'a name that answers a public address, then the internal one (rebinding), is refused naming it'
+          ? 'a name that answers an allowed address, then the internal one (rebinding), is captured from the address checked, never the internal one'
           : 'a name that rebinds to the internal address gets captured',
         async () => {
-          rebindAnswers = ['203.0.113.7', '127.0.0.1'];
+          rebindAnswers = ['127.0.0.2', '127.0.0.1'];
+          const asked = dns.questions.filter((q) => q === 'A rebind.test').length;
           const r = await snap({ url: `http://rebind.test:${internal.port}/secret`, html_only: true, wait: 0 });
           if (gateway) {
-            expectEnvelope(r, 400, 'url_not_allowed', '127.0.0.1');
+            // One admission per name and capture: the URL's check and the connection use the same answer.
+            expect(r.status, JSON.stringify(r.body)).to.equal(200);
+            expect(r.body.html).to.include('public answer');
+            expect(dns.questions.filter((q) => q === 'A rebind.test').length - asked).to.equal(1);
             expect(internal.seen).to.deep.equal([]);
           } else {
             expect(r.status, JSON.stringify(r.body)).to.equal(200);

@@ -357,7 +357,7 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
   const o = withDevice(asked);
   // A /snap_html document is answered by the guard at its own address, never fetched.
   const inline = o.html_content !== undefined ? { url: o.url, html: o.html_content } : null;
-  if (!inline) await admitUrl(policy, o.url, 'url: ');
+  if (!inline) await admitUrl(policy, o.url, 'url: ', ctx.gateway ?? null);
 
   // hide_selectors and remove_selectors are checked before the page loads (an invalid one is refused).
   await checkSelectors(page, o);
@@ -421,7 +421,7 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
       const done = await runActions(page, o.multi_step_actions, deadline, {
         refusedNavigation: guard.refusedNavigation,
         async navigate(url) {
-          await admitUrl(policy, url);
+          await admitUrl(policy, url, '', ctx.gateway ?? null);
           loadFinished = (await navigate(page, url, bound)) && loadFinished;
           watch.step = 'running multi_step_actions';
         },

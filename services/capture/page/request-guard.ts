@@ -55,9 +55,13 @@ export function urlNotAllowed(what: string): Error {
   return serviceError('url_not_allowed', `${what}. Private and internal addresses are refused.`);
 }
 
-/** Refuses (url_not_allowed) a URL the capture is about to load itself, unless the policy allows it. */
-export async function admitUrl(policy: EgressPolicy, url: string, prefix = ''): Promise<void> {
-  const verdict = await policy.check(url);
+/**
+ * Refuses (url_not_allowed) a URL the capture is about to load itself, unless the policy
+ * allows it. With the capture's egress gateway, its host is decided by the gateway's own
+ * admission, which the page's requests to it then use (one DNS question per name and capture).
+ */
+export async function admitUrl(policy: EgressPolicy, url: string, prefix = '', gateway: GatewayCapture | null = null): Promise<void> {
+  const verdict = await policy.check(url, gateway ? (host) => gateway.admit(host, policy) : undefined);
   if (!verdict.allowed) throw urlNotAllowed(`${prefix}${url} ${verdict.reason}`);
 }
 
