@@ -78,7 +78,7 @@ describe('egress gateway on the Grid: rebinding, WebSockets and service workers'
   let internal: Site;
   /** On 127.0.0.2 at the internal server's port: where the rebinding name's first (allowed) answer leads. */
   let decoy: Site;
-  /** rebind.test: a public answer first, then the internal one. */
+  /** rebind.test: an allowed answer first (127.0.0.2, where the decoy stands for a public site), then the internal one. */
   let rebindAnswers: string[] = [];
 
   before(async () => {
