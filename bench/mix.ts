@@ -328,7 +328,8 @@ function report(results: Record<number, Record<Side, Figures>>, info: { chromium
       `Node ${process.version}, ${info.chromium}. ` +
       `Load average (1 min) at the start and at the end: ${info.load.map(f2).join(' / ')}.`,
     '',
-    `Workload: ${mix} in every ten captures, in a fixed shuffled order, each on the next of ${SITES} site names (site-N.test, resolved by the bench's DNS ` +
+    `Workload: ${mix} in every ten captures${PAGES.length < Object.keys(MIX_WEIGHTS).length ? `, of which only ${PAGES.join(', ')} (BENCH_MIX_PAGES)` : ''}, ` +
+      `in a fixed shuffled order, each on the next of ${SITES} site names (site-N.test, resolved by the bench's DNS ` +
       `server to the page server on 127.0.0.1; ` +
       "the service's egress gateway asks it as EGRESS_DNS_SERVERS, the floors' contexts go through a plain forward proxy asking it with the same resolver). " +
       'Every side captures the same sequence with the complete work (script: wait_for; long: fullpage). ' +
