@@ -52,6 +52,11 @@ export function pinnedLookup(admitted: { address: string; family: 4 | 6 }): Look
 
 export type EgressVerdict = { allowed: true } | { allowed: false; reason: string };
 
+/** A URL's verdict from its host's admission: an unresolvable name fails in the browser as a load error, not as a policy refusal. */
+function verdictOf(a: Admission): EgressVerdict {
+  return a.allowed || a.unresolvable ? { allowed: true } : { allowed: false, reason: a.reason };
+}
+
 /** Schemes a page may load without a network request of its own. */
 const LOCAL_SCHEMES = new Set(['data:', 'blob:', 'about:', 'chrome-error:']);
 
@@ -132,32 +137,13 @@ export class EgressPolicy {
     }
     if (this.allowPrivateNetworks) return { allowed: true };
     const host = url.hostname.replace(/^\[|\]$/g, '');
-    if (admit) {
-      const a = await admit(host);
-      // Unresolvable names fail in the browser as a load error, not as a policy refusal (as resolve does).
-      return a.allowed || a.unresolvable ? { allowed: true } : { allowed: false, reason: a.reason };
-    }
+    if (admit) return verdictOf(await admit(host));
     const cached = this.cache.get(host);
     if (cached && cached.until > Date.now()) return cached.verdict;
-    const verdict = await this.resolve(host);
+    const verdict = verdictOf(await this.admit(host));
     this.cache.set(host, { verdict, until: Date.now() + this.ttlMs });
     if (this.cache.size > 5000) this.cache.clear();
     return verdict;
-  }
-
-  private async resolve(host: string): Promise<EgressVerdict> {
-    let addresses: string[];
-    if (net.isIP(host)) addresses = [host];
-    else {
-      try {
-        addresses = await this.lookup(host);
-      } catch {
-        // Unresolvable names fail in the browser as a load error, not as a policy refusal.
-        return { allowed: true };
-      }
-    }
-    const bad = addresses.find((a) => this.refuses(a));
-    return bad ? { allowed: false, reason: `resolves to ${bad}, a loopback, private, link-local or metadata address` } : { allowed: true };
   }
 }
 
