@@ -53,7 +53,7 @@ import { withTimeout } from '../services/capture/browsers/browser-slot';
 import { loadConfig } from '../services/shared/config';
 import { type FloorTab, IsolatedPool, type Work, benchAccount, floorCapture, openFloorTab, snapOnce } from './floor';
 import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './pages';
-import { descendantsNamed, machineCpuMs, processes, treesUse } from './procs';
+import { BROWSER_PROCESS_KINDS, type BrowserProcessKind, descendantsNamed, machineCpuMs, processes, treesUse, treesUseByKind } from './procs';
 import { envSubset, publishResults, runBench, snapQuery } from './run';
 import {
   MIX_SNAP_OPTIONS,
@@ -144,6 +144,8 @@ interface SideCell {
   ownCpuMs: number;
   /** This process's CPU during its turns, ms. */
   selfCpuMs: number;
+  /** Its browsers' CPU over the whole cell by kind of process, ms. */
+  byKind: Record<BrowserProcessKind, number>;
   /** RSS (its browsers; for snap, with this process) after each of its blocks, bytes. */
   rss: number[];
   bytes: number;
@@ -246,12 +248,12 @@ async function runBlock(
  * machine's charged by ledger.
  */
 async function runCell(sides: SideRuntime[], seq: MixItem[], c: number): Promise<Record<Side, SideCell>> {
-  const cells = Object.fromEntries(sides.map((s) => [s.side, { samples: [], ownCpuMs: 0, selfCpuMs: 0, rss: [], bytes: 0, blocks: [] } as SideCell])) as Record<
-    Side,
-    SideCell
-  >;
+  const cells = Object.fromEntries(
+    sides.map((s) => [s.side, { samples: [], ownCpuMs: 0, selfCpuMs: 0, rss: [], bytes: 0, blocks: [], byKind: treesUseByKind([], new Map()) } as SideCell]),
+  ) as Record<Side, SideCell>;
   for (const rt of sides) await runBlock(rt, seq, c, WARMUP, null);
   const before = new Map(sides.map((rt) => [rt.side, treesUse(rt.roots(c)).cpuMs]));
+  const beforeByKind = new Map(sides.map((rt) => [rt.side, treesUseByKind(rt.roots(c))]));
   let ledger = readLedger(sides, c);
   const blocks = c === 1 ? ITERATIONS[1]! : BLOCKS;
   const perBlock = c === 1 ? 1 : Math.max(c, Math.round(ITERATIONS[c]! / BLOCKS));
@@ -266,7 +268,11 @@ async function runCell(sides: SideRuntime[], seq: MixItem[], c: number): Promise
   // Let the last captures' disposals finish before the browsers' CPU is read.
   await new Promise((r) => setTimeout(r, 2_500));
   charge(ledger, sides, c, null);
-  for (const rt of sides) cells[rt.side].ownCpuMs += Math.max(0, treesUse(rt.roots(c)).cpuMs - before.get(rt.side)!);
+  for (const rt of sides) {
+    cells[rt.side].ownCpuMs += Math.max(0, treesUse(rt.roots(c)).cpuMs - before.get(rt.side)!);
+    const byKind = treesUseByKind(rt.roots(c));
+    for (const k of BROWSER_PROCESS_KINDS) cells[rt.side].byKind[k] = Math.max(0, byKind[k] - beforeByKind.get(rt.side)![k]);
+  }
   return cells;
 }
 
@@ -287,6 +293,8 @@ interface Figures {
   samples: number[];
   byPage: Record<string, number[]>;
   blocks: Block[];
+  /** Its browsers' CPU per capture by kind of process, ms. */
+  byKind: Record<BrowserProcessKind, number>;
 }
 
 function figures(cell: SideCell): Figures {
@@ -308,8 +316,17 @@ function figures(cell: SideCell): Figures {
     samples: ms,
     byPage,
     blocks: cell.blocks,
+    byKind: Object.fromEntries(BROWSER_PROCESS_KINDS.map((k) => [k, cell.byKind[k] / n])) as Record<BrowserProcessKind, number>,
   };
 }
+
+const KIND_LABEL: Record<BrowserProcessKind, string> = {
+  browser: 'browser process',
+  renderers: 'renderers',
+  gpu: 'GPU process',
+  network: 'network service',
+  other: 'other',
+};
 
 const f0 = (v: number) => v.toFixed(0);
 const f2 = (v: number) => v.toFixed(2);
@@ -390,6 +407,18 @@ function report(results: Record<number, Record<Side, Figures>>, info: { chromium
         : '–';
     const cell = (page: string) => SIDES.map((side) => p50Of(r[side].byPage[page])).join(' / ');
     lines.push(`| ${c} | ${Object.keys(MIX_WEIGHTS).map(cell).join(' | ')} |`);
+  }
+  lines.push(
+    '',
+    "The browsers' CPU ms per capture by process (each side's ChromeDrivers' trees over the cell, by Chromium's --type: renderers with the zygote that reaps them; other: ChromeDriver and other utilities):",
+    '',
+    `| side | concurrency | ${BROWSER_PROCESS_KINDS.map((k) => KIND_LABEL[k]).join(' | ')} |`,
+    `|---|---:|${BROWSER_PROCESS_KINDS.map(() => '---:').join('|')}|`,
+  );
+  for (const c of CONCURRENCY) {
+    const r = results[c];
+    if (!r) continue;
+    for (const side of SIDES) lines.push(`| ${SIDE_LABEL[side]} | ${c} | ${BROWSER_PROCESS_KINDS.map((k) => r[side].byKind[k].toFixed(1)).join(' | ')} |`);
   }
   const c1 = results[1];
   const c4 = results[4];

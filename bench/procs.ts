@@ -127,3 +127,42 @@ export function machineCpuMs(): number {
     return 0;
   }
 }
+
+/** What a process of a browser's tree does, from its command line: Chromium names it with --type. */
+export const BROWSER_PROCESS_KINDS = ['browser', 'renderers', 'gpu', 'network', 'other'] as const;
+export type BrowserProcessKind = (typeof BROWSER_PROCESS_KINDS)[number];
+
+/**
+ * A process's kind: the browser process (Chromium without --type), its renderers (and the
+ * zygote, which reaps the renderers that ended: their CPU is in its children's), the GPU
+ * process, the network service, or other (ChromeDriver, other utilities).
+ */
+export function browserProcessKind(pid: number): BrowserProcessKind {
+  let cmdline: string;
+  try {
+    cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return 'other';
+  }
+  const type = /--type=([a-z-]+)/.exec(cmdline)?.[1];
+  if (!type) return /chromedriver/.test(cmdline.split('\0', 1)[0] ?? '') ? 'other' : 'browser';
+  if (type === 'renderer' || type === 'zygote') return 'renderers';
+  if (type === 'gpu-process') return 'gpu';
+  if (type === 'utility' && /--utility-sub-type=network\./.test(cmdline)) return 'network';
+  return 'other';
+}
+
+/** CPU so far of the trees under `roots` by kind of process, each process once (as treesUse). */
+export function treesUseByKind(roots: readonly number[], procs = processes()): Record<BrowserProcessKind, number> {
+  const children = childrenOf(procs);
+  const out = Object.fromEntries(BROWSER_PROCESS_KINDS.map((k) => [k, 0])) as Record<BrowserProcessKind, number>;
+  const seen = new Set<number>();
+  for (const root of roots) {
+    for (const p of tree(procs, root, children)) {
+      if (seen.has(p.pid)) continue;
+      seen.add(p.pid);
+      out[browserProcessKind(p.pid)] += p.ownMs + p.childrenMs;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,47 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { expect } from 'chai';
+import { browserProcessKind, treesUseByKind } from '../../bench/procs';
+
+/** A process that lives until killed, whose command line carries `args` (as a Chromium child's carries its --type). */
+function idleProcess(args: string[]): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', '--', ...args], { stdio: 'ignore' });
+  return new Promise((resolve, reject) => {
+    child.once('spawn', () => resolve(child));
+    child.once('error', reject);
+  });
+}
+
+describe('bench/procs: the kind of a browser tree process', function () {
+  if (process.platform !== 'linux') return;
+  const started: ChildProcess[] = [];
+  after(() => {
+    for (const c of started) c.kill('SIGKILL');
+  });
+
+  it("names each process by Chromium's --type, and counts a tree's CPU by kind", async () => {
+    const cases: Array<[string[], string]> = [
+      [['--type=renderer', '--renderer-client-id=5'], 'renderers'],
+      [['--type=zygote'], 'renderers'],
+      [['--type=gpu-process'], 'gpu'],
+      [['--type=utility', '--utility-sub-type=network.mojom.NetworkService'], 'network'],
+      [['--type=utility', '--utility-sub-type=storage.mojom.StorageService'], 'other'],
+      [['--headless', '--remote-debugging-port=0'], 'browser'],
+    ];
+    for (const [args, kind] of cases) {
+      const child = await idleProcess(args);
+      started.push(child);
+      expect(browserProcessKind(child.pid!), args.join(' ')).to.equal(kind);
+    }
+    expect(browserProcessKind(2 ** 22 + 12345), 'a process that is gone').to.equal('other');
+
+    // Burn some CPU in a renderer-like child, then read its tree: the CPU lands on its kind.
+    const busy = spawn(process.execPath, ['-e', 'const t = Date.now(); while (Date.now() - t < 300) {} setInterval(() => {}, 1000)', '--', '--type=renderer'], {
+      stdio: 'ignore',
+    });
+    started.push(busy);
+    await new Promise((r) => setTimeout(r, 600));
+    const use = treesUseByKind([busy.pid!]);
+    expect(use.renderers).to.be.greaterThan(100);
+    expect(use.browser + use.gpu + use.network + use.other).to.equal(0);
+  });
+});
