@@ -53,7 +53,7 @@ import { withTimeout } from '../services/capture/browsers/browser-slot';
 import { loadConfig } from '../services/shared/config';
 import { type FloorTab, IsolatedPool, type Work, benchAccount, floorCapture, openFloorTab, snapOnce } from './floor';
 import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './pages';
-import { BROWSER_PROCESS_KINDS, type BrowserProcessKind, descendantsNamed, machineCpuMs, processes, treesUse, treesUseByKind } from './procs';
+import { BROWSER_PROCESS_KINDS, type BrowserProcessKind, descendantsNamed, machineCpuMs, noUseByKind, processes, treesUse, treesUseByKind } from './procs';
 import { envSubset, publishResults, runBench, snapQuery } from './run';
 import {
   MIX_SNAP_OPTIONS,
@@ -249,7 +249,7 @@ async function runBlock(
  */
 async function runCell(sides: SideRuntime[], seq: MixItem[], c: number): Promise<Record<Side, SideCell>> {
   const cells = Object.fromEntries(
-    sides.map((s) => [s.side, { samples: [], ownCpuMs: 0, selfCpuMs: 0, rss: [], bytes: 0, blocks: [], byKind: treesUseByKind([], new Map()) } as SideCell]),
+    sides.map((s) => [s.side, { samples: [], ownCpuMs: 0, selfCpuMs: 0, rss: [], bytes: 0, blocks: [], byKind: noUseByKind() } as SideCell]),
   ) as Record<Side, SideCell>;
   for (const rt of sides) await runBlock(rt, seq, c, WARMUP, null);
   const before = new Map(sides.map((rt) => [rt.side, treesUse(rt.roots(c)).cpuMs]));

@@ -99,21 +99,28 @@ export interface TreeUse {
  * the bench's process). A renderer that ended is counted once its browser has reaped it.
  */
 export function treesUse(roots: readonly number[], exclude: readonly number[] = [], procs = processes()): TreeUse {
+  let cpuMs = 0;
+  let rssBytes = 0;
+  for (const p of eachOnce(procs, roots, exclude)) {
+    cpuMs += p.ownMs + p.childrenMs;
+    rssBytes += p.rssBytes;
+  }
+  return { cpuMs, rssBytes };
+}
+
+/** Each process of the trees under `roots` once (a root inside another's tree is not met twice), less the subtrees of `exclude`. */
+function* eachOnce(procs: Map<number, Proc>, roots: readonly number[], exclude: readonly number[] = []): Generator<Proc> {
   const children = childrenOf(procs);
   const skip = new Set<number>();
   for (const pid of exclude) for (const p of tree(procs, pid, children)) skip.add(p.pid);
   const seen = new Set<number>();
-  let cpuMs = 0;
-  let rssBytes = 0;
   for (const root of roots) {
     for (const p of tree(procs, root, children)) {
       if (seen.has(p.pid) || skip.has(p.pid)) continue;
       seen.add(p.pid);
-      cpuMs += p.ownMs + p.childrenMs;
-      rssBytes += p.rssBytes;
+      yield p;
     }
   }
-  return { cpuMs, rssBytes };
 }
 
 /** Busy CPU time of the whole machine so far, ms (from /proc/stat; 0 where there is none). */
@@ -152,17 +159,14 @@ export function browserProcessKind(pid: number): BrowserProcessKind {
   return 'other';
 }
 
+/** No CPU of any kind (a count's start). */
+export function noUseByKind(): Record<BrowserProcessKind, number> {
+  return Object.fromEntries(BROWSER_PROCESS_KINDS.map((k) => [k, 0])) as Record<BrowserProcessKind, number>;
+}
+
 /** CPU so far of the trees under `roots` by kind of process, each process once (as treesUse). */
 export function treesUseByKind(roots: readonly number[], procs = processes()): Record<BrowserProcessKind, number> {
-  const children = childrenOf(procs);
-  const out = Object.fromEntries(BROWSER_PROCESS_KINDS.map((k) => [k, 0])) as Record<BrowserProcessKind, number>;
-  const seen = new Set<number>();
-  for (const root of roots) {
-    for (const p of tree(procs, root, children)) {
-      if (seen.has(p.pid)) continue;
-      seen.add(p.pid);
-      out[browserProcessKind(p.pid)] += p.ownMs + p.childrenMs;
-    }
-  }
+  const out = noUseByKind();
+  for (const p of eachOnce(procs, roots)) out[browserProcessKind(p.pid)] += p.ownMs + p.childrenMs;
   return out;
 }
