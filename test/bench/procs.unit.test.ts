@@ -11,7 +11,7 @@ function idleProcess(args: string[]): Promise<ChildProcess> {
   });
 }
 
-describe('bench/procs: the kind of a browser tree process', function () {
+describe('bench/procs: the kind of a browser tree process', () => {
   if (process.platform !== 'linux') return;
   const started: ChildProcess[] = [];
   after(() => {
