@@ -43,6 +43,19 @@ export function snapQuery(accessToken: string, url: string, extra: Record<string
   });
 }
 
+/** A load average (1 min) above this at a run's start means other work shares the machine (2 cores). */
+const BUSY_LOAD = 1.5;
+
+/**
+ * A run's load averages (1 min) at its start and end, and a warning when the machine was busy
+ * as the run began: other work was running then. The load at the end is the bench's own (it
+ * keeps both cores busy), so it says nothing about other work.
+ */
+export function loadNote(start: number, end: number, what = 'the machine-wide figures are noisy'): string {
+  const busy = start > BUSY_LOAD ? ` — **a busy machine: other work was running as the run began, so ${what}**` : '';
+  return `Load average (1 min) at the start and at the end: ${start.toFixed(2)} / ${end.toFixed(2)}${busy}.`;
+}
+
 /**
  * On SIGINT or SIGTERM: `abort` (optional), then `cleanup`, then exit 130. Returns the
  * function that removes the handlers (call it once the script cleaned up by itself).

@@ -55,7 +55,7 @@ import { type EmbeddedProcess, createBenchAccount, startEmbeddedProcess, waitFor
 import { snapOnce } from './floor';
 import { startPageServerProcess } from './pages';
 import { childrenOf, machineCpuMs, processes } from './procs';
-import { envPositiveInt, publishResults, runBench, snapQuery } from './run';
+import { envPositiveInt, loadNote, publishResults, runBench, snapQuery } from './run';
 import { MIX_SNAP_OPTIONS, MIX_WEIGHTS, type MixCursor, type MixItem, driveMix, mixSequence, mixUrl, startSitesDns } from './sites';
 import { type Block, cpuRatioInterval, medianRatioInterval, percentile, stalledCapture, throughputRatioInterval } from './stats';
 
@@ -279,8 +279,7 @@ function report(
     '',
     `Run ${new Date().toISOString()} (${f0(info.seconds)} s in all)${FULL_RUN ? '' : ', reduced (BENCH_STACKMIX_* set)'}. ` +
       `Machine: ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB RAM, Node ${process.version}. ` +
-      `Load average (1 min) at the start and at the end: ${info.load.map(f2).join(' / ')}` +
-      `${Math.max(...info.load) > 1.5 ? ' — **a busy machine: other work was running, so the machine-wide figures are noisy**' : ''}.`,
+      loadNote(info.load[0]!, info.load[info.load.length - 1]!),
     '',
     `Workload: the mix of bench/mix.ts (${mix} in every ten captures, each on the next of ${SITES} site names, the complete work: script waits for its ` +
       `cards, long is fullpage), GET /snap wait=0 ttl=0 at concurrency ${CONCURRENCY}, through each deployment's egress gateway. ` +

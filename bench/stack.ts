@@ -47,7 +47,7 @@ import { performance } from 'node:perf_hooks';
 import knex from 'knex';
 import { STACK_DEFAULTS, Stack } from '../ops/stack';
 import { TICK_BATCH } from '../services/scheduler/schedule-runner';
-import { FORMAT, QUALITY, VIEWPORT, envPositiveInt, envSubset, publishResults, snapQuery, stopOnSignals } from './run';
+import { FORMAT, QUALITY, VIEWPORT, envPositiveInt, envSubset, loadNote, publishResults, snapQuery, stopOnSignals } from './run';
 import { createBenchAccount, waitForBrowsers as waitForStackBrowsers } from './deployments';
 import { type PageServer, startPageServer } from './pages';
 import { childrenOf, machineCpuMs, processes } from './procs';
@@ -828,8 +828,7 @@ function report(layouts: LayoutResult[], round: RoundResult | null, kills: Burst
       `all)${FULL_RUN ? '' : `, reduced: layouts ${LAYOUTS.join(',')}, parts ${PARTS.join(',')}`}. ` +
       `Machine: ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores (a shared virtual machine), ${(os.totalmem() / 1024 ** 3).toFixed(1)} ` +
       `GiB RAM, ` +
-      `${os.type()} ${os.release()}, Node ${process.version}. Load average (1 min) at the start and at the end: ${loads.map((l) => l.toFixed(2)).join(' / ')}` +
-      `${Math.max(...loads) > 1.5 ? ' — **a busy machine: other work was running, so these are noisy figures**' : ''}.`,
+      `${os.type()} ${os.release()}, Node ${process.version}. ${loadNote(loads[0]!, loads[loads.length - 1]!, 'these are noisy figures')}`,
     '',
   ];
   return [...lines, ...spreadReport(layouts), ...roundReport(round), ...killReport(kills)].join('\n');
