@@ -34,14 +34,14 @@ describe('bench/procs: the kind of a browser tree process', () => {
     }
     expect(browserProcessKind(2 ** 22 + 12345), 'a process that is gone').to.equal('other');
 
-    // Burn some CPU in a renderer-like child, then read its tree: the CPU lands on its kind.
-    const busy = spawn(process.execPath, ['-e', 'const t = Date.now(); while (Date.now() - t < 300) {} setInterval(() => {}, 1000)', '--', '--type=renderer'], {
-      stdio: 'ignore',
-    });
+    // A renderer-like child that uses 300 ms of CPU (however long a busy machine makes that take), then idles: its tree's CPU lands on its kind.
+    const burn =
+      'const s = process.cpuUsage(); for (;;) { const u = process.cpuUsage(s); if (u.user + u.system >= 300000) break; } process.stdout.write("done"); setInterval(() => {}, 1000)';
+    const busy = spawn(process.execPath, ['-e', burn, '--', '--type=renderer'], { stdio: ['ignore', 'pipe', 'ignore'] });
     started.push(busy);
-    await new Promise((r) => setTimeout(r, 600));
+    await new Promise((resolve) => busy.stdout!.once('data', resolve));
     const use = treesUseByKind([busy.pid!]);
-    expect(use.renderers).to.be.greaterThan(100);
+    expect(use.renderers).to.be.at.least(250);
     expect(use.browser + use.gpu + use.network + use.other).to.equal(0);
   });
 });
