@@ -238,6 +238,8 @@ async function runBlock(
   return { block, selfMs: self };
 }
 
+const sumOf = (byKind: Record<BrowserProcessKind, number>) => BROWSER_PROCESS_KINDS.reduce((a, k) => a + byKind[k], 0);
+
 /**
  * One cell: the sides in turns, the warm tab first and the other two in turn order every other
  * round (warm, isolated, snap; warm, snap, isolated; …): no side ever follows itself, and the
@@ -252,8 +254,8 @@ async function runCell(sides: SideRuntime[], seq: MixItem[], c: number): Promise
     sides.map((s) => [s.side, { samples: [], ownCpuMs: 0, selfCpuMs: 0, rss: [], bytes: 0, blocks: [], byKind: noUseByKind() } as SideCell]),
   ) as Record<Side, SideCell>;
   for (const rt of sides) await runBlock(rt, seq, c, WARMUP, null);
-  const before = new Map(sides.map((rt) => [rt.side, treesUse(rt.roots(c)).cpuMs]));
-  const beforeByKind = new Map(sides.map((rt) => [rt.side, treesUseByKind(rt.roots(c))]));
+  // The browsers' CPU by kind of process; their whole CPU is its sum.
+  const before = new Map(sides.map((rt) => [rt.side, treesUseByKind(rt.roots(c))]));
   let ledger = readLedger(sides, c);
   const blocks = c === 1 ? ITERATIONS[1]! : BLOCKS;
   const perBlock = c === 1 ? 1 : Math.max(c, Math.round(ITERATIONS[c]! / BLOCKS));
@@ -269,9 +271,9 @@ async function runCell(sides: SideRuntime[], seq: MixItem[], c: number): Promise
   await new Promise((r) => setTimeout(r, 2_500));
   charge(ledger, sides, c, null);
   for (const rt of sides) {
-    cells[rt.side].ownCpuMs += Math.max(0, treesUse(rt.roots(c)).cpuMs - before.get(rt.side)!);
-    const byKind = treesUseByKind(rt.roots(c));
-    for (const k of BROWSER_PROCESS_KINDS) cells[rt.side].byKind[k] = Math.max(0, byKind[k] - beforeByKind.get(rt.side)![k]);
+    const [was, now] = [before.get(rt.side)!, treesUseByKind(rt.roots(c))];
+    cells[rt.side].ownCpuMs += Math.max(0, sumOf(now) - sumOf(was));
+    for (const k of BROWSER_PROCESS_KINDS) cells[rt.side].byKind[k] = Math.max(0, now[k] - was[k]);
   }
   return cells;
 }

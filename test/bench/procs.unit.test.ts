@@ -2,9 +2,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { expect } from 'chai';
 import { browserProcessKind, treesUseByKind } from '../../bench/procs';
 
-/** A process that lives until killed, whose command line carries `args` (as a Chromium child's carries its --type). */
+/** In a child: exit once the test's process is gone (its end of stdin closes), whatever stopped it. */
+const UNTIL_PARENT_GONE = "process.stdin.on('end', () => process.exit()).resume();";
+
+/** A process that lives until killed or orphaned, whose command line carries `args` (as a Chromium child's carries its --type). */
 function idleProcess(args: string[]): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', '--', ...args], { stdio: 'ignore' });
+  const child = spawn(process.execPath, ['-e', UNTIL_PARENT_GONE, '--', ...args], { stdio: ['pipe', 'ignore', 'ignore'] });
   return new Promise((resolve, reject) => {
     child.once('spawn', () => resolve(child));
     child.once('error', reject);
@@ -36,8 +39,9 @@ describe('bench/procs: the kind of a browser tree process', () => {
 
     // A renderer-like child that uses 300 ms of CPU (however long a busy machine makes that take), then idles: its tree's CPU lands on its kind.
     const burn =
-      'const s = process.cpuUsage(); for (;;) { const u = process.cpuUsage(s); if (u.user + u.system >= 300000) break; } process.stdout.write("done"); setInterval(() => {}, 1000)';
-    const busy = spawn(process.execPath, ['-e', burn, '--', '--type=renderer'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      'const s = process.cpuUsage(); for (;;) { const u = process.cpuUsage(s); if (u.user + u.system >= 300000) break; } process.stdout.write("done"); ' +
+      UNTIL_PARENT_GONE;
+    const busy = spawn(process.execPath, ['-e', burn, '--', '--type=renderer'], { stdio: ['pipe', 'pipe', 'ignore'] });
     started.push(busy);
     await new Promise((resolve) => busy.stdout!.once('data', resolve));
     const use = treesUseByKind([busy.pid!]);
