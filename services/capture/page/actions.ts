@@ -347,7 +347,7 @@ async function locate(page: PageSession, selector: string): Promise<Extract<Loca
 async function clickElement(page: PageSession, selector: string): Promise<void> {
   const at = await locate(page, selector);
   if (at.reachable) await mouseClick(page, at.x, at.y);
-  else await page.run(pageDomClick, selector);
+  else await page.runAsVisitor(pageDomClick, selector);
 }
 
 interface RemoteObject {
@@ -492,20 +492,20 @@ const STEPS: Record<ActionType, StepHandler> = {
 
   async text_field({ page, selector }, { value }) {
     const text = String(value ?? '');
-    const prep = await page.run(pagePrepareField, selector);
+    const prep = await page.runAsVisitor(pagePrepareField, selector);
     if (prep.status === 'not-text') throw new StepFailure(`the element ${quote(selector)} is ${prep.what}, not a text field.`);
     if (prep.status === 'readonly') throw new StepFailure(`the field ${quote(selector)} is read-only.`);
     if (prep.status === 'unfocusable') throw new StepFailure(`the field ${quote(selector)} cannot be focused (is it hidden?).`);
     if (prep.status !== 'ok') elementProblem(prep.status, selector);
     if (text !== '') await page.send('Input.insertText', { text });
-    await page.run(pageFinishField, selector, text);
+    await page.runAsVisitor(pageFinishField, selector, text);
   },
 
   async select(env, { value }) {
     const { page, selector } = env;
     const wanted = String(value ?? '');
     await mayNavigate(env, SCRIPT_NAVIGATION_GRACE_MS, async () => {
-      const r = await page.run(pageSelect, selector, wanted);
+      const r = await page.runAsVisitor(pageSelect, selector, wanted);
       if (r.status === 'no-option') throw new StepFailure(`no option ${quote(wanted)} in ${selector} (options: ${r.options.join(', ') || 'none'}).`);
       if (r.status === 'not-select') throw new StepFailure(`the element ${quote(selector)} is a <${r.tag}>, not a <select>.`);
       if (r.status === 'option-disabled') throw new StepFailure(`the option ${quote(wanted)} in ${selector} is disabled.`);
@@ -542,7 +542,7 @@ const STEPS: Record<ActionType, StepHandler> = {
     }
     await mayNavigate(env, CLICK_NAVIGATION_GRACE_MS, async () => {
       if (plan.how === 'enter') await pressEnter(page);
-      else await page.run(pageRequestSubmit);
+      else await page.runAsVisitor(pageRequestSubmit);
     });
   },
 

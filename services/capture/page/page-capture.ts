@@ -237,7 +237,7 @@ async function inject(page: PageSession, o: SnapOptions): Promise<void> {
   }
   if (o.js_inject && !o.disable_js) {
     try {
-      await page.evaluate(o.js_inject, true);
+      await page.evaluateAsVisitor(o.js_inject, true);
     } catch (err) {
       throw serviceError('invalid_parameter', `js_inject: the script threw: ${(err as Error).message.split('\n')[0]}.`);
     }

@@ -68,16 +68,38 @@ export class PageSession {
     return this.cdp.sendForData(method, params, this.sessionId);
   }
 
-  /** Evaluates an expression in the page and returns its value (awaiting promises). */
-  async evaluate<T>(expression: string, awaitPromise = true): Promise<T> {
-    const r = await this.send<EvalResult<T>>('Runtime.evaluate', { expression, returnByValue: true, awaitPromise, userGesture: true });
-    if (r.exceptionDetails) throw new Error(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text);
-    return r.result.value as T;
+  /**
+   * Evaluates an expression in the page and returns its value (awaiting promises). The
+   * capture's own look at the page: the page is not told that its visitor acted (no user
+   * activation), so it stays as a visitor who has not touched it sees it (evaluateAsVisitor).
+   */
+  evaluate<T>(expression: string, awaitPromise = true): Promise<T> {
+    return this.evaluateAs<T>(expression, awaitPromise, false);
   }
 
-  /** Runs a function in the page (see inPageCall) and returns its value. */
+  /**
+   * As evaluate, for what the visitor does (js_inject, an action's click, typing or choice):
+   * the page gets user activation, as from a person's act (it may then open a window, play
+   * sound, show what waits for an interaction), as a script run in DevTools' console does.
+   */
+  evaluateAsVisitor<T>(expression: string, awaitPromise = true): Promise<T> {
+    return this.evaluateAs<T>(expression, awaitPromise, true);
+  }
+
+  /** Runs a function in the page (see inPageCall) and returns its value: a look, as evaluate. */
   run<A extends unknown[], T>(fn: (...args: A) => T, ...args: A): Promise<T> {
     return this.evaluate<T>(inPageCall(fn, ...args), false);
+  }
+
+  /** Runs a function in the page as the visitor's act, as evaluateAsVisitor. */
+  runAsVisitor<A extends unknown[], T>(fn: (...args: A) => T, ...args: A): Promise<T> {
+    return this.evaluateAsVisitor<T>(inPageCall(fn, ...args), false);
+  }
+
+  private async evaluateAs<T>(expression: string, awaitPromise: boolean, userGesture: boolean): Promise<T> {
+    const r = await this.send<EvalResult<T>>('Runtime.evaluate', { expression, returnByValue: true, awaitPromise, ...(userGesture ? { userGesture } : {}) });
+    if (r.exceptionDetails) throw new Error(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text);
+    return r.result.value as T;
   }
 }
 
