@@ -64,7 +64,7 @@ import { performance } from 'node:perf_hooks';
 import { withTimeout } from '../services/capture/browsers/browser-slot';
 import { loadConfig, type Config } from '../services/shared/config';
 import { type System, startSystem, stopSystem } from '../runtime/system';
-import { type FloorTab, IsolatedPool, type Work, benchAccount, floorCapture, openFloorTab, snapOnce } from './floor';
+import { BENCH_GRID_SESSION_TIMEOUT_S, type FloorTab, IsolatedPool, type Work, benchAccount, floorCapture, openFloorTab, snapOnce } from './floor';
 import { FORMAT, QUALITY, VIEWPORT, envSubset, publishResults, snapQuery, stopOnSignals } from './run';
 import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './pages';
 import { machineCpuMs } from './procs';
@@ -746,7 +746,7 @@ async function main(): Promise<void> {
   try {
     progress('starting the Selenium Grid and the page server');
     const [grid, pages] = await Promise.all([
-      gridModule.startGrid({ mode: 'standalone', maxSessions: 3 * SNAP_SESSIONS, port: 0, sessionTimeout: 300 }),
+      gridModule.startGrid({ mode: 'standalone', maxSessions: 3 * SNAP_SESSIONS, port: 0, sessionTimeout: BENCH_GRID_SESSION_TIMEOUT_S }),
       startPageServerProcess(),
     ]);
     cleanups.push(() => grid.stop());

@@ -42,6 +42,14 @@ export async function openPage(slot: BrowserSlot, proxyServer?: string): Promise
   return { contextId: browserContextId, targetId, sessionId };
 }
 
+/**
+ * The Selenium Grid's session timeout for a bench's Grid, s. The floors drive their browsers
+ * over CDP alone, so the Grid sees their WebDriver sessions as idle and would end them (and
+ * their ChromeDrivers, whose trees the bench counts) once this runs out: it must outlast a run.
+ * The service's own sessions keep themselves alive (BrowserPool's keep-alive).
+ */
+export const BENCH_GRID_SESSION_TIMEOUT_S = 3_600;
+
 const gridModule = require(path.join(__dirname, '..', '..', 'grid', 'grid.js')) as {
   startGrid(opts: { mode: 'standalone'; maxSessions: number; port: number; sessionTimeout?: number }): Promise<{
     url: string;
@@ -57,7 +65,7 @@ const gridModule = require(path.join(__dirname, '..', '..', 'grid', 'grid.js')) 
  */
 export async function oneBrowserOnGrid(cleanups: Array<() => Promise<void>>): Promise<{ tab: FloorTab; pages: PageServer; browserCpuMs(): number }> {
   const [grid, pages] = await Promise.all([
-    gridModule.startGrid({ mode: 'standalone', maxSessions: 1, port: 0, sessionTimeout: 300 }),
+    gridModule.startGrid({ mode: 'standalone', maxSessions: 1, port: 0, sessionTimeout: BENCH_GRID_SESSION_TIMEOUT_S }),
     startPageServerProcess(),
   ]);
   cleanups.push(

@@ -51,7 +51,7 @@ import { performance } from 'node:perf_hooks';
 import { type System, startSystem, stopSystem } from '../runtime/system';
 import { withTimeout } from '../services/capture/browsers/browser-slot';
 import { loadConfig } from '../services/shared/config';
-import { type FloorTab, IsolatedPool, type Work, benchAccount, floorCapture, openFloorTab, snapOnce } from './floor';
+import { BENCH_GRID_SESSION_TIMEOUT_S, type FloorTab, IsolatedPool, type Work, benchAccount, floorCapture, openFloorTab, snapOnce } from './floor';
 import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './pages';
 import { BROWSER_PROCESS_KINDS, type BrowserProcessKind, descendantsNamed, machineCpuMs, noUseByKind, processes, treesUse, treesUseByKind } from './procs';
 import { envSubset, publishResults, runBench, snapQuery } from './run';
@@ -255,7 +255,8 @@ async function runCell(sides: SideRuntime[], seq: MixItem[], c: number): Promise
   ) as Record<Side, SideCell>;
   for (const rt of sides) await runBlock(rt, seq, c, WARMUP, null);
   // The browsers' CPU by kind of process; their whole CPU is its sum.
-  const before = new Map(sides.map((rt) => [rt.side, treesUseByKind(rt.roots(c))]));
+  const roots = new Map(sides.map((rt) => [rt.side, rt.roots(c)]));
+  const before = new Map(sides.map((rt) => [rt.side, treesUseByKind(roots.get(rt.side)!)]));
   let ledger = readLedger(sides, c);
   const blocks = c === 1 ? ITERATIONS[1]! : BLOCKS;
   const perBlock = c === 1 ? 1 : Math.max(c, Math.round(ITERATIONS[c]! / BLOCKS));
@@ -270,8 +271,13 @@ async function runCell(sides: SideRuntime[], seq: MixItem[], c: number): Promise
   // Let the last captures' disposals finish before the browsers' CPU is read.
   await new Promise((r) => setTimeout(r, 2_500));
   charge(ledger, sides, c, null);
+  const procs = processes();
   for (const rt of sides) {
-    const [was, now] = [before.get(rt.side)!, treesUseByKind(rt.roots(c))];
+    // A ChromeDriver that ended took its tree's CPU with it (to the Grid's JVM): the cell's figures would be short.
+    const gone = roots.get(rt.side)!.filter((pid) => !procs.has(pid));
+    if (gone.length)
+      throw new Error(`${SIDE_LABEL[rt.side]}: ChromeDriver ${gone.join(', ')} ended during the cell at concurrency ${c}; its CPU cannot be counted`);
+    const [was, now] = [before.get(rt.side)!, treesUseByKind(rt.roots(c), procs)];
     cells[rt.side].ownCpuMs += Math.max(0, sumOf(now) - sumOf(was));
     for (const k of BROWSER_PROCESS_KINDS) cells[rt.side].byKind[k] = Math.max(0, now[k] - was[k]);
   }
@@ -497,7 +503,7 @@ runBench('mix', async (cleanups) => {
   const load = [os.loadavg()[0]!];
   progress('starting the Selenium Grid, the page server and the DNS server');
   const [grid, pages, dns] = await Promise.all([
-    gridModule.startGrid({ mode: 'standalone', maxSessions: 3 * SESSIONS, port: 0, sessionTimeout: 300 }),
+    gridModule.startGrid({ mode: 'standalone', maxSessions: 3 * SESSIONS, port: 0, sessionTimeout: BENCH_GRID_SESSION_TIMEOUT_S }),
     startPageServerProcess(),
     startSitesDns(SITES),
   ]);
