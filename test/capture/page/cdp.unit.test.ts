@@ -77,7 +77,8 @@ describe('CdpConnection data answers', () => {
   });
 
   it('decodes every padding and length exactly', async () => {
-    for (const length of [0, 1, 2, 3, 4, 5, 20_000, 20_001, 20_002]) {
+    // Across the decoder's slices of 65 536 characters (49 152 bytes) too, up to a long page's picture.
+    for (const length of [0, 1, 2, 3, 4, 5, 20_000, 20_001, 20_002, 49_151, 49_152, 49_153, 98_305, 2_400_002]) {
       const bytes = crypto.randomBytes(length);
       const text = Buffer.from(bytes.toString('base64'));
       expect(decodeBase64Bytes(text, 0, text.length)?.equals(bytes), `length ${length}`).to.equal(true);
@@ -85,6 +86,13 @@ describe('CdpConnection data answers', () => {
     // Not plain base64: a character outside the alphabet, an escape, a length not a multiple of 4.
     for (const text of ['AB*D', 'QUJ\\/A==', 'QUJDRA=', 'QU"D']) {
       expect(decodeBase64Bytes(Buffer.from(text), 0, text.length), text).to.equal(null);
+    }
+    // A character outside the alphabet in any slice of a long text, at either end of a slice or inside one.
+    const long = Buffer.from(crypto.randomBytes(200_000).toString('base64'));
+    for (const at of [0, 65_535, 65_536, 100_000, 131_072, long.length - 1]) {
+      const bad = Buffer.from(long);
+      bad[at] = 0x2a;
+      expect(decodeBase64Bytes(bad, 0, bad.length), `* at ${at}`).to.equal(null);
     }
   });
 
