@@ -54,7 +54,7 @@ import { loadConfig } from '../services/shared/config';
 import { BENCH_GRID_SESSION_TIMEOUT_S, type FloorTab, IsolatedPool, type Work, benchAccount, floorCapture, openFloorTab, snapOnce } from './floor';
 import { type PageServer, SCRIPT_SELECTOR, startPageServerProcess } from './pages';
 import { BROWSER_PROCESS_KINDS, type BrowserProcessKind, descendantsNamed, machineCpuMs, noUseByKind, processes, treesUse, treesUseByKind } from './procs';
-import { envSubset, publishResults, runBench, snapQuery } from './run';
+import { envSubset, loadNote, publishResults, runBench, snapQuery } from './run';
 import {
   MIX_SNAP_OPTIONS,
   MIX_WEIGHTS,
@@ -351,7 +351,7 @@ function report(results: Record<number, Record<Side, Figures>>, info: { chromium
     `Run ${new Date().toISOString()} (${f0(info.seconds)} s in all)${FULL_RUN ? '' : ', reduced (BENCH_MIX_* set)'}. ` +
       `Machine: ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB RAM, ` +
       `Node ${process.version}, ${info.chromium}. ` +
-      `Load average (1 min) at the start and at the end: ${info.load.map(f2).join(' / ')}.`,
+      loadNote(info.load[0]!, info.load[info.load.length - 1]!),
     '',
     `Workload: ${mix} in every ten captures${PAGES.length < Object.keys(MIX_WEIGHTS).length ? `, of which only ${PAGES.join(', ')} (BENCH_MIX_PAGES)` : ''}, ` +
       `in a fixed shuffled order, each on the next of ${SITES} site names (site-N.test, resolved by the bench's DNS ` +

@@ -31,7 +31,7 @@ import { loadConfig } from '../services/shared/config';
 import { benchAccount, snapOnce } from './floor';
 import { SCRIPT_SELECTOR, startPageServerProcess } from './pages';
 import { descendantsNamed, processes, tree, treesUse } from './procs';
-import { envPositiveInt, publishResults, runBench, snapQuery } from './run';
+import { envPositiveInt, loadNote, publishResults, runBench, snapQuery } from './run';
 import { MIX_WEIGHTS, type MixItem, type MixPage, mixSequence, siteName, startSitesDns } from './sites';
 import { percentile } from './stats';
 
@@ -243,7 +243,7 @@ runBench('soak', async (cleanups, stopping) => {
   lines.push(
     `Run ${new Date().toISOString()} (${seconds.toFixed(0)} s in all)${FULL_RUN ? '' : `, reduced (SOAK_CAPTURES=${CAPTURES})`}. ` +
       `Machine: ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${cpus.length} cores, ${(os.totalmem() / 1024 ** 3).toFixed(1)} GiB RAM, Node ${process.version}. ` +
-      `Load average (1 min) at the start and at the end: ${load.map((l) => l.toFixed(2)).join(' / ')}.`,
+      loadNote(load[0]!, load[load.length - 1]!),
     '',
     `${CAPTURES} GET /snap (wait=0, ttl=0) of the mix (${Object.entries(MIX_WEIGHTS)
       .map(([p, w]) => `${w} ${p}`)

@@ -97,7 +97,7 @@ export class PageSession {
   }
 
   private async evaluateAs<T>(expression: string, awaitPromise: boolean, userGesture: boolean): Promise<T> {
-    const r = await this.send<EvalResult<T>>('Runtime.evaluate', { expression, returnByValue: true, awaitPromise, ...(userGesture ? { userGesture } : {}) });
+    const r = await this.send<EvalResult<T>>('Runtime.evaluate', { expression, returnByValue: true, awaitPromise, userGesture });
     if (r.exceptionDetails) throw new Error(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text);
     return r.result.value as T;
   }
