@@ -30,6 +30,12 @@ export interface ConfigRow {
   created_at_ms: number | string;
 }
 
+/** A snap's configuration as it is created (unscheduled, found again by its account and snap key). */
+type SnapConfigRow = Pick<ConfigRow, 'id' | 'account_id' | 'url' | 'options' | 'capture_options' | 'scheduled' | 'created_at_ms'> & {
+  snap_key: string;
+  last_job_id?: string;
+};
+
 /** Columns describing the schedule (or its absence), anchored at `at`. */
 function scheduleColumns(o: ConfigOptions, at: number) {
   const s = scheduleOf(o);
@@ -152,24 +158,41 @@ export class ConfigRepository {
    * `jobId`, when given, noted as its latest job (written with the row when it is created).
    */
   async snapConfig({ accountId, options, snapKey, jobId }: ParamsOf<'scheduler.snapConfig'>): Promise<ResultOf<'scheduler.snapConfig'>> {
-    const find = () => this.db('screenshot_configs').where({ account_id: accountId, snap_key: snapKey }).first('id');
+    const given = JSON.stringify(options);
+    const created = {
+      id: randomId(12),
+      account_id: accountId,
+      url: options.url,
+      options: given,
+      capture_options: given,
+      snap_key: snapKey,
+      scheduled: false,
+      created_at_ms: this.now(),
+      ...(jobId ? { last_job_id: jobId } : {}),
+    };
+    const id = isMysql(this.db) ? await this.findOrCreate(created, jobId) : await this.upsert(created, jobId);
+    return { id, embed_url: embedUrl(this.links, id) };
+  }
+
+  /**
+   * SQLite: created, or found with its latest job noted, in one statement (an upsert that
+   * answers the row's id, new or not); without a job to note, found by a read after it.
+   */
+  private async upsert(created: SnapConfigRow, jobId: string | undefined): Promise<string> {
+    const insert = this.db('screenshot_configs').insert(created).onConflict(['account_id', 'snap_key']);
+    const [row] = (await (jobId ? insert.merge(['last_job_id']) : insert.ignore()).returning('id')) as Array<{ id: string }>;
+    return row ? String(row.id) : await this.findOrCreate(created, jobId);
+  }
+
+  /** Found, its latest job noted; or created. The MySQL client's way: MySQL answers no id from an upsert (no RETURNING). */
+  private async findOrCreate(created: SnapConfigRow, jobId: string | undefined): Promise<string> {
+    const find = () => this.db('screenshot_configs').where({ account_id: created.account_id, snap_key: created.snap_key }).first('id');
     let row = await find();
     if (row && jobId) await this.noteJob(String(row.id), jobId);
     if (!row) {
-      const id = randomId(12);
       try {
-        await this.db('screenshot_configs').insert({
-          id,
-          account_id: accountId,
-          url: options.url,
-          options: JSON.stringify(options),
-          capture_options: JSON.stringify(options),
-          snap_key: snapKey,
-          scheduled: false,
-          created_at_ms: this.now(),
-          ...(jobId ? { last_job_id: jobId } : {}),
-        });
-        row = { id };
+        await this.db('screenshot_configs').insert(created);
+        row = { id: created.id };
       } catch (err) {
         // Two snaps of the same page at once: the other one created it.
         if (!isUniqueViolation(err)) throw err;
@@ -177,6 +200,6 @@ export class ConfigRepository {
         if (row && jobId) await this.noteJob(String(row.id), jobId);
       }
     }
-    return { id: String(row.id), embed_url: embedUrl(this.links, String(row.id)) };
+    return String(row.id);
   }
 }

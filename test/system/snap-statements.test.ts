@@ -23,6 +23,11 @@ const ORIGINS: Array<[RegExp, string]> = [
   [/^select .* from api_keys as k .*join accounts as a .*join plans as p/, 'billing: key and plan (accounts.byToken)'],
   [/^select .* from account_addons/, 'billing: add-ons (accounts.byToken)'],
   [/^select .* from screenshot_configs/, 'scheduler: snap configuration (configs.snapConfig)'],
+  [
+    /^insert into screenshot_configs .* on conflict .* returning id$/,
+    'scheduler: snap configuration made or found, its last job noted, in one (configs.snapConfig)',
+  ],
+  [/^insert into screenshot_configs/, 'scheduler: snap configuration made (configs.snapConfig)'],
   [/^update screenshot_configs set last_job_id/, 'scheduler: its last job noted (configs.noteJob)'],
   [/^insert into jobs/, 'capture: the job started, running (jobs.start)'],
   [/^begin/, 'capture: transaction begins (jobs.complete)'],
@@ -55,6 +60,23 @@ export const SNAP_STATEMENTS = [
   'capture: the job completed under its lease (lease.end)',
   'capture: transaction commits (jobs.complete)',
 ];
+
+/**
+ * The statements of a /snap of a page new to the account: its snap configuration is made, with
+ * the snap's job noted in it. On SQLite in one statement (an upsert answering the row's id, new
+ * or found); MySQL answers no id from an upsert, so on the MySQL client it is a read, then the insert.
+ */
+export const NEW_PAGE_STATEMENTS: Record<Backend, string[]> = {
+  sqlite: [
+    'scheduler: snap configuration made or found, its last job noted, in one (configs.snapConfig)',
+    ...SNAP_STATEMENTS.filter((s) => !s.startsWith('scheduler:')),
+  ],
+  mysql: [
+    'scheduler: snap configuration (configs.snapConfig)',
+    'scheduler: snap configuration made (configs.snapConfig)',
+    ...SNAP_STATEMENTS.filter((s) => !s.startsWith('scheduler:')),
+  ],
+};
 
 for (const backend of ['sqlite', 'mysql'] as Backend[]) {
   describe(`statements per /snap on ${backend === 'sqlite' ? 'the embedded default (SQLite)' : 'MariaDB'}`, function () {
@@ -92,8 +114,8 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       });
 
     /** One /snap under a request id of ours; the statements issued under it (the work it leaves behind included). */
-    async function statementsOfSnap(requestId: string): Promise<string[]> {
-      const r = await snap(requestId);
+    async function statementsOfSnap(requestId: string, params: Record<string, string> = {}): Promise<string[]> {
+      const r = await snap(requestId, params);
       expect(r.status, r.raw.toString('utf8', 0, 300)).to.equal(200);
       // What the snap left to run after its answer (the scheduler's note of its last job).
       await sleep(500);
@@ -106,6 +128,11 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       const statements = await statementsOfSnap(`req_statements_${backend}`);
       expect(statements.length, statements.join('\n')).to.be.at.most(SNAP_STATEMENTS.length);
       expect([...statements].sort(), statements.join('\n')).to.deep.equal([...SNAP_STATEMENTS].sort());
+    });
+
+    it(`a /snap of a page new to the account issues ${NEW_PAGE_STATEMENTS[backend].length} statements: these ones`, async () => {
+      const statements = await statementsOfSnap(`req_statements_new_${backend}`, { url: `${fx.origin}/plain?new` });
+      expect([...statements].sort(), statements.join('\n')).to.deep.equal([...NEW_PAGE_STATEMENTS[backend]].sort());
     });
 
     it('records a snap under a new configuration once its configuration was deleted (the one kept is forgotten)', async () => {
