@@ -287,6 +287,20 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect(await lastJob(created.id)).to.equal('jobnoted0002');
   });
 
+  it("makes one configuration for lookups of a snap's new page at once, each answered with it", async () => {
+    const { account_id: accountId } = await sys.account('paid');
+    const options = { url: `${fx.origin}/plain?at-once` };
+    const snapKey = captureKey(options);
+    const answers = await Promise.all(
+      ['jobatonce001', 'jobatonce002', undefined, 'jobatonce003'].map((jobId) =>
+        call(sys.broker, 'scheduler.snapConfig', { accountId, options, snapKey, ...(jobId ? { jobId } : {}) }),
+      ),
+    );
+    expect(new Set(answers.map((a) => a.id)).size, JSON.stringify(answers)).to.equal(1);
+    const { configs } = await call(sys.broker, 'scheduler.list', { accountId, paging: { page: 1, limit: 10, afterMs: null, beforeMs: null, order: 'DESC' } });
+    expect(configs.map((c) => c.ids.screenshot_config_id)).to.deep.equal([answers[0]!.id]);
+  });
+
   it("answers 404 for another account's configuration and job", async () => {
     const c = await create({ url: `${fx.origin}/plain?mine` });
     const other = (await sys.account('paid')).access_token;
