@@ -170,22 +170,23 @@ export class ConfigRepository {
       created_at_ms: this.now(),
       ...(jobId ? { last_job_id: jobId } : {}),
     };
-    const id = isMysql(this.db) ? await this.findOrCreate(created, jobId) : await this.upsert(created, jobId);
+    const id = isMysql(this.db) ? await this.findOrCreate(created) : await this.upsert(created);
     return { id, embed_url: embedUrl(this.links, id) };
   }
 
   /**
-   * SQLite: created, or found with its latest job noted, in one statement (an upsert that
+   * SQLite: created, or found with its latest job (`last_job_id`) noted, in one statement (an upsert that
    * answers the row's id, new or not); without a job to note, found by a read after it.
    */
-  private async upsert(created: SnapConfigRow, jobId: string | undefined): Promise<string> {
+  private async upsert(created: SnapConfigRow): Promise<string> {
     const insert = this.db('screenshot_configs').insert(created).onConflict(['account_id', 'snap_key']);
-    const [row] = (await (jobId ? insert.merge(['last_job_id']) : insert.ignore()).returning('id')) as Array<{ id: string }>;
-    return row ? String(row.id) : await this.findOrCreate(created, jobId);
+    const [row] = (await (created.last_job_id ? insert.merge(['last_job_id']) : insert.ignore()).returning('id')) as Array<{ id: string }>;
+    return row ? String(row.id) : await this.findOrCreate(created);
   }
 
   /** Found, its latest job noted; or created. The MySQL client's way: MySQL answers no id from an upsert (no RETURNING). */
-  private async findOrCreate(created: SnapConfigRow, jobId: string | undefined): Promise<string> {
+  private async findOrCreate(created: SnapConfigRow): Promise<string> {
+    const jobId = created.last_job_id;
     const find = () => this.db('screenshot_configs').where({ account_id: created.account_id, snap_key: created.snap_key }).first('id');
     let row = await find();
     if (row && jobId) await this.noteJob(String(row.id), jobId);
