@@ -149,7 +149,8 @@ export class Stack {
       o.log(`[stack] database ${dbName}, Redis prefix ${stack.redisPrefix}, namespace ${stack.namespace}`);
       const slots = o.captureInstances * o.sessionsPerCapture;
       // Each node offers every capture instance's sessions, so the stack keeps working on one node.
-      stack.grid = await gridModule.startGrid({ mode: 'hub', nodes: o.gridNodes, maxSessions: slots, port: 0, sessionTimeout: 120, log: o.log });
+      // The session timeout is the nodes' own (grid.js: 60 s, as a deployment's nodes have it), which the capture service's keepalive is made for.
+      stack.grid = await gridModule.startGrid({ mode: 'hub', nodes: o.gridNodes, maxSessions: slots, port: 0, log: o.log });
       o.log(`[stack] Selenium Grid ${stack.grid.url} (hub + ${o.gridNodes} nodes, ${slots} sessions each)`);
       const plan: Array<[string, string]> = [
         ['billing', 'billing'],

@@ -228,7 +228,7 @@ describe('the full stack survives faults (separate processes)', function () {
   }
 
   it('a capture instance killed mid-capture: its jobs are finished once by the other, charged once', async function () {
-    // Up to the Grid's session timeout (120 s in the stack) at the end, below.
+    // Up to the Grid's session timeout (60 s on the stack's nodes) and its next sweep at the end, below.
     this.timeout(420_000);
     // Two instances with two browsers each: four slow captures keep every browser busy.
     const ids = await Promise.all([1, 2, 3, 4].map(() => queueCapture('/very-slow')));
