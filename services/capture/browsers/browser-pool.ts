@@ -71,6 +71,8 @@ interface Waiter extends Waiting<PoolClass> {
   settled: boolean;
 }
 
+const shuttingDown = () => serviceError('capacity_exhausted', 'The capture service is shutting down; retry shortly.', { retryAfter: 5 });
+
 /** The job worker's ask for a browser: not a capture, so neither counted as waiting nor timed out. */
 const isWorkerAsk = (claim: Claim) => claim.ticket === null && claim.cls === 'jobs';
 
@@ -147,7 +149,7 @@ export class BrowserPool {
    * account's captures. The job worker's ask waits as long as it takes.
    */
   acquire(claim: Claim = ANYONE): Promise<BrowserSlot> {
-    if (this.closed) return Promise.reject(serviceError('capacity_exhausted', 'The capture service is shutting down; retry shortly.', { retryAfter: 5 }));
+    if (this.closed || this.stranded) return Promise.reject(shuttingDown());
     const waiting = this.queue.count((w) => !isWorkerAsk(w.claim));
     if (!isWorkerAsk(claim) && !claim.again && !this.pickFree() && waiting >= this.opts.queueMax) {
       return Promise.reject(
@@ -322,6 +324,7 @@ export class BrowserPool {
     if (i >= 0) this.slots.splice(i, 1);
     void slot.quit();
     void this.addSlot();
+    this.turnAwayIfStranded();
   }
 
   /**
@@ -332,6 +335,31 @@ export class BrowserPool {
    */
   drain(): void {
     this.draining = true;
+    this.turnAwayIfStranded();
+  }
+
+  /** Draining with no browser left and none starting: nothing waiting here can ever get one. */
+  private get stranded(): boolean {
+    return this.draining && this.slots.length === 0 && this.starting === 0;
+  }
+
+  /**
+   * Once stranded, what waits is answered now rather than at its queue timeout; the job
+   * worker's ask, which has none, would otherwise hold the service's stop for the time it
+   * gives running captures (a browser that died just before shutdown, its replacement
+   * discarded as it came).
+   */
+  private turnAwayIfStranded(): void {
+    if (this.stranded) this.turnAway();
+  }
+
+  /** Answers every waiter: the service is shutting down. */
+  private turnAway(): void {
+    for (const w of this.queue.drain()) {
+      if (w.timer) clearTimeout(w.timer);
+      w.settled = true;
+      w.reject(shuttingDown());
+    }
   }
 
   private addSlot(attempt = 0): Promise<void> {
@@ -348,6 +376,7 @@ export class BrowserPool {
       const slot = await this.launcher(this.launch, this.nextId++);
       this.starting--;
       if (this.closed || this.draining) {
+        this.turnAwayIfStranded();
         await slot.quit();
         return;
       }
@@ -364,6 +393,7 @@ export class BrowserPool {
     } catch (err) {
       this.starting--;
       this.lastLaunchError = err as Error;
+      this.turnAwayIfStranded();
       const delay = Math.min(30_000, 500 * 2 ** attempt);
       this.log.warn(`Could not start a browser session (retrying in ${delay} ms): ${(err as Error).message}`);
       if (!this.closed && !this.draining) setTimeout(() => void this.addSlot(attempt + 1), delay).unref();
@@ -385,11 +415,7 @@ export class BrowserPool {
     this.closed = true;
     if (this.keepAlive) clearInterval(this.keepAlive);
     if (this.blockedRetry) clearTimeout(this.blockedRetry);
-    for (const w of this.queue.drain()) {
-      if (w.timer) clearTimeout(w.timer);
-      w.settled = true;
-      w.reject(serviceError('capacity_exhausted', 'The capture service is shutting down; retry shortly.', { retryAfter: 5 }));
-    }
+    this.turnAway();
     await Promise.all([...this.slots.splice(0).map((s) => s.quit()), ...this.launching]);
   }
 }

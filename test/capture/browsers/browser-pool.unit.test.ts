@@ -298,6 +298,30 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
     expect(await pool.acquire()).to.equal(other);
   });
 
+  it('once draining, answers what waits at once when its last browser is gone and none is starting (a replacement discarded as it came)', async () => {
+    let finishLaunch: (slot: BrowserSlot) => void = () => undefined;
+    launcher.callsFake((_opts, id) => (id === 1 ? Promise.resolve(stubSlot(id)) : new Promise((resolve) => (finishLaunch = resolve))));
+    await startPool({ sessions: 1 });
+    const [only] = launched as [StubSlot];
+    const capture = await pool.acquire();
+    // The job worker's ask has no queue timeout: it waits for the next free browser.
+    const workerAsk = pool.acquire({ cls: 'jobs', ticket: null }).then(
+      () => 'granted',
+      (err: Error & { type?: string }) => err.type,
+    );
+    lostListeners.get(only.id)!(new Error('CDP connection closed'));
+    pool.release(capture); // its replacement starts
+    pool.drain(); // shutdown begins while it does
+    await settle();
+    expect(await Promise.race([workerAsk, Promise.resolve('waiting')]), 'a browser is still starting').to.equal('waiting');
+    const late = stubSlot(2);
+    finishLaunch(late);
+    await settle();
+    expect(await Promise.race([workerAsk, Promise.resolve('waiting')])).to.equal('capacity_exhausted');
+    sinon.assert.calledOnce(late.quit);
+    expect((await rejection(pool.acquire())).type, 'and what asks later').to.equal('capacity_exhausted');
+  });
+
   describe("the fair order and the accounts' limits", () => {
     const limits = { maxConcurrent: 5, maxQueued: 5 };
     let n = 0;
