@@ -2,7 +2,6 @@
  * GET/POST /snap end to end against a real Selenium Grid (standalone, Debian Chromium),
  * with fixture pages served locally.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,7 +9,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import type { FixtureServer } from '../support/fixtures';
 import { type HttpAnswer, request } from '../support/http';
-import { sharedGrid } from '../support/grid';
+import { killBrowser, sharedGrid } from '../support/grid';
 import { imageSize, pixel, screenshotsUsed, snapSuite } from '../support/capture-helpers';
 import { expectEnvelope } from '../support/errors';
 import { IN_PAGE_POLICY_ONLY } from '../support/backends';
@@ -435,11 +434,6 @@ async function gridBrowserDirs(gridUrl: string): Promise<string[]> {
   return status.value.nodes.flatMap((n) =>
     n.slots.flatMap((s) => (s.session?.capabilities.chrome?.userDataDir ? [s.session.capabilities.chrome.userDataDir] : [])),
   );
-}
-
-/** SIGKILLs a browser (and its renderers) as a crash or the kernel's OOM killer would. */
-function killBrowser(userDataDir: string): void {
-  execFileSync('pkill', ['-KILL', '-f', '--', `--user-data-dir=${userDataDir}`]);
 }
 
 describe('snap when a browser dies (a crash, the OOM killer)', function () {

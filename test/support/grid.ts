@@ -3,6 +3,7 @@
  * every test that needs browsers, started on first use by grid/grid.js and stopped when
  * the run ends (root hook).
  */
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 
 export interface Grid {
@@ -38,14 +39,32 @@ export function sharedGrid(): Promise<Grid> {
  * Ends every session on the Grid that started at or after `since`. A test calls it once its
  * own systems have stopped: what is left then was held by a process it killed, and the Grid
  * would keep it, and its slot, until its session timeout, leaving the next test short of
- * browsers.
+ * browsers. Each session's browser is killed first, as the capture service closes its own
+ * over CDP before it ends the session: ChromeDriver's quit leaves Debian's headless shell
+ * running and ends the session only about 20 s later.
  */
 export async function endSessionsStartedSince(grid: Grid, since: Date): Promise<void> {
   const status = (await (await fetch(`${grid.url}/status`)).json()) as {
-    value: { nodes: Array<{ slots: Array<{ session: { sessionId: string; start: string } | null }> }> };
+    value: {
+      nodes: Array<{ slots: Array<{ session: { sessionId: string; start: string; capabilities: { chrome?: { userDataDir?: string } } } | null }> }>;
+    };
   };
-  const left = status.value.nodes.flatMap((n) => n.slots.flatMap((s) => (s.session && new Date(s.session.start) >= since ? [s.session.sessionId] : [])));
-  await Promise.all(left.map((id) => fetch(`${grid.url}/session/${id}`, { method: 'DELETE' })));
+  const left = status.value.nodes.flatMap((n) => n.slots.flatMap((s) => (s.session && new Date(s.session.start) >= since ? [s.session] : [])));
+  for (const session of left) {
+    const dir = session.capabilities.chrome?.userDataDir;
+    if (!dir) continue;
+    try {
+      killBrowser(dir);
+    } catch {
+      // Gone already.
+    }
+  }
+  await Promise.all(left.map((session) => fetch(`${grid.url}/session/${session.sessionId}`, { method: 'DELETE' })));
+}
+
+/** SIGKILLs a browser (and its renderers) as a crash or the kernel's OOM killer would; throws when none was running. */
+export function killBrowser(userDataDir: string): void {
+  execFileSync('pkill', ['-KILL', '-f', '--', `--user-data-dir=${userDataDir}`]);
 }
 
 export async function stopSharedGrid(): Promise<void> {
