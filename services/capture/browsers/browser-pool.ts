@@ -146,7 +146,8 @@ export class BrowserPool {
    * A browser for `claim`, as soon as it is its turn (fair-queue.ts) and its account may start
    * a capture. Past CAPTURE_QUEUE_MAX captures waiting here, 503 at once; after
    * CAPTURE_QUEUE_TIMEOUT_MS without a browser, 503, or 429 when it waited behind its own
-   * account's captures. The job worker's ask waits as long as it takes.
+   * account's captures. The job worker's ask waits as long as it takes. Shutting down, or once
+   * draining with no browser left and none starting, 503 at once.
    */
   acquire(claim: Claim = ANYONE): Promise<BrowserSlot> {
     if (this.closed || this.stranded) return Promise.reject(shuttingDown());
