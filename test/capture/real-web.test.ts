@@ -184,7 +184,10 @@ describe('real pages: dialogs, popups, crashes and loads that never finish (real
     const refused = await timed({ url: url('/consent-frame'), no_cookie_banners: true, wait: 300 });
     expect(refused.r.status, JSON.stringify(refused.r.body)).to.equal(200);
     expect(await colourAt(refused.r.raw, 200, 250), 'the page behind the wall').to.satisfy((c: Rgb) => near(c, GREEN));
-    const html = await t.snap({ url: url('/consent-frame'), no_cookie_banners: true, html_only: true, wait: 300 });
+    // The refusal itself: the close button clicked in the frame, and the page acting on its
+    // message, two renderers apart. A longer wait than the picture's, so a machine under load
+    // (the whole suite on two cores) still sees it: without the click it never comes.
+    const html = await t.snap({ url: url('/consent-frame'), no_cookie_banners: true, html_only: true, wait: 2000 });
     expect(html.body.html, 'refused through the close button, not hidden').to.match(/data-consent="rejected"/);
   });
 
