@@ -64,7 +64,9 @@ export async function endSessionsStartedSince(grid: Grid, since: Date): Promise<
 
 /** SIGKILLs a browser (and its renderers) as a crash or the kernel's OOM killer would; throws when none was running. */
 export function killBrowser(userDataDir: string): void {
-  execFileSync('pkill', ['-KILL', '-f', '--', `--user-data-dir=${userDataDir}`]);
+  // pkill's pattern is an extended regular expression: the folder taken literally, and whole.
+  const literal = userDataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  execFileSync('pkill', ['-KILL', '-f', '--', `--user-data-dir=${literal}( |$)`]);
 }
 
 export async function stopSharedGrid(): Promise<void> {
