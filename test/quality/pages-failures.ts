@@ -118,7 +118,9 @@ export const FAILURE_PAGES: QualityPage[] = [
     params: { navigation_timeout: 25_000 },
     check(a) {
       expectError(a, 422, 'page_crashed');
-      expectWithin(a, 25_000, 'a renderer that ran out of memory');
+      // Before the corpus's capture budget (30 s) ran out: the crash answered, not the budget.
+      // The heap fills in the page's own time, near the navigation bound on a loaded machine.
+      expectWithin(a, 29_000, 'a renderer that ran out of memory');
     },
   },
   {
