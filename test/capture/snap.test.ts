@@ -9,7 +9,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import type { FixtureServer } from '../support/fixtures';
 import { type HttpAnswer, request } from '../support/http';
-import { killBrowser, sharedGrid } from '../support/grid';
+import { gridBrowserDirs, killBrowser, sharedGrid } from '../support/grid';
 import { imageSize, pixel, screenshotsUsed, snapSuite } from '../support/capture-helpers';
 import { expectEnvelope } from '../support/errors';
 import { IN_PAGE_POLICY_ONLY } from '../support/backends';
@@ -425,16 +425,6 @@ describe('snap egress policy in frames on the full Chromium (embedded, CHROME_BI
     await expectFramesGuarded(t.fx, t.snap);
   });
 });
-
-/** The user-data directories of the Grid's live sessions (ChromeDriver reports each in its capabilities). */
-async function gridBrowserDirs(gridUrl: string): Promise<string[]> {
-  const status = (await (await fetch(`${gridUrl}/status`)).json()) as {
-    value: { nodes: Array<{ slots: Array<{ session: { capabilities: { chrome?: { userDataDir?: string } } } | null }> }> };
-  };
-  return status.value.nodes.flatMap((n) =>
-    n.slots.flatMap((s) => (s.session?.capabilities.chrome?.userDataDir ? [s.session.capabilities.chrome.userDataDir] : [])),
-  );
-}
 
 describe('snap when a browser dies (a crash, the OOM killer)', function () {
   this.timeout(120_000);

@@ -15,6 +15,7 @@ import type { Stack } from '../../ops/stack';
 import { type Receiver, startReceiver } from '../notifier/receivers';
 import { freePort, tempDir, uniqueName } from '../support/backends';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
+import { gridSessions } from '../support/grid';
 import { request } from '../support/http';
 import { processesLeft, processesMarked, runScript } from '../support/processes';
 import { startTestStack, stopTestStack } from '../support/stack';
@@ -220,13 +221,6 @@ describe('the full stack survives faults (separate processes)', function () {
     });
   }
 
-  /** WebDriver sessions the Grid holds, on every node (its /status: slots with a session). */
-  async function gridSessions(): Promise<number> {
-    const res = await fetch(`${stack!.gridUrl}/status`);
-    const status = (await res.json()) as { value: { nodes: Array<{ slots: Array<{ session: unknown }> }> } };
-    return status.value.nodes.reduce((n, node) => n + node.slots.filter((slot) => slot.session).length, 0);
-  }
-
   it('a capture instance killed mid-capture: its jobs are finished once by the other, charged once', async function () {
     // Up to the Grid's session timeout (60 s on the stack's nodes) and its next sweep at the end, below.
     this.timeout(420_000);
@@ -254,7 +248,9 @@ describe('the full stack survives faults (separate processes)', function () {
     // the Grid's session timeout. Let that pass too, or the next test (a node killed) can find
     // the other node full of them and no room to replace the browsers it loses.
     const live = stack!.options.captureInstances * stack!.options.sessionsPerCapture;
-    await until(`the Grid to end the killed instance's sessions (${live} left)`, async () => (await gridSessions()) <= live, 240_000, 1_000);
+    const gridUrl = stack!.gridUrl;
+    expect(gridUrl, 'the stack runs its own Grid').to.be.a('string');
+    await until(`the Grid to end the killed instance's sessions (${live} left)`, async () => (await gridSessions(gridUrl!)).length <= live, 240_000, 1_000);
   });
 
   it('a Grid node killed mid-capture: the captures on it are taken again on the other node', async () => {

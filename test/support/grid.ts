@@ -44,12 +44,7 @@ export function sharedGrid(): Promise<Grid> {
  * running and ends the session only about 20 s later.
  */
 export async function endSessionsStartedSince(grid: Grid, since: Date): Promise<void> {
-  const status = (await (await fetch(`${grid.url}/status`)).json()) as {
-    value: {
-      nodes: Array<{ slots: Array<{ session: { sessionId: string; start: string; capabilities: { chrome?: { userDataDir?: string } } } | null }> }>;
-    };
-  };
-  const left = status.value.nodes.flatMap((n) => n.slots.flatMap((s) => (s.session && new Date(s.session.start) >= since ? [s.session] : [])));
+  const left = (await gridSessions(grid.url)).filter((session) => new Date(session.start) >= since);
   for (const session of left) {
     const dir = session.capabilities.chrome?.userDataDir;
     if (!dir) continue;
@@ -60,6 +55,26 @@ export async function endSessionsStartedSince(grid: Grid, since: Date): Promise<
     }
   }
   await Promise.all(left.map((session) => fetch(`${grid.url}/session/${session.sessionId}`, { method: 'DELETE' })));
+}
+
+/** A live session on the Grid, as its /status reports it (ChromeDriver names the browser's user-data directory). */
+export interface GridSession {
+  sessionId: string;
+  start: string;
+  capabilities: { chrome?: { userDataDir?: string } };
+}
+
+/** The Grid's live sessions, from its /status. */
+export async function gridSessions(gridUrl: string): Promise<GridSession[]> {
+  const status = (await (await fetch(`${gridUrl}/status`)).json()) as {
+    value: { nodes: Array<{ slots: Array<{ session: GridSession | null }> }> };
+  };
+  return status.value.nodes.flatMap((n) => n.slots.flatMap((s) => (s.session ? [s.session] : [])));
+}
+
+/** The user-data directories of the Grid's live sessions' browsers. */
+export async function gridBrowserDirs(gridUrl: string): Promise<string[]> {
+  return (await gridSessions(gridUrl)).flatMap((session) => session.capabilities.chrome?.userDataDir ?? []);
 }
 
 /** SIGKILLs a browser (and its renderers) as a crash or the kernel's OOM killer would; throws when none was running. */
