@@ -1,8 +1,9 @@
 /**
  * The capture service's parts, built from its configuration and its collaborators: the
  * account counts (Redis in the full stack, this process embedded), the browser pool with a
- * gateway per browser, the engines, the pipeline, research, the job worker and the Grid
- * drain watch. The service file starts and stops what this builds.
+ * gateway per browser, the engines, the pipeline, research, the job worker, the Grid
+ * drain watch and the ending of gone instances' Grid sessions. The service file starts and
+ * stops what this builds.
  */
 import type { Knex } from 'knex';
 import type { LoggerInstance, ServiceBroker } from 'moleculer';
@@ -13,9 +14,10 @@ import type { FileStore } from '../shared/storage';
 import { cdnLink } from '../shared/links';
 import { VisualAlerts } from '../notifier/public/visual-alerts';
 import { BrowserPool } from './browsers/browser-pool';
-import { launchSession } from './browsers/browser-slot';
+import { launchSession, sessionOwner } from './browsers/browser-slot';
 import { CdpRouter } from './browsers/grid-cdp';
 import { CaptureEngine, turnOf } from './browsers/engine';
+import { type ClusterView, GoneOwners } from './browsers/gone-owners';
 import { GridDrainWatch } from './browsers/grid-drain';
 import type { Collaborators } from './collaborators';
 import { MemoryAccountSlots, RedisAccountSlots } from './fairness/account-slots';
@@ -49,6 +51,8 @@ export interface CaptureParts {
   snapConfigs: KeptSnapConfigs;
   researchDesk: ResearchDesk;
   drainWatch: GridDrainWatch | null;
+  /** On a Grid, ends the sessions of capture instances that are gone (told by the service on '$node.disconnected'). */
+  goneOwners: GoneOwners | null;
   /** Visual change steps' comparisons, which run after their capture is recorded. */
   visual: VisualAlerts;
 }
@@ -78,6 +82,8 @@ export function captureParts({ config, db, store, blockers, collaborators: c, br
   const pool: BrowserPool = new BrowserPool(
     {
       seleniumUrl: config.seleniumUrl,
+      // Each Grid session names this instance, so that the others end it if this one dies (gone-owners.ts).
+      owner: sessionOwner(broker.nodeID, broker.instanceID),
       chromeBin: config.capture.chromeBin,
       chromedriverBin: config.capture.chromedriverBin,
       extraArgs: config.capture.extraArgs,
@@ -163,6 +169,16 @@ export function captureParts({ config, db, store, blockers, collaborators: c, br
   });
   // On a Grid, browsers leave a draining node between captures, so it can stop without cutting one.
   const drainWatch = config.seleniumUrl ? new GridDrainWatch({ seleniumUrl: config.seleniumUrl, pool, log }) : null;
+  // On a Grid, the sessions of a capture instance that is gone are ended by the others (gone-owners.ts).
+  const goneOwners = config.seleniumUrl
+    ? new GoneOwners({
+        seleniumUrl: config.seleniumUrl,
+        cluster: clusterView(broker),
+        graceMs: (broker.options.heartbeatTimeout ?? 10) * 1_000,
+        log,
+        open: (url) => CdpConnection.open(url),
+      })
+    : null;
   return {
     store,
     screenshots,
@@ -175,6 +191,28 @@ export function captureParts({ config, db, store, blockers, collaborators: c, br
     snapConfigs,
     researchDesk: new ResearchDesk(research, c.jobQueued),
     drainWatch,
+    goneOwners,
     visual,
+  };
+}
+
+/** Moleculer's node catalog, as far as read here (0.14: `broker.registry.nodes`, untyped). */
+interface NodeCatalog {
+  get(nodeID: string): { available: boolean; instanceID: string | null } | undefined;
+  toArray(): Array<{ local: boolean; available: boolean }>;
+}
+
+/** The cluster as this broker's registry sees it. */
+function clusterView(broker: ServiceBroker): ClusterView {
+  const nodes = () => broker.registry.nodes as NodeCatalog;
+  return {
+    isBack: (nodeID, instanceID) => {
+      const node = nodes().get(nodeID);
+      return Boolean(node?.available && node.instanceID === instanceID);
+    },
+    hearsOthers: () =>
+      nodes()
+        .toArray()
+        .some((node) => !node.local && node.available),
   };
 }

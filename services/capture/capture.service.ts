@@ -44,6 +44,8 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
   const database = new ServiceDatabase(config.database);
   const blockers = new BlockerLoader();
   let s: CaptureParts;
+  // Moleculer's own event, on this broker's local bus: a node left or stopped answering. Its Grid sessions, if any, are ended.
+  const nodeGone = ({ node }: { node: { id: string; instanceID: string | null } }) => s.goneOwners?.nodeLeft(node.id, node.instanceID);
 
   const schema = defineService('capture', {
     database,
@@ -91,6 +93,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       void blockers.get().catch(() => undefined);
       await s.pool.start();
       s.drainWatch?.start();
+      if (s.goneOwners) this.broker.localBus.on('$node.disconnected', nodeGone);
       s.admission.startRenewing();
       s.worker.start();
       // Visual change comparisons owed by captures whose process died before it compared them.
@@ -100,6 +103,8 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       // Running jobs get the time budget of one capture to finish; what is still running
       // then fails with the browsers and goes back to the queue.
       s.drainWatch?.stop();
+      this.broker.localBus.off('$node.disconnected', nodeGone);
+      await s.goneOwners?.stop();
       await s.worker.stop(config.capture.timeoutMs);
       await s.pool.stop();
       await s.worker.idle();

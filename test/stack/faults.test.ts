@@ -15,7 +15,7 @@ import type { Stack } from '../../ops/stack';
 import { type Receiver, startReceiver } from '../notifier/receivers';
 import { freePort, tempDir, uniqueName } from '../support/backends';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
-import { gridSessions } from '../support/grid';
+import { sessionsOfNode } from '../support/grid';
 import { request } from '../support/http';
 import { processesLeft, processesMarked, runScript } from '../support/processes';
 import { startTestStack, stopTestStack } from '../support/stack';
@@ -221,14 +221,27 @@ describe('the full stack survives faults (separate processes)', function () {
     });
   }
 
-  it('a capture instance killed mid-capture: its jobs are finished once by the other, charged once', async function () {
-    // Up to the Grid's session timeout (60 s on the stack's nodes) and its next sweep at the end, below.
-    this.timeout(420_000);
+  it('a capture instance killed mid-capture: its jobs are finished once by the other, charged once, and its Grid sessions ended', async () => {
     // Two instances with two browsers each: four slow captures keep every browser busy.
     const ids = await Promise.all([1, 2, 3, 4].map(() => queueCapture('/very-slow')));
     await until('all four captures to be running', async () => (await jobsOf(ids)).every((j) => j.status === 'running'));
     const generation = stack!.instance('capture-1').generation;
+    const deadNode = `capture-1-${stack!.runId}-${generation}`;
+    const gridUrl = stack!.gridUrl;
+    expect(gridUrl, 'the stack runs its own Grid').to.be.a('string');
+    expect((await sessionsOfNode(gridUrl!, deadNode)).length, `the Grid sessions of ${deadNode}`).to.equal(stack!.options.sessionsPerCapture);
     stack!.kill('capture-1', 'SIGKILL');
+    // A process killed with SIGKILL cannot end its Grid sessions: the other instance ends them once
+    // the dead one has been gone from the transporter for 10 s (after 10 to 20 s without
+    // heartbeats), where the Grid would keep them, and their slots, for its session timeout
+    // (60 s on the stack's nodes).
+    const sessionsEnded = until(
+      `the Grid sessions of ${deadNode} to be ended`,
+      async () => (await sessionsOfNode(gridUrl!, deadNode)).length === 0,
+      50_000,
+      500,
+    );
+    sessionsEnded.catch(() => undefined); // awaited below
     await expectLedgerExact();
     const jobs = await jobsOf(ids);
     expect(
@@ -238,19 +251,14 @@ describe('the full stack survives faults (separate processes)', function () {
     await stack!.restarted('capture-1', generation);
     // Until the api drops the dead node (heartbeat timeout), requests balanced to it wait and
     // answer 503; let that pass so the next test starts on a settled cluster.
-    const deadNode = `capture-1-${stack!.runId}-${generation}`;
     await until(
       'the api to drop the dead node',
       async () => fs.readFileSync(stack!.instance('api').logFile, 'utf8').includes(`'${deadNode}' disconnected`),
       30_000,
     );
-    // A process killed with SIGKILL cannot end its Grid sessions: they keep their slots until
-    // the Grid's session timeout. Let that pass too, or the next test (a node killed) can find
-    // the other node full of them and no room to replace the browsers it loses.
-    const live = stack!.options.captureInstances * stack!.options.sessionsPerCapture;
-    const gridUrl = stack!.gridUrl;
-    expect(gridUrl, 'the stack runs its own Grid').to.be.a('string');
-    await until(`the Grid to end the killed instance's sessions (${live} left)`, async () => (await gridSessions(gridUrl!)).length <= live, 240_000, 1_000);
+    await sessionsEnded;
+    const survivorLog = fs.readFileSync(stack!.instance('capture-2').logFile, 'utf8');
+    expect(survivorLog, 'the instance left says it ended them').to.contain(`Ended 2 of the 2 Grid session(s) of capture instance ${deadNode}/`);
   });
 
   it('a Grid node killed mid-capture: the captures on it are taken again on the other node', async () => {

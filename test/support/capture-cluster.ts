@@ -67,7 +67,7 @@ export async function startCaptureCluster(
     },
     async stop() {
       for (const capture of captures.reverse()) await capture.stop();
-      // A capture process a test killed left its Grid session behind.
+      // A capture process a test killed with no instance left to end its Grid sessions left them behind.
       await endSessionsStartedSince(grid, started);
       await system.stop();
       await db.destroy();

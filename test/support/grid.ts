@@ -57,11 +57,16 @@ export async function endSessionsStartedSince(grid: Grid, since: Date): Promise<
   await Promise.all(left.map((session) => fetch(`${grid.url}/session/${session.sessionId}`, { method: 'DELETE' })));
 }
 
-/** A live session on the Grid, as its /status reports it (ChromeDriver names the browser's user-data directory). */
+/** A live session on the Grid, as its /status reports it (ChromeDriver names the browser's user-data directory; a capture instance, itself). */
 export interface GridSession {
   sessionId: string;
   start: string;
-  capabilities: { chrome?: { userDataDir?: string } };
+  capabilities: { chrome?: { userDataDir?: string }; 'pagepixels:owner'?: string };
+}
+
+/** The Grid's live sessions that the capture instance with this Moleculer node id started (its SESSION_OWNER_CAPABILITY). */
+export async function sessionsOfNode(gridUrl: string, nodeID: string): Promise<GridSession[]> {
+  return (await gridSessions(gridUrl)).filter((session) => session.capabilities['pagepixels:owner']?.startsWith(`${nodeID}/`));
 }
 
 /** The Grid's live sessions, from its /status. */

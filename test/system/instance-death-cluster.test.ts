@@ -4,7 +4,8 @@
  * from one account, one instance SIGKILLed while it runs some of them and holds others waiting.
  * Every snap is answered 200, each with one job (its attempts recorded) and one screenshot,
  * usage equals the answers, and the account's counts hold nothing of the dead instance once
- * the burst is answered, long before its leases could have run out.
+ * the burst is answered, long before its leases could have run out. Its Grid sessions are ended
+ * by the instance left, not kept until the Grid's session timeout.
  */
 import { expect } from 'chai';
 import { RedisAccountSlots } from '../../services/capture/fairness/account-slots';
@@ -12,6 +13,7 @@ import { call } from '../../services/shared/contracts';
 import { uniqueName } from '../support/backends';
 import { startCaptureCluster } from '../support/capture-cluster';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
+import { sessionsOfNode } from '../support/grid';
 import { type HttpAnswer, qs, request } from '../support/http';
 import { until } from '../support/wait';
 
@@ -46,8 +48,22 @@ describe('a capture instance killed under a burst of snaps (MariaDB + Redis + NA
         const c = await slots.counts(accountId);
         return c.running === 4 && c.waiting === SNAPS - 4;
       });
+      // The browsers of the instance about to die: its Grid sessions name it (its log lines, its node id).
+      const gridUrl = config.seleniumUrl as string;
+      const deadNode = /"node":"([^"]+)"/.exec(captures[0].output())?.[1] ?? '';
+      expect((await sessionsOfNode(gridUrl, deadNode)).length, `the Grid sessions of ${deadNode || 'the instance (no node id in its log)'}`).to.equal(2);
       captures[0].child.kill('SIGKILL');
       const killedAt = Date.now();
+      // The instance left finds the dead one gone from the transporter (10 to 20 s without
+      // heartbeats), waits 10 s more for it to come back, and ends its sessions, which the shared
+      // Grid would otherwise keep for its 120 s session timeout.
+      const sessionsEnded = until(
+        "the killed instance's Grid sessions to be ended",
+        async () => (await sessionsOfNode(gridUrl, deadNode)).length === 0,
+        50_000,
+        500,
+      );
+      sessionsEnded.catch(() => undefined); // awaited below
       // Found out in about two seconds (the api's ping), not the transporter's 10 to 20: its snaps are started again elsewhere.
       await until(
         'a snap of the killed instance taken again',
@@ -86,6 +102,8 @@ describe('a capture instance killed under a burst of snaps (MariaDB + Redis + NA
       expect(Date.now() - killedAt).to.be.below(LEASE_MS);
       expect(foundOutMs, 'from the kill to a snap taken again').to.be.below(4_000);
       expect(took, 'the burst, answered').to.be.below(60_000);
+      await sessionsEnded;
+      expect(captures[1].output(), 'the instance left says it ended them').to.contain(`Ended 2 of the 2 Grid session(s) of capture instance ${deadNode}/`);
 
       // And the account captures again on the instance left.
       const later = await Promise.all(Array.from({ length: 4 }, (_, n) => snap(100 + n)));

@@ -46,8 +46,18 @@ export const CHROME_ARGS = [
   ].join(',')}`,
 ];
 
+/** The extension capability naming the capture instance that started a Grid session (gone-owners.ts). */
+export const SESSION_OWNER_CAPABILITY = 'pagepixels:owner';
+
+/** The owner of the sessions a capture instance starts: its node id and its broker's instance id (a process restarted under the same node id is another). */
+export function sessionOwner(nodeID: string, instanceID: string | null | undefined): string {
+  return `${nodeID}/${instanceID ?? ''}`;
+}
+
 export interface LaunchOptions {
   seleniumUrl: string | null;
+  /** On a Grid, the owner every session carries (sessionOwner), so that the others can end its sessions once it is gone. */
+  owner?: string;
   /** null: on a Grid, the Node's own browser (its stereotype's binary). */
   chromeBin: string | null;
   chromedriverBin: string;
@@ -305,6 +315,7 @@ export async function launchSession(opts: LaunchOptions, id: number): Promise<Br
   const options = new chrome.Options();
   options.addArguments(...CHROME_ARGS, ...opts.extraArgs);
   if (opts.chromeBin) options.setChromeBinaryPath(opts.chromeBin);
+  if (opts.seleniumUrl && opts.owner) options.set(SESSION_OWNER_CAPABILITY, opts.owner);
   let builder = new Builder().forBrowser('chrome').setChromeOptions(options);
   if (opts.seleniumUrl) builder = builder.usingServer(opts.seleniumUrl);
   else builder = builder.setChromeService(new chrome.ServiceBuilder(opts.chromedriverBin));

@@ -74,7 +74,7 @@ export function debuggerAddressOf(caps: SessionCapabilities): { host: string; po
 }
 
 /** A URL's credentials, as a Basic Authorization header, and the URL without them (fetch refuses URLs with credentials). */
-function withoutCredentials(u: URL): { url: URL; headers: Record<string, string> } {
+export function withoutCredentials(u: URL): { url: URL; headers: Record<string, string> } {
   if (!u.username && !u.password) return { url: u, headers: {} };
   const basic = Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64');
   const bare = new URL(u.href);

@@ -11,6 +11,8 @@
  * the pool starts its replacement, which the Grid places on a node that is up.
  */
 
+import { withoutCredentials } from './grid-cdp';
+
 /** How often the Grid's node list is read. */
 export const DRAIN_CHECK_MS = 5_000;
 
@@ -26,22 +28,40 @@ interface GridStatus {
     nodes?: Array<{
       uri?: string;
       availability?: string;
-      slots?: Array<{ session?: { sessionId?: string } | null }>;
+      slots?: Array<{ session?: { sessionId?: string; capabilities?: Record<string, unknown> } | null }>;
     }>;
   };
 }
 
-/** The session ids on the Grid's draining nodes (none when the Grid gives no node list: a standalone server). */
-export async function drainingSessions(seleniumUrl: string, fetchFn: typeof fetch = fetch): Promise<Set<string>> {
-  const res = await fetchFn(new URL('status', seleniumUrl.endsWith('/') ? seleniumUrl : `${seleniumUrl}/`), { signal: AbortSignal.timeout(3_000) });
+/** A live session on the Grid, as its `/status` names it. */
+export interface GridSession {
+  sessionId: string;
+  /** Its node is draining: it takes no new session and stops once its sessions have ended. */
+  draining: boolean;
+  /** The session's capabilities as the node answered them (the requested extension capabilities among them). */
+  capabilities: Record<string, unknown>;
+}
+
+/** Every live session on the Grid, from its `/status` (none when it gives no node list). */
+export async function readGridSessions(seleniumUrl: string, fetchFn: typeof fetch = fetch): Promise<GridSession[]> {
+  const { url, headers } = withoutCredentials(new URL('status', seleniumUrl.endsWith('/') ? seleniumUrl : `${seleniumUrl}/`));
+  const res = await fetchFn(url, { headers, signal: AbortSignal.timeout(3_000) });
   if (!res.ok) throw new Error(`the Grid's /status answered ${res.status}`);
   const body = (await res.json()) as GridStatus;
-  const ids = new Set<string>();
+  const sessions: GridSession[] = [];
   for (const node of body.value?.nodes ?? []) {
-    if (node.availability !== 'DRAINING') continue;
-    for (const slot of node.slots ?? []) if (slot.session?.sessionId) ids.add(slot.session.sessionId);
+    for (const slot of node.slots ?? []) {
+      const session = slot.session;
+      if (session?.sessionId)
+        sessions.push({ sessionId: session.sessionId, draining: node.availability === 'DRAINING', capabilities: session.capabilities ?? {} });
+    }
   }
-  return ids;
+  return sessions;
+}
+
+/** The session ids on the Grid's draining nodes (none when the Grid gives no node list: a standalone server). */
+export async function drainingSessions(seleniumUrl: string, fetchFn: typeof fetch = fetch): Promise<Set<string>> {
+  return new Set((await readGridSessions(seleniumUrl, fetchFn)).filter((s) => s.draining).map((s) => s.sessionId));
 }
 
 export interface GridDrainWatchOptions {
