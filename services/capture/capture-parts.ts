@@ -176,7 +176,7 @@ export function captureParts({ config, db, store, blockers, collaborators: c, br
         cluster: clusterView(broker),
         graceMs: (broker.options.heartbeatTimeout ?? 10) * 1_000,
         log,
-        open: (url) => CdpConnection.open(url),
+        open: (url, timeoutMs) => CdpConnection.open(url, timeoutMs),
       })
     : null;
   return {

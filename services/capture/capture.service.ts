@@ -100,14 +100,16 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
       s.visual.resume();
     },
     async stopped() {
+      s.drainWatch?.stop();
+      // No more sweeps of gone instances' sessions; one under way finishes beside the rest.
+      this.broker.localBus.off('$node.disconnected', nodeGone);
+      const sweepsDone = s.goneOwners?.stop();
       // Running jobs get the time budget of one capture to finish; what is still running
       // then fails with the browsers and goes back to the queue.
-      s.drainWatch?.stop();
-      this.broker.localBus.off('$node.disconnected', nodeGone);
-      await s.goneOwners?.stop();
       await s.worker.stop(config.capture.timeoutMs);
       await s.pool.stop();
       await s.worker.idle();
+      await sweepsDone;
       // Visual change comparisons of recorded captures finish before the store closes.
       await s.visual.stopResuming();
       await s.visual.idle();

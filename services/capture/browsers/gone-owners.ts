@@ -24,7 +24,7 @@ import { SESSION_OWNER_CAPABILITY, sessionOwner, withTimeout } from './browser-s
 import { type CdpSocket, withoutCredentials } from './grid-cdp';
 import { type GridSession, readGridSessions } from './grid-drain';
 
-/** How long closing a gone owner's browser over CDP, and deleting its session, may each take (opening the socket has CdpConnection's own limit). */
+/** How long opening a gone owner's browser's CDP relay, closing the browser over it, and deleting its session may each take. */
 const END_TIMEOUT_MS = 5_000;
 
 /** What this instance knows of the cluster (Moleculer's registry). */
@@ -41,8 +41,8 @@ export interface GoneOwnersOptions {
   /** How long a node must stay gone before its sessions are ended (the heartbeat timeout). */
   graceMs: number;
   log: { info(...a: unknown[]): void; warn(...a: unknown[]): void };
-  /** Opens a CDP WebSocket (CdpConnection.open). */
-  open(url: string): Promise<CdpSocket>;
+  /** Opens a CDP WebSocket within timeoutMs (CdpConnection.open). */
+  open(url: string, timeoutMs: number): Promise<CdpSocket>;
   fetchFn?: typeof fetch;
 }
 
@@ -74,7 +74,7 @@ export class GoneOwners {
     this.waiting.add(timer);
   }
 
-  /** No more sweeps; resolves when those under way have finished. */
+  /** No more sweeps; resolves when those under way have finished (each within 3 x END_TIMEOUT_MS). */
   async stop(): Promise<void> {
     this.stopped = true;
     for (const timer of this.waiting) clearTimeout(timer);
@@ -118,7 +118,7 @@ export class GoneOwners {
   private async end(session: GridSession): Promise<void> {
     const relay = session.capabilities['se:cdp'];
     if (typeof relay === 'string') {
-      const cdp = await this.o.open(relay).catch(() => null);
+      const cdp = await this.o.open(relay, END_TIMEOUT_MS).catch(() => null);
       if (cdp) {
         await withTimeout(cdp.send('Browser.close'), END_TIMEOUT_MS, 'closing the browser').catch(() => undefined);
         cdp.close();

@@ -61,7 +61,7 @@ function grid(sessions: Array<{ id: string; owner?: string }>, deleteStatus: (id
 
 function relay() {
   const sockets: Array<{ url: string; sent: string[]; closed: boolean }> = [];
-  const open = sinon.stub<[string], Promise<CdpSocket>>().callsFake(async (url) => {
+  const open = sinon.stub<[string, number], Promise<CdpSocket>>().callsFake(async (url) => {
     const socket = { url, sent: [] as string[], closed: false };
     sockets.push(socket);
     return {
@@ -95,6 +95,8 @@ describe('GoneOwners (unit: the Grid answered by a stub fetch, the CDP relay by 
       ['ws://127.0.0.1:4444/session/s3/se/cdp', ['Browser.close'], true],
     ]);
     expect(g.asked).to.deep.equal(['GET http://127.0.0.1:4444/status', 'DELETE http://127.0.0.1:4444/session/s1', 'DELETE http://127.0.0.1:4444/session/s3']);
+    // Each relay opened within a bound: a sweep never holds the service's stop for long.
+    for (const call of r.open.getCalls()) expect(call.args[1]).to.be.within(1, 5_000);
     sinon.assert.calledOnceWithMatch(l.info, sinon.match('Ended 2 of the 2 Grid session(s) of capture instance capture-a/inst-1'));
   });
 
