@@ -9,6 +9,8 @@
  * was running. Every DRAIN_CHECK_MS the Grid's `/status` is read; a browser whose session is
  * on a node marked DRAINING is retired (at once when idle, after its capture when busy) and
  * the pool starts its replacement, which the Grid places on a node that is up.
+ *
+ * The Grid's `/status` is read here (readGridSessions) for gone-owners.ts too.
  */
 
 import { withoutCredentials } from './grid-cdp';
