@@ -180,13 +180,13 @@ describe('real pages: dialogs, popups, crashes and loads that never finish (real
   it('refuses a consent wall drawn by a frame of another site, in its own renderer (no_cookie_banners)', async () => {
     const shown = await timed({ url: url('/consent-frame') });
     expect(await colourAt(shown.r.raw, 200, 250), 'the wall, without no_cookie_banners').to.satisfy((c: Rgb) => near(c, RED));
-    // A moment for the page to act on the frame's message (as the default wait gives it).
-    const refused = await timed({ url: url('/consent-frame'), no_cookie_banners: true, wait: 300 });
+    // A moment for the page to act on the frame's message, two renderers apart (as the default
+    // wait gives it): long enough for a machine under load (the whole suite on two cores).
+    const refused = await timed({ url: url('/consent-frame'), no_cookie_banners: true, wait: 2000 });
     expect(refused.r.status, JSON.stringify(refused.r.body)).to.equal(200);
     expect(await colourAt(refused.r.raw, 200, 250), 'the page behind the wall').to.satisfy((c: Rgb) => near(c, GREEN));
     // The refusal itself: the close button clicked in the frame, and the page acting on its
-    // message, two renderers apart. A longer wait than the picture's, so a machine under load
-    // (the whole suite on two cores) still sees it: without the click it never comes.
+    // message, two renderers apart: without the click it never comes.
     const html = await t.snap({ url: url('/consent-frame'), no_cookie_banners: true, html_only: true, wait: 2000 });
     expect(html.body.html, 'refused through the close button, not hidden').to.match(/data-consent="rejected"/);
   });
