@@ -21,7 +21,7 @@
  * under it, and it replaces them as it does after a browser crash.
  */
 import { SESSION_OWNER_CAPABILITY, sessionOwner, withTimeout } from './browser-slot';
-import { type CdpSocket, withoutCredentials } from './grid-cdp';
+import { type CdpSocket, gridEndpoint } from './grid-cdp';
 import { type GridSession, readGridSessions } from './grid-drain';
 
 /** How long opening a gone owner's browser's CDP relay, closing the browser over it, and deleting its session may each take. */
@@ -124,8 +124,7 @@ export class GoneOwners {
         cdp.close();
       }
     }
-    const base = this.o.seleniumUrl.endsWith('/') ? this.o.seleniumUrl : `${this.o.seleniumUrl}/`;
-    const { url, headers } = withoutCredentials(new URL(`session/${encodeURIComponent(session.sessionId)}`, base));
+    const { url, headers } = gridEndpoint(this.o.seleniumUrl, `session/${encodeURIComponent(session.sessionId)}`);
     const res = await this.fetchFn(url, { method: 'DELETE', headers, signal: AbortSignal.timeout(END_TIMEOUT_MS) });
     // Another surviving instance may have ended it first: gone is what was asked.
     if (!res.ok && res.status !== 404) throw new Error(`the Grid answered ${res.status} to ending session ${session.sessionId}`);

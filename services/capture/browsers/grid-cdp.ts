@@ -74,7 +74,7 @@ export function debuggerAddressOf(caps: SessionCapabilities): { host: string; po
 }
 
 /** A URL's credentials, as a Basic Authorization header, and the URL without them (fetch refuses URLs with credentials). */
-export function withoutCredentials(u: URL): { url: URL; headers: Record<string, string> } {
+function withoutCredentials(u: URL): { url: URL; headers: Record<string, string> } {
   if (!u.username && !u.password) return { url: u, headers: {} };
   const basic = Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64');
   const bare = new URL(u.href);
@@ -83,10 +83,14 @@ export function withoutCredentials(u: URL): { url: URL; headers: Record<string, 
   return { url: bare, headers: { authorization: `Basic ${basic}` } };
 }
 
+/** A path under SELENIUM_URL (`status`, `graphql`, `session/<id>`), without its credentials, and them as a header. */
+export function gridEndpoint(seleniumUrl: string, path: string): { url: URL; headers: Record<string, string> } {
+  return withoutCredentials(new URL(path, seleniumUrl.endsWith('/') ? seleniumUrl : `${seleniumUrl}/`));
+}
+
 /** The node holding a session, as the Grid's GraphQL names it (Selenium 4's `session(id) { nodeUri }`). */
 export async function nodeUriOf(seleniumUrl: string, sessionId: string, fetchFn: typeof fetch = fetch): Promise<URL> {
-  const base = new URL(seleniumUrl.endsWith('/') ? seleniumUrl : `${seleniumUrl}/`);
-  const { url, headers } = withoutCredentials(new URL('graphql', base));
+  const { url, headers } = gridEndpoint(seleniumUrl, 'graphql');
   let res: Response;
   try {
     res = await fetchFn(url, {

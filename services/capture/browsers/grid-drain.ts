@@ -13,7 +13,7 @@
  * The Grid's `/status` is read here (readGridSessions) for gone-owners.ts too.
  */
 
-import { withoutCredentials } from './grid-cdp';
+import { gridEndpoint } from './grid-cdp';
 
 /** How often the Grid's node list is read. */
 export const DRAIN_CHECK_MS = 5_000;
@@ -46,7 +46,7 @@ export interface GridSession {
 
 /** Every live session on the Grid, from its `/status` (none when it gives no node list). */
 export async function readGridSessions(seleniumUrl: string, fetchFn: typeof fetch = fetch): Promise<GridSession[]> {
-  const { url, headers } = withoutCredentials(new URL('status', seleniumUrl.endsWith('/') ? seleniumUrl : `${seleniumUrl}/`));
+  const { url, headers } = gridEndpoint(seleniumUrl, 'status');
   const res = await fetchFn(url, { headers, signal: AbortSignal.timeout(3_000) });
   if (!res.ok) throw new Error(`the Grid's /status answered ${res.status}`);
   const body = (await res.json()) as GridStatus;
