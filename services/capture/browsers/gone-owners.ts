@@ -21,8 +21,9 @@
  * under it, and it replaces them as it does after a browser crash.
  */
 import { SESSION_OWNER_CAPABILITY, sessionOwner, withTimeout } from './browser-slot';
-import { type CdpSocket, gridEndpoint } from './grid-cdp';
-import { type GridSession, readGridSessions } from './grid-drain';
+import { type GridSession, gridEndpoint } from '../public/grid-status';
+import type { CdpSocket } from './grid-cdp';
+import { readGridSessions } from './grid-drain';
 
 /** How long opening a gone owner's browser's CDP relay, closing the browser over it, and deleting its session may each take. */
 const END_TIMEOUT_MS = 5_000;

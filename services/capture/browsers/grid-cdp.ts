@@ -17,6 +17,8 @@
  * browser's own socket.
  */
 
+import { gridEndpoint } from '../public/grid-status';
+
 /** GRID_CDP: the browser's own DevTools socket when the node is on this host (else the relay), or always the Grid's relay. */
 export type GridCdp = 'direct' | 'relay';
 
@@ -71,21 +73,6 @@ export function debuggerAddressOf(caps: SessionCapabilities): { host: string; po
   const port = Number(m?.[2]);
   if (!m || port < 1 || port > 65535) return null;
   return { host: m[1] as string, port };
-}
-
-/** A URL's credentials, as a Basic Authorization header, and the URL without them (fetch refuses URLs with credentials). */
-function withoutCredentials(u: URL): { url: URL; headers: Record<string, string> } {
-  if (!u.username && !u.password) return { url: u, headers: {} };
-  const basic = Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64');
-  const bare = new URL(u.href);
-  bare.username = '';
-  bare.password = '';
-  return { url: bare, headers: { authorization: `Basic ${basic}` } };
-}
-
-/** A path under SELENIUM_URL (`status`, `graphql`, `session/<id>`), without its credentials, and them as a header. */
-export function gridEndpoint(seleniumUrl: string, path: string): { url: URL; headers: Record<string, string> } {
-  return withoutCredentials(new URL(path, seleniumUrl.endsWith('/') ? seleniumUrl : `${seleniumUrl}/`));
 }
 
 /** The node holding a session, as the Grid's GraphQL names it (Selenium 4's `session(id) { nodeUri }`). */

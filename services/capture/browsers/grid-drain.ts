@@ -10,10 +10,10 @@
  * on a node marked DRAINING is retired (at once when idle, after its capture when busy) and
  * the pool starts its replacement, which the Grid places on a node that is up.
  *
- * The Grid's `/status` is read here (readGridSessions) for gone-owners.ts too.
+ * The Grid's `/status` is read by ../public/grid-status.ts (for gone-owners.ts and the operator view too).
  */
 
-import { gridEndpoint } from './grid-cdp';
+import { type GridSession, readGridNodes } from '../public/grid-status';
 
 /** How often the Grid's node list is read. */
 export const DRAIN_CHECK_MS = 5_000;
@@ -24,41 +24,9 @@ export interface SessionRetirer {
   retireSessions(ids: ReadonlySet<string>): number;
 }
 
-/** The parts of the Grid's `GET /status` answer read here (Selenium 4). */
-interface GridStatus {
-  value?: {
-    nodes?: Array<{
-      uri?: string;
-      availability?: string;
-      slots?: Array<{ session?: { sessionId?: string; capabilities?: Record<string, unknown> } | null }>;
-    }>;
-  };
-}
-
-/** A live session on the Grid, as its `/status` names it. */
-export interface GridSession {
-  sessionId: string;
-  /** Its node is draining: it takes no new session and stops once its sessions have ended. */
-  draining: boolean;
-  /** The session's capabilities as the node answered them (the requested extension capabilities among them). */
-  capabilities: Record<string, unknown>;
-}
-
 /** Every live session on the Grid, from its `/status` (none when it gives no node list). */
 export async function readGridSessions(seleniumUrl: string, fetchFn: typeof fetch = fetch): Promise<GridSession[]> {
-  const { url, headers } = gridEndpoint(seleniumUrl, 'status');
-  const res = await fetchFn(url, { headers, signal: AbortSignal.timeout(3_000) });
-  if (!res.ok) throw new Error(`the Grid's /status answered ${res.status}`);
-  const body = (await res.json()) as GridStatus;
-  const sessions: GridSession[] = [];
-  for (const node of body.value?.nodes ?? []) {
-    for (const slot of node.slots ?? []) {
-      const session = slot.session;
-      if (session?.sessionId)
-        sessions.push({ sessionId: session.sessionId, draining: node.availability === 'DRAINING', capabilities: session.capabilities ?? {} });
-    }
-  }
-  return sessions;
+  return (await readGridNodes(seleniumUrl, { fetchFn })).flatMap((node) => node.sessions);
 }
 
 /** The session ids on the Grid's draining nodes (none when the Grid gives no node list: a standalone server). */

@@ -3,12 +3,14 @@
  * already answers, bounded in time: accounts and plans (what bin/admin.ts shows, billing's
  * actions), each capture instance's pool and queue (capture.pressure on every node, as /pressure
  * asks), failed captures by error code (the capture counters /metrics publishes), the Grid's
- * nodes and sessions (its /status, as grid-drain.ts reads it), and the real locations with a
- * test of each (proxy.testLocation, as `admin locations test`).
+ * nodes and sessions (its /status, read as the capture service reads it:
+ * capture/public/grid-status.ts), and the real locations with a test of each
+ * (proxy.testLocation, as `admin locations test`).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceBroker } from 'moleculer';
 import type { Config } from '../../../shared/config';
+import { GridStatusRefused, readGridNodes } from '../../../capture/public/grid-status';
 import { call } from '../../../shared/contracts';
 import type { MetricsSnapshot } from '../../../shared/contracts';
 import { callEveryNode } from '../../../shared/metrics';
@@ -100,8 +102,8 @@ ${
   );
 }
 
-/** The Grid's nodes as its /status says (Selenium 4). */
-interface GridNode {
+/** The Grid's nodes as its /status says, and how many sessions each holds. */
+interface GridNodeRow {
   uri: string;
   availability: string;
   slots: number;
@@ -109,21 +111,13 @@ interface GridNode {
 }
 
 /** The Grid's nodes, or why they are not shown; null when the service runs its own browsers (no SELENIUM_URL). */
-export async function gridNodes(seleniumUrl: string | null, fetchFn: typeof fetch = fetch): Promise<{ nodes: GridNode[] } | { error: string } | null> {
+export async function gridNodes(seleniumUrl: string | null, fetchFn: typeof fetch = fetch): Promise<{ nodes: GridNodeRow[] } | { error: string } | null> {
   if (!seleniumUrl) return null;
   try {
-    const res = await fetchFn(new URL('status', seleniumUrl.endsWith('/') ? seleniumUrl : `${seleniumUrl}/`), { signal: AbortSignal.timeout(GRID_TIMEOUT_MS) });
-    if (!res.ok) return { error: `The Grid's /status answered ${res.status}.` };
-    const body = (await res.json()) as { value?: { nodes?: Array<{ uri?: string; availability?: string; slots?: Array<{ session?: unknown }> }> } };
-    return {
-      nodes: (body.value?.nodes ?? []).map((node) => ({
-        uri: String(node.uri ?? '?'),
-        availability: String(node.availability ?? '?'),
-        slots: node.slots?.length ?? 0,
-        sessions: (node.slots ?? []).filter((s) => s.session).length,
-      })),
-    };
+    const nodes = await readGridNodes(seleniumUrl, { fetchFn, timeoutMs: GRID_TIMEOUT_MS });
+    return { nodes: nodes.map((node) => ({ uri: node.uri, availability: node.availability, slots: node.slots, sessions: node.sessions.length })) };
   } catch (err) {
+    if (err instanceof GridStatusRefused) return { error: `The Grid's /status answered ${err.status}.` };
     return { error: `The Grid did not answer (${(err as Error).name === 'TimeoutError' ? `no answer in ${GRID_TIMEOUT_MS} ms` : (err as Error).message}).` };
   }
 }

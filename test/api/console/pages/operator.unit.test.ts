@@ -1,4 +1,7 @@
 /** The operator pages' readings: failures by error code from the capture counters, and the Grid's nodes from its /status. */
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { failuresByCode, gridNodes } from '../../../../services/api/console/pages/operator';
 import type { MetricsSnapshot } from '../../../../services/shared/contracts';
@@ -57,5 +60,31 @@ describe('operator pages (pages/operator.ts)', () => {
       throw new Error('connect ECONNREFUSED');
     }) as unknown as typeof fetch;
     expect(await gridNodes('http://grid:4444', refused)).to.deep.equal({ error: 'The Grid did not answer (connect ECONNREFUSED).' });
+  });
+
+  it('reads a Grid whose SELENIUM_URL holds credentials (they go as a header) and never shows them', async () => {
+    const basic = `Basic ${Buffer.from('admin:s3cret').toString('base64')}`;
+    const server = http.createServer((req, res) => {
+      if (req.headers.authorization !== basic) return void res.writeHead(401).end();
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ value: { nodes: [{ uri: 'http://node-a:5555', availability: 'UP', slots: [{ session: { sessionId: 's1' } }] }] } }));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as AddressInfo).port;
+    try {
+      expect(await gridNodes(`http://admin:s3cret@127.0.0.1:${port}/wd/hub`)).to.deep.equal({
+        nodes: [{ uri: 'http://node-a:5555', availability: 'UP', slots: 1, sessions: 1 }],
+      });
+      expect(await gridNodes(`http://admin:wrong@127.0.0.1:${port}/wd/hub`)).to.deep.equal({ error: "The Grid's /status answered 401." });
+    } finally {
+      server.close();
+      await once(server, 'close');
+    }
+    const gone = await gridNodes(`http://admin:s3cret@127.0.0.1:${port}/wd/hub`);
+    expect(gone)
+      .to.have.property('error')
+      .that.matches(/^The Grid did not answer/);
+    expect(JSON.stringify(gone)).not.to.include('s3cret');
   });
 });
