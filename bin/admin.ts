@@ -23,6 +23,7 @@ import { brokerOptions } from '../moleculer.config';
 import { parseAddons } from '../services/billing/accounts';
 import { type Config, ConfigError, loadConfig } from '../services/shared/config';
 import { type Events, type PlanRecord, broadcast, call } from '../services/shared/contracts';
+import { redactText } from '../services/shared/logging';
 import { startSystem } from '../runtime/system';
 
 const USAGE = `Usage: npm run --silent admin -- <command>
@@ -245,8 +246,9 @@ async function main(): Promise<number> {
 main()
   .then((code) => process.exit(code))
   .catch((err) => {
+    // Redacted as a log line is: a driver's or a server's message may quote a password.
     if (err instanceof UsageError) console.error(`${err.message}\n\n${USAGE}`);
-    else if (err instanceof ConfigError) console.error(`Configuration error: ${err.message}`);
-    else console.error(`Error: ${err instanceof Error ? err.message : String(err)}`);
+    else if (err instanceof ConfigError) console.error(`Configuration error: ${redactText(err.message)}`);
+    else console.error(`Error: ${redactText(err instanceof Error ? err.message : String(err))}`);
     process.exit(2);
   });

@@ -78,6 +78,14 @@ export interface GcsTarget {
   timeoutMs: number;
 }
 
+/** An endpoint URL without the user and password it may hold (the SDK sends them; a location must not show them). */
+function withoutUserinfo(endpoint: string): string {
+  const u = new URL(endpoint);
+  u.username = '';
+  u.password = '';
+  return u.href.replace(/\/+$/, '');
+}
+
 export function gcsBucket(t: GcsTarget): BucketClient {
   const key = JSON.parse(t.credentials) as { client_email: string; private_key: string; project_id?: string };
   const storage = new Storage({
@@ -88,7 +96,8 @@ export function gcsBucket(t: GcsTarget): BucketClient {
     retryOptions: { maxRetries: 0 },
   });
   const bucket = storage.bucket(t.bucket);
-  const base = t.apiEndpoint ?? 'https://storage.googleapis.com';
+  // Where an object is, as records and webhooks show it: the endpoint without any user and password in it.
+  const base = t.apiEndpoint ? withoutUserinfo(t.apiEndpoint) : 'https://storage.googleapis.com';
   return {
     async put(name, data, contentType) {
       const file = bucket.file(name);

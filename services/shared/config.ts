@@ -210,6 +210,18 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
+/**
+ * A value as an error message quotes it, with anything before its last `@` left out: the user
+ * and password of a URL (`mysql://app:pw@db/snap`) or of a proxy's host (`user:pw@host:port`),
+ * which a value that does not parse may still hold.
+ */
+export function quoted(raw: string): string {
+  const at = raw.lastIndexOf('@');
+  if (at < 0) return `"${raw}"`;
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(raw)?.[0] ?? '';
+  return `"${scheme}[REDACTED]${raw.slice(at)}"`;
+}
+
 function url(env: Env, name: string, protocols: string[]): string | null {
   const raw = str(env, name);
   if (raw === null) return null;
@@ -217,10 +229,10 @@ function url(env: Env, name: string, protocols: string[]): string | null {
   try {
     parsed = new URL(raw);
   } catch {
-    throw new ConfigError(`${name} must be a URL, got "${raw}"`);
+    throw new ConfigError(`${name} must be a URL, got ${quoted(raw)}`);
   }
   if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(`${name} must start with ${protocols.map((p) => `${p}//`).join(' or ')}, got "${raw}"`);
+    throw new ConfigError(`${name} must start with ${protocols.map((p) => `${p}//`).join(' or ')}, got ${quoted(raw)}`);
   }
   return raw.replace(/\/+$/, '');
 }
@@ -348,7 +360,7 @@ function hostPort(env: Env, name: string): { host: string; port: number } | null
   if (raw === null) return null;
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(raw);
   const port = Number(m?.[3]);
-  if (!m || port < 1 || port > 65535) throw new ConfigError(`${name} must be host:port (e.g. 127.0.0.1:24000 or proxy.example.net:7000), got "${raw}"`);
+  if (!m || port < 1 || port > 65535) throw new ConfigError(`${name} must be host:port (e.g. 127.0.0.1:24000 or proxy.example.net:7000), got ${quoted(raw)}`);
   return { host: (m[1] ?? m[2]) as string, port };
 }
 

@@ -39,6 +39,11 @@ export function keepStatements(conn: Pick<SqliteConnection, 'prepare'>): void {
   };
 }
 
+/**
+ * Knex's options for the database. A failed statement's error quotes its SQL with `?` in place
+ * of the values (compileSqlOnError: false): the values may be a webhook URL, a page's cookies or
+ * other user data, and such an error reaches the logs.
+ */
 export function knexConfig(database: Config['database']): Knex.Config {
   const migrations: Knex.MigratorConfig = {
     directory: MIGRATIONS_DIR,
@@ -51,6 +56,7 @@ export function knexConfig(database: Config['database']): Knex.Config {
       client: 'better-sqlite3',
       connection: { filename: database.filename },
       useNullAsDefault: true,
+      compileSqlOnError: false,
       migrations,
       pool: {
         // WAL lets readers proceed while one writer commits; busy_timeout waits instead of
@@ -72,6 +78,7 @@ export function knexConfig(database: Config['database']): Knex.Config {
     client: 'mysql2',
     connection: { uri: database.url, timezone: 'Z', supportBigNumbers: true, bigNumberStrings: false } as Knex.MySql2ConnectionConfig,
     pool: { min: 0, max: 10 },
+    compileSqlOnError: false,
     migrations,
   };
 }

@@ -46,7 +46,8 @@ const SECRET_NAMES = 'access_token|api_?key|apikey|x-api-key|password|passwd|sec
 
 const TEXT_RULES: [RegExp, string][] = [
   // Credentials in a URL: scheme://user:password@host (proxy URLs, DATABASE_URL, REDIS_URL).
-  [/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>]+@/gi, `$1${REDACTED}@`],
+  // A password may hold ' (a URL leaves it as it is; encodeURIComponent too).
+  [/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"<>]+@/gi, `$1${REDACTED}@`],
   // The same inside a URL-encoded URL (a capture's url parameter): scheme%3A%2F%2Fuser%3Apw%40host.
   [/\b([a-z][a-z0-9+.-]*%3A%2F%2F)(?:(?!%2F|%40)[^\s/?#&@"'<>])+%40/gi, `$1${REDACTED}%40`],
   // Authorization schemes: "Bearer <token>", "Basic <base64>".

@@ -19,7 +19,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Bucket, IdempotencyStrategy, Storage } from '@google-cloud/storage';
-import { type Config, ConfigError } from './config';
+import { type Config, ConfigError, quoted } from './config';
 
 export interface StoredFile {
   data: Buffer;
@@ -317,12 +317,12 @@ export function createFileStore(config: Readonly<Config>): FileStore {
     try {
       return new LocalFileStore(fileURLToPath(url));
     } catch (err) {
-      if (err instanceof TypeError) throw new ConfigError(`STORAGE_URL must be file:///absolute/folder, got "${raw}"`);
+      if (err instanceof TypeError) throw new ConfigError(`STORAGE_URL must be file:///absolute/folder, got ${quoted(raw)}`);
       throw err;
     }
   }
   if (url.protocol === 'gs:') {
-    if (!url.hostname) throw new ConfigError(`STORAGE_URL must name a bucket, as in gs://bucket/prefix; got "${raw}"`);
+    if (!url.hostname) throw new ConfigError(`STORAGE_URL must name a bucket, as in gs://bucket/prefix; got ${quoted(raw)}`);
     const folder = decodeURIComponent(url.pathname.replace(/^\/+|\/+$/g, ''));
     const endpoint = config.gcsApiEndpoint;
     return new GcsFileStore({
@@ -332,5 +332,5 @@ export function createFileStore(config: Readonly<Config>): FileStore {
       ...(endpoint ? { apiEndpoint: endpoint } : {}),
     });
   }
-  throw new ConfigError(`STORAGE_URL must start with gs:// or file://, got "${raw}"`);
+  throw new ConfigError(`STORAGE_URL must start with gs:// or file://, got ${quoted(raw)}`);
 }

@@ -33,4 +33,14 @@ describe('admin CLI: plans set and plans list', function () {
       await b.cleanup();
     }
   });
+
+  it('stops on a configuration error without quoting the password in a URL', () => {
+    const bad = spawnSync(process.execPath, [path.resolve(__dirname, '..', '..', 'bin', 'admin.js'), 'plans', 'list'], {
+      env: { ...process.env, REDIS_URL: 'http://:RedisPw123@127.0.0.1:6379' },
+      encoding: 'utf8',
+    });
+    expect(bad.status).to.equal(2);
+    expect(bad.stderr).to.contain('Configuration error: REDIS_URL must start with redis:// or rediss://');
+    expect(bad.stderr).not.to.contain('RedisPw123');
+  });
 });

@@ -56,7 +56,8 @@ describe('storage destinations (store_to): S3-compatible and GCS buckets of the 
       ALLOW_PRIVATE_NETWORKS: 'true',
       CAPTURE_SESSIONS: '1',
       WEBHOOK_POLL_MS: '200',
-      GCS_API_ENDPOINT: gcs.endpoint,
+      // With a user and password (an emulator behind Basic authentication): no location shows them.
+      GCS_API_ENDPOINT: gcs.endpoint.replace('http://', 'http://emu:EmuPw42@'),
       LOG_LEVEL: 'debug',
     });
     cleanup = b.cleanup;

@@ -102,6 +102,32 @@ describe('config', () => {
       .that.satisfies((e: Error) => !e.message.includes('sk-or-secret-value'));
   });
 
+  for (const [name, value, secret, shown] of [
+    ['DATABASE_URL', 'mysql://app:p#ss@127.0.0.1:3306/snap', 'p#ss', 'mysql://[REDACTED]@127.0.0.1:3306/snap'],
+    ['REDIS_URL', 'http://:RedisPw123@127.0.0.1:6379', 'RedisPw123', 'http://[REDACTED]@127.0.0.1:6379'],
+    ['SELENIUM_URL', 'grid:pa ss@hub:4444', 'pa ss', '[REDACTED]@hub:4444'],
+    ['STORAGE_URL', 's3://key:Secr3t@bucket/prefix', 'Secr3t', 's3://[REDACTED]@bucket/prefix'],
+  ] as const) {
+    it(`quotes an invalid ${name} without the user and password in it`, () => {
+      expect(() => loadConfig({ DATA_DIR: '/tmp/x', [name]: value }))
+        .to.throw(shown)
+        .that.satisfies((e: Error) => !e.message.includes(secret));
+    });
+  }
+
+  it("quotes an invalid REAL_LOCATIONS_GATEWAY (a provider's user:password@host:port) without its password", () => {
+    expect(() =>
+      loadConfig({
+        REAL_LOCATIONS_PROVIDER: 'brightdata',
+        REAL_LOCATIONS_GATEWAY: 'brd-customer-x:GwPw9876@brd.superproxy.io:22225x',
+        REAL_LOCATIONS_USERNAME: 'brd-customer-x',
+        REAL_LOCATIONS_PASSWORD: 'GwPw9876',
+      }),
+    )
+      .to.throw('REAL_LOCATIONS_GATEWAY must be host:port')
+      .that.satisfies((e: Error) => !e.message.includes('GwPw9876'));
+  });
+
   for (const [name, value, fragment] of [
     ['AI_TIMEOUT_MS', '10', 'AI_TIMEOUT_MS must be between 1000 and 600000'],
     ['OPENAI_BASE_URL', 'api.openai.com', 'OPENAI_BASE_URL must be a URL'],

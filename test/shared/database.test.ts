@@ -56,4 +56,26 @@ describe('database: SQLite statements kept by their text', () => {
     conn.prepare('select 1');
     expect(prepare.callCount, 'select 1 was not').to.equal(STATEMENTS_KEPT + 2);
   });
+
+  it("quotes a failed statement's SQL without its values (a webhook URL, a page's cookies)", async () => {
+    const database = { client: 'better-sqlite3' as const, filename: path.join(tempDir('db-errors-'), 'test.sqlite') };
+    const db = acquireDatabase(database);
+    try {
+      await db.schema.createTable('hooks', (t) => {
+        t.string('name').unique();
+        t.string('send_to');
+      });
+      const row = { name: 'alerts', send_to: 'https://hooks.slack.com/services/T0AAA/B0BBB/SlackTokenXyz123' };
+      await db('hooks').insert(row);
+      const err = await db('hooks')
+        .insert(row)
+        .then(() => null)
+        .catch((e: Error & { code?: string }) => e);
+      expect(err).to.have.property('code', 'SQLITE_CONSTRAINT_UNIQUE');
+      expect(err?.message).to.include('insert into `hooks`');
+      expect(err?.message).not.to.include('SlackTokenXyz123');
+    } finally {
+      await releaseDatabase(database);
+    }
+  });
 });

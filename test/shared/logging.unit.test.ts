@@ -14,6 +14,7 @@ describe('log redaction and JSON lines (shared/logging)', () => {
     const cases: [string, string, string][] = [
       ['credentials in a proxy URL', 'connect to http://bob:hunter2pass@10.0.0.5:3128 failed', 'hunter2pass'],
       ['a username alone in a URL', 'upstream socks5://residential-user-42@gw.example:7000', 'residential-user-42'],
+      ["a password with ' in a proxy URL (encodeURIComponent leaves it)", "via http://alice:Tr0ub4dor'%263@203.0.113.7:8080", "Tr0ub4dor'%263"],
       ['credentials in a URL-encoded URL', 'url=http%3A%2F%2Fbob%3Ahunter2pass%40site.test%2F', 'hunter2pass'],
       ['access_token in a query string', 'GET /snap?url=x&access_token=sk_live0123456789abcdefXYZ&full_page=true', 'sk_live0123456789abcdefXYZ'],
       ['access_token URL-encoded inside a parameter', 'url=https%3A%2F%2Fa.test%2F%3Faccess_token%3Dplainsecretvalue99', 'plainsecretvalue99'],

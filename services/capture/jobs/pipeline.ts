@@ -183,8 +183,8 @@ export class CapturePipeline {
     // before any browser work. Bytes through a real location are charged once they are known,
     // even if recording fails afterwards: they went through the provider.
     const route = await this.router.route(job.accountId, options);
-    // The upstream is a URL with the proxy's credentials: the log writer redacts them.
-    this.log.debug({ url: options.url, via: route?.upstream ?? null }, 'capture started');
+    // The upstream is a URL with the proxy's credentials: only its host and port are logged.
+    this.log.debug({ url: options.url, via: route ? new URL(route.upstream).host : null }, 'capture started');
     if (route?.location) await this.router.checkBandwidth(job.accountId);
     let bytes = 0;
     const rendered = await this.engine.capture(options, {
