@@ -69,6 +69,12 @@ export interface PublicRoute<P = unknown> extends RouteShape<P> {
 interface RouteShape<P> {
   method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
   url: string;
+  /**
+   * A GET that does work and may spend (a capture): HEAD is not taken there (405), where
+   * Fastify would otherwise answer it by running the GET, so a link checker's or a preview
+   * bot's HEAD would take a capture and spend a credit for headers alone.
+   */
+  noHead?: true;
   summary: string;
   tag: string;
   /** The parameters: documented in /openapi.json, validated before the handler runs. */
@@ -254,6 +260,7 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
     app.route({
       method: def.method,
       url: def.url,
+      exposeHeadRoute: def.method === 'GET' && !def.noHead,
       // Every JSON answer (returned or sent) meets the route's schema; the tests check it (shared/answer-check.ts).
       preSerialization: (_request, reply, payload, done) => {
         if (reply.statusCode < 400) answerSent(`${def.method} ${def.url}`, answerSchema, () => payload);

@@ -237,6 +237,8 @@ export function signedLinkRoutes(store: FileStore, policy: TargetPolicy, budgetM
     publicRoute({
       method: 'GET',
       url: '/render',
+      // No HEAD: it would capture and spend.
+      noHead: true,
       summary:
         'A signed link (no API key): what GET /snap answers for the same options, when account, expires and signature verify. ' +
         'Cached publicly for ttl seconds (never past expires); a capture reused within ttl spends nothing.',

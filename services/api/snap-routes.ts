@@ -127,10 +127,10 @@ export const SNAP_ERRORS: ErrorCode[] = [
 /** The image, or (json=true, html_only=true) the record or the HTML. */
 export const SNAP_ANSWERS = { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf', 'application/json'], json: SNAP_ANSWER_SCHEMA };
 
-/** A snap endpoint, GET and POST. */
+/** A snap endpoint, GET and POST (no HEAD: it would capture and spend). */
 function snapEndpoint<P>(url: string, summary: string, params: ParamShape<P>, handler: (ctx: RouteContext<P>) => Promise<unknown>): RouteDef[] {
   return (['GET', 'POST'] as const).map((method) =>
-    route({ method, url, summary, tag: 'capture', params, response: SNAP_ANSWERS, errors: [...SNAP_ERRORS], handler }),
+    route({ method, url, noHead: true, summary, tag: 'capture', params, response: SNAP_ANSWERS, errors: [...SNAP_ERRORS], handler }),
   );
 }
 

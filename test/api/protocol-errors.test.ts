@@ -118,11 +118,22 @@ describe('http: answers refused before a route runs are in the envelope', () => 
   describe('paths and methods', () => {
     it('a method the path does not take is 405 method_not_allowed with Allow naming those it takes', async () => {
       const r = await request(sys.base, 'DELETE', `/snap?access_token=${token}`);
-      expectEnvelope(r, 405, 'method_not_allowed', 'GET, HEAD, POST');
-      expect(r.headers.get('allow')).to.equal('GET, HEAD, POST');
+      expectEnvelope(r, 405, 'method_not_allowed', 'GET, POST');
+      expect(r.headers.get('allow')).to.equal('GET, POST');
       const put = await request(sys.base, 'PUT', '/jobs/some-job');
       expectEnvelope(put, 405, 'method_not_allowed', '/jobs/some-job does not take PUT');
       expect(put.headers.get('allow')).to.equal('GET, HEAD');
+    });
+
+    it('HEAD is not taken where a GET captures (it would capture and spend a credit for headers alone); it is where a GET only reads', async () => {
+      for (const path of ['/snap', '/snap_html', '/snap_ai_analysis', '/snap_real_location', '/render']) {
+        const head = await fetch(`${sys.base}${path}?access_token=${token}&url=${encodeURIComponent('http://127.0.0.1:9/')}`, { method: 'HEAD' });
+        expect(head.status, path).to.equal(405);
+        expect(head.headers.get('allow'), path).to.equal(path === '/render' ? 'GET' : 'GET, POST');
+      }
+      const read = await fetch(`${sys.base}/openapi.json`, { method: 'HEAD' });
+      expect(read.status).to.equal(200);
+      expect(read.headers.get('content-type')).to.match(/^application\/json/);
     });
 
     it('an unknown path stays 404 not_found', async () => {
