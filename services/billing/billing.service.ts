@@ -19,6 +19,7 @@ import { LinkSecrets } from './link-secrets';
 import { SecretBox } from '../shared/secrets';
 import { counterExpiry, limitsFor, monthOf } from './limits';
 import { BillingMetrics } from './metrics';
+import { DatabaseUsageLedger } from './usage-ledger';
 import { MemoryUsageStore, RedisUsageStore, type ReserveOutcome, USAGE_KINDS, type UsageStore } from './usage-store';
 
 export interface BillingDeps {
@@ -288,7 +289,14 @@ export function billingService(deps: BillingDeps): ServiceUnit {
         cache: new AccountCache(config.accountCacheMs, () => now().getTime()),
         links: new LinkSecrets(database.knex, new SecretBox(config), () => now().getTime()),
         sessions: new ConsoleSessions(database.knex, consoleSessionPolicy(config), () => now().getTime()),
-        store: deps.store ?? (config.redisUrl ? new RedisUsageStore(config.redisUrl, config.redisPrefix) : new MemoryUsageStore()),
+        // Without Redis the counters are this process's, kept on disk in its database (usage-ledger.ts).
+        store:
+          deps.store ??
+          (config.redisUrl
+            ? new RedisUsageStore(config.redisUrl, config.redisPrefix)
+            : new MemoryUsageStore(Date.now, new DatabaseUsageLedger(database.knex, USAGE_KINDS), (err) =>
+                this.logger.warn(`writing the usage counters to the database failed (taken again in a second): ${(err as Error).message}`),
+              )),
         now,
       };
       metrics = new BillingMetrics(
@@ -296,6 +304,9 @@ export function billingService(deps: BillingDeps): ServiceUnit {
         () => monthOf(state.now()),
         this.logger,
       );
+    },
+    async started() {
+      await state.store.start();
     },
     async stopped() {
       await state.store.close();

@@ -10,6 +10,7 @@
  */
 import Redis from 'ioredis';
 import type { Limits, Reservation, UsageAmounts, UsageKind } from '../shared/contracts';
+import { type CounterChange, FLUSH_MS, type KeptReservation, type UsageLedger } from './usage-ledger';
 
 export const USAGE_KINDS: UsageKind[] = ['screenshots', 'ai_credits', 'bandwidth_bytes', 'research_domains'];
 /** The kinds as a Lua table literal: the counters' hash fields, in USAGE_KINDS order. */
@@ -43,6 +44,8 @@ export interface UsageStore {
    * a HyperLogLog estimate (within about 1%) in Redis, so counting stays one small key.
    */
   exhaustedAccounts(kind: UsageKind, month: string): Promise<number>;
+  /** Before the first call: reads what the store keeps on disk, if anything. */
+  start(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -184,12 +187,18 @@ export class RedisUsageStore implements UsageStore {
     return this.redis.pfcount(this.exhaustedKey(kind, month));
   }
 
+  async start(): Promise<void> {}
+
   async close(): Promise<void> {
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 }
 
-/** Embedded mode: the same semantics in one process (JavaScript runs each call to completion). */
+/**
+ * Embedded mode: the same semantics in one process (JavaScript runs each call to completion).
+ * With a ledger (the service's database: usage-ledger.ts) the counters and pending reservations
+ * outlive a restart: what changed is written every FLUSH_MS and at close, read back at start.
+ */
 export class MemoryUsageStore implements UsageStore {
   private readonly usageByKey = new Map<string, { counts: Limits; expiresAt: number }>();
   /** Pending reservations by account and id (as Redis keys them: an id is only its account's to settle). */
@@ -197,8 +206,34 @@ export class MemoryUsageStore implements UsageStore {
   private readonly rates = new Map<string, { count: number; resetAt: number }>();
   /** Month, then kind: the accounts that ran out of it. */
   private readonly exhausted = new Map<string, Map<UsageKind, Set<string>>>();
+  /** What changed since the ledger's last write: counters by key, reservations made (pending) and settled (kept by an earlier write). */
+  private changed = new Map<string, CounterChange>();
+  private made = new Map<string, KeptReservation>();
+  private settled = new Map<string, { accountId: string; id: string }>();
+  /** The pending reservations the ledger holds, and those a write under way is adding. */
+  private readonly kept = new Set<string>();
+  private adding = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+  private writing: Promise<void> = Promise.resolve();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly ledger: UsageLedger | null = null,
+    private readonly onWriteError: (err: unknown) => void = () => undefined,
+  ) {}
+
+  async start(): Promise<void> {
+    if (!this.ledger) return;
+    const state = await this.ledger.load(this.now());
+    for (const c of state.counters) this.usageByKey.set(`${c.accountId}:${c.month}`, { counts: c.counts, expiresAt: c.expiresAt });
+    for (const r of state.pending) {
+      const key = `${r.accountId}:${r.id}`;
+      this.pending.set(key, { amounts: r.amounts, expiresAt: r.expiresAt });
+      this.kept.add(key);
+    }
+    this.timer = setInterval(() => void this.write(), FLUSH_MS);
+    this.timer.unref();
+  }
 
   private counts(accountId: string, month: string): Limits {
     const key = `${accountId}:${month}`;
@@ -207,6 +242,65 @@ export class MemoryUsageStore implements UsageStore {
     const fresh = { counts: Object.fromEntries(USAGE_KINDS.map((k) => [k, 0])) as unknown as Limits, expiresAt: Number.POSITIVE_INFINITY };
     this.usageByKey.set(key, fresh);
     return fresh.counts;
+  }
+
+  /** Notes a counter's change for the ledger (`sign` -1 for a refund). */
+  private noteChange(accountId: string, month: string, amounts: number[], sign: 1 | -1): void {
+    if (!this.ledger) return;
+    const key = `${accountId}:${month}`;
+    let change = this.changed.get(key);
+    if (!change) {
+      change = { accountId, month, added: Object.fromEntries(USAGE_KINDS.map((k) => [k, 0])) as Record<UsageKind, number>, expiresAt: 0 };
+      this.changed.set(key, change);
+    }
+    USAGE_KINDS.forEach((kind, i) => {
+      (change as CounterChange).added[kind] += sign * (amounts[i] ?? 0);
+    });
+    const expiresAt = this.usageByKey.get(key)?.expiresAt ?? 0;
+    change.expiresAt = Number.isFinite(expiresAt) ? expiresAt : this.now() + RESERVATION_TTL_SECONDS * 1000;
+  }
+
+  /** Notes a reservation settled: unwritten, it never reaches the ledger; kept there, its row goes. */
+  private noteSettled(key: string, r: Reservation): void {
+    if (!this.ledger) return;
+    if (this.made.delete(key)) return;
+    if (this.kept.delete(key) || this.adding.has(key)) this.settled.set(key, { accountId: r.accountId, id: r.id });
+  }
+
+  /** Writes what changed (one write at a time); a failed write's changes are taken again by the next. */
+  private write(): Promise<void> {
+    const ledger = this.ledger;
+    if (!ledger || (!this.changed.size && !this.made.size && !this.settled.size)) return this.writing;
+    const changes = { counters: [...this.changed.values()], pending: [...this.made.values()], settled: [...this.settled.values()] };
+    const made = this.made;
+    this.changed = new Map();
+    this.made = new Map();
+    this.settled = new Map();
+    this.writing = this.writing.then(async () => {
+      // A reservation settled while its row is being written is deleted by the next write.
+      this.adding = new Set(made.keys());
+      try {
+        await ledger.write(changes, this.now());
+        for (const key of made.keys()) if (!this.settled.has(key)) this.kept.add(key);
+      } catch (err) {
+        this.onWriteError(err);
+        for (const c of changes.counters)
+          this.noteChange(
+            c.accountId,
+            c.month,
+            USAGE_KINDS.map((k) => c.added[k]),
+            1,
+          );
+        for (const [key, r] of made) {
+          if (this.pending.has(key)) this.made.set(key, r);
+          else this.settled.delete(key);
+        }
+        for (const r of changes.settled) this.settled.set(`${r.accountId}:${r.id}`, r);
+      } finally {
+        this.adding = new Set();
+      }
+    });
+    return this.writing;
   }
 
   private pendingKey(r: Reservation): string {
@@ -229,7 +323,11 @@ export class MemoryUsageStore implements UsageStore {
     });
     const entry = this.usageByKey.get(`${r.accountId}:${r.month}`);
     if (entry) entry.expiresAt = expiresAt.getTime();
-    this.pending.set(this.pendingKey(r), { amounts, expiresAt: this.now() + RESERVATION_TTL_SECONDS * 1000 });
+    const key = this.pendingKey(r);
+    const kept = { amounts, expiresAt: this.now() + RESERVATION_TTL_SECONDS * 1000 };
+    this.pending.set(key, kept);
+    this.noteChange(r.accountId, r.month, amounts, 1);
+    if (this.ledger) this.made.set(key, { accountId: r.accountId, id: r.id, ...kept });
     this.sweep();
     return { ok: true };
   }
@@ -237,16 +335,24 @@ export class MemoryUsageStore implements UsageStore {
   async refund(r: Reservation): Promise<boolean> {
     const held = this.pending.get(this.pendingKey(r));
     if (!held || held.expiresAt <= this.now()) return false;
-    this.pending.delete(this.pendingKey(r));
+    const key = this.pendingKey(r);
+    this.pending.delete(key);
+    this.noteSettled(key, r);
     const counts = this.counts(r.accountId, r.month);
-    USAGE_KINDS.forEach((kind, i) => {
-      counts[kind] = Math.max(0, counts[kind] - (held.amounts[i] ?? 0));
+    const given = USAGE_KINDS.map((kind, i) => {
+      const back = Math.min(counts[kind], held.amounts[i] ?? 0);
+      counts[kind] -= back;
+      return back;
     });
+    this.noteChange(r.accountId, r.month, given, -1);
     return true;
   }
 
   async commit(r: Reservation): Promise<boolean> {
-    return this.pending.delete(this.pendingKey(r));
+    const key = this.pendingKey(r);
+    if (!this.pending.delete(key)) return false;
+    this.noteSettled(key, r);
+    return true;
   }
 
   async usage(accountId: string, month: string): Promise<Limits> {
@@ -288,5 +394,9 @@ export class MemoryUsageStore implements UsageStore {
     for (const [key, entry] of this.usageByKey) if (entry.expiresAt <= t) this.usageByKey.delete(key);
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.write();
+  }
 }
