@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { FixtureServer } from '../support/fixtures';
-import { type HttpAnswer, request } from '../support/http';
+import { type HttpAnswer, jobFinished, request } from '../support/http';
 import { gridBrowserDirs, killBrowser, sharedGrid } from '../support/grid';
 import { imageSize, pixel, screenshotsUsed, snapSuite } from '../support/capture-helpers';
 import { expectEnvelope } from '../support/errors';
@@ -291,6 +291,24 @@ describe('snap on a real Selenium Grid', function () {
       expect(fresh.headers.get('x-cache')).to.equal('MISS');
       expect(fresh.body.id).not.to.equal(first.body.id);
       expect(await used(access_token)).to.equal(2);
+    });
+
+    it("never answers a snap with a configuration's capture of the same page and options; the next snap reuses the snap's own", async () => {
+      const { access_token } = await t.sys.account('paid');
+      const params = { url: `${t.fx.origin}/plain?config-and-snap`, page_width: 500, page_height: 400, wait: 0 };
+      const auth = { authorization: `Bearer ${access_token}` };
+      const config = await request<{ screenshot_configuration_id: string; job_id: string }>(t.sys.base, 'POST', '/screenshot_configs', {
+        headers: auth,
+        json: { ...params, scheduled_screenshot: true, scheduled_every: 1, scheduled_interval: 'days' },
+      });
+      expect(config.status, JSON.stringify(config.body)).to.equal(200);
+      expect((await jobFinished(t.sys.base, access_token, config.body.job_id)).body.status).to.equal('completed');
+      const first = await snap({ ...params, ttl: 600, json: true }, access_token);
+      expect(first.headers.get('x-cache')).to.equal('MISS');
+      expect(first.body.screenshot_configuration_id).not.to.equal(config.body.screenshot_configuration_id);
+      const second = await snap({ ...params, ttl: 600, json: true }, access_token);
+      expect(second.headers.get('x-cache')).to.equal('HIT');
+      expect(second.body.id).to.equal(first.body.id);
     });
 
     it('puts snaps of the same page and options in one configuration', async () => {

@@ -145,7 +145,7 @@ export class CapturePipeline {
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     try {
-      const ref = await this.capture(job, options, turn);
+      const ref = await this.capture(job, options, turn, kind === 'snap');
       this.observer?.captured(kind, ref ? 'success' : 'superseded', null, seconds());
       return ref;
     } catch (err) {
@@ -157,7 +157,8 @@ export class CapturePipeline {
     }
   }
 
-  private async capture(job: LeasedJob, options: SnapOptions, turn: CaptureTurn): Promise<ScreenshotRef | null> {
+  /** `snap`: the capture of a snap, which a later snap's ttl may reuse (a configuration's never is). */
+  private async capture(job: LeasedJob, options: SnapOptions, turn: CaptureTurn, snap: boolean): Promise<ScreenshotRef | null> {
     // The browser disposes the used context once this capture is recorded, not while its
     // files and record are written (the engine; BrowserSlot.recycle). One turn of the event
     // loop later, so that a snap's answer, written in the microtasks after, goes first.
@@ -166,13 +167,19 @@ export class CapturePipeline {
       recorded = () => setImmediate(resolve);
     });
     try {
-      return await this.captureAndRecord(job, options, answered, turn);
+      return await this.captureAndRecord(job, options, answered, turn, snap);
     } finally {
       recorded();
     }
   }
 
-  private async captureAndRecord(job: LeasedJob, options: SnapOptions, answered: Promise<void>, turn: CaptureTurn): Promise<ScreenshotRef | null> {
+  private async captureAndRecord(
+    job: LeasedJob,
+    options: SnapOptions,
+    answered: Promise<void>,
+    turn: CaptureTurn,
+    snap: boolean,
+  ): Promise<ScreenshotRef | null> {
     // Its callers (snap below, the worker) run it in the job's log context: its lines and
     // those of everything beneath (engine, pool, gateway, the services it calls) name the job.
     const t0 = performance.now();
@@ -214,6 +221,7 @@ export class CapturePipeline {
     const { loadFinished = null, statusCode = null, finalUrl = null } = rendered.out;
     const row = ScreenshotRepository.newRow(job, {
       options,
+      reusable: snap,
       files,
       ai,
       now,

@@ -74,6 +74,12 @@ export class ScreenshotRepository {
     job: ScreenshotOwner,
     capture: {
       options: SnapOptions;
+      /**
+       * A snap's capture, which a later snap with the same capture key may reuse within its ttl
+       * (findRecent). A configuration's capture is not: it belongs to that configuration, and a
+       * snap answers with a capture of its own snap configuration (DESIGN section 3).
+       */
+      reusable: boolean;
       files: StoredFiles;
       ai: AiRecord | null;
       /** When it was taken (default now). */
@@ -92,6 +98,7 @@ export class ScreenshotRepository {
   ): NewScreenshot {
     const {
       options,
+      reusable,
       files,
       ai,
       now = Date.now(),
@@ -107,7 +114,8 @@ export class ScreenshotRepository {
       job_id: job.id,
       url: options.url,
       ...files,
-      cache_key: captureKey(options),
+      // No capture key matches '' (captureKey is a hash): a configuration's capture is never found by it.
+      cache_key: reusable ? captureKey(options) : '',
       created_at_ms: now,
       ai: ai ? JSON.stringify(ai) : null,
       proxy_server: route.location,
