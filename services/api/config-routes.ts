@@ -16,7 +16,7 @@ import { withCaptureCredits } from '../billing/public/credits';
 import { ERROR_STATUS, type ErrorCode, isErrorCode, serviceError } from '../shared/errors';
 import type { Paging } from '../shared/paging';
 import { admission, type Spending } from './spend-admission';
-import { type ConfigOptions, captureKey, type SnapOptions } from '../shared/screenshot-options';
+import { type ConfigOptions, captureKey, refuseUnusedSchedule, type SnapOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';
 import { ok, type RouteContext, type RouteDef, route } from './http';
@@ -73,6 +73,7 @@ const CHANGE_ADMISSION = admission({ ...CONFIG, credits: [] });
 export async function createConfig(ctx: RouteContext<ConfigOptions>, policy: TargetPolicy) {
   const { broker, account } = ctx;
   const options = ctx.params;
+  refuseUnusedSchedule(options);
   await START_ADMISSION.admit({ broker, account, policy, given: options });
   // The job id is chosen first so the configuration records it as its last job.
   const jobId = randomId(12);

@@ -875,6 +875,25 @@ export function captureKey(o: SnapOptions): string {
  * cannot say "interval required when scheduled", so the api (before it spends a credit)
  * and the scheduler (which stores the schedule) both ask here.
  */
+/**
+ * A new configuration naming scheduled_every or scheduled_interval without
+ * scheduled_screenshot=true would be one-time with its schedule stored and never run: refused
+ * (an option is never accepted and ignored). A PATCH is not refused so: the spec has a PATCH
+ * without scheduled_screenshot=true make the configuration one-time, and the official Python
+ * client's own example changes scheduled_every alone (docs/api.md, Configurations).
+ */
+export function refuseUnusedSchedule(o: Partial<ConfigOptions>): void {
+  if (o.scheduled_screenshot === true) return;
+  const named = (['scheduled_every', 'scheduled_interval'] as const).filter((name) => o[name] !== undefined);
+  if (named.length) {
+    throw serviceError(
+      'invalid_parameter',
+      `${named.join(' and ')} only take effect with scheduled_screenshot=true: add it to schedule the configuration, or leave ${named.length > 1 ? 'them' : 'it'} out for a one-time one.`,
+      { param: named[0] },
+    );
+  }
+}
+
 export function scheduleOf(o: Partial<ConfigOptions>): { every: number; interval: (typeof SCHEDULE_INTERVALS)[number] } | null {
   if (o.scheduled_screenshot !== true) return null;
   if (!o.scheduled_interval) {

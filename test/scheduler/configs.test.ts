@@ -345,6 +345,18 @@ describe('screenshot configurations, jobs, archive and embed', function () {
   it('refuses a schedule without an interval and a configuration past the monthly limit, leaving nothing behind', async () => {
     const noInterval = await api('POST', '/screenshot_configs', { url: `${fx.origin}/plain`, scheduled_screenshot: true });
     expect([noInterval.status, noInterval.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
+    // A schedule named without scheduled_screenshot=true would be stored and never run.
+    const before = (await api('GET', '/screenshot_configs')).body.screenshot_configurations as unknown[];
+    for (const unused of [
+      { scheduled_every: 5 },
+      { scheduled_interval: 'hours' },
+      { scheduled_screenshot: false, scheduled_every: 2, scheduled_interval: 'days' },
+    ]) {
+      const r = await api('POST', '/screenshot_configs', { url: `${fx.origin}/plain`, ...unused });
+      expect([r.status, r.body.error_code], JSON.stringify(unused)).to.deep.equal([400, 'invalid_parameter']);
+      expect(String(r.body.note)).to.contain('only take effect with scheduled_screenshot=true');
+    }
+    expect((await api('GET', '/screenshot_configs')).body.screenshot_configurations).to.have.length(before.length);
     await sys.broker.call('billing.upsertPlan', { name: 'none', paid: false, screenshot_limit: 0 });
     const { access_token } = await sys.account('none');
     const refused = await api('POST', '/screenshot_configs', { url: `${fx.origin}/plain` }, access_token);
