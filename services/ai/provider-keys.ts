@@ -5,6 +5,7 @@
  */
 import type { Knex } from 'knex';
 import type { OwnAiProvider, Upstream } from '../shared/contracts';
+import { dateOf } from '../shared/database';
 
 /** A row as this module hands it out (dates as Date, booleans as booleans on both databases). */
 export interface ProviderKeyRow {
@@ -22,14 +23,6 @@ export interface ProviderKeyRow {
 /** Everything a PUT writes: it replaces the whole row. */
 export type StoredKey = Omit<ProviderKeyRow, 'provider'>;
 
-function toDate(value: unknown): Date | null {
-  if (value === null || value === undefined) return null;
-  if (value instanceof Date) return value;
-  // SQLite keeps what it was given: epoch milliseconds.
-  const d = typeof value === 'number' ? new Date(value) : new Date(String(value).replace(' ', 'T') + (/Z|[+-]\d\d:?\d\d$/.test(String(value)) ? '' : 'Z'));
-  return Number.isNaN(d.getTime()) ? null : d;
-}
-
 function fromRow(r: Record<string, unknown>): ProviderKeyRow {
   return {
     provider: r.provider as OwnAiProvider,
@@ -38,7 +31,7 @@ function fromRow(r: Record<string, unknown>): ProviderKeyRow {
     defaultModel: (r.default_model as string | null) ?? null,
     defaultUpstream: (r.default_upstream as Upstream | null) ?? null,
     verified: Boolean(r.verified),
-    verifiedAt: toDate(r.verified_at),
+    verifiedAt: dateOf(r.verified_at),
     modelsCount: r.models_count === null || r.models_count === undefined ? null : Number(r.models_count),
     lastError: (r.last_error as string | null) ?? null,
   };

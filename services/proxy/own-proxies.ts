@@ -5,6 +5,7 @@
  * the password), the upstream URL the gateway chains to, and which error a failed test is.
  */
 import { serviceError } from '../shared/errors';
+import { dateOf } from '../shared/database';
 
 export const PROXY_PROTOCOLS = ['http', 'https', 'socks5'] as const;
 export type ProxyProtocol = (typeof PROXY_PROTOCOLS)[number];
@@ -22,6 +23,8 @@ export interface ProxyRow {
   exit_ip: string | null;
   last_test_ms: number | null;
   last_error: string | null;
+  /** When the last test passed (null when it did not), as the driver answers a timestamp. */
+  verified_at?: unknown;
 }
 
 export interface ProxyParams {
@@ -88,6 +91,11 @@ export function proxyRecord(row: ProxyRow) {
     last_test_ms: row.last_test_ms === null ? null : Number(row.last_test_ms),
     last_error: row.last_error,
   };
+}
+
+/** The record PUT /proxies answers: the spec's proxy record with verified_at and display_url. */
+export function storedProxyRecord(row: ProxyRow) {
+  return { ...proxyRecord(row), verified_at: dateOf(row.verified_at)?.toISOString() ?? null, display_url: displayUrlOf(row) };
 }
 
 /** The URL the gateway chains to (credentials encoded into it), with `host` replaced by the address checked for it. */

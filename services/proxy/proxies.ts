@@ -21,7 +21,7 @@ import {
   upstreamAddress,
 } from './locations';
 import { describeTarget } from './places';
-import { type ProxyRow, displayUrlOf, labelOf, proxyFields, proxyRecord, upstreamUrl } from './own-proxies';
+import { type ProxyRow, labelOf, proxyFields, proxyRecord, storedProxyRecord, upstreamUrl } from './own-proxies';
 import { testThroughProxy } from './proxy-check';
 import type { ProxyRepository } from './proxy-repository';
 
@@ -118,7 +118,7 @@ export class Proxies {
     const row = await this.stored(account.accountId, id, false);
     const result = test ? await this.runTest(row) : null;
     const after = await this.stored(account.accountId, id, false);
-    return { proxy: { ...proxyRecord(after), display_url: displayUrlOf(after) }, result };
+    return { proxy: storedProxyRecord(after), result };
   }
 
   async testStored(params: ParamsOf<'proxy.test'>): Promise<ResultOf<'proxy.test'>> {

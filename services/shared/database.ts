@@ -138,3 +138,15 @@ export function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string; errno?: number };
   return e?.code === 'ER_DUP_ENTRY' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
+
+/**
+ * A time column as the driver answers it, as a Date (null when empty or unreadable): mysql2
+ * answers a Date; SQLite what it was given, epoch milliseconds or CURRENT_TIMESTAMP's
+ * "YYYY-MM-DD HH:MM:SS", which is UTC.
+ */
+export function dateOf(value: unknown): Date | null {
+  if (value === null || value === undefined) return null;
+  if (value instanceof Date) return value;
+  const d = typeof value === 'number' ? new Date(value) : new Date(String(value).replace(' ', 'T') + (/Z|[+-]\d\d:?\d\d$/.test(String(value)) ? '' : 'Z'));
+  return Number.isNaN(d.getTime()) ? null : d;
+}

@@ -102,6 +102,9 @@ describe('own proxies: PUT, GET, test and DELETE /proxies', function () {
     // The spec's proxy record: label is host and port; the store endpoint adds display_url, the URL with the password masked.
     expect(r.body.proxy.label).to.equal(`127.0.0.1:${authProxy.port}`);
     expect(r.body.proxy.display_url).to.equal(`http://alice:****@127.0.0.1:${authProxy.port}`);
+    // verified_at: when the test passed, ISO 8601 UTC.
+    expect(r.body.proxy.verified_at).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(Math.abs(Date.parse(String(r.body.proxy.verified_at)) - Date.now())).to.be.below(60_000);
     expect(echoSeen).to.include('/ip');
     const l = await list();
     expect(JSON.stringify(l.body)).to.not.include('right-pw');
@@ -152,7 +155,7 @@ describe('own proxies: PUT, GET, test and DELETE /proxies', function () {
     const r = await put({ host: 'proxy.test', port: openProxy.port, test: false });
     expect(r.status).to.equal(200);
     expect(r.body.result).to.equal(null);
-    expect(r.body.proxy.verified).to.equal(false);
+    expect(r.body.proxy).to.include({ verified: false, verified_at: null });
     expect((await request<ProxyAnswer>(sys.base, 'POST', `/proxies/${r.body.proxy.id}/test`, { headers: { authorization: `Bearer ${key}` } })).status).to.equal(
       200,
     );

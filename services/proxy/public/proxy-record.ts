@@ -25,8 +25,12 @@ declare global {
   }
 }
 
-/** PUT /proxies answers the record with display_url, the proxy URL with its password masked. */
-export const STORED_PROXY_RECORD_SCHEMA = Type.Object({ ...PROXY_RECORD_SCHEMA.properties, display_url: Type.String() });
+/** PUT /proxies answers the record with verified_at (null until a test passed) and display_url, the proxy URL with its password masked. */
+export const STORED_PROXY_RECORD_SCHEMA = Type.Object({
+  ...PROXY_RECORD_SCHEMA.properties,
+  verified_at: Type.Union([Type.String({ format: 'date-time', description: 'When the last test passed, ISO 8601 UTC.' }), Type.Null()]),
+  display_url: Type.String(),
+});
 
 /** A connection test's outcome: the exit IP seen and the time taken. */
 export const PROXY_TEST_RESULT_SCHEMA = Type.Object({ exit_ip: Type.Union([Type.String(), Type.Null()]), ms: Type.Integer() });
