@@ -80,7 +80,7 @@ export class OwnProviders {
     defaultUpstream?: Upstream;
   }): Promise<ProviderRecord> {
     const { account, provider, apiKey } = p;
-    checkFeatures(account, { ownAi: true });
+    checkFeatures(account, { ownAi: true }, { managing: true });
     checkUpstream(provider, p.defaultUpstream, 'default_upstream');
     const stored = {
       keySealed: this.deps.secrets.seal(apiKey),
@@ -121,7 +121,7 @@ export class OwnProviders {
 
   async testProvider(p: { account: AccountContext; provider: OwnAiProvider; model?: string }): Promise<{ text: string; model: string; seconds: number }> {
     const { account, provider } = p;
-    checkFeatures(account, { ownAi: true });
+    checkFeatures(account, { ownAi: true }, { managing: true });
     const { client, model, upstream } = await this.resolve(account.accountId, provider, p.model);
     const image = await sampleImage();
     const started = performance.now();

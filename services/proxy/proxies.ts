@@ -96,7 +96,7 @@ export class Proxies {
 
   async put(params: ParamsOf<'proxy.put'>): Promise<ResultOf<'proxy.put'>> {
     const { account, input, test } = params;
-    checkFeatures(account, { ownProxy: true });
+    checkFeatures(account, { ownProxy: true }, { managing: true });
     const existing = input.id !== undefined ? await this.stored(account.accountId, input.id, false) : null;
     const f = proxyFields(input, existing);
     // A host that resolves to a refused address is refused outright; one that does not resolve is stored and fails its test.
@@ -123,7 +123,7 @@ export class Proxies {
 
   async testStored(params: ParamsOf<'proxy.test'>): Promise<ResultOf<'proxy.test'>> {
     const { account, id } = params;
-    checkFeatures(account, { ownProxy: true });
+    checkFeatures(account, { ownProxy: true }, { managing: true });
     const result = await this.runTest(await this.stored(account.accountId, id, false));
     return { proxy: proxyRecord(await this.stored(account.accountId, id, false)), result };
   }

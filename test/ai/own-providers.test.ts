@@ -233,8 +233,11 @@ describe('own AI providers over HTTP (embedded mode, providers on local stand-in
       const free = (await s.sys.account('free', { byo_ai: 1 })).access_token;
       const paid = (await s.sys.account('paid')).access_token;
       const asked = requestsTo('anthropic');
-      expectEnvelope(await put('anthropic', free, { api_key: fakes.anthropic.key }), 402, 'byok_plan_required');
-      expectEnvelope(await put('anthropic', paid, { api_key: fakes.anthropic.key }), 402, 'byok_addon_required');
+      expectEnvelope(await put('anthropic', free, { api_key: fakes.anthropic.key }), 402, 'byok_plan_required', 'Storing or testing your own AI provider keys');
+      const noAddon = await put('anthropic', paid, { api_key: fakes.anthropic.key });
+      expectEnvelope(noAddon, 402, 'byok_addon_required', 'add it to your plan.');
+      // Storing a key names no ai_provider: the note offers nothing to leave out.
+      expect(noAddon.body.note).not.to.contain('ai_provider=service');
       expectEnvelope(await s.api('POST', '/ai/providers/anthropic/test', free, {}), 402, 'byok_plan_required');
       expectEnvelope(await s.api('POST', '/ai/providers/anthropic/test', paid, {}), 402, 'byok_addon_required');
       expect(requestsTo('anthropic')).to.equal(asked);

@@ -170,7 +170,10 @@ describe('own proxies: PUT, GET, test and DELETE /proxies', function () {
     expectEnvelope(await put({ host: 'bad host!' }), 400, 'invalid_proxy', 'host');
     expectEnvelope(await put({ host: '127.0.0.1', port: 70000 }), 400, 'invalid_proxy', 'port');
     expectEnvelope(await put({}), 400, 'invalid_proxy', 'host');
-    expectEnvelope(await put({ host: '127.0.0.1' }, free), 402, 'byo_proxy_plan_required');
+    // Storing a proxy names no custom_proxy_id: the note says only what to change.
+    const gated = await put({ host: '127.0.0.1' }, free);
+    expectEnvelope(gated, 402, 'byo_proxy_plan_required', 'Storing or testing your own proxies needs a paid screenshot plan');
+    expect(gated.body.note).not.to.contain('custom_proxy_id');
   });
 
   it('DELETE removes it (404 after), another account never sees it', async () => {

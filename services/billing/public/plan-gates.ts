@@ -18,27 +18,23 @@ export const GATE_ERRORS = {
   ownProxy: ['byo_proxy_plan_required', 'byo_proxy_addon_required'],
 } as const satisfies Record<keyof FeatureRequest, readonly string[]>;
 
-export function checkFeatures(account: AccountContext, features: FeatureRequest): void {
+/**
+ * `managing`: the request stores or tests the account's own AI keys or proxies (PUT /proxies,
+ * PUT /ai/providers/...), not a capture that names one, so the note has no option to leave out.
+ */
+export function checkFeatures(account: AccountContext, features: FeatureRequest, { managing = false }: { managing?: boolean } = {}): void {
   if (features.ownAi) {
-    if (!account.plan.paid) {
-      throw serviceError('byok_plan_required', 'Using your own AI provider needs a paid screenshot plan; upgrade the plan, or use ai_provider=service.');
-    }
-    if (!account.addons.byo_ai) {
-      throw serviceError(
-        'byok_addon_required',
-        'Using your own AI provider needs the Bring Your Own AI addon; add it to your plan, or use ai_provider=service.',
-      );
-    }
+    const what = managing ? 'Storing or testing your own AI provider keys' : 'Using your own AI provider';
+    const instead = managing ? '' : ', or use ai_provider=service';
+    if (!account.plan.paid) throw serviceError('byok_plan_required', `${what} needs a paid screenshot plan; upgrade the plan${instead}.`);
+    if (!account.addons.byo_ai) throw serviceError('byok_addon_required', `${what} needs the Bring Your Own AI addon; add it to your plan${instead}.`);
   }
   if (features.ownProxy) {
-    if (!account.plan.paid) {
-      throw serviceError('byo_proxy_plan_required', 'Using your own proxy needs a paid screenshot plan; upgrade the plan, or leave out custom_proxy_id.');
-    }
+    const what = managing ? 'Storing or testing your own proxies' : 'Using your own proxy';
+    const instead = managing ? '' : ', or leave out custom_proxy_id';
+    if (!account.plan.paid) throw serviceError('byo_proxy_plan_required', `${what} needs a paid screenshot plan; upgrade the plan${instead}.`);
     if (!account.addons.byo_proxy) {
-      throw serviceError(
-        'byo_proxy_addon_required',
-        'Using your own proxy needs the Bring Your Own Proxy addon; add it to your plan, or leave out custom_proxy_id.',
-      );
+      throw serviceError('byo_proxy_addon_required', `${what} needs the Bring Your Own Proxy addon; add it to your plan${instead}.`);
     }
   }
 }
