@@ -239,6 +239,8 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
   });
 
   app.register(formbody);
+  // Fastify reads text/plain by itself; no route takes it, so it is 415 as any other type is.
+  app.removeContentTypeParser('text/plain');
   // Malformed JSON gets the envelope with a note, not Fastify's default body.
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = String(body);

@@ -145,12 +145,14 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
         'payload_too_large',
       );
     });
-    it('an unsupported content type is 415 unsupported_media_type', async () => {
-      expectEnvelope(
-        await request(sys.base, 'POST', '/snap', { body: '<url/>', headers: { 'content-type': 'application/xml' } }),
-        415,
-        'unsupported_media_type',
-      );
+    it('an unsupported content type is 415 unsupported_media_type, text/plain (which Fastify reads by itself) too', async () => {
+      for (const [type, body] of [
+        ['application/xml', '<url/>'],
+        ['text/plain', '{"url":"https://example.com"}'],
+        ['text/plain; charset=utf-8', 'url=https://example.com'],
+      ]) {
+        expectEnvelope(await request(sys.base, 'POST', '/snap', { body, headers: { 'content-type': type as string } }), 415, 'unsupported_media_type');
+      }
     });
   });
 
