@@ -139,6 +139,10 @@ export function tokenOf(params: RawParams, request: FastifyRequest): string {
   const fromParams = params.access_token;
   delete params.access_token;
   if (typeof fromParams === 'string' && fromParams.length > 0) return fromParams;
+  if (fromParams !== undefined && fromParams !== null && typeof fromParams !== 'string') {
+    const sent = Array.isArray(fromParams) ? 'a list' : typeof fromParams === 'object' ? 'an object' : `a ${typeof fromParams}`;
+    throw serviceError('access_token_invalid', `access_token must be the key as a string; ${sent} was sent.`);
+  }
   const header = request.headers.authorization?.trim();
   if (header) {
     const bearer = /^Bearer\s+(\S+)$/i.exec(header);

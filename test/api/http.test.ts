@@ -55,6 +55,21 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
       expectEnvelope(await request(sys.base, 'GET', '/account_limits?access_token=sk_nope'), 401, 'access_token_invalid');
     });
 
+    it('answers 401 access_token_invalid, not "required", for a key sent as a number or an object in a JSON body', async () => {
+      expectEnvelope(
+        await request(sys.base, 'POST', '/snap', { json: { url: 'https://example.com', access_token: 123 } }),
+        401,
+        'access_token_invalid',
+        'a number was sent',
+      );
+      expectEnvelope(
+        await request(sys.base, 'POST', '/snap', { json: { url: 'https://example.com', access_token: { key: 'x' } } }),
+        401,
+        'access_token_invalid',
+        'an object was sent',
+      );
+    });
+
     it('accepts the key as query, Bearer header, form field and JSON body field', async () => {
       expect((await request(sys.base, 'GET', `/account_limits?access_token=${free}`)).status).to.equal(200);
       expect((await request(sys.base, 'GET', '/account_limits', { headers: { authorization: `Bearer ${free}` } })).status).to.equal(200);
