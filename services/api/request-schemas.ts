@@ -205,6 +205,21 @@ function checkRules(values: RawParams, shape: ShapeName): void {
 }
 
 /** The shape of the options a request kind accepts; its values are the table's types. */
+/** Where each shape's options are sent, for a note naming another shape's option. */
+const SHAPE_ENDPOINTS: Record<ShapeName, string> = {
+  snap: '/snap',
+  snapHtml: '/snap_html',
+  configCreate: 'POST /screenshot_configs',
+  configUpdate: 'PATCH /screenshot_configs/:id',
+};
+
+/** The note for an option of other endpoints sent to this one: which take it, rather than "unknown". */
+function elsewhereNote(shape: ShapeName, name: string, accepted: string[]): string | null {
+  const taking = (Object.keys(SHAPES) as ShapeName[]).filter((other) => other !== shape && shapeOptions(other).some((o) => o.name === name));
+  if (!taking.length) return null;
+  return `${name} is not taken by ${SHAPE_ENDPOINTS[shape]}: it is an option of ${taking.map((t) => SHAPE_ENDPOINTS[t]).join(' and ')}. Accepted parameters: ${accepted.join(', ')}.`;
+}
+
 function optionParams<S extends ShapeName>(shape: S): ParamShape<ShapeValues<S>> {
   const schema = shapeSchema(shape);
   // Options checked after the gates (structured field definitions) pass the shape as any JSON.
@@ -219,7 +234,10 @@ function optionParams<S extends ShapeName>(shape: S): ParamShape<ShapeValues<S>>
     parse(raw) {
       const values = normalise(raw, acceptedSet);
       if (!validate(values)) {
-        const { param, note } = noteFor((validate.errors ?? [])[0] as ErrorObject, values, accepted);
+        const error = (validate.errors ?? [])[0] as ErrorObject;
+        const { param, note } = noteFor(error, values, accepted);
+        const elsewhere = error.keyword === 'additionalProperties' && !error.instancePath ? elsewhereNote(shape, param, accepted) : null;
+        if (elsewhere) throw serviceError('invalid_parameter', elsewhere, { param });
         const code = OPTIONS_BY_NAME.get(param)?.errorCode ?? 'invalid_parameter';
         throw serviceError(code, note, { param });
       }

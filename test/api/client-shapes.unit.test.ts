@@ -138,8 +138,10 @@ describe('client shapes: indexed keys and PATCH without url', () => {
 
   it('/snap_html takes html_content and no url', () => {
     expect(validateShape('snapHtml', { html_content: '<p>hi</p>', json: 'true' })).to.deep.equal({ html_content: '<p>hi</p>', json: true });
-    expect(errorOf(() => validateShape('snapHtml', { html_content: '<p>hi</p>', url: URL })).message).to.contain('Unknown parameter "url"');
+    expect(errorOf(() => validateShape('snapHtml', { html_content: '<p>hi</p>', url: URL })).message).to.contain(
+      'url is not taken by /snap_html: it is an option of /snap',
+    );
     expect(errorOf(() => validateShape('snapHtml', {})).message).to.contain('html_content is required');
-    expect(errorOf(() => snap({ html_content: '<p>hi</p>' })).message).to.contain('Unknown parameter "html_content"');
+    expect(errorOf(() => snap({ html_content: '<p>hi</p>' })).message).to.contain('html_content is not taken by /snap: it is an option of /snap_html');
   });
 });

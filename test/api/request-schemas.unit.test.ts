@@ -36,6 +36,12 @@ describe('request schemas (generated from the option table)', () => {
     ['a URL without http(s)', { url: 'ftp://example.com' }, 'invalid_parameter', 'url: must be a full http:// or https:// URL'],
     ['an unknown time zone', { time_zone: 'Mars/Olympus' }, 'invalid_parameter', 'not a known time zone'],
     ['an unknown parameter', { colour: 'red' }, 'invalid_parameter', 'Unknown parameter "colour"'],
+    [
+      "a configuration's option",
+      { scheduled_every: '2' },
+      'invalid_parameter',
+      'scheduled_every is not taken by /snap: it is an option of POST /screenshot_configs and PATCH /screenshot_configs/:id.',
+    ],
     ['hover_on_selected without selectors', { hover_on_selected: 'true' }, 'invalid_parameter', 'hover_on_selected: requires selectors'],
     ['an unsupported AI provider', { ai_provider: 'gemini' }, 'ai_provider_unsupported', 'ai_provider: must be one of service, anthropic, openai, openrouter'],
     ['structured fields that are not JSON', { ai_structured_fields: '[{name' }, 'invalid_ai_structured_fields', 'ai_structured_fields: must be valid JSON'],
@@ -66,5 +72,11 @@ describe('request schemas (generated from the option table)', () => {
     expect(config.properties).to.have.property('scheduled_every');
     expect(config.properties).not.to.have.property('json');
     expect(snap.properties.wait).to.deep.include({ type: 'integer', default: 1500, maximum: 20000 });
+  });
+
+  it("names the endpoints that take an option another endpoint was sent (a snap's ttl on a configuration)", () => {
+    const err = errorOf(() => validateShape('configCreate', { url: 'https://example.com', ttl: '60' }));
+    expect([err.type, err.code]).to.deep.equal(['invalid_parameter', 400]);
+    expect(err.message).to.contain('ttl is not taken by POST /screenshot_configs: it is an option of /snap and /snap_html.');
   });
 });

@@ -157,6 +157,11 @@ describe('/snap_html: a given document rendered through the egress gateway', fun
 
   it('refuses what it cannot do: no html_content, a url beside it', async () => {
     expectEnvelope(await post({}), 400, 'invalid_parameter', 'html_content is required');
-    expectEnvelope(await post({ html_content: '<p>x</p>', url: 'https://example.com' }), 400, 'invalid_parameter', 'Unknown parameter "url"');
+    expectEnvelope(
+      await post({ html_content: '<p>x</p>', url: 'https://example.com' }),
+      400,
+      'invalid_parameter',
+      'url is not taken by /snap_html: it is an option of /snap',
+    );
   });
 });
