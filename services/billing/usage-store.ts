@@ -390,7 +390,12 @@ export class MemoryUsageStore implements UsageStore {
   private sweep(): void {
     if (this.pending.size < 10_000) return;
     const t = this.now();
-    for (const [id, held] of this.pending) if (held.expiresAt <= t) this.pending.delete(id);
+    for (const [id, held] of this.pending) {
+      if (held.expiresAt > t) continue;
+      // Forgotten here; the ledger forgets its row by the same expiry.
+      this.pending.delete(id);
+      this.kept.delete(id);
+    }
     for (const [key, entry] of this.usageByKey) if (entry.expiresAt <= t) this.usageByKey.delete(key);
   }
 
