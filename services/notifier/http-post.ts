@@ -29,6 +29,17 @@ export interface PostOptions {
 
 const MAX_ANSWER = 2048;
 
+/** Retry-After as seconds from `now`: delay-seconds or an HTTP-date (RFC 9110, 10.2.3); null when absent or unreadable. */
+export function retryAfterSeconds(value: string | undefined, now: number): number | null {
+  if (!value) return null;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  // IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), the form RFC 9110 has senders use.
+  if (!/^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(text)) return null;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - now) / 1000));
+}
+
 export async function postJson(rawUrl: string, body: string, headers: Record<string, string>, o: PostOptions): Promise<PostResult> {
   const failed = (error: string): PostResult => ({ status: null, body: '', retryAfter: null, error });
   let url: URL;
@@ -71,11 +82,11 @@ export async function postJson(rawUrl: string, body: string, headers: Record<str
         });
         res.on('end', () => {
           const status = res.statusCode ?? null;
-          const retryAfter = Number(res.headers['retry-after']);
+          const retryAfter = retryAfterSeconds(res.headers['retry-after'], Date.now());
           done({
             status,
             body: Buffer.concat(chunks).toString('utf8').slice(0, MAX_ANSWER),
-            retryAfter: Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter : null,
+            retryAfter,
             error: status !== null && status >= 200 && status < 300 ? null : `answered HTTP ${status}`,
           });
         });

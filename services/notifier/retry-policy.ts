@@ -4,11 +4,15 @@
  * The schedule is Svix's: at once, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h after the
  * previous attempt (eight attempts over about a day and a half), each delay with up to 20%
  * jitter either way, so receivers coming back from an outage are not hit by every
- * delivery in the same second.
+ * delivery in the same second. A 429's or 503's Retry-After moves an attempt later, up to
+ * MAX_RETRY_AFTER_MS.
  */
 
 /** Delay before attempt n+1 after attempt n failed (index n-1); the first attempt is at once. */
 export const RETRY_DELAYS_MS = [5_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 5 * 3_600_000, 10 * 3_600_000, 10 * 3_600_000] as const;
+
+/** The longest a receiver's Retry-After may push an attempt back: the schedule's longest delay. */
+export const MAX_RETRY_AFTER_MS = Math.max(...RETRY_DELAYS_MS);
 
 /** Attempts a delivery gets in all. */
 export const MAX_ATTEMPTS = RETRY_DELAYS_MS.length + 1;
@@ -58,6 +62,10 @@ export function afterAttempt(
   if (verdict === 'stop') return { status: 'failed', nextAt: null };
   const scheduled = nextAttemptAt(attemptsMade, now, random);
   if (scheduled === null) return { status: 'failed', nextAt: null };
-  if (answer.status === 429 && answer.retryAfter !== null) return { status: 'pending', nextAt: Math.max(scheduled, now + answer.retryAfter * 1000) };
+  // A receiver's Retry-After (429 or 503) can only push the attempt later, and by at most
+  // the schedule's longest delay: a receiver cannot park a delivery for weeks.
+  if ((answer.status === 429 || answer.status === 503) && answer.retryAfter !== null) {
+    return { status: 'pending', nextAt: Math.max(scheduled, now + Math.min(answer.retryAfter * 1000, MAX_RETRY_AFTER_MS)) };
+  }
   return { status: 'pending', nextAt: scheduled };
 }

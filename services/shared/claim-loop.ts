@@ -24,6 +24,8 @@ import type { LoggerInstance } from 'moleculer';
 const WAKE_COALESCE_MS = 50;
 /** Wakes kept at most (the soonest); later ones are left to the poll. */
 const MAX_WAKES = 10_000;
+/** The longest delay setTimeout takes (2^31-1 ms). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** What the loop claims and runs. */
 export interface ClaimWork<W, R> {
@@ -122,7 +124,9 @@ export class ClaimLoop<W, R = undefined> {
         }
         this.armWaker();
       },
-      Math.max(0, next - Date.now()),
+      // setTimeout takes at most 2^31-1 ms (24.8 days); longer, it would fire at once, again and
+      // again. A later wake is re-armed when this timer fires.
+      Math.min(MAX_TIMER_MS, Math.max(0, next - Date.now())),
     );
     timer.unref();
     this.waker = { at: next, timer };

@@ -224,6 +224,24 @@ describe('ClaimLoop', () => {
     await Promise.all([polled.loop.idle(), still.loop.idle()]);
   });
 
+  it('a wake further off than setTimeout can wait (24.8 days) waits, re-armed, instead of firing at once again and again', async () => {
+    const clock = sinon.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout', 'Date'] });
+    const h = harness({ pollMs: 60_000 });
+    h.loop.start();
+    await clock.tickAsync(0);
+    h.loop.wakeIn(35 * 24 * 3_600_000);
+    // The next timer to fire is the poll's, a minute on; a wake past setTimeout's limit would fire in 1 ms.
+    const before = clock.now;
+    clock.next();
+    expect(clock.now - before, 'ms to the next timer').to.equal(60_000);
+    h.queue.push('a');
+    await clock.tickAsync(35 * 24 * 3_600_000);
+    expect(h.claimed).to.deep.equal(['a']);
+    clock.restore();
+    h.finish('a');
+    await h.loop.idle();
+  });
+
   it('stop(graceMs) claims no more and waits for the running work at most graceMs; idle() waits for it to end', async () => {
     const h = harness({ concurrency: 2 });
     h.queue.push('a', 'b');
