@@ -29,12 +29,12 @@ describe('webhook retry policy', () => {
   });
 
   it("moves an attempt later by a 429's or 503's Retry-After, never earlier, and at most by the schedule's longest delay", () => {
-    const after = (status: number, retryAfter: number | null) => afterAttempt('webhook', { status, body: '', retryAfter }, 1, 0, 0.5);
-    expect(after(503, 40)).to.deep.equal({ status: 'pending', nextAt: 40_000 });
-    expect(after(429, 1)).to.deep.equal({ status: 'pending', nextAt: 5_000 });
-    expect(after(500, 40)).to.deep.equal({ status: 'pending', nextAt: 5_000 });
+    const outcome = (status: number, retryAfter: number | null) => afterAttempt('webhook', { status, body: '', retryAfter }, 1, 0, 0.5);
+    expect(outcome(503, 40)).to.deep.equal({ status: 'pending', nextAt: 40_000 });
+    expect(outcome(429, 1)).to.deep.equal({ status: 'pending', nextAt: 5_000 });
+    expect(outcome(500, 40)).to.deep.equal({ status: 'pending', nextAt: 5_000 });
     // 35 days asked: 10 hours given.
-    expect(after(429, 3_000_000)).to.deep.equal({ status: 'pending', nextAt: MAX_RETRY_AFTER_MS });
+    expect(outcome(429, 3_000_000)).to.deep.equal({ status: 'pending', nextAt: MAX_RETRY_AFTER_MS });
     expect(MAX_RETRY_AFTER_MS).to.equal(10 * 3_600_000);
   });
 
