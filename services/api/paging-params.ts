@@ -7,12 +7,14 @@ import { textEnum } from '../shared/screenshot-options';
 import { type ParamShape, type RawParams, ajv, noteFor } from './request-schemas';
 
 const PAGING_DEFAULTS = { page: 1, limit: MAX_PAGE_SIZE, order: 'DESC' } as const;
+/** The highest page asked for: a million pages of 1000 is more than any account holds, and keeps the offset an exact integer. */
+const MAX_PAGE = 1_000_000;
 
 const timestamp = (description: string) => Type.Optional(Type.Number({ minimum: 0, description }));
 
 const PAGING_SCHEMA = Type.Object(
   {
-    page: Type.Optional(Type.Integer({ minimum: 1, default: PAGING_DEFAULTS.page, description: 'Page to retrieve.' })),
+    page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: PAGING_DEFAULTS.page, description: 'Page to retrieve, 1 to 1000000.' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: PAGING_DEFAULTS.limit, description: 'Records per page, 1 to 1000.' })),
     after: timestamp('Unix timestamp in seconds or milliseconds: only records created after it.'),
     before: timestamp('Unix timestamp in seconds or milliseconds: only records created before it.'),
@@ -25,12 +27,13 @@ const PAGING_SCHEMA = Type.Object(
 
 const validate = ajv.compile<Static<typeof PAGING_SCHEMA>>(PAGING_SCHEMA);
 
-function parsePaging(raw: RawParams): Paging {
+/** The paging parameters among `raw`; `others`: the route's other parameters, named with these when one is unknown. */
+export function parsePaging(raw: RawParams, others: readonly string[] = []): Paging {
   const values: RawParams = {};
   for (const [k, v] of Object.entries(raw))
     if (v !== '' && v !== undefined && v !== null) values[k] = k === 'order' && typeof v === 'string' ? v.toUpperCase() : v;
   if (!validate(values)) {
-    const { note } = noteFor((validate.errors ?? [])[0] as ErrorObject, values, Object.keys(PAGING_SCHEMA.properties));
+    const { note } = noteFor((validate.errors ?? [])[0] as ErrorObject, values, [...Object.keys(PAGING_SCHEMA.properties), ...others]);
     throw serviceError('invalid_parameter', note);
   }
   const { page, limit, order } = { ...PAGING_DEFAULTS, ...values };
@@ -46,4 +49,4 @@ function parsePaging(raw: RawParams): Paging {
 }
 
 /** The paging parameters of the list endpoints; handlers receive them as Paging. */
-export const PAGING_PARAMS: ParamShape<Paging> = { schema: PAGING_SCHEMA, parse: parsePaging };
+export const PAGING_PARAMS: ParamShape<Paging> = { schema: PAGING_SCHEMA, parse: (raw) => parsePaging(raw) };

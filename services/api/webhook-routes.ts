@@ -9,7 +9,7 @@ import { DELIVERY_STATUSES, type DeliveryStatus, call } from '../shared/contract
 import { serviceError } from '../shared/errors';
 import type { Paging } from '../shared/paging';
 import { ok, type RouteContext, type RouteDef, route } from './http';
-import { PAGING_PARAMS } from './paging-params';
+import { PAGING_PARAMS, parsePaging } from './paging-params';
 import type { ParamShape } from './request-schemas';
 import { KEY_ONLY_PARAMS } from './request-schemas';
 
@@ -31,7 +31,7 @@ const DELIVERY_LIST_PARAMS: ParamShape<DeliveryFilter> = {
   },
   parse(raw) {
     const { screenshot_configuration_id: configId, status, ...rest } = raw;
-    const filter: DeliveryFilter = { paging: PAGING_PARAMS.parse(rest) };
+    const filter: DeliveryFilter = { paging: parsePaging(rest, ['screenshot_configuration_id', 'status']) };
     if (configId !== undefined && configId !== '') {
       if (typeof configId !== 'string' || configId.length > 64)
         throw serviceError('invalid_parameter', 'screenshot_configuration_id: must be a configuration id.');

@@ -52,6 +52,9 @@ describe("http: a route's declared params are validated before its handler", () 
     ['/options?url=https://example.com&hover_on_selected=true', 'hover_on_selected: requires selectors'],
     ['/key-only?month=5', 'This endpoint takes only access_token.'],
     ['/paged?limit=0', 'limit: must be at least 1'],
+    // A page past any account's rows would make an offset SQLite refuses (1e20 * 1000), or lose its digits.
+    ['/paged?page=99999999999999999999', 'page: must be at most 1000000'],
+    ['/paged?page=1000001&limit=1', 'page: must be at most 1000000'],
   ] as const) {
     it(`answers ${url} with 400 and the shape's note, without running the handler`, async () => {
       const r = await get(url);

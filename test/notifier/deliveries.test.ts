@@ -247,6 +247,12 @@ describe('notifier: signed deliveries, retries and the delivery log', function (
     expect(bad.body.error_code).to.equal('invalid_parameter');
     const unknownConfig = await api('GET', '/webhook_deliveries?screenshot_configuration_id=nope');
     expect(unknownConfig.status).to.equal(404);
+    // An unknown parameter's note names the filters too, and a page past any row is 400, not a 500.
+    const unknown = await api('GET', '/webhook_deliveries?foo=1');
+    expect([unknown.status, unknown.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
+    expect(String(unknown.body.note)).to.contain('screenshot_configuration_id, status');
+    const far = await api('GET', '/webhook_deliveries?limit=5&page=99999999999999999999');
+    expect([far.status, far.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
   });
 
   it('signs with both secrets for 24 hours after a rotation, then with the new one only', async () => {
