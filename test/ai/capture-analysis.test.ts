@@ -132,6 +132,21 @@ describe('AI analysis of captures (real Grid, providers on local stand-ins)', fu
       }
     });
 
+    it('does not hand a failed analysis back under ttl (its note says to try again); a successful one is reused', async () => {
+      const key = (await t.sys.account('big')).access_token;
+      const params = { ttl: 600, url: `${t.fx.origin}/plain?ttl-analysis` };
+      fakes.service.queue('analyze', { status: 500 }, { status: 500 });
+      const failed = await snapJson(key, params);
+      expect(failed.headers.get('x-cache')).to.equal('MISS');
+      expect((failed.body.ai as Body).ai_analyzed).to.equal(false);
+      const again = await snapJson(key, params);
+      expect(again.headers.get('x-cache'), 'the failed analysis was not reused').to.equal('MISS');
+      expect((again.body.ai as Body).ai_analyzed).to.equal(true);
+      const reused = await snapJson(key, params);
+      expect(reused.headers.get('x-cache')).to.equal('HIT');
+      expect(reused.body.id).to.equal(again.body.id);
+    });
+
     it('counts analyses by provider and outcome (failures by error code) in /metrics', async () => {
       const key = (await t.sys.account('big')).access_token;
       const success = { provider: 'service', outcome: 'success' };

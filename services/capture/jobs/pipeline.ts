@@ -221,7 +221,8 @@ export class CapturePipeline {
     const { loadFinished = null, statusCode = null, finalUrl = null } = rendered.out;
     const row = ScreenshotRepository.newRow(job, {
       options,
-      reusable: snap,
+      // A failed analysis is not handed back under ttl: its note says to try again.
+      reusable: snap && !(analysing && ai?.ai_analyzed !== true),
       files,
       ai,
       now,
