@@ -328,6 +328,19 @@ describe('snap on a real Selenium Grid', function () {
       expect(await used(access_token)).to.equal(0);
     });
 
+    it('a selector the browser cannot read is 400 invalid_parameter naming it, image or html_only, and refunded', async () => {
+      const { access_token } = await t.sys.account('free');
+      for (const extra of [{}, { html_only: true }] as Array<Record<string, boolean>>) {
+        expectEnvelope(
+          await snap({ url: `${t.fx.origin}/plain`, selectors: '##[', ...extra }, access_token),
+          400,
+          'invalid_parameter',
+          'selectors: "##[" is not a valid CSS selector',
+        );
+      }
+      expect(await used(access_token)).to.equal(0);
+    });
+
     it('a selector that matches nothing is 422 selector_not_found and refunded', async () => {
       const { access_token } = await t.sys.account('free');
       expectEnvelope(await snap({ url: `${t.fx.origin}/plain`, selectors: '#missing' }, access_token), 422, 'selector_not_found', '#missing');

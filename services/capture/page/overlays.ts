@@ -170,10 +170,11 @@ function invalidSelectors(selectors: string[]): Array<string | null> {
   });
 }
 
-/** Refuses (invalid_parameter) a selector the browser cannot parse; run before navigating. */
-export async function checkSelectors(page: PageSession, o: OverlayOptions): Promise<void> {
-  for (const name of ['hide_selectors', 'remove_selectors'] as const) {
-    const list = o[name];
+/** Refuses (invalid_parameter) a selector the browser cannot parse (selectors, hide_selectors, remove_selectors); run before navigating. */
+export async function checkSelectors(page: PageSession, o: OverlayOptions & { selectors?: string }): Promise<void> {
+  for (const name of ['selectors', 'hide_selectors', 'remove_selectors'] as const) {
+    const given = o[name];
+    const list = typeof given === 'string' ? [given] : given;
     if (!list?.length) continue;
     const reasons = await page.evaluate<Array<string | null>>(inPageCall(invalidSelectors, list), false);
     const bad = reasons.findIndex((r) => r !== null);
