@@ -20,6 +20,8 @@ export interface ClaimedDelivery {
   body: string;
   /** Attempts made before this one. */
   attempts: number;
+  /** A failed or delivered delivery sent once more by hand: this attempt does not start the schedule again. */
+  lastChance: boolean;
   leaseToken: string;
 }
 
@@ -54,6 +56,7 @@ interface DueRow {
   target_url: string;
   body: string;
   attempts: number | string;
+  last_chance: boolean | number;
 }
 
 const iso = (ms: number | string) => new Date(Number(ms)).toISOString();
@@ -81,11 +84,20 @@ export class DeliveryRepository {
           .unheld(trx('webhook_deliveries').where('status', 'pending').where('next_attempt_at_ms', '<=', now), now)
           .orderBy('next_attempt_at_ms')
           .limit(1)
-          .select('id', 'account_id', 'send_to', 'target_url', 'body', 'attempts'),
+          .select('id', 'account_id', 'send_to', 'target_url', 'body', 'attempts', 'last_chance'),
       async ([row]: DueRow[], grant) => {
         if (!row) return null;
         const leaseToken = await grant(row.id);
-        return { id: row.id, accountId: row.account_id, sendTo: row.send_to, url: row.target_url, body: row.body, attempts: Number(row.attempts), leaseToken };
+        return {
+          id: row.id,
+          accountId: row.account_id,
+          sendTo: row.send_to,
+          url: row.target_url,
+          body: row.body,
+          attempts: Number(row.attempts),
+          lastChance: Boolean(row.last_chance),
+          leaseToken,
+        };
       },
       now,
     );
@@ -93,10 +105,18 @@ export class DeliveryRepository {
 
   /**
    * Records an attempt and where the delivery goes next (delivered, failed, or pending
-   * again at `nextAt`), only while the lease is held; false when it was lost.
+   * again at `nextAt`), only while the lease is held; answers where it went (a retry asked
+   * during the attempt makes the next one due at once), or null when the lease was lost.
    */
-  async finish(d: ClaimedDelivery, attempt: AttemptRecord, next: { status: DeliveryStatus; nextAt: number | null }): Promise<boolean> {
+  async finish(
+    d: ClaimedDelivery,
+    attempt: AttemptRecord,
+    planned: { status: DeliveryStatus; nextAt: number | null },
+  ): Promise<{ status: DeliveryStatus; nextAt: number | null } | null> {
+    let next = planned;
     const recorded = await this.lease.whileHeld(d, async (trx) => {
+      const asked = await trx('webhook_deliveries').where({ id: d.id }).first('retry_asked');
+      if (asked && Boolean(asked.retry_asked) && planned.status !== 'delivered') next = { status: 'pending', nextAt: this.now() };
       const number = d.attempts + 1;
       await trx('webhook_attempts').insert({
         delivery_id: d.id,
@@ -114,11 +134,13 @@ export class DeliveryRepository {
           next_attempt_at_ms: next.nextAt,
           last_error: attempt.error,
           finished_at_ms: next.status === 'pending' ? null : this.now(),
+          last_chance: false,
+          retry_asked: false,
         },
         trx,
       );
     });
-    return recorded ?? false;
+    return recorded ? next : null;
   }
 
   /** Gives a claimed delivery back without an attempt (this instance is stopping). */
@@ -162,10 +184,25 @@ export class DeliveryRepository {
    * pending one keeps its schedule after this attempt; a failed or delivered one gets this
    * one attempt more, its earlier attempts staying in the log.
    */
+  /**
+   * One more attempt at once. A failed or delivered delivery gets that one attempt (last_chance:
+   * it does not start the schedule again); a pending one is due now and then keeps its schedule;
+   * one whose attempt is under way is marked, and its next attempt is due once that one is
+   * recorded (retry_asked).
+   */
   async retry(accountId: string, id: string): Promise<DeliveryView | null> {
-    await this.db('webhook_deliveries')
-      .where({ id, account_id: accountId })
-      .update({ status: 'pending', next_attempt_at_ms: this.now(), finished_at_ms: null });
+    const now = this.now();
+    await this.db.transaction(async (trx) => {
+      const row = (await trx('webhook_deliveries').where({ id, account_id: accountId }).first('status', 'last_chance')) as
+        | { status: DeliveryStatus; last_chance: boolean | number }
+        | undefined;
+      if (!row) return;
+      const lastChance = row.status !== 'pending' || Boolean(row.last_chance);
+      const free = await this.lease
+        .unheld(trx('webhook_deliveries').where({ id, account_id: accountId }), now)
+        .update({ status: 'pending', next_attempt_at_ms: now, finished_at_ms: null, last_chance: lastChance });
+      if (!free) await trx('webhook_deliveries').where({ id, account_id: accountId }).update({ retry_asked: true });
+    });
     const row = (await this.db('webhook_deliveries').where({ id, account_id: accountId }).first()) as DeliveryRow | undefined;
     if (!row) return null;
     return this.view(row, await this.db('webhook_attempts').where({ delivery_id: id }).orderBy('number'));

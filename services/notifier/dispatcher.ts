@@ -94,15 +94,18 @@ export class Dispatcher {
         answer = { status: null, body: '', retryAfter: null, error: `not sent: ${body.note}` };
       }
       const duration = Math.round(performance.now() - t0);
-      const next = afterAttempt(d.sendTo, answer, d.attempts + 1, this.now());
-      const error = next.status === 'delivered' ? null : (answer.error ?? (d.sendTo === 'slack' ? `Slack answered "${answer.body.slice(0, 100)}"` : null));
-      const recorded = await this.deliveries.finish(d, { at_ms: started, status_code: answer.status, duration_ms: duration, error }, next);
+      const scheduled = afterAttempt(d.sendTo, answer, d.attempts + 1, this.now());
+      // A failed or delivered delivery sent once more by hand gets that one attempt.
+      const planned = d.lastChance && scheduled.status === 'pending' ? { status: 'failed' as const, nextAt: null } : scheduled;
+      const error = planned.status === 'delivered' ? null : (answer.error ?? (d.sendTo === 'slack' ? `Slack answered "${answer.body.slice(0, 100)}"` : null));
+      const next = await this.deliveries.finish(d, { at_ms: started, status_code: answer.status, duration_ms: duration, error }, planned);
+      const outcome = next?.status ?? planned.status;
       // Not the URL: a Slack incoming-webhook URL is itself a secret.
       this.logger.info(
-        { kind: d.sendTo, attempt: d.attempts + 1, status_code: answer.status, ms: duration, outcome: next.status, ...(error ? { error } : {}) },
-        `webhook delivery ${d.id}: attempt ${d.attempts + 1} ${next.status}`,
+        { kind: d.sendTo, attempt: d.attempts + 1, status_code: answer.status, ms: duration, outcome, ...(error ? { error } : {}) },
+        `webhook delivery ${d.id}: attempt ${d.attempts + 1} ${outcome}`,
       );
-      if (recorded) {
+      if (next) {
         this.observer?.attempted(d.sendTo, next.status === 'pending' ? 'retrying' : next.status);
         // Its retry is claimed when it comes due (by this instance, which knows when), not at the next poll.
         if (next.status === 'pending' && next.nextAt !== null) this.loop.wakeIn(next.nextAt - this.now());

@@ -235,6 +235,36 @@ describe('notifier: signed deliveries, retries and the delivery log', function (
     expect(foreign.body.error_code).to.equal('not_found');
   });
 
+  it('a failed delivery retried by hand gets that one attempt: failing again, it stays failed and the schedule does not start again', async () => {
+    const r = await receiver((n) => (n === 0 ? { status: 410 } : { status: 500 }));
+    const id = await deliver(`${r.origin}/once-more`);
+    await pump();
+    expect((await api('POST', `/webhook_deliveries/${id}/retry`)).status).to.equal(200);
+    await pump();
+    expect(r.received).to.have.length(2);
+    const d = await delivery(id);
+    expect(d.status).to.equal('failed');
+    expect(d.next_attempt_at).to.equal(null);
+    await advance(48 * 3_600_000);
+    expect(r.received).to.have.length(2);
+  });
+
+  it('a retry asked while an attempt is under way makes the next attempt due as soon as that one is recorded', async () => {
+    const r = await receiver((n) => (n === 0 ? 'hang' : { status: 200 }));
+    const id = await deliver(`${r.origin}/busy`);
+    const attempt = pump();
+    for (let i = 0; i < 100 && r.received.length === 0; i++) await new Promise((res) => setTimeout(res, 10));
+    const asked = await api('POST', `/webhook_deliveries/${id}/retry`);
+    expect(asked.status).to.equal(200);
+    await attempt;
+    // Without the retry the next attempt would be due about 5 s on; the clock has not moved.
+    await pump();
+    expect(r.received).to.have.length(2);
+    const d = await delivery(id);
+    expect(d.status).to.equal('delivered');
+    expect(d.attempts.map((a) => a.status_code)).to.deep.equal([null, 200]);
+  });
+
   it('lists deliveries paged with has_more, filtered by status; a bad filter is 400', async () => {
     const page = await api('GET', '/webhook_deliveries?limit=2&order=ASC');
     expect(page.body.has_more).to.equal(true);
