@@ -14,10 +14,10 @@ export function newSigningSecret(): string {
   return `whsec_${crypto.randomBytes(24).toString('base64')}`;
 }
 
-/** The secrets that sign now: the current one, and the previous one while its overlap runs. */
+/** The secrets that sign now: the current one, and each earlier one while its overlap runs (newest first). */
 export interface ActiveSecrets {
   current: string;
-  previous: string | null;
+  previous: string[];
 }
 
 /**
@@ -25,7 +25,7 @@ export interface ActiveSecrets {
  * (space separated) while a rotation's overlap runs; receivers accept any one.
  */
 export function signedHeaders(secrets: ActiveSecrets, id: string, at: Date, body: string): Record<string, string> {
-  const signatures = [secrets.current, ...(secrets.previous ? [secrets.previous] : [])].map((s) => new Webhook(s).sign(id, at, body));
+  const signatures = [secrets.current, ...secrets.previous].map((s) => new Webhook(s).sign(id, at, body));
   return {
     'webhook-id': id,
     'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),

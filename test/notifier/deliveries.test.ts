@@ -285,6 +285,38 @@ describe('notifier: signed deliveries, retries and the delivery log', function (
     expect([far.status, far.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
   });
 
+  it('a second rotation within the day keeps the first old secret signing until its own time (a row of one old secret still reads)', async () => {
+    const s0 = await secret();
+    const s1 = (await api('POST', '/webhook_secret/rotate')).body.secret as string;
+    // The row as it was written before secrets were kept as a list: one sealed secret and its end.
+    const row = await h.db('webhook_secrets').where({ account_id: h.accountId }).first();
+    const [kept] = JSON.parse(row.previous_sealed) as Array<{ sealed: string; until: number }>;
+    await h.db('webhook_secrets').where({ account_id: h.accountId }).update({ previous_sealed: kept!.sealed, previous_until_ms: kept!.until });
+    h.clock.now += 3_600_000;
+    const s2 = (await api('POST', '/webhook_secret/rotate')).body.secret as string;
+    const r = await receiver();
+    const realNow = Date.now;
+    Date.now = () => h.clock.now;
+    try {
+      await deliver(`${r.origin}/twice-rotated`);
+      await pump();
+      const both = r.received[0]!;
+      expect(String(both.headers['webhook-signature']).split(' ')).to.have.length(3);
+      for (const s of [s0, s1, s2]) expect(new Webhook(s).verify(both.body, both.headers as Record<string, string>)).to.deep.equal({ hello: 'world' });
+      // A day after the first rotation: s0 is done, s1 signs until a day after the second.
+      h.clock.now += 23 * 3_600_000 + 1000;
+      await deliver(`${r.origin}/a-day-on`);
+      await pump();
+      const later = r.received[1]!;
+      expect(() => new Webhook(s0).verify(later.body, later.headers as Record<string, string>)).to.throw();
+      for (const s of [s1, s2]) expect(new Webhook(s).verify(later.body, later.headers as Record<string, string>)).to.deep.equal({ hello: 'world' });
+    } finally {
+      Date.now = realNow;
+      // Every old secret past its time, for the tests after this one.
+      h.clock.now += 25 * 3_600_000;
+    }
+  });
+
   it('signs with both secrets for 24 hours after a rotation, then with the new one only', async () => {
     const old = await secret();
     const rotated = await api('POST', '/webhook_secret/rotate');
