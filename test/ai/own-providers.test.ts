@@ -206,6 +206,24 @@ describe('own AI providers over HTTP (embedded mode, providers on local stand-in
       expect((await providersOf(token))[2]).to.deep.equal({ provider: 'openrouter', label: 'OpenRouter', verified: false });
     });
 
+    it('a model list that is not one (a gateway page, JSON of another shape) is 502 ai_provider_error and stores nothing', async () => {
+      const token = await s.byok();
+      fakes.openrouter.queue(
+        'models',
+        { raw: { contentType: 'text/html', body: '<html>gateway</html>' } },
+        { raw: { contentType: 'application/json', body: '{"object":"list"}' } },
+      );
+      for (const what of ['an HTML page', 'JSON without data']) {
+        const r = await put('openrouter', token, { api_key: fakes.openrouter.key });
+        expectEnvelope(r, 502, 'ai_provider_error');
+        expect(String(r.body.note), what).to.contain('did not answer a list of models');
+      }
+      expect((await providersOf(token))[2]).to.deep.equal({ provider: 'openrouter', label: 'OpenRouter', verified: false });
+      const stored = await put('openrouter', token, { api_key: fakes.openrouter.key });
+      expect(stored.status, JSON.stringify(stored.body)).to.equal(200);
+      expect((stored.body.provider as Body).models_count).to.equal(4);
+    });
+
     it('checks its parameters: api_key required (never quoted), default_upstream only for OpenRouter, known providers only', async () => {
       const token = await s.byok();
       expectEnvelope(await put('anthropic', token, {}), 400, 'invalid_parameter', 'api_key is required');

@@ -59,6 +59,8 @@ export interface Behaviour {
   structured?: unknown;
   /** stop_reason / finish_reason, e.g. 'refusal', 'max_tokens', 'length'. */
   finish?: string;
+  /** Answer 200 with this body and content type as is (a gateway's HTML page, JSON of another shape). */
+  raw?: { contentType: string; body: string };
 }
 
 export interface Recorded {
@@ -340,6 +342,10 @@ export async function startFakeProvider(kind: ProviderName): Promise<FakeProvide
       const b: Behaviour = queues.get(route)?.shift() ?? fake.respond?.(route, body) ?? {};
       if (b.delayMs) await new Promise((r) => setTimeout(r, b.delayMs));
       if (b.status) return fail(b.status, b.message, b.retryAfter);
+      if (b.raw) {
+        res.writeHead(200, { 'content-type': b.raw.contentType });
+        return void res.end(b.raw.body);
+      }
       const publicRoute = kind === 'openrouter' && route === 'models';
       if (!publicRoute && auth !== 'valid') {
         const presented = presentedKey(req) ?? '';

@@ -51,11 +51,18 @@ interface OpenRouterModel {
 export function openRouterClient(opts: AiClientOptions): AiClient {
   const client = openAiSdk(opts, opts.baseUrl ?? OPENROUTER_BASE_URL);
   const policy = policyFor('OpenRouter', opts);
-  const fetchModels = (o: SdkRequestOptions) => client.get<{ data?: OpenRouterModel[] }>('/models', o);
+  // An answer that is not a list of models (a gateway's HTML page, JSON of another shape) is
+  // unusable, as unparseable JSON is: never read, and so never cached, as an empty list.
+  const fetchModels = async (o: SdkRequestOptions): Promise<{ data: OpenRouterModel[] }> => {
+    const list = await client.get<unknown>('/models', o);
+    const data = typeof list === 'object' && list !== null ? (list as { data?: unknown }).data : undefined;
+    if (!Array.isArray(data)) throw new Error("OpenRouter's /models did not answer a list of models");
+    return { data: data.filter((m): m is OpenRouterModel => typeof m === 'object' && m !== null && typeof (m as { id?: unknown }).id === 'string') };
+  };
 
-  function compatible(list: { data?: OpenRouterModel[] }, upstream: Upstream = 'auto'): ModelRecord[] {
+  function compatible(list: { data: OpenRouterModel[] }, upstream: Upstream = 'auto'): ModelRecord[] {
     const prefix = upstream === 'auto' ? '' : UPSTREAM_PREFIX[upstream];
-    return (list.data ?? [])
+    return list.data
       .filter(
         (m) =>
           m.id.startsWith(prefix) &&
