@@ -124,7 +124,7 @@ export async function targetOf(deps: Pick<CaptureAnalysisDeps, 'own' | 'service'
       throw serviceError(
         'ai_service_not_configured',
         "This server's operator has not configured its own AI backend (SERVICE_AI_PROVIDER), so ai_provider=service cannot analyse. Use your own provider " +
-          'key (ai_provider=anthropic, openai or openrouter), or leave analyze_image_with_ai out.',
+          'key (ai_provider=anthropic, openai or openrouter), or send the request without an analysis.',
       );
     }
     return { provider, client: service.client, model: service.model, reportedModel: null };

@@ -40,7 +40,7 @@ export function analysisParts(req: AnalysisRequest): AnalysisParts {
 /** An answer that is no answer: refused, cut off at the token limit, or empty. */
 export function unusableAnswer(why: 'refused' | 'cut off' | 'empty'): AiFailure {
   const what = {
-    refused: 'the model declined to analyse this screenshot',
+    refused: 'the model declined to analyse this image',
     'cut off': "the model's answer was cut off at its length limit",
     empty: 'the model answered nothing',
   }[why];

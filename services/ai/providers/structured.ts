@@ -111,8 +111,8 @@ function problem(e: ErrorObject): string {
 function invalid(what: string): AiFailure {
   return new AiFailure(
     'ai_response_invalid',
-    `The model's answer does not match the structured fields: ${what}. Try again; if it keeps failing, make the field descriptions or ` +
-      `ai_structured_instructions clearer, or use another model.`,
+    `The model's answer does not match the structured fields: ${what}. Try again; if it keeps failing, describe the fields more ` +
+      `clearly or use another model.`,
   );
 }
 
