@@ -67,21 +67,34 @@ const DELIVERY_LEASE: LeaseColumns = { table: 'webhook_deliveries', held: { stat
 export class DeliveryRepository {
   private readonly lease: Leases;
 
+  /** `accountConcurrency`: the most attempts under way at once for one account, over every instance. */
   constructor(
     private readonly db: Knex,
     leaseMs: number,
     private readonly now: () => number,
+    private readonly accountConcurrency: number,
   ) {
     this.lease = new Leases(db, DELIVERY_LEASE, leaseMs, now);
   }
 
-  /** The oldest due delivery (pending and due, or claimed under a lease that ran out), claimed; or null. */
+  /**
+   * The oldest due delivery (pending and due, or claimed under a lease that ran out) of an
+   * account with fewer than `accountConcurrency` attempts under way, claimed; or null. So one
+   * account's slow or dead receivers hold at most that many senders, whatever its backlog.
+   */
   async claim(): Promise<ClaimedDelivery | null> {
     const now = this.now();
     return this.lease.claim(
       (trx) =>
         this.lease
           .unheld(trx('webhook_deliveries').where('status', 'pending').where('next_attempt_at_ms', '<=', now), now)
+          .whereNotIn('account_id', (busy) =>
+            this.lease
+              .held(busy.from('webhook_deliveries').where('status', 'pending'), now)
+              .groupBy('account_id')
+              .havingRaw('count(*) >= ?', [this.accountConcurrency])
+              .select('account_id'),
+          )
           .orderBy('next_attempt_at_ms')
           .limit(1)
           .select('id', 'account_id', 'send_to', 'target_url', 'body', 'attempts', 'last_chance'),

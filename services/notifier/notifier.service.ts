@@ -85,7 +85,7 @@ export function notifierService(deps: NotifierDeps): ServiceUnit<NotifierHandle>
     created() {
       const db = database.knex;
       // A lease outlasts the attempt it covers, so it only runs out when its sender died.
-      const deliveries = new DeliveryRepository(db, 2 * config.webhooks.timeoutMs + 5_000, now);
+      const deliveries = new DeliveryRepository(db, 2 * config.webhooks.timeoutMs + 5_000, now, config.webhooks.accountConcurrency);
       const secrets = new SigningSecrets(db, new SecretBox(config), now);
       // The policy captures obey (EGRESS_DNS_SERVERS, EGRESS_ALLOW_ADDRESSES, ALLOW_PRIVATE_NETWORKS).
       const policy = egressPolicyFor(config);

@@ -136,6 +136,8 @@ export interface Config {
     timeoutMs: number;
     /** Attempts one notifier instance makes at once. */
     concurrency: number;
+    /** Attempts under way at once for one account, over every instance: an account's slow or dead receivers never hold every sender. */
+    accountConcurrency: number;
     /** How often a notifier looks for what no instance announced: deliveries left by a dead instance, retries another instance scheduled before it stopped, an event lost. */
     pollMs: number;
   };
@@ -506,6 +508,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     webhooks: {
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
       concurrency: int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256),
+      // Half an instance's senders by default, so another account always finds some free.
+      accountConcurrency: int(env, 'WEBHOOK_ACCOUNT_CONCURRENCY', Math.max(1, Math.ceil(int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256) / 2)), 1, 256),
       pollMs: int(env, 'WEBHOOK_POLL_MS', 10_000, 50, 60_000),
     },
     capture: {

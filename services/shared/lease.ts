@@ -173,6 +173,11 @@ export class Leases extends LeasedRows {
     return this.since ? q.where(this.timeColumn, '<', at - this.ms) : q.where(this.timeColumn, '<', at);
   }
 
+  /** Narrows `q` to rows someone holds at `at`: leased, and not lapsed. */
+  held(q: Knex.QueryBuilder, at: number): Knex.QueryBuilder {
+    return q.where(this.timeColumn, '>=', this.since ? at - this.ms : at);
+  }
+
   /** Narrows `q` to rows nobody holds at `at`: never leased, given back, or lapsed. */
   unheld(q: Knex.QueryBuilder, at: number): Knex.QueryBuilder {
     return q.where((w) => w.whereNull(this.timeColumn).orWhere((l) => this.lapsed(l, at)));

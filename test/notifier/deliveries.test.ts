@@ -502,6 +502,39 @@ describe('notifier: the connection goes to the address the policy checked', func
   });
 });
 
+describe("notifier: one account's dead receivers hold at most WEBHOOK_ACCOUNT_CONCURRENCY senders", function () {
+  this.timeout(30_000);
+  let h: Harness;
+  const receivers: Receiver[] = [];
+  before(async () => {
+    // Four senders, two at most per account (the default: half of WEBHOOK_CONCURRENCY).
+    h = await harness({ ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_CONCURRENCY: '4' });
+  });
+  after(async () => {
+    await Promise.all(receivers.map((r) => r.stop()));
+    await h?.stop();
+  });
+
+  it("another account's delivery goes at once while the first's backlog hangs on a receiver that never answers", async () => {
+    const dead = await startReceiver(() => 'hang');
+    const alive = await startReceiver(() => ({ status: 200 }));
+    receivers.push(dead, alive);
+    const other = await h.sys.account('paid');
+    const deliver = (accountId: string, url: string) =>
+      appendDelivery(h.db, { accountId, configId: 'cfg_f', kind: 'capture', sendTo: 'webhook', url, body: '{}', jobId: null, now: h.clock.now });
+    for (let i = 0; i < 6; i++) await deliver(h.accountId, `${dead.origin}/backlog-${i}`);
+    h.clock.now += 1;
+    await deliver(other.account_id, `${alive.origin}/mine`);
+    const t0 = Date.now();
+    const round = h.sys.notifier!.pump();
+    for (let i = 0; i < 100 && alive.received.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(alive.received, "the other account's delivery").to.have.length(1);
+    expect(Date.now() - t0, 'before the backlog timed out (700 ms)').to.be.below(600);
+    expect(dead.received, 'senders the backlog holds').to.have.length(2);
+    await round;
+  });
+});
+
 describe('notifier metrics', function () {
   this.timeout(30_000);
   let h: Harness;
