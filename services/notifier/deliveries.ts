@@ -129,7 +129,7 @@ export class DeliveryRepository {
     let next = planned;
     const recorded = await this.lease.whileHeld(d, async (trx) => {
       const asked = await trx('webhook_deliveries').where({ id: d.id }).first('retry_asked');
-      if (asked && Boolean(asked.retry_asked) && planned.status !== 'delivered') next = { status: 'pending', nextAt: this.now() };
+      if (asked?.retry_asked && planned.status !== 'delivered') next = { status: 'pending', nextAt: this.now() };
       const number = d.attempts + 1;
       await trx('webhook_attempts').insert({
         delivery_id: d.id,
