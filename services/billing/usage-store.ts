@@ -16,6 +16,9 @@ export const USAGE_KINDS: UsageKind[] = ['screenshots', 'ai_credits', 'bandwidth
 /** The kinds as a Lua table literal: the counters' hash fields, in USAGE_KINDS order. */
 const LUA_FIELDS = `{${USAGE_KINDS.map((k) => `'${k}'`).join(', ')}}`;
 
+/** The in-process rate windows are swept of ended ones past this many. */
+const RATE_WINDOWS_SWEPT_PAST = 10_000;
+
 /** A reservation is forgotten (neither refundable nor committable) after this long. */
 const RESERVATION_TTL_SECONDS = 24 * 3600;
 
@@ -365,6 +368,8 @@ export class MemoryUsageStore implements UsageStore {
     if (!entry || entry.resetAt <= t) {
       const windowMs = windowSeconds * 1000;
       entry = { count: 0, resetAt: (Math.floor(t / windowMs) + 1) * windowMs };
+      // Windows that ended are dropped once there are many (keys and sign-in addresses come and go).
+      if (this.rates.size >= RATE_WINDOWS_SWEPT_PAST) for (const [key, old] of this.rates) if (old.resetAt <= t) this.rates.delete(key);
       this.rates.set(accountId, entry);
     }
     entry.count += 1;
