@@ -83,9 +83,38 @@ export function providerFailure(failure: AiFailure, provider: AiProvider): Error
 }
 
 export class ImageAnalysis {
+  /** Analyses under way here, by account. */
+  private readonly running = new Map<string, number>();
+
   constructor(private readonly deps: ImageAnalysisDeps) {}
 
+  /**
+   * At most the plan's max_concurrent analyses of one account at once on this instance (its
+   * images fetched, held and scaled in this process, its provider asked): one account's
+   * burst of large or slow images cannot take the memory and threads every account's
+   * analyses need. Past it, 429 concurrency_limit_reached, as for captures.
+   */
   async analyze(req: ImageAnalysisRequest): Promise<ImageAnalysisAnswer> {
+    const id = req.account.accountId;
+    const under = this.running.get(id) ?? 0;
+    if (under >= req.account.plan.max_concurrent) {
+      throw serviceError(
+        'concurrency_limit_reached',
+        `This account has ${under} image analyses under way, all its plan runs at once (max_concurrent ${req.account.plan.max_concurrent}); send the next when one has answered.`,
+        { retryAfter: 1 },
+      );
+    }
+    this.running.set(id, under + 1);
+    try {
+      return await this.analyzeNow(req);
+    } finally {
+      const left = (this.running.get(id) ?? 1) - 1;
+      if (left > 0) this.running.set(id, left);
+      else this.running.delete(id);
+    }
+  }
+
+  private async analyzeNow(req: ImageAnalysisRequest): Promise<ImageAnalysisAnswer> {
     const { account, options, urls, prompts } = req;
     const provider = providerOf(options);
     const target = await this.deps.targets(account.accountId, options);

@@ -86,6 +86,7 @@ export function imageAnalysisRoutes(policy: TargetPolicy, config: Pick<Config, '
         'image_not_supported',
         'ai_provider_key_rejected',
         'ai_provider_error',
+        'concurrency_limit_reached',
       ],
       handler: (ctx) => analyzeImages(ctx, policy, timeoutMs),
     }),

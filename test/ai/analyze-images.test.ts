@@ -218,6 +218,26 @@ describe('POST /ai/analyze: prompts about images from anywhere (local image serv
     expect(await aiUsed(key)).to.equal(2);
   });
 
+  it("runs at most the plan's max_concurrent analyses of one account at once (429 past it, nothing spent); another account is not held up", async () => {
+    // The free plan runs one at once.
+    const { access_token: key } = await sys.account('free');
+    const { access_token: other } = await sys.account('free');
+    service.queue('analyze', { delayMs: 1_000, structured: { answer_1: 'slow' } });
+    const before = service.of('analyze').length;
+    const first = analyze(key, { urls: [url('/a.png')], prompts: ['first?'] });
+    for (let i = 0; i < 100 && service.of('analyze').length === before; i++) await new Promise((r) => setTimeout(r, 10));
+    const asked = service.of('analyze').length;
+    const second = await analyze(key, { urls: [url('/a.png')], prompts: ['second?'] });
+    expectEnvelope(second, 429, 'concurrency_limit_reached', 'max_concurrent 1');
+    expect(second.headers.get('retry-after')).to.equal('1');
+    const theirs = await analyze(other, { urls: [url('/a.png')], prompts: ['theirs?'] });
+    expect(theirs.status, JSON.stringify(theirs.body)).to.equal(200);
+    expect((await first).status).to.equal(200);
+    expect(service.of('analyze').length, 'the refused one asked nothing').to.equal(asked + 1);
+    expect(await aiUsed(key)).to.equal(1);
+    expect((await analyze(key, { urls: [url('/a.png')], prompts: ['third?'] })).status).to.equal(200);
+  });
+
   it("reads this service's own stored files (CDN links) from storage, never over the network", async () => {
     const { access_token: key } = await sys.account('free');
     const store = createFileStore(sys.config);
