@@ -22,7 +22,15 @@ describe('the own proxy record (the proxy service publishes it)', () => {
 
   it('passes the record and its forms, and catches a field it does not name', () => {
     expect(answerProblems(PROXY_RECORD_SCHEMA, record)).to.deep.equal([]);
-    expect(answerProblems(STORED_PROXY_RECORD_SCHEMA, { ...record, display_url: 'http://u:***@proxy.test:8080' })).to.deep.equal([]);
+    expect(answerProblems(STORED_PROXY_RECORD_SCHEMA, { ...record, verified_at: null, display_url: 'http://u:***@proxy.test:8080' })).to.deep.equal([]);
+    expect(
+      answerProblems(STORED_PROXY_RECORD_SCHEMA, {
+        ...record,
+        verified: true,
+        verified_at: '2026-11-30T11:02:41.000Z',
+        display_url: 'http://u:***@proxy.test:8080',
+      }),
+    ).to.deep.equal([]);
     const { id, label, verified, exit_ip, last_test_ms } = record;
     expect(answerProblems(TESTED_PROXY_SCHEMA, { id, label, verified, exit_ip, last_test_ms })).to.deep.equal([]);
     expect(answerProblems(PROXY_RECORD_SCHEMA, { ...record, password: 'secret' })).to.deep.equal([unnamed('/password')]);
