@@ -129,6 +129,16 @@ export function installMcpEndpoint(app: FastifyInstance, deps: McpEndpointDeps):
         challenge(reply, err, config);
         return sendError(reply, err, log);
       }
+      // One JSON-RPC message per POST, as MCP 2025-06-18 has it (it dropped batches): a batch
+      // counts once against the account's rate limit but would run every call in it.
+      if (Array.isArray(request.body)) {
+        reply.code(400).header('content-type', 'application/json; charset=utf-8');
+        return JSON.stringify({
+          jsonrpc: '2.0',
+          id: null,
+          error: { code: -32600, message: 'Invalid Request: send one JSON-RPC message per POST; batches are not taken (MCP 2025-06-18 has none).' },
+        });
+      }
       const server = createMcpServer(
         {
           document,

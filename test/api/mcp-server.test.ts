@@ -563,6 +563,17 @@ describe('MCP: the tools over Streamable HTTP and stdio, against a running syste
       // No session, no stream of its own: GET and DELETE are not taken.
       const get = await request(w.base, 'GET', '/mcp', { headers: { authorization: `Bearer ${w.key}` } });
       expect([get.status, get.headers.get('allow')]).to.deep.equal([405, 'POST']);
+      // A batch would count once against the rate limit and run every call in it: refused, nothing run.
+      const toolCalls = async () => (await scrape(w.base)).value('snap_api_mcp_tool_calls_total', { tool: 'get_account_limits', outcome: 'ok' }) ?? 0;
+      const before = await toolCalls();
+      const batch = await fetch(`${w.base}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${w.key}` },
+        body: JSON.stringify([1, 2].map((id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get_account_limits', arguments: {} } }))),
+      });
+      expect(batch.status).to.equal(400);
+      expect(((await batch.json()) as { error: { code: number; message: string } }).error).to.include({ code: -32600 });
+      expect(await toolCalls()).to.equal(before);
     });
 
     it('counts the tool calls in /metrics by tool and outcome, with their durations; the requests they made carry the mcp marker', async () => {
