@@ -151,12 +151,25 @@ export class BrowserPool {
    */
   acquire(claim: Claim = ANYONE): Promise<BrowserSlot> {
     if (this.closed || this.stranded) return Promise.reject(shuttingDown());
-    const waiting = this.queue.count((w) => !isWorkerAsk(w.claim));
+    const counted = (w: Waiter) => !isWorkerAsk(w.claim);
+    const waiting = this.queue.count(counted);
     if (!isWorkerAsk(claim) && !claim.again && !this.pickFree() && waiting >= this.opts.queueMax) {
-      return Promise.reject(
-        serviceError('capacity_exhausted', `All ${this.opts.sessions} browsers are busy and ${waiting} captures are waiting; retry shortly.`, {
-          retryAfter: 2,
-        }),
+      // A full queue: the newest capture of an account with at least two more waiting gives way.
+      const gives = this.queue.giveWay(counted, claim.ticket?.accountId ?? '');
+      if (!gives) {
+        return Promise.reject(
+          serviceError('capacity_exhausted', `All ${this.opts.sessions} browsers are busy and ${waiting} captures are waiting; retry shortly.`, {
+            retryAfter: 2,
+          }),
+        );
+      }
+      this.giveUpPlace(
+        gives,
+        serviceError(
+          'capacity_exhausted',
+          `All ${this.opts.sessions} browsers are busy and the ${waiting} places to wait are shared between accounts: this capture gave its place to another account's; retry shortly.`,
+          { retryAfter: 2 },
+        ),
       );
     }
     return new Promise((resolve, reject) => {
@@ -174,6 +187,14 @@ export class BrowserPool {
       this.queue.add(waiter);
       this.dispatch();
     });
+  }
+
+  /** Takes a waiter out of the queue and answers it `err` (as a timeout does; a ticket it started is its owner's to finish). */
+  private giveUpPlace(waiter: Waiter, err: Error): void {
+    if (waiter.settled || !this.queue.remove(waiter)) return;
+    waiter.settled = true;
+    if (waiter.timer) clearTimeout(waiter.timer);
+    waiter.reject(err);
   }
 
   /** A capture that waited CAPTURE_QUEUE_TIMEOUT_MS is answered: 429 when its own account's limit held it, else 503. */

@@ -86,6 +86,26 @@ export class FairQueue<C extends string, W extends Waiting<C>> {
     this.waiting.add(w);
   }
 
+  /**
+   * When the queue is full and `accountId` asks to wait: the waiter (of those `counted`) that
+   * gives way to it, the newest of the account with the most waiting, if that account has at
+   * least two more waiting than `accountId` has. Null when no account has so many more: the
+   * newcomer is then the one turned away. So one account's waiting captures never fill the
+   * queue against an account with fewer.
+   */
+  giveWay(counted: (w: W) => boolean, accountId: string): W | null {
+    const perAccount = new Map<string, { n: number; newest: W }>();
+    for (const w of this.waiting) {
+      if (!counted(w)) continue;
+      const seen = perAccount.get(w.accountId);
+      perAccount.set(w.accountId, { n: (seen?.n ?? 0) + 1, newest: w });
+    }
+    const mine = perAccount.get(accountId)?.n ?? 0;
+    let busiest: { n: number; newest: W } | null = null;
+    for (const [id, entry] of perAccount) if (id !== accountId && (!busiest || entry.n > busiest.n)) busiest = entry;
+    return busiest && busiest.n >= mine + 2 ? busiest.newest : null;
+  }
+
   /** Takes work out without serving it (it gave up: a timeout, shutdown). */
   remove(w: W): boolean {
     return this.waiting.delete(w);

@@ -366,6 +366,31 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
       expect(order).to.deep.equal(['A1', 'B1', 'C1', 'A2', 'A3']);
     });
 
+    it("at a full queue, the newest capture of an account with two more waiting gives its place to another account's; else the newcomer is turned away", async () => {
+      const admission = admissionFor();
+      await startPool({ sessions: 1, queueMax: 2 }, admission);
+      const [a0, a1, a2, b1, c1] = [ticketOf('A'), ticketOf('A'), ticketOf('A'), ticketOf('B'), ticketOf('C')];
+      for (const t of [a0, a1, a2, b1, c1]) await admission.admit(t);
+      const busy = await pool.acquire(snapOf(a0));
+      const order: string[] = [];
+      const waitA1 = hold('A1', snapOf(a1), order);
+      const waitA2 = rejection(pool.acquire(snapOf(a2)));
+      await settle();
+      // The queue holds A1 and A2; B arrives: A, with two more waiting than B, gives up its newest.
+      const waitB1 = hold('B1', snapOf(b1), order);
+      const gaveWay = await waitA2;
+      expect(gaveWay.type).to.equal('capacity_exhausted');
+      expect(gaveWay.message).to.contain("gave its place to another account's");
+      expect(pool.stats.queued).to.equal(2);
+      // A one, B one: nobody has two more than C, so C is the one turned away.
+      const turnedAway = await rejection(pool.acquire(snapOf(c1)));
+      expect(turnedAway.message).to.equal('All 1 browsers are busy and 2 captures are waiting; retry shortly.');
+      pool.release(busy);
+      await untilGranted(order, 2);
+      await Promise.all([waitA1, waitB1]);
+      expect(order).to.deep.equal(['A1', 'B1']);
+    });
+
     it("lets no account hold more browsers than its plan runs at once: the free browser goes to the next account's capture", async () => {
       const admission = admissionFor();
       await startPool({ sessions: 2 }, admission);

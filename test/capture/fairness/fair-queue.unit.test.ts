@@ -23,6 +23,21 @@ function serveAll(q: FairQueue<Cls, W>, start = 1_000): string[] {
 }
 
 describe('the fair order of waiting work (unit)', () => {
+  it("names, for a full queue, the newest waiter of the account with at least two more waiting than the newcomer's", () => {
+    const q = new FairQueue<Cls, W>(['snap', 'jobs']);
+    const all = () => true;
+    for (let i = 1; i <= 3; i++) q.add({ cls: 'snap', accountId: 'A', since: i, name: `A${i}` });
+    q.add({ cls: 'snap', accountId: 'B', since: 10, name: 'B1' });
+    q.add({ cls: 'jobs', accountId: '', since: 0, name: 'worker' });
+    expect(q.giveWay(all, 'C')?.name, 'C has none, A three').to.equal('A3');
+    expect(q.giveWay(all, 'B')?.name, 'B has one, A three').to.equal('A3');
+    expect(q.giveWay(all, 'A'), 'the busiest itself').to.equal(null);
+    q.remove(q.giveWay(all, 'C')!);
+    expect(q.giveWay(all, 'B'), 'A two, B one: no place to take').to.equal(null);
+    // Only what `counted` counts: the worker's ask is no account's.
+    expect(q.giveWay((w) => w.cls === 'snap', '')?.name).to.equal('A2');
+  });
+
   it('serves accounts in turn, not whoever queued most', () => {
     const q = new FairQueue<Cls, W>(['snap', 'jobs']);
     for (let i = 1; i <= 4; i++) q.add({ cls: 'snap', accountId: 'A', since: i, name: `A${i}` });
