@@ -96,9 +96,11 @@ export class ScheduleRunner {
             await this.handOver(row, jobId);
             started.push({ configId: row.id, jobId });
           } catch (err) {
-            // The job could not be recorded: make the slot due again so the next tick retries it.
-            await this.pending.end({ id: row.id, leaseToken: jobId }, { next_run_at_ms: Number(row.next_run_at_ms) });
-            this.deps.log.warn(`could not start the scheduled capture of ${row.id}: ${(err as Error).message}`);
+            // Capture may have recorded the job all the same (an answer that timed out): the
+            // slot's mark stays, under this job's id, and once it lapses the job is handed over
+            // again under that same id (recoverPending), which capture takes at most once. A
+            // slot made due again would be claimed under a new id: a second capture.
+            this.deps.log.warn(`could not start the scheduled capture ${jobId} of ${row.id} (handed over again within a minute): ${(err as Error).message}`);
           }
         }),
       );
@@ -127,7 +129,9 @@ export class ScheduleRunner {
         }
         return out;
       },
-      at,
+      // Marked when claimed, not when the tick began: a batch claimed late in a long tick is not
+      // already lapsed, for another scheduler to hand over beside this one.
+      this.deps.now(),
     );
   }
 

@@ -79,16 +79,54 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       expect(await runner(enqueue).tick()).to.deep.equal([]);
     });
 
-    it('leaves a slot whose job could not be handed over due again, and the next tick starts it', async () => {
+    it('hands a job whose hand-over failed over again under the same id once its mark lapses: one capture, even if the first was recorded', async () => {
       const [id] = await dueConfigs(1);
-      const failing: Enqueue = sinon.stub<[ParamsOf<'capture.enqueue'>], Promise<unknown>>().rejects(new Error('capture is not there'));
-      expect(await runner(failing).tick()).to.deep.equal([]);
+      // Hourly, so only the slot at T0 is due within the test.
+      await db('screenshot_configs')
+        .where({ id })
+        .update({ scheduled_interval: 'hours', schedule_anchor_ms: T0 - 60 * MINUTE });
+      const recorded = new Set<string>();
+      // Capture records the job, but its answer times out.
+      const timingOut: Enqueue = sinon.stub<[ParamsOf<'capture.enqueue'>], Promise<unknown>>().callsFake(async (job) => {
+        recorded.add(job.jobId);
+        throw new Error('Request timed out');
+      });
+      expect(await runner(timingOut).tick()).to.deep.equal([]);
       const row = await db('screenshot_configs').where({ id }).first();
-      expect(Number(row.next_run_at_ms)).to.equal(T0);
-      expect(row.pending_job_id).to.equal(null);
+      expect(Number(row.next_run_at_ms), 'the slot moved on').to.equal(T0 + 60 * MINUTE);
+      expect(row.pending_job_id).to.equal([...recorded][0]);
+      const enqueue: Enqueue = sinon.stub<[ParamsOf<'capture.enqueue'>], Promise<unknown>>().callsFake(async (job) => {
+        recorded.add(job.jobId);
+        return { job_id: job.jobId };
+      });
       clock = T0 + 5_000;
-      const enqueue: Enqueue = sinon.stub<[ParamsOf<'capture.enqueue'>], Promise<unknown>>().resolves({ job_id: 'x' });
-      expect((await runner(enqueue).tick()).map((s) => s.configId)).to.deep.equal([id]);
+      expect(await runner(enqueue).tick(), 'not handed over again while its mark holds').to.deep.equal([]);
+      clock = T0 + 61_000;
+      expect(await runner(enqueue).tick()).to.deep.equal([{ configId: id, jobId: row.pending_job_id }]);
+      expect(recorded.size, 'one job id for the slot').to.equal(1);
+      expect((await db('screenshot_configs').where({ id }).first()).pending_job_id).to.equal(null);
+    });
+
+    it('marks a slot pending when it is claimed, not when the tick began: a batch claimed a minute into a long tick is not already stale', async () => {
+      const ids = await dueConfigs(TICK_BATCH + 1);
+      const last = ids.at(-1)!;
+      let slowed = false;
+      const enqueue: Enqueue = sinon.stub<[ParamsOf<'capture.enqueue'>], Promise<unknown>>().callsFake(async (job) => {
+        // The first batch's hand-over takes 61 s; the second batch's one job is not taken.
+        if (!slowed) {
+          slowed = true;
+          clock += 61_000;
+        }
+        if (job.configId === last) throw new Error('Request timed out');
+        return { job_id: job.jobId };
+      });
+      await runner(enqueue).tick();
+      const row = await db('screenshot_configs').where({ id: last }).first();
+      expect(Number(row.job_pending_since_ms)).to.equal(T0 + 61_000);
+      // Another scheduler ticking now leaves its job to its claimer (it may start the slot after, which is due by now).
+      const other: Enqueue = sinon.stub<[ParamsOf<'capture.enqueue'>], Promise<unknown>>().resolves({ job_id: 'x' });
+      await runner(other).tick();
+      sinon.assert.neverCalledWithMatch(other, { jobId: row.pending_job_id });
     });
 
     it('hands over, under the same id, a job a runner marked pending and never handed over, once it is stale', async () => {
