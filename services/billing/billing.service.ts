@@ -76,9 +76,13 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     }
   }
 
-  /** Web console sign-in: the attempt counted, the key authenticated, a session opened. */
-  async function openSession(token: string, client: string): Promise<ConsoleSession & { session: string }> {
-    await countSignIn(client);
+  /**
+   * Web console sign-in: the attempt counted, the key authenticated, a session opened. A
+   * session reopened for a key its signed-in session just rotated (`signIn` false) is not an
+   * attempt: refusing it at the sign-in limit would leave the new key shown to no one.
+   */
+  async function openSession(token: string, client: string, signIn = true): Promise<ConsoleSession & { session: string }> {
+    if (signIn) await countSignIn(client);
     const keyHash = hashApiKey(token);
     const account = await state.cache.get(keyHash, () => state.accounts.byKeyHash(keyHash));
     if (!account) {
@@ -228,7 +232,7 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     database,
     actions: {
       authenticate: (ctx) => authenticate(ctx.params.token),
-      openSession: (ctx) => openSession(ctx.params.token, ctx.params.client),
+      openSession: (ctx) => openSession(ctx.params.token, ctx.params.client, ctx.params.signIn !== false),
       session: (ctx) => sessionAccount(ctx.params.session),
       closeSession: async (ctx) => ({ closed: await state.sessions.close(ctx.params.session) }),
       countSignIn: async (ctx) => {

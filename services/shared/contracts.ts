@@ -306,7 +306,8 @@ export interface Actions {
    * Web console sign-in: counts an attempt of `client` (429 rate_limited past CONSOLE_SIGNIN_MAX), authenticates the key as
    * authenticate does, and opens a session; `session` is the secret the console's cookie carries (stored only hashed).
    */
-  'billing.openSession': [{ token: string; client: string }, ConsoleSession & { session: string }];
+  /** `signIn: false`: a session reopened for the key the signed-in session just rotated, not counted as a sign-in attempt. */
+  'billing.openSession': [{ token: string; client: string; signIn?: boolean }, ConsoleSession & { session: string }];
   /** The account of a console session, as authenticate maps a key (401 once it expired, or its key was revoked or rotated). */
   'billing.session': [{ session: string }, ConsoleSession];
   'billing.closeSession': [{ session: string }, { closed: boolean }];

@@ -897,7 +897,9 @@ export function refuseUnusedSchedule(o: Partial<ConfigOptions>): void {
 export function scheduleOf(o: Partial<ConfigOptions>): { every: number; interval: (typeof SCHEDULE_INTERVALS)[number] } | null {
   if (o.scheduled_screenshot !== true) return null;
   if (!o.scheduled_interval) {
-    throw serviceError('invalid_parameter', `scheduled_interval is required with scheduled_screenshot=true: one of ${SCHEDULE_INTERVALS.join(', ')}.`);
+    throw serviceError('invalid_parameter', `scheduled_interval is required with scheduled_screenshot=true: one of ${SCHEDULE_INTERVALS.join(', ')}.`, {
+      param: 'scheduled_interval',
+    });
   }
   return { every: o.scheduled_every ?? 1, interval: o.scheduled_interval };
 }

@@ -45,5 +45,13 @@ describe('schedule arithmetic', () => {
       'invalid_parameter',
       'scheduled_interval is required with scheduled_screenshot=true: one of minutes, hours, days, weeks, months, years.',
     ]);
+    // Named, so the console shows the note beside that field.
+    let param: unknown;
+    try {
+      scheduleOf({ url: 'http://x.test/', scheduled_screenshot: true });
+    } catch (e) {
+      param = (e as { data?: { param?: unknown } }).data?.param;
+    }
+    expect(param).to.equal('scheduled_interval');
   });
 });

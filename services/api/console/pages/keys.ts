@@ -135,14 +135,20 @@ export type KeysAction = (ctx: ConsolePageContext, param: string) => Promise<str
 export const KEYS_ACTIONS: Record<string, KeysAction> = {
   async 'rotate-key'(ctx) {
     const { access_token } = await call(ctx.broker, 'billing.rotateKey', { accountId: ctx.session.account.accountId });
-    // The rotation ended every session of the old key, this one too: open one with the new key, as signing in does.
-    const opened = await call(ctx.broker, 'billing.openSession', { token: access_token, client: ctx.request.ip });
+    const secret = { label: 'Your new API key', value: access_token };
+    // The rotation ended every session of the old key, this one too: open one with the new key
+    // (not a sign-in attempt). Whatever happens, the new key is shown: it is shown only here.
+    const opened = await call(ctx.broker, 'billing.openSession', { token: access_token, client: ctx.request.ip, signIn: false }).catch(() => null);
+    if (!opened) {
+      return page({
+        title: 'Keys and secrets',
+        body: html`<h1>Keys and secrets</h1>
+${noticeOf({ text: 'The API key was rotated: the old key no longer works, anywhere. This session ended with it; sign in again with the new key.', secret })}
+<p><a href="/console/sign-in">Sign in</a></p>`,
+      });
+    }
     setSessionCookie(ctx.reply, ctx.request, opened.session, ctx.config.console.sessionMaxSeconds);
-    const next = { ...ctx, session: opened };
-    return keysPage(next, {
-      text: 'The API key was rotated: the old key no longer works, anywhere.',
-      secret: { label: 'Your new API key', value: access_token },
-    });
+    return keysPage({ ...ctx, session: opened }, { text: 'The API key was rotated: the old key no longer works, anywhere.', secret });
   },
   async 'rotate-webhook-secret'(ctx) {
     const r = await call(ctx.broker, 'notifier.rotateSecret', { accountId: ctx.session.account.accountId });
