@@ -452,6 +452,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   };
   const opsPort = str(env, 'OPS_PORT') === null ? null : int(env, 'OPS_PORT', 0, 0, 65535);
   const sessions = int(env, 'CAPTURE_SESSIONS', 2, 1, 256);
+  const webhookConcurrency = int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256);
   const config: Config = {
     port,
     opsPort,
@@ -507,9 +508,9 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     schedulerTickSeconds: int(env, 'SCHEDULER_TICK_SECONDS', 5, 1, 59),
     webhooks: {
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
-      concurrency: int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256),
+      concurrency: webhookConcurrency,
       // Half an instance's senders by default, so another account always finds some free.
-      accountConcurrency: int(env, 'WEBHOOK_ACCOUNT_CONCURRENCY', Math.max(1, Math.ceil(int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256) / 2)), 1, 256),
+      accountConcurrency: int(env, 'WEBHOOK_ACCOUNT_CONCURRENCY', Math.max(1, Math.ceil(webhookConcurrency / 2)), 1, 256),
       pollMs: int(env, 'WEBHOOK_POLL_MS', 10_000, 50, 60_000),
     },
     capture: {
