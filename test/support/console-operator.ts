@@ -4,6 +4,8 @@ export interface OperatorSignIn {
   status: number;
   location: string | null;
   retryAfter: string | null;
+  /** The name of each cookie the answer set, in the order of its Set-Cookie headers. */
+  cookiesSet: string[];
   /** The Set-Cookie of the operator session ('' when none was set). */
   setCookie: string;
   /** The operator cookie's value ('' when none was set). */
@@ -27,6 +29,7 @@ export async function operatorSignIn(base: string, token: string, headers: Recor
     status: r.status,
     location: r.headers.get('location'),
     retryAfter: r.headers.get('retry-after'),
+    cookiesSet: r.headers.getSetCookie().map((c) => c.split('=')[0] ?? ''),
     setCookie,
     session: /^console_operator=([^;]*)/.exec(setCookie)?.[1] ?? '',
     body: await r.text(),

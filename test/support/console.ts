@@ -6,6 +6,8 @@ export interface ConsoleSignIn {
   status: number;
   location: string | null;
   retryAfter: string | null;
+  /** The name of each cookie the answer set, in the order of its Set-Cookie headers. */
+  cookiesSet: string[];
   /** The Set-Cookie of the session ('' when none was set). */
   setCookie: string;
   /** The session cookie's value ('' when none was set). */
@@ -28,6 +30,7 @@ export async function consoleSignIn(base: string, key: string, headers: Record<s
     status: r.status,
     location: r.headers.get('location'),
     retryAfter: r.headers.get('retry-after'),
+    cookiesSet: r.headers.getSetCookie().map((c) => c.split('=')[0] ?? ''),
     setCookie,
     session: /^console_session=([^;]*)/.exec(setCookie)?.[1] ?? '',
   };

@@ -76,11 +76,9 @@ export function cookie(name: string, value: string, opts: { secure: boolean; max
   ].join('; ');
 }
 
-/** Adds a Set-Cookie header beside any already set. */
+/** Adds a Set-Cookie header beside any already set (Fastify appends a set-cookie header to those it has). */
 export function setCookie(reply: FastifyReply, value: string): void {
-  const had = reply.getHeader('set-cookie');
-  const list = had === undefined ? [] : Array.isArray(had) ? had.map(String) : [String(had)];
-  reply.header('set-cookie', [...list, value]);
+  reply.header('set-cookie', value);
 }
 
 /**

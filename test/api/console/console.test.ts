@@ -401,6 +401,7 @@ describe('web console in the real Chromium', function () {
         const plain = await signInByHttp(a.key);
         expect(plain.status).to.equal(303);
         expect(plain.setCookie).to.match(/; Path=\/console; HttpOnly; SameSite=Lax; Max-Age=604800$/);
+        expect(plain.cookiesSet, "each cookie set once: the session, and the sign-in form's deleted").to.deep.equal(['console_session', 'console_signin']);
         const tls = await signInByHttp(a.key, { 'x-forwarded-proto': 'https' });
         expect(tls.setCookie).to.match(/; HttpOnly; SameSite=Lax; Max-Age=604800; Secure$/);
       });

@@ -47,6 +47,7 @@ describe('web console: the operator view', function () {
     expect(r.status).to.equal(303);
     expect(r.location).to.equal('/console/operator');
     expect(r.setCookie).to.match(/^console_operator=[^;]+; Path=\/console\/operator; HttpOnly; SameSite=Lax; Max-Age=\d+$/);
+    expect(r.cookiesSet, "each cookie set once: the session, and the sign-in form's deleted").to.deep.equal(['console_operator', 'console_signin']);
     expect(r.session).not.to.contain(OPERATOR_TOKEN);
     operator = `console_operator=${r.session}`;
     const page = await cookieGet(base(), operator, '/console/operator');
