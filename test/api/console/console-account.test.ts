@@ -220,7 +220,7 @@ describe('web console: changes, webhooks, keys and secrets in the real Chromium'
     expect(hooks.received).to.have.length(2);
   });
 
-  it("answers 404 to another account's configuration, delivery and proxy, and changes nothing of them", async () => {
+  it("answers 404 to another account's configuration, delivery and proxy, and changes nothing of them; a bad page number is a 400", async () => {
     const proxies = (await api(a.key, 'GET', '/proxies')).body.proxies as Array<{ id: number }>;
     const proxyId = proxies[0]!.id;
     const { session, token } = await httpSession(b.key);
@@ -234,6 +234,14 @@ describe('web console: changes, webhooks, keys and secrets in the real Chromium'
     expect(changes).not.to.contain(a.config);
     expect(hooksPage).not.to.contain(a.delivery);
     expect((await consoleGet(base(), session, `/console/changes?config=${b.config}`)).status).to.equal(200);
+    // A list's page number is read alike on every list page: a bad one is a 400 that says what to give.
+    for (const list of ['/console/configs', '/console/changes', '/console/webhooks', '/console/captures']) {
+      for (const bad of ['abc', '0', '2000000']) {
+        const r = await consoleGet(base(), session, `${list}?page=${bad}`);
+        expect(r.status, `${list}?page=${bad}`).to.equal(400);
+        expect(await r.text(), `${list}?page=${bad}`).to.contain('page: a whole number from 1 to 1000000.');
+      }
+    }
     await new Promise((r) => setTimeout(r, 500));
     expect(hooks.received, 'nothing sent again').to.have.length(2);
     expect(((await api(a.key, 'GET', '/proxies')).body.proxies as unknown[]).length, "A's proxy is still there").to.equal(1);

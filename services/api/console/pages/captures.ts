@@ -40,6 +40,11 @@ function dayStart(field: string, value: string): number {
   return ms;
 }
 
+/** ?page= of every list page: a whole number from 1 to 1000000, 1 when not given (400 with a note otherwise). */
+export function pageNumber(value: unknown): number {
+  return whole('page', value, 1, 1_000_000);
+}
+
 function whole(field: string, value: unknown, fallback: number, max: number): number {
   if (value === undefined || value === '') return fallback;
   if (typeof value !== 'string' || !/^\d{1,7}$/.test(value) || Number(value) < 1 || Number(value) > max) {
@@ -52,7 +57,7 @@ function whole(field: string, value: unknown, fallback: number, max: number): nu
 export function galleryQuery(query: Record<string, unknown>): GalleryQuery {
   const text = (k: string) => (typeof query[k] === 'string' ? (query[k] as string).trim() : '');
   const q = {
-    page: whole('page', query.page, 1, 1_000_000),
+    page: pageNumber(query.page),
     limit: whole('limit', query.limit, PAGE_SIZE, MAX_LIMIT),
     config: text('config'),
     from: text('from'),

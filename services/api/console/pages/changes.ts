@@ -10,18 +10,11 @@ import { type ChangeNotificationRecord, type ConfigView, call } from '../../../s
 import { serviceError } from '../../../shared/errors';
 import { html, type SafeHtml, safeUrl } from '../html';
 import { page, timeOf } from '../layout';
-import { configName } from './captures';
+import { configName, pageNumber } from './captures';
 import type { ConsolePageContext } from './context';
 
 /** Alerts per page. */
 export const CHANGES_PAGE_SIZE = 20;
-
-/** ?page=: a whole number from 1 (400 with a note otherwise). */
-export function pageNumber(value: unknown): number {
-  if (value === undefined || value === '') return 1;
-  if (typeof value !== 'string' || !/^\d{1,7}$/.test(value) || Number(value) < 1) throw serviceError('invalid_parameter', 'page: a whole number from 1.');
-  return Number(value);
-}
 
 /** ?config=: a configuration id, or '' for every configuration. */
 export function configParam(value: unknown): string {

@@ -15,7 +15,7 @@ import { html, type SafeHtml, safeUrl } from '../html';
 import { page, timeOf } from '../layout';
 import { CSRF_FIELD } from '../security';
 import { csrfRefusal, frameOf, refusalOf, routeContext } from './builder';
-import { configName } from './captures';
+import { configName, pageNumber } from './captures';
 import type { ConsolePageContext, PageAnswer } from './context';
 import { formOptions, optionFields } from './option-form';
 import { scheduleInWords } from './schedule-words';
@@ -25,11 +25,6 @@ export const CONFIGS_PAGE_SIZE = 20;
 const idOf = (ctx: ConsolePageContext) => (ctx.request.params as { id: string }).id;
 const token = (ctx: ConsolePageContext) => html`<input type="hidden" name="${CSRF_FIELD}" value="${ctx.session.csrf}">`;
 const configHref = (id: string, tail = '') => `/console/configs/${encodeURIComponent(id)}${tail}`;
-
-function pageNumber(value: unknown): number {
-  const n = typeof value === 'string' && /^[1-9][0-9]{0,5}$/.test(value) ? Number(value) : 1;
-  return n;
-}
 
 const NOTICES: Record<string, string> = {
   created: 'The configuration was created; its first capture is on its way.',

@@ -9,7 +9,7 @@ import { call, type DeliveryView } from '../../../shared/contracts';
 import { CSRF_FIELD } from '../security';
 import { html, type SafeHtml } from '../html';
 import { page, timeOf } from '../layout';
-import { pageNumber } from './changes';
+import { pageNumber } from './captures';
 import type { ConsolePageContext } from './context';
 
 export const DELIVERIES_PAGE_SIZE = 20;
