@@ -10,6 +10,7 @@
  * server's port.
  */
 import { expect } from 'chai';
+import dgram from 'node:dgram';
 import http from 'node:http';
 import sharp from 'sharp';
 import sinon from 'sinon';
@@ -50,6 +51,23 @@ async function serve(host: string, handle: (req: http.IncomingMessage, res: http
   };
 }
 
+interface UdpListener {
+  socket: dgram.Socket;
+  port: number;
+  datagrams: number;
+}
+
+async function listenUdp(host: string): Promise<UdpListener> {
+  const socket = dgram.createSocket('udp4');
+  const listener = { socket, port: 0, datagrams: 0 };
+  socket.on('message', () => {
+    listener.datagrams += 1;
+  });
+  await new Promise<void>((r) => socket.bind(0, host, r));
+  listener.port = socket.address().port;
+  return listener;
+}
+
 /**
  * The public page (it reports what happened to /mark; #done once the server has all four
  * reports): a WebSocket to the internal address (by name and as [::ffff:127.0.0.1]) and a
@@ -78,10 +96,13 @@ describe('egress gateway on the Grid: rebinding, WebSockets and service workers'
   let internal: Site;
   /** On 127.0.0.2 at the internal server's port: where the rebinding name's first (allowed) answer leads. */
   let decoy: Site;
+  /** A UDP port at the internal address: every datagram it gets is counted (a STUN or TURN server's). */
+  let turn: UdpListener;
   /** rebind.test: an allowed answer first (127.0.0.2, where the decoy stands for a public site), then the internal one. */
   let rebindAnswers: string[] = [];
 
   before(async () => {
+    turn = await listenUdp('127.0.0.1');
     internal = await serve('127.0.0.1', (_req, res) => res.end('internal secret'));
     decoy = await serve('127.0.0.2', (_req, res) => res.end('public answer'), internal.port);
     pub = await serve('127.0.0.2', (req, res) => {
@@ -118,6 +139,19 @@ describe('egress gateway on the Grid: rebinding, WebSockets and service workers'
         res.end('<!doctype html><title>plain</title><h1>plain page</h1><img src="/mark?img" alt="">');
         return;
       }
+      // WebRTC: a TURN server (UDP) at the internal address; the page shows its gathering's end.
+      if (req.url === '/webrtc') {
+        res.setHeader('content-type', 'text/html');
+        res.end(`<!doctype html><title>webrtc</title><h1>webrtc page</h1><script>
+const pc = new RTCPeerConnection({ iceServers: [{ urls: ['turn:127.0.0.1:${turn.port}?transport=udp', 'stun:127.0.0.1:${turn.port}'], username: 'u', credential: 'p' }], iceTransportPolicy: 'relay' });
+const done = () => { if (!document.getElementById('done')) { const d = document.createElement('div'); d.id = 'done'; document.body.appendChild(d); } };
+pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === 'complete') done(); };
+setTimeout(done, 3000);
+pc.createDataChannel('d');
+pc.createOffer().then((o) => pc.setLocalDescription(o)).catch(done);
+</script>`);
+        return;
+      }
       if (req.url === '/sw.js') {
         res.setHeader('content-type', 'text/javascript');
         res.end(`self.addEventListener('install', (e) => e.waitUntil(fetch('http://private.test:${internal.port}/sw-hit').catch(() => undefined)));
@@ -141,6 +175,7 @@ self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));`);
     await internal.stop();
     await decoy.stop();
     await dns.stop();
+    turn.socket.close();
   });
 
   for (const gateway of [true, false]) {
@@ -206,6 +241,14 @@ self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));`);
           }
         },
       );
+
+      it("WebRTC sends no UDP: a page's STUN and TURN servers at the internal address get nothing (it goes around every proxy)", async () => {
+        const r = await snap({ url: `http://app.localhost:${pub.port}/webrtc`, html_only: true, wait: 0, wait_for: '#done' });
+        expect(r.status, JSON.stringify(r.body)).to.equal(200);
+        expect(r.body.html).to.include('id="done"');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(turn.datagrams, 'datagrams at the internal TURN server').to.equal(0);
+      });
 
       if (gateway)
         it("asks DNS for the page's name once per capture: the URL's check and the page's requests share the gateway's answer", async () => {

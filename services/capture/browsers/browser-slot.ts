@@ -24,6 +24,11 @@ export const CHROME_ARGS = [
   '--disable-extensions',
   '--mute-audio',
   '--hide-scrollbars',
+  // WebRTC's UDP goes around every proxy, the egress gateway included: a page's STUN or TURN
+  // server at an internal address would get its datagrams, and a STUN server would learn the
+  // machine's own address behind a real location. Its UDP is only ever sent through a proxy
+  // (none speaks UDP), so WebRTC goes over TCP through the gateway, which checks it, or nowhere.
+  '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
   // Frames in the page's own renderer: the page's request interception (egress policy, ad and
   // tracker blocking) then sees every frame's requests. Under site isolation a cross-site
   // frame gets a renderer of its own that interception on the page does not reach (seen with
