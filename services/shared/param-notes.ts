@@ -6,6 +6,7 @@
 import Ajv, { type ErrorObject } from 'ajv';
 import { closeDeviceNames, findDevice } from './devices';
 import { keyTemplateProblem } from './object-keys';
+import { cookieNameProblem, cookieValueProblem, headerNameProblem, headerValueProblem } from './request-fields';
 import { statusCodesProblem } from './status-codes';
 
 /** An ajv instance with the formats the option table uses. */
@@ -35,8 +36,18 @@ export function newAjv(): Ajv {
   instance.addFormat('device', (value: string) => findDevice(value) !== undefined);
   // store_key: a key template whose placeholders are known (object-keys.ts).
   instance.addFormat('object-key-template', (value: string) => keyTemplateProblem(value) === null);
+  // headers and cookies: what the browser takes (request-fields.ts).
+  for (const [format, problem] of Object.entries(FIELD_PROBLEMS)) instance.addFormat(format, (value: string) => problem(value) === null);
   return instance;
 }
+
+/** The formats of a capture's headers and cookies, and what each finds wrong. */
+const FIELD_PROBLEMS: Record<string, (value: string) => string | null> = {
+  'header-name': headerNameProblem,
+  'header-value': headerValueProblem,
+  'cookie-name': cookieNameProblem,
+  'cookie-value': cookieValueProblem,
+};
 
 function describe(value: unknown): string {
   const s = typeof value === 'string' ? `"${value}"` : JSON.stringify(value);
@@ -102,6 +113,9 @@ export function noteFor(error: ErrorObject, data: unknown, allowed: string[]): {
       }
       if (p.format === 'object-key-template') {
         return { param, note: `${where}: ${describe(got)} ${keyTemplateProblem(String(got)) ?? 'is not a key template'}.` };
+      }
+      if (typeof p.format === 'string' && FIELD_PROBLEMS[p.format]) {
+        return { param, note: `${where}: ${describe(got)} ${FIELD_PROBLEMS[p.format]?.(String(got)) ?? 'is not taken'}.` };
       }
       if (p.format === 'status-codes') {
         return {

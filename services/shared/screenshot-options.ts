@@ -161,9 +161,17 @@ export const MAX_SELECTORS = 50;
 /** A list of CSS selectors (hide_selectors, remove_selectors); each is checked in the page before it loads. */
 const selectorList = () => Type.Array(Type.String({ minLength: 1, maxLength: 1000 }), { minItems: 1, maxItems: MAX_SELECTORS });
 
-const keyValueList = <P extends TProperties>(extra: P) =>
+/** headers or cookies: {key, value} items, each checked as the browser takes it (request-fields.ts, by the formats named). */
+const keyValueList = <P extends TProperties>(kind: 'header' | 'cookie', extra: P) =>
   Type.Array(
-    Type.Object({ key: Type.String({ minLength: 1, maxLength: 256 }), value: Type.String({ maxLength: 8192 }), ...extra }, { additionalProperties: false }),
+    Type.Object(
+      {
+        key: Type.String({ minLength: 1, maxLength: 256, format: `${kind}-name` }),
+        value: Type.String({ maxLength: 8192, format: `${kind}-value` }),
+        ...extra,
+      },
+      { additionalProperties: false },
+    ),
     { maxItems: 100 },
   );
 
@@ -567,7 +575,7 @@ export const OPTION_TABLE = [
     scope: 'capture',
     affectsCapture: true,
     description: 'Extra HTTP headers: JSON array of {"key","value"} (or a {"name": "value"} map); a JSON string on GET and forms.',
-    schema: keyValueList({}),
+    schema: keyValueList('header', {}),
   }),
   option({
     name: 'cookies',
@@ -575,7 +583,7 @@ export const OPTION_TABLE = [
     affectsCapture: true,
     description:
       'Cookies: JSON array of {"key","value"} with optional domain, path, secure, httpOnly (or a {"name": "value"} map); a JSON string on GET and forms.',
-    schema: keyValueList({
+    schema: keyValueList('cookie', {
       domain: Type.Optional(Type.String({ maxLength: 255 })),
       path: Type.Optional(Type.String({ maxLength: 1024 })),
       secure: Type.Optional(Type.Boolean()),

@@ -166,6 +166,54 @@ describe('snap on a real Selenium Grid', function () {
       expect(h.cookie).to.contain(`session=${tag}`);
     });
 
+    it('refuses a header or cookie the browser would not take, naming the item and saying why, with nothing spent or sent', async () => {
+      const before = await used();
+      const sent = t.fx.seen.length;
+      const refused = async (field: 'headers' | 'cookies', item: Record<string, string>, ...fragments: string[]) => {
+        const r = await request(t.sys.base, 'POST', '/snap', {
+          json: { access_token: t.token, url: `${t.fx.origin}/echo`, wait: 0, ttl: 0, [field]: [{ key: 'X-Fine', value: 'ok' }, item] },
+        });
+        expectEnvelope(r, 400, 'invalid_parameter', `${field}[1]`, ...fragments);
+      };
+      // Each of these made a 500 (the browser refused the command), a page that failed to load
+      // (net::ERR_INVALID_ARGUMENT), a request the site's server refused, or was dropped.
+      await refused('headers', { key: 'X Bad', value: '1' }, '"X Bad" is not a header name');
+      await refused('headers', { key: 'X-Split', value: 'a\r\nX-Injected: 1' }, 'line break');
+      await refused('headers', { key: 'X-Ctl', value: 'a\u0001b' }, 'control character');
+      await refused('headers', { key: 'Host', value: 'x.example' }, 'written by the browser itself');
+      await refused('headers', { key: 'Content-Length', value: '3' }, 'written by the browser itself');
+      await refused('headers', { key: 'Connection', value: 'close' }, 'written by the browser itself');
+      await refused('headers', { key: 'Proxy-Authorization', value: 'Basic eA==' }, 'written by the browser itself');
+      await refused('headers', { key: 'user-agent', value: 'Bot/1' }, 'user_agent');
+      await refused('cookies', { key: 'a', value: 'x;y' }, "';'");
+      await refused('cookies', { key: 'a=b', value: 'v' }, "'='");
+      await refused('cookies', { key: 'a', value: 'x\ty' }, 'control character');
+      await refused('cookies', { key: 'a', value: ' lead' }, 'spaces around it');
+      expect(await used(), 'nothing spent').to.equal(before);
+      expect(t.fx.seen.length, 'nothing sent to the site').to.equal(sent);
+      // What the browser takes goes through: a tab in a header, a space, comma or quote in a cookie.
+      const tag = `f${Date.now()}`;
+      const ok = await request(t.sys.base, 'POST', '/snap', {
+        json: {
+          access_token: t.token,
+          url: `${t.fx.origin}/echo?${tag}`,
+          wait: 0,
+          ttl: 0,
+          html_only: true,
+          headers: [
+            { key: 'X-Tab', value: 'a\tb' },
+            { key: 'Accept-Language', value: 'fr-CH' },
+          ],
+          cookies: [{ key: 'c', value: 'a b,"c"' }],
+        },
+      });
+      expect(ok.status, JSON.stringify(ok.body)).to.equal(200);
+      const h = t.fx.seen.find((s) => s.path === '/echo' && s.query === tag)?.headers ?? {};
+      expect(h['x-tab']).to.equal('a\tb');
+      expect(h['accept-language']).to.equal('fr-CH');
+      expect(h.cookie).to.equal('c=a b,"c"');
+    });
+
     it('without user_agent, sends a desktop Chrome user agent, to the site and to page script, with no "HeadlessChrome"', async () => {
       const tag = `d${Date.now()}`;
       // The default user agent is set while the page is prepared; a capture that overrides it

@@ -1,0 +1,53 @@
+/**
+ * What the browser takes as a capture's extra HTTP header or cookie (the `headers` and
+ * `cookies` options), checked by the api's schema (the formats `header-name`, `header-value`,
+ * `cookie-name`, `cookie-value`, whose notes say what is wrong) before anything is spent.
+ *
+ * The rules are Chromium's, as observed on 156 (test/capture/snap.test.ts sends each kind):
+ * `Network.setExtraHTTPHeaders` refuses a name that is no HTTP token and a value with a line
+ * break; a header the network stack sets itself makes the page fail to load
+ * (net::ERR_INVALID_ARGUMENT) or is replaced (Connection, User-Agent); a value with another
+ * control character reaches the site as a request its server refuses. `Network.setCookies`
+ * refuses a name with '=' or ';', a value with ';', a control character (tab included) in
+ * either, and white space around them.
+ */
+
+/** An HTTP token (RFC 9110 section 5.6.2): what a header's name is made of. */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** A control character other than the tab, which a header's value may hold. */
+const HEADER_CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+/** Any control character, the tab included: a cookie holds none. */
+const COOKIE_CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** Headers the browser's network stack writes itself: sending one fails the page's load, or is overwritten. */
+const BROWSER_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'te', 'trailer', 'upgrade', 'cookie2']);
+
+/** What is wrong with a header's name, in words; null when the browser takes it. */
+export function headerNameProblem(name: string): string | null {
+  if (!TOKEN.test(name)) return "is not a header name (letters, digits and !#$%&'*+.^_`|~- only, no spaces or colons)";
+  const lower = name.toLowerCase();
+  if (lower === 'user-agent') return 'is set with the user_agent option; send the user agent there';
+  if (BROWSER_HEADERS.has(lower) || lower.startsWith('proxy-')) return 'is written by the browser itself for each request and cannot be sent';
+  return null;
+}
+
+/** What is wrong with a header's value; null when the browser takes it. */
+export function headerValueProblem(value: string): string | null {
+  return HEADER_CONTROL.test(value) ? 'holds a line break or another control character (a tab is the only one allowed)' : null;
+}
+
+/** What is wrong with a cookie's name; null when the browser takes it. */
+export function cookieNameProblem(name: string): string | null {
+  if (/[=;]/.test(name)) return "is not a cookie name: it holds '=' or ';'";
+  if (COOKIE_CONTROL.test(name)) return 'holds a control character (a tab or a line break)';
+  if (name.trim() !== name) return 'has spaces around it';
+  return null;
+}
+
+/** What is wrong with a cookie's value; null when the browser takes it. */
+export function cookieValueProblem(value: string): string | null {
+  if (value.includes(';')) return "holds ';', which ends a cookie's value (send each cookie as an item of its own)";
+  if (COOKIE_CONTROL.test(value)) return 'holds a control character (a tab or a line break)';
+  if (value.trim() !== value) return 'has spaces around it';
+  return null;
+}
