@@ -6,7 +6,7 @@
 import Ajv, { type ErrorObject } from 'ajv';
 import { closeDeviceNames, findDevice } from './devices';
 import { keyTemplateProblem } from './object-keys';
-import { cookieNameProblem, cookieValueProblem, headerNameProblem, headerValueProblem } from './request-fields';
+import { cookieDomainProblem, cookieNameProblem, cookiePathProblem, cookieValueProblem, headerNameProblem, headerValueProblem } from './request-fields';
 import { statusCodesProblem } from './status-codes';
 
 /** An ajv instance with the formats the option table uses. */
@@ -47,6 +47,8 @@ const FIELD_PROBLEMS: Record<string, (value: string) => string | null> = {
   'header-value': headerValueProblem,
   'cookie-name': cookieNameProblem,
   'cookie-value': cookieValueProblem,
+  'cookie-domain': cookieDomainProblem,
+  'cookie-path': cookiePathProblem,
 };
 
 function describe(value: unknown): string {

@@ -9,7 +9,8 @@
  * (net::ERR_INVALID_ARGUMENT) or is replaced (Connection, User-Agent); a value with another
  * control character reaches the site as a request its server refuses. `Network.setCookies`
  * refuses a name with '=' or ';', a value with ';', a control character (tab included) in
- * either, and white space around them.
+ * either, and white space around them; an empty or '.' domain and a path not from '/' or with
+ * ';'; a domain that is no host name (with a space, say) sets a cookie no request carries.
  */
 
 /** An HTTP token (RFC 9110 section 5.6.2): what a header's name is made of. */
@@ -49,5 +50,17 @@ export function cookieValueProblem(value: string): string | null {
   if (value.includes(';')) return "holds ';', which ends a cookie's value (send each cookie as an item of its own)";
   if (COOKIE_CONTROL.test(value)) return 'holds a control character (a tab or a line break)';
   if (value.trim() !== value) return 'has spaces around it';
+  return null;
+}
+
+/** What is wrong with a cookie's domain; null when the browser takes it. */
+export function cookieDomainProblem(domain: string): string | null {
+  return /^\.?[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?$/.test(domain) ? null : 'is not a host name (such as example.com, or .example.com for its subdomains too)';
+}
+
+/** What is wrong with a cookie's path; null when the browser takes it. */
+export function cookiePathProblem(path: string): string | null {
+  if (!path.startsWith('/')) return "is not a path: it must start with '/'";
+  if (path.includes(';') || COOKIE_CONTROL.test(path)) return "holds ';' or a control character";
   return null;
 }

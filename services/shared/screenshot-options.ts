@@ -584,8 +584,8 @@ export const OPTION_TABLE = [
     description:
       'Cookies: JSON array of {"key","value"} with optional domain, path, secure, httpOnly (or a {"name": "value"} map); a JSON string on GET and forms.',
     schema: keyValueList('cookie', {
-      domain: Type.Optional(Type.String({ maxLength: 255 })),
-      path: Type.Optional(Type.String({ maxLength: 1024 })),
+      domain: Type.Optional(Type.String({ maxLength: 255, format: 'cookie-domain' })),
+      path: Type.Optional(Type.String({ maxLength: 1024, format: 'cookie-path' })),
       secure: Type.Optional(Type.Boolean()),
       httpOnly: Type.Optional(Type.Boolean()),
     }),

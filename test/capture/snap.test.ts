@@ -189,6 +189,10 @@ describe('snap on a real Selenium Grid', function () {
       await refused('cookies', { key: 'a=b', value: 'v' }, "'='");
       await refused('cookies', { key: 'a', value: 'x\ty' }, 'control character');
       await refused('cookies', { key: 'a', value: ' lead' }, 'spaces around it');
+      await refused('cookies', { key: 'a', value: 'v', domain: '.' }, 'is not a host name');
+      await refused('cookies', { key: 'a', value: 'v', domain: 'bad domain' }, 'is not a host name');
+      await refused('cookies', { key: 'a', value: 'v', path: 'nopath' }, "start with '/'");
+      await refused('cookies', { key: 'a', value: 'v', path: '/a;b' }, "';'");
       expect(await used(), 'nothing spent').to.equal(before);
       expect(t.fx.seen.length, 'nothing sent to the site').to.equal(sent);
       // What the browser takes goes through: a tab in a header, a space, comma or quote in a cookie.

@@ -1,5 +1,12 @@
 import { expect } from 'chai';
-import { cookieNameProblem, cookieValueProblem, headerNameProblem, headerValueProblem } from '../../services/shared/request-fields';
+import {
+  cookieDomainProblem,
+  cookieNameProblem,
+  cookiePathProblem,
+  cookieValueProblem,
+  headerNameProblem,
+  headerValueProblem,
+} from '../../services/shared/request-fields';
 
 describe('request fields: the headers and cookies the browser takes', () => {
   it('takes HTTP tokens as header names, and refuses the headers the browser writes itself or user_agent sets', () => {
@@ -28,5 +35,15 @@ describe('request fields: the headers and cookies the browser takes', () => {
     expect(cookieValueProblem('x;y')).to.match(/';'/);
     expect(cookieValueProblem('x\ty')).to.match(/control character/);
     expect(cookieValueProblem('x ')).to.match(/spaces around/);
+  });
+
+  it("takes a host name as a cookie's domain and a path from '/'", () => {
+    for (const domain of ['example.com', '.example.com', '127.0.0.1', 'localhost', 'a_b.example.']) expect(cookieDomainProblem(domain), domain).to.equal(null);
+    for (const domain of ['', '.', 'bad domain', 'a;b', 'é.example', 'a..b']) expect(cookieDomainProblem(domain), domain).to.match(/is not a host name/);
+    expect(cookiePathProblem('/')).to.equal(null);
+    expect(cookiePathProblem('/a/b')).to.equal(null);
+    expect(cookiePathProblem('nopath')).to.match(/start with '\/'/);
+    expect(cookiePathProblem('')).to.match(/start with '\/'/);
+    expect(cookiePathProblem('/a;b')).to.match(/';'/);
   });
 });
