@@ -4,6 +4,7 @@
  * stored password kept when an update leaves it out), the record the spec shows (never
  * the password), the upstream URL the gateway chains to, and which error a failed test is.
  */
+import { addressOf } from '../shared/egress';
 import { serviceError } from '../shared/errors';
 import { dateOf } from '../shared/database';
 
@@ -53,7 +54,8 @@ export function proxyFields(p: ProxyParams, existing: ProxyRow | null): ProxyFie
   if (!(PROXY_PROTOCOLS as readonly string[]).includes(protocol)) {
     throw serviceError('invalid_proxy', `protocol: "${p.protocol}" is not supported; use http, https or socks5.`);
   }
-  const host = (p.host ?? existing?.host ?? '').trim().replace(/^\[|\]$/g, '');
+  // An IPv4 address written another way (127.1, 2130706433) is stored as the address it is.
+  const host = addressOf((p.host ?? existing?.host ?? '').trim().replace(/^\[|\]$/g, ''));
   if (!host) throw serviceError('invalid_proxy', 'host: required (a host name or an IPv4 address).');
   if (!HOST.test(host)) throw serviceError('invalid_proxy', `host: "${host}" is not a host name or an IPv4 address.`);
   const port = p.port ?? (p.protocol === undefined && existing ? existing.port : DEFAULT_PORTS[protocol as ProxyProtocol]);

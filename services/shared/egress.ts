@@ -36,6 +36,21 @@ export function resolverLookup(servers: string[], timeoutMs = 5_000): (host: str
 }
 
 /**
+ * A host as a URL reads it: an IPv4 address written another way (`127.1`, `2130706433`,
+ * `0x7f000001`, `0177.0.0.1`) is that address, which DNS would not be asked about (a resolver
+ * other than the system's answers "not found"); any other host is returned as given.
+ */
+export function addressOf(host: string): string {
+  if (net.isIP(host) || !/^[0-9a-fx.]+$/i.test(host)) return host;
+  try {
+    const parsed = new URL(`http://${host}/`).hostname;
+    return net.isIP(parsed) ? parsed : host;
+  } catch {
+    return host;
+  }
+}
+
+/**
  * A `lookup` for an HTTP request that answers only the address the policy admitted
  * (EgressPolicy.admit): the connection goes there whatever DNS says by then, so a name that
  * resolved to a public address when checked and to an internal one a moment later (DNS
@@ -94,7 +109,7 @@ export class EgressPolicy {
    * cached: every connection gets a fresh answer, and is bound to it.
    */
   async admit(rawHost: string): Promise<Admission> {
-    const host = rawHost.replace(/^\[|\]$/g, '');
+    const host = addressOf(rawHost.replace(/^\[|\]$/g, ''));
     let addresses: string[];
     if (net.isIP(host)) addresses = [host];
     else {

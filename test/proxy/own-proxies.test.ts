@@ -188,16 +188,24 @@ describe('own proxies: PUT, GET, test and DELETE /proxies', function () {
 });
 
 describe('own proxies at private addresses (ALLOW_PRIVATE_NETWORKS unset)', () => {
-  it('are refused with invalid_proxy', async () => {
-    const b = await backendConfig('sqlite', { SERVICES: 'api,billing,ai,proxy,scheduler' });
+  it('are refused with invalid_proxy, an address written in any form a URL takes too, and nothing is stored', async () => {
+    // A DNS server that knows no name: a numeric host asked of it as a name would be "not
+    // found", and so stored to fail later; each is read as the address it writes.
+    const dns = await startDnsServer(() => null);
+    const b = await backendConfig('sqlite', { SERVICES: 'api,billing,ai,proxy,scheduler', EGRESS_DNS_SERVERS: dns.address });
     const sys = await runSystem(b.config);
     try {
       const key = (await sys.account('paid', { byo_proxy: 1 })).access_token;
-      const r = await request(sys.base, 'PUT', '/proxies', { headers: { authorization: `Bearer ${key}` }, json: { host: '127.0.0.1', test: false } });
-      expectEnvelope(r, 400, 'invalid_proxy', '127.0.0.1');
+      for (const host of ['127.0.0.1', '127.1', '2130706433', '0x7f000001', '0177.0.0.1']) {
+        const r = await request(sys.base, 'PUT', '/proxies', { headers: { authorization: `Bearer ${key}` }, json: { host, test: false } });
+        expectEnvelope(r, 400, 'invalid_proxy', '127.0.0.1');
+      }
+      const list = await request<{ proxies: unknown[] }>(sys.base, 'GET', '/proxies', { headers: { authorization: `Bearer ${key}` } });
+      expect(list.body.proxies).to.deep.equal([]);
     } finally {
       await sys.stop();
       await b.cleanup();
+      await dns.stop();
     }
   });
 });
