@@ -15,6 +15,7 @@ import { answerSent } from '../shared/answer-check';
 import type { Config } from '../shared/config';
 import { type AccountContext, call } from '../shared/contracts';
 import { type ErrorCode, ERROR_STATUS, serviceError, toEnvelope } from '../shared/errors';
+import { REPEATABLE_PARAMS } from '../shared/screenshot-options';
 import { MAX_HEAD_BYTES, MAX_PARAM_LENGTH, RouteMethods, clientErrorHandler, closingError, frameworkError, methodNotAllowed } from './protocol-errors';
 import type { ParamShape, RawParams } from './request-schemas';
 import { inRequestContext, installRequestLog, requestIdOf } from './request-log';
@@ -124,8 +125,9 @@ function mergeParams(request: FastifyRequest): RawParams {
     throw serviceError('invalid_parameter', 'The request body must be a JSON object (or form fields) of parameters.');
   }
   for (const [k, v] of Object.entries(query)) {
-    // ?a=1&a=2 arrives as an array; a parameter has one value.
-    if (Array.isArray(v) && !(body && k in body)) throw serviceError('invalid_parameter', `${k}: given more than once; send it once.`);
+    // ?a=1&a=2 arrives as an array; a parameter has one value, but for a list that takes the parameter repeated.
+    if (Array.isArray(v) && !REPEATABLE_PARAMS.has(k) && !(body && k in body))
+      throw serviceError('invalid_parameter', `${k}: given more than once; send it once.`);
   }
   return { ...foldIndexedKeys(query), ...(body ? foldIndexedKeys(body) : {}) };
 }

@@ -36,6 +36,8 @@ interface OptionRow {
    * the option itself, and the two together with different values are refused.
    */
   aliases?: readonly string[];
+  /** A list that may be sent as the parameter repeated in the query (`hide_selectors=.a&hide_selectors=.b`), its aliases too. */
+  repeatable?: true;
   /**
    * 0 means "not set" (the default applies): the n8n node sends 0 for a number field left
    * empty. Only for options where 0 could mean nothing else (never a 0-wide image).
@@ -658,6 +660,7 @@ export const OPTION_TABLE = [
   option({
     name: 'hide_selectors',
     schema: selectorList(),
+    repeatable: true,
     scope: 'capture',
     affectsCapture: true,
     aliases: ['hide_selector', 'hide'],
@@ -668,6 +671,7 @@ export const OPTION_TABLE = [
   option({
     name: 'remove_selectors',
     schema: selectorList(),
+    repeatable: true,
     scope: 'capture',
     affectsCapture: true,
     aliases: ['remove'],
@@ -846,6 +850,9 @@ export function optionSchema(o: OptionSpec): JsonSchema {
   const description = o.zeroIsUnset ? `${o.description} 0 means the default.` : o.description;
   return { ...o.schema, description, ...(o.default !== undefined ? { default: o.default } : {}) };
 }
+
+/** The parameters a query may repeat: the repeatable options' names and aliases (every other parameter has one value). */
+export const REPEATABLE_PARAMS: ReadonlySet<string> = new Set(ROWS.filter((o) => o.repeatable).flatMap((o) => [o.name, ...(o.aliases ?? [])]));
 
 /** Each alias (docs/clients.md) and the option it stands for. */
 export const OPTION_ALIASES: ReadonlyMap<string, OptionSpec> = new Map(ROWS.flatMap((o) => (o.aliases ?? []).map((alias) => [alias, o] as const)));

@@ -250,6 +250,19 @@ describe('overlays on a real Selenium Grid (hide_selectors, remove_selectors, bl
       expect(r.overlays).to.deep.equal([{ element: 'div#a.blk.promo', reason: 'remove_selectors', selector: '#a' }]);
     });
 
+    it('takes the parameter repeated in the query (as the Python client sends a list), and refuses any other parameter repeated', async () => {
+      const base = qs({ access_token: token, url: url('/blocks'), wait: 0, ttl: 0, page_width: 800, page_height: 600, image_format: 'png' });
+      const r = await request(sys.base, 'GET', `/snap?${base}&hide_selectors=%23a&hide_selectors=%23c`);
+      expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
+      const p = await pixelsOf(r.raw);
+      expect(p.at(400, 50), 'where #a was').to.deep.equal(WHITE);
+      expect(near(p.at(400, 150), GREEN), '#b in place').to.equal(true);
+      expect(p.at(400, 250), 'where #c was').to.deep.equal(WHITE);
+      const removed = await request(sys.base, 'GET', `/snap?${base}&remove=%23a&remove=%23b`);
+      expect(near((await pixelsOf(removed.raw)).at(400, 50), BLUE), '#c moved up').to.equal(true);
+      expectEnvelope(await request(sys.base, 'GET', `/snap?${base}&page_height=500`), 400, 'invalid_parameter', 'page_height: given more than once');
+    });
+
     it('reads an attribute selector given as text as a selector, not as JSON', async () => {
       const p = await shot({ url: url('/blocks'), remove_selectors: '[id="a"]' });
       expect(near(p.at(400, 50), GREEN)).to.equal(true);
