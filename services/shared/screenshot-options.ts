@@ -859,10 +859,13 @@ export const OPTION_ALIASES: ReadonlyMap<string, OptionSpec> = new Map(ROWS.flat
 
 /**
  * The address a /snap_html document is served at inside the capture's browser (never on the
- * network: the capture answers the request for it with html_content). `.invalid` never
- * resolves (RFC 2606), so nothing else can answer for it.
+ * network: the capture answers the request for it with html_content). A `.localhost` name
+ * (RFC 6761) makes the document a secure context, as a site's page over https is (geolocation,
+ * crypto.subtle and the other secure-only APIs work in it), while its http subresources are
+ * no mixed content, as they would be from https; nothing on the network answers for it (the
+ * egress policy refuses loopback, its other requests included).
  */
-export const INLINE_DOCUMENT_URL = 'http://snap-html.invalid/';
+export const INLINE_DOCUMENT_URL = 'http://snap-html.localhost/';
 
 /**
  * Features of a request that the billing gates decide on. Naming an own AI provider asks

@@ -121,6 +121,21 @@ describe('/snap_html: a given document rendered through the egress gateway', fun
     expect(html.body.html).to.contain('<p id="s">by script</p>');
   });
 
+  it('is a secure context, as a page of a site is: the geolocation asked for, crypto.subtle and crypto.randomUUID work', async () => {
+    const html = doc(
+      '<p id="secure"></p><p id="geo">waiting</p><p id="uuid"></p>' +
+        '<script>document.getElementById("secure").textContent = String(isSecureContext);' +
+        'document.getElementById("uuid").textContent = typeof crypto.randomUUID === "function" && crypto.subtle ? "crypto" : "no crypto";' +
+        'navigator.geolocation.getCurrentPosition((p) => { const g = document.getElementById("geo"); g.textContent = p.coords.latitude + "," + p.coords.longitude; g.className = "done"; },' +
+        ' (e) => { const g = document.getElementById("geo"); g.textContent = "error " + e.code; g.className = "done"; });</script>',
+    );
+    const r = await post({ html_content: html, html_only: true, wait_for: '#geo.done', latitude: 48.8584, longitude: 2.2945 });
+    expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
+    expect(r.body.html).to.contain('<p id="secure">true</p>');
+    expect(r.body.html).to.contain('48.8584,2.2945');
+    expect(r.body.html).to.contain('<p id="uuid">crypto</p>');
+  });
+
   it('reuses the capture of the same document within ttl for free (X-Cache: HIT)', async () => {
     const html = doc('<p>cached</p>');
     const first = await post({ html_content: html, ttl: 3600, json: true });

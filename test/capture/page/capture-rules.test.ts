@@ -199,7 +199,7 @@ describe('fail-on rules and the final status in the record (real browser)', func
     expect(await used()).to.equal(before);
     const r = await post({ fail_on_status: '4xx,5xx', json: true });
     expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
-    expect([r.body.status_code, r.body.final_url]).to.deep.equal([200, 'http://snap-html.invalid/']);
+    expect([r.body.status_code, r.body.final_url]).to.deep.equal([200, 'http://snap-html.localhost/']);
   });
 
   it("fails a configuration's job (create and capture-now) with the rule's code and note, and charges nothing", async () => {
