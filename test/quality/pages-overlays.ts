@@ -83,6 +83,38 @@ const newsletterModal = () =>
       `<div style="position:absolute;left:50px;top:190px;width:200px;height:50px;background:${css(MODAL_BUTTON)}"></div></div>'); });</script>`,
   );
 
+/**
+ * The same pop-up drawn inside an open shadow root (a web-component modal, a consent platform's
+ * own element): the host is a plain div at the end of the body, the backdrop and the dialog
+ * are fixed layers inside its root, and the body's scrolling is locked.
+ */
+const shadowModal = () =>
+  doc(
+    article() +
+      '<div id="modal-root"></div><script>document.body.style.overflow = "hidden";' +
+      'document.getElementById("modal-root").attachShadow({ mode: "open" }).innerHTML = ' +
+      '\'<div style="position:fixed;inset:0;background:rgba(0,0,0,0.6);z-index:1000"></div>' +
+      '<div style="position:fixed;left:200px;top:150px;width:400px;height:300px;background:#fff;z-index:1001;font:20px sans-serif;text-align:center">' +
+      `<h3>Before you go</h3><div style="position:absolute;left:100px;top:200px;width:200px;height:50px;background:${css(MODAL_BUTTON)}"></div></div>';</script>`,
+  );
+
+/**
+ * A modal web component: <promo-dialog> draws a fixed backdrop and a fixed panel in its
+ * shadow root; what the panel shows is the page's own markup, slotted in (so the element at
+ * the viewport's centre is in the document, its fixed layer in the shadow root). The page
+ * locks scrolling on <html>.
+ */
+const webComponentModal = () =>
+  doc(
+    article() +
+      '<script>customElements.define("promo-dialog", class extends HTMLElement { connectedCallback() { if (this.shadowRoot) return;' +
+      'this.attachShadow({ mode: "open" }).innerHTML = \'<div part="backdrop" style="position:fixed;inset:0;background:rgba(0,0,0,0.5)"></div>' +
+      '<div part="panel" style="position:fixed;left:150px;top:100px;width:500px;height:400px;background:#fff"><slot></slot></div>\';' +
+      'document.documentElement.style.overflow = "hidden"; } });</script>' +
+      '<promo-dialog><div style="position:absolute;left:100px;top:100px;width:300px;height:200px;background:' +
+      `${css(MODAL_BUTTON)};font:20px sans-serif">Members save 20%</div></promo-dialog>`,
+  );
+
 export const OVERLAY_PAGES: QualityPage[] = [
   fixtureBanner('consent-onetrust', CONSENT_HOST, 'OneTrust’s cookie banner (most large sites): refused with "Reject All"'),
   fixtureBanner('consent-cmp-api', CMP_API_HOST, 'consentmanager’s banner, refused through the CMP’s JavaScript API'),
@@ -142,6 +174,24 @@ export const OVERLAY_PAGES: QualityPage[] = [
       // The page behind it: drawn, dimmed by the half-black backdrop.
       expectColour(p, 100, 220, PICTURE.map((v) => Math.round(v / 2)) as Rgb, 'the page’s picture behind the backdrop', 6);
       expectColour(p, 600, 40, HEADER.map((v) => Math.round(v / 2)) as Rgb, 'the page header behind the backdrop', 6);
+    },
+  },
+  {
+    name: 'shadow-modal-blocked',
+    mimics: 'a modal and its backdrop drawn inside an open shadow root (web-component modals, Usercentrics), the body locked, with block_overlays',
+    routes: { '/': { body: shadowModal() } },
+    params: { block_overlays: true },
+    async check(a) {
+      expectArticle(await a.picture());
+    },
+  },
+  {
+    name: 'web-component-modal-blocked',
+    mimics: 'a modal web component whose fixed panel (in its shadow root) shows slotted page markup, <html> locked, with block_overlays',
+    routes: { '/': { body: webComponentModal() } },
+    params: { block_overlays: true },
+    async check(a) {
+      expectArticle(await a.picture());
     },
   },
   {

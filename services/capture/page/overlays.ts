@@ -207,7 +207,7 @@ interface InPageRules {
  * In the page: applies the rules and lists what they hid or removed. Hiding and removing are
  * one stylesheet (later elements match too). An overlay is a fixed or sticky layer (the
  * outermost fixed or sticky ancestor of something) under the viewport's centre that covers
- * over 30% of the viewport, has the page's content under it (not an application drawn in one
+ * over 30% of the viewport (open shadow roots included), has the page's content under it (not an application drawn in one
  * fixed frame), and either locks the page's scrolling (overflow hidden on html or body, or a
  * fixed body) or is a backdrop (90% of the viewport or more); it is removed with the layers
  * above it at the centre (a dialog drawn over its backdrop), round after round (a modal, then
@@ -262,10 +262,44 @@ function clearInPage(rules: InPageRules): Array<{ element: string; reason: strin
   };
   const wasLocked = locked();
   let removed = 0;
+  // Consent platforms (Usercentrics) and web-component modals draw their layers inside a
+  // shadow root, under a host that is itself neither fixed nor sized: the hit test of the
+  // document stops at the host, and parentElement stops at the root. Ancestry is therefore
+  // the flat tree's (what is laid out inside what): a slotted element's slot, an element's
+  // parent, a shadow root's host. Closed roots stay out of reach, as they do for scripts.
+  const up = (el: Element): Element | null => {
+    if (el.assignedSlot) return el.assignedSlot;
+    if (el.parentElement) return el.parentElement;
+    const parent = el.parentNode;
+    return parent instanceof ShadowRoot ? parent.host : null;
+  };
+  const within = (outer: Element, el: Element): boolean => {
+    for (let at: Element | null = el; at; at = up(at)) if (at === outer) return true;
+    return false;
+  };
+  /**
+   * What is at a point, top first, open shadow roots included: each host's own elements
+   * under the point come just before it (the host is listed where its topmost one is).
+   * Only the hosts at the point are asked, so a page costs one hit test per such root.
+   */
+  const stackAt = (x: number, y: number): Element[] => {
+    const stack = document.elementsFromPoint(x, y);
+    const opened = new Set<ShadowRoot>();
+    for (let i = 0; i < stack.length; i++) {
+      const shadow = stack[i]?.shadowRoot;
+      if (!shadow || opened.has(shadow)) continue;
+      opened.add(shadow);
+      const inner = shadow.elementsFromPoint(x, y).filter((el) => el.getRootNode() === shadow);
+      // Looked at next: a host among them opens in turn.
+      stack.splice(i, 0, ...inner);
+      i--;
+    }
+    return stack;
+  };
   /** The outermost fixed or sticky ancestor of an element (itself included), below <body>. */
   const fixedRoot = (from: Element): HTMLElement | null => {
     let found: HTMLElement | null = null;
-    for (let el: Element | null = from; el && el !== body && el !== root; el = el.parentElement) {
+    for (let el: Element | null = from; el && el !== body && el !== root; el = up(el)) {
       const pos = getComputedStyle(el).position;
       if ((pos === 'fixed' || pos === 'sticky') && el instanceof HTMLElement) found = el;
     }
@@ -279,7 +313,7 @@ function clearInPage(rules: InPageRules): Array<{ element: string; reason: strin
   };
   for (let round = 0; round < 5; round++) {
     // What is at the viewport's centre, top first, and the fixed layers it belongs to.
-    const stack = document.elementsFromPoint(vw / 2, vh / 2);
+    const stack = stackAt(vw / 2, vh / 2);
     const layers: HTMLElement[] = [];
     for (const el of stack) {
       const layer = fixedRoot(el);
@@ -296,13 +330,13 @@ function clearInPage(rules: InPageRules): Array<{ element: string; reason: strin
       const h = Math.min(r.bottom, vh) - top;
       for (const fx of [1, 3, 5]) {
         for (const fy of [1, 3, 5]) {
-          const under = document.elementsFromPoint(left + (w * fx) / 6, top + (h * fy) / 6);
+          const under = stackAt(left + (w * fx) / 6, top + (h * fy) / 6);
           let last = -1;
           under.forEach((el, i) => {
-            if (layer.contains(el)) last = i;
+            if (within(layer, el)) last = i;
           });
           if (last < 0) continue;
-          const content = under.slice(last + 1).some((el) => el !== root && el !== body && !el.contains(layer) && !fixedRoot(el));
+          const content = under.slice(last + 1).some((el) => el !== root && el !== body && !within(el, layer) && !fixedRoot(el));
           if (content) return true;
         }
       }

@@ -3,7 +3,8 @@
  * decisions on their own, then end to end on the real Grid with local pages that do what real
  * sites do (a Bootstrap-style newsletter modal that locks the page's scrolling, a Tidio
  * bubble loaded from code.tidio.co — mapped to a local server — and an Intercom launcher,
- * a site's fixed header and sticky sidebar, a dialog that closes on Escape), checked in the
+ * the same modal inside an open shadow root, an application drawn in one fixed layer of a
+ * shadow root, a site's fixed header and sticky sidebar, a dialog that closes on Escape), checked in the
  * pixels and in the record's `overlays`.
  */
 import { expect } from 'chai';
@@ -47,6 +48,27 @@ const PAGES: Record<string, (port: number) => string> = {
         "<script>addEventListener('load', () => { document.body.classList.add('modal-open');" +
         'document.body.insertAdjacentHTML(\'beforeend\', \'<div class="modal-backdrop fade show"></div><div id="newsletter" class="modal fade show">' +
         '<div class="modal-dialog">Subscribe to our newsletter</div></div>\'); });</script>',
+    ),
+  // The same modal drawn the way Usercentrics and web-component modals draw theirs: a plain
+  // host at the end of the body, the backdrop and the dialog fixed inside its open shadow root.
+  '/shadow-modal': () =>
+    page(
+      '#hero{position:absolute;left:0;top:0;width:800px;height:600px;background:rgb(0,160,0)}' +
+        '#tail{position:absolute;left:0;top:1800px;width:800px;height:200px;background:rgb(0,0,200)}#doc{height:2000px}',
+      '<div id="doc"><div id="hero"></div><div id="tail"></div></div><div id="consent-root"></div>' +
+        "<script>document.body.style.overflow = 'hidden'; document.getElementById('consent-root').attachShadow({ mode: 'open' }).innerHTML = " +
+        '\'<div class="uc-backdrop" style="position:fixed;inset:0;background:rgba(0,0,0,0.6)"></div>' +
+        '<div id="uc-dialog" class="uc-banner" style="position:fixed;left:200px;top:150px;width:400px;height:300px;background:rgb(200,0,0)"></div>\';</script>',
+    ),
+  // An application drawn whole in one fixed layer inside a custom element's shadow root, its
+  // document locked: no page under it, so nothing to uncover.
+  '/shadow-app': () =>
+    page(
+      '',
+      '<app-shell></app-shell><script>customElements.define("app-shell", class extends HTMLElement { constructor() { super();' +
+        'this.attachShadow({ mode: "open" }).innerHTML = \'<main style="position:fixed;inset:0;background:rgb(0,160,0)">' +
+        '<nav style="position:absolute;left:0;top:0;width:200px;height:600px;background:rgb(20,20,120)"></nav></main>\'; } });' +
+        'document.documentElement.style.overflow = "hidden";</script>',
     ),
   // Tidio's loader from its own host draws the bubble (bottom right); Intercom's lightweight launcher is in the page (bottom left).
   '/chat': (port) =>
@@ -199,6 +221,28 @@ describe('overlays on a real Selenium Grid (hide_selectors, remove_selectors, bl
       const html = await snap({ url: url('/newsletter'), block_overlays: true, html_only: true, image_format: 'jpeg' });
       expect(html.status).to.equal(200);
       expect((html.body as { html: string }).html).to.match(/<body class="modal-open" style="overflow: visible !important;">/);
+    });
+
+    it('finds the layers inside an open shadow root: removes them, lists them and unlocks the page', async () => {
+      const before = await shot({ url: url('/shadow-modal') });
+      expect(near(before.at(400, 300), RED), `modal without block_overlays ${before.at(400, 300)}`).to.equal(true);
+      const p = await shot({ url: url('/shadow-modal'), block_overlays: true });
+      expect(near(p.at(400, 300), GREEN), `centre ${p.at(400, 300)}`).to.equal(true);
+      expect(near(p.at(50, 50), GREEN), `corner ${p.at(50, 50)}`).to.equal(true);
+      expect((await record({ url: url('/shadow-modal'), block_overlays: true })).overlays).to.deep.equal([
+        { element: 'div#uc-dialog.uc-banner', reason: 'overlay' },
+        { element: 'div.uc-backdrop', reason: 'overlay' },
+      ]);
+      const html = await snap({ url: url('/shadow-modal'), block_overlays: true, html_only: true, image_format: 'jpeg' });
+      expect(html.status).to.equal(200);
+      expect((html.body as { html: string }).html).to.match(/<body style="overflow: visible !important;">/);
+    });
+
+    it('keeps an application drawn in one fixed layer inside a shadow root (its host is no page under it)', async () => {
+      const p = await shot({ url: url('/shadow-app'), block_overlays: true });
+      expect(near(p.at(500, 300), GREEN), `app ${p.at(500, 300)}`).to.equal(true);
+      expect(near(p.at(100, 300), NAVY), `app's navigation ${p.at(100, 300)}`).to.equal(true);
+      expect((await record({ url: url('/shadow-app'), block_overlays: true })).overlays).to.deep.equal([]);
     });
 
     it("keeps a site's fixed header and sticky sidebar (the pixels show them; nothing is listed)", async () => {
