@@ -5,8 +5,9 @@
  * page and the widget both drawn, nothing blank). 800x600, PNG, wait=0.
  *
  * The OneTrust and consentmanager banners are the blocking tests' (test/capture/page/consent-fixtures.ts:
- * an <h1> "Article" at the top, the banner over the bottom 200 px); Didomi's and CookieYes's
- * walls are here, with the markup and ids their SDKs use (the ones autoconsent's rules look for).
+ * an <h1> "Article" at the top, the banner over the bottom 200 px); Didomi's, CookieYes's and
+ * Usercentrics's walls are here, with the markup and ids their SDKs use (the ones autoconsent's
+ * rules look for).
  */
 import { CMP_API_HOST, CMP_BROKEN_HOST, CONSENT_HOST } from '../capture/page/consent-fixtures';
 import { COLOURS, type QualityPage, type Rgb, box, css, doc, solidDoc } from './page';
@@ -70,6 +71,28 @@ const COOKIEYES_WALL =
   'document.cookie = "cookieyes-consent=advertisement:" + (b.dataset.ckyTag === "accept-button" ? "yes" : "no") + "; path=/";' +
   'document.querySelector(".cky-overlay").remove(); document.querySelector(".cky-consent-container").remove(); }); });</script>';
 
+/**
+ * Usercentrics's wall (German and Swiss publishers): #usercentrics-root at the end of the body
+ * holds, in its open shadow root, a backdrop and the dialog with the data-testid buttons its
+ * SDK draws; body.overflowHidden locks the page; UC_UI is its JavaScript API (as far as the
+ * rules use it). Denying empties the root and unlocks the page.
+ */
+const USERCENTRICS_WALL =
+  '<div id="usercentrics-root" data-nosnippet="true"></div><script>(function () { var consent = null; var host = document.getElementById("usercentrics-root");' +
+  'var root = host.attachShadow({ mode: "open" }); root.innerHTML = \'<div data-testid="uc-container">' +
+  '<div style="position:fixed;inset:0;background:rgba(0,0,0,0.6);z-index:2147483646"></div>' +
+  '<div role="dialog" aria-modal="true" style="position:fixed;left:150px;top:130px;width:500px;height:300px;background:#fff;z-index:2147483647;padding:20px;font:16px sans-serif">' +
+  '<h2>Privacy Settings</h2><p>We use cookies and similar technologies. You can accept all or deny all.</p>' +
+  '<button data-testid="uc-more-button">More Information</button> <button data-testid="uc-deny-all-button">Deny</button> ' +
+  '<button data-testid="uc-accept-all-button">Accept All</button></div></div>\'; document.body.classList.add("overflowHidden");' +
+  'function close(choice) { consent = choice; root.innerHTML = ""; document.body.classList.remove("overflowHidden"); document.documentElement.dataset.consent = choice; }' +
+  'root.querySelector("[data-testid=uc-deny-all-button]").addEventListener("click", function () { close("denied"); });' +
+  'root.querySelector("[data-testid=uc-accept-all-button]").addEventListener("click", function () { close("accepted"); });' +
+  'window.UC_UI = { isInitialized: function () { return true; }, closeCMP: function () { close(consent || "closed"); return Promise.resolve(); },' +
+  'denyAllConsents: function () { close("denied"); return Promise.resolve(); }, acceptAllConsents: function () { close("accepted"); return Promise.resolve(); },' +
+  'areAllConsentsAccepted: function () { return consent === "accepted"; } };' +
+  '})();</script>';
+
 const LAUNCHER: Rgb = [106, 27, 154];
 const MODAL_BUTTON: Rgb = COLOURS.orange;
 
@@ -132,6 +155,15 @@ export const OVERLAY_PAGES: QualityPage[] = [
     name: 'consent-cookieyes-wall',
     mimics: 'CookieYes’s banner with its overlay (small business and WordPress sites)',
     routes: { '/': { body: doc(article() + COOKIEYES_WALL) } },
+    params: NO_BANNERS,
+    async check(a) {
+      expectArticle(await a.picture());
+    },
+  },
+  {
+    name: 'consent-usercentrics-wall',
+    mimics: 'Usercentrics’s consent wall, drawn inside the open shadow root of #usercentrics-root, the page locked until a choice',
+    routes: { '/': { body: doc(article() + USERCENTRICS_WALL, { head: '<style>body.overflowHidden{overflow:hidden}</style>' }) } },
     params: NO_BANNERS,
     async check(a) {
       expectArticle(await a.picture());
