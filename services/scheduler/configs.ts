@@ -11,7 +11,7 @@ import { isMysql, isUniqueViolation } from '../shared/database';
 import { serviceError } from '../shared/errors';
 import { embedUrl } from '../shared/links';
 import { fetchPage } from '../shared/paging';
-import { type ConfigOptions, scheduleOf } from '../shared/screenshot-options';
+import { type ConfigOptions, OPTIONS_BY_NAME, scheduleOf } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import { nextRunAfter } from './schedule';
 
@@ -111,7 +111,10 @@ export class ConfigRepository {
       const given = { ...(JSON.parse(row.options) as Record<string, unknown>), ...input.given };
       const options = { ...(JSON.parse(row.capture_options ?? '{}') as ConfigOptions), ...input.options };
       if (input.options.scheduled_screenshot !== true) {
-        delete given.scheduled_screenshot;
+        // One-time now. Its schedule's fields stay (a later PATCH with scheduled_screenshot=true
+        // alone takes them up again), so the answer says it is not scheduled beside them.
+        if ('scheduled_every' in given || 'scheduled_interval' in given) given.scheduled_screenshot = false;
+        else delete given.scheduled_screenshot;
         options.scheduled_screenshot = undefined;
       }
       const at = this.now();
@@ -158,13 +161,15 @@ export class ConfigRepository {
    * `jobId`, when given, noted as its latest job (written with the row when it is created).
    */
   async snapConfig({ accountId, options, snapKey, jobId }: ParamsOf<'scheduler.snapConfig'>): Promise<ResultOf<'scheduler.snapConfig'>> {
-    const given = JSON.stringify(options);
+    // What it shows leaves out how the snap was answered (json, ttl, html_only): a
+    // configuration takes none of them, so it can be sent back (PATCH) as read.
+    const shown = Object.fromEntries(Object.entries(options).filter(([name]) => OPTIONS_BY_NAME.get(name)?.scope !== 'snap'));
     const created = {
       id: randomId(12),
       account_id: accountId,
       url: options.url,
-      options: given,
-      capture_options: given,
+      options: JSON.stringify(shown),
+      capture_options: JSON.stringify(options),
       snap_key: snapKey,
       scheduled: false,
       created_at_ms: this.now(),

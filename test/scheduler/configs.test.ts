@@ -122,8 +122,9 @@ describe('screenshot configurations, jobs, archive and embed', function () {
       page_height: 400,
     });
     expect(oneTime.body).to.have.all.keys('success', 'config');
-    expect(oneTime.body.config).not.to.have.property('scheduled_screenshot');
-    expect(oneTime.body.config).to.include({ page_width: 500, scheduled_interval: 'hours' });
+    // Its schedule's fields stay, and the answer says it is no longer scheduled.
+    expect(oneTime.body.config).to.include({ page_width: 500, scheduled_interval: 'hours', scheduled_screenshot: false });
+    expect((await api('GET', `/screenshot_configs/${c.screenshot_configuration_id}`)).body.config).to.include({ scheduled_screenshot: false });
     expect(Boolean((await row()).scheduled)).to.equal(false);
 
     const back = await api('PATCH', `/screenshot_configs/${c.screenshot_configuration_id}`, { url: `${fx.origin}/plain`, scheduled_screenshot: 'true' });
@@ -299,6 +300,16 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect(new Set(answers.map((a) => a.id)).size, JSON.stringify(answers)).to.equal(1);
     const { configs } = await call(sys.broker, 'scheduler.list', { accountId, paging: { page: 1, limit: 10, afterMs: null, beforeMs: null, order: 'DESC' } });
     expect(configs.map((c) => c.ids.screenshot_config_id)).to.deep.equal([answers[0]!.id]);
+  });
+
+  it("shows a snap's configuration without the snap's own options (json, ttl, html_only), so it can be sent back as read", async () => {
+    const options = { url: `${fx.origin}/plain?read-back`, json: true, ttl: 0, html_only: false, wait: 0, page_width: 640 };
+    const account = await sys.account('paid');
+    const { id } = await call(sys.broker, 'scheduler.snapConfig', { accountId: account.account_id, options, snapKey: captureKey(options) });
+    const read = (await api('GET', `/screenshot_configs/${id}`, undefined, account.access_token)).body.config as Body;
+    expect(read).to.deep.equal({ url: options.url, wait: 0, page_width: 640 });
+    const back = await api('PATCH', `/screenshot_configs/${id}`, { ...read, page_width: 800 }, account.access_token);
+    expect(back.status, JSON.stringify(back.body)).to.equal(200);
   });
 
   it("answers 404 for another account's configuration and job", async () => {
