@@ -134,6 +134,21 @@ describe('egress gateway on the Grid: rebinding, WebSockets and service workers'
         );
         return;
       }
+      if (req.url === '/to-nowhere') {
+        res.writeHead(302, { location: 'http://nxdomain.test/moved' });
+        res.end();
+        return;
+      }
+      // A page whose frame and image the gateway cannot reach (a closed port, a name that does not resolve).
+      if (req.url?.startsWith('/broken-parts?port=')) {
+        const port = req.url.slice('/broken-parts?port='.length);
+        res.setHeader('content-type', 'text/html');
+        res.end(
+          '<!doctype html><title>parts</title><style>body{margin:0}</style><div style="position:absolute;left:0;top:0;width:400px;height:200px;background:#0a0"></div>' +
+            `<iframe src="http://app.localhost:${port}/frame" style="position:absolute;left:0;top:250px"></iframe><img src="http://nxdomain.test/x.png" alt="">`,
+        );
+        return;
+      }
       if (req.url === '/plain') {
         res.setHeader('content-type', 'text/html');
         res.end('<!doctype html><title>plain</title><h1>plain page</h1><img src="/mark?img" alt="">');
@@ -287,6 +302,34 @@ self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));`);
           expect(fetchEnabled).to.equal(!gateway);
         },
       );
+
+      if (gateway)
+        it('a page the gateway cannot reach (a name that does not resolve, a closed port) fails 422 page_load_failed naming why, charging nothing; a frame or image it cannot reach leaves the page captured', async () => {
+          // A port nothing listens on, at the address app.localhost resolves to.
+          const gone = await serve('127.0.0.2', (_req, res) => res.end());
+          await gone.stop();
+          const used = async () =>
+            (await request<{ results: { screenshot_current_month_usage: number } }>(sys.sys.base, 'GET', `/account_limits?access_token=${sys.token}`)).body
+              .results.screenshot_current_month_usage;
+          const before = await used();
+          // Plain HTTP: the gateway's error response (502, 594) is not taken as the page.
+          const unresolvable = await snap({ url: 'http://nxdomain.test/', json: true, wait: 0 });
+          expectEnvelope(unresolvable, 422, 'page_load_failed', 'nxdomain.test could not be resolved (ENOTFOUND)', 'http://nxdomain.test/');
+          const closed = await snap({ url: `http://app.localhost:${gone.port}/`, html_only: true, wait: 0 });
+          expectEnvelope(closed, 422, 'page_load_failed', `app.localhost:${gone.port} refused the connection (ECONNREFUSED)`);
+          const redirected = await snap({ url: `http://app.localhost:${pub.port}/to-nowhere`, wait: 0 });
+          expectEnvelope(redirected, 422, 'page_load_failed', 'nxdomain.test could not be resolved (ENOTFOUND)', 'http://nxdomain.test/moved');
+          // https: the browser's own error, with the gateway's reason.
+          const overHttps = await snap({ url: 'https://nxdomain.test/', wait: 0 });
+          expectEnvelope(overHttps, 422, 'page_load_failed', 'nxdomain.test could not be resolved (ENOTFOUND)', 'net::ERR_');
+          expect(await used(), 'screenshots charged').to.equal(before);
+          const parts = await snap({ url: `http://app.localhost:${pub.port}/broken-parts?port=${gone.port}`, wait: 0, image_format: 'png' });
+          expect(parts.status, parts.raw.toString().slice(0, 400)).to.equal(200);
+          const { data, info } = await sharp(parts.raw).raw().toBuffer({ resolveWithObject: true });
+          const at = (x: number, y: number) => [...data.subarray((y * info.width + x) * info.channels, (y * info.width + x) * info.channels + 3)];
+          expect(at(200, 100), "the page's green block").to.deep.equal([0, 170, 0]);
+          expect(await used(), 'screenshots charged').to.equal(before + 1);
+        });
 
       if (gateway) {
         it('http://127.0.0.1 and [::ffff:127.0.0.1] are refused with 400 url_not_allowed naming the address, reaching nothing', async () => {

@@ -20,6 +20,12 @@
  * target or upstream that is not established within connectTimeoutMs is given up (plain
  * HTTP: on the outgoing socket; CONNECT: until the tunnel is answered), so a black-holed
  * address costs a page that long, not the idle timeout.
+ *
+ * What the gateway could not reach for a capture (a name that does not resolve, a connection
+ * refused or not answered) is kept on its GatewayCapture (failures). A plain-HTTP request
+ * that fails so is answered with an error response (proxy-chain's 502, 504 and 59x status
+ * lines), which Chromium renders as the page: the capture reads the failures to tell the
+ * gateway's answer from a page the site sent (page-capture.ts).
  */
 import type dns from 'node:dns';
 import http from 'node:http';
@@ -49,7 +55,24 @@ export interface Refusal {
   reason: string;
 }
 
-/** One capture's use of the gateway: what was refused and how many bytes went through. */
+/** A request the gateway could not carry: the URL asked for (as Refusal's) and why, in words (`good.test:8001 refused the connection (ECONNREFUSED)`). */
+export interface GatewayFailure {
+  url: string;
+  reason: string;
+}
+
+/** A URL as compared with a failure's: without its fragment (never sent), in its normal form. */
+function comparable(rawUrl: string): string | null {
+  try {
+    const url = new URL(rawUrl);
+    url.hash = '';
+    return url.href;
+  } catch {
+    return null;
+  }
+}
+
+/** One capture's use of the gateway: what was refused, what could not be reached, and how many bytes went through. */
 export class GatewayCapture {
   readonly refusals: Refusal[] = [];
   /**
@@ -61,6 +84,8 @@ export class GatewayCapture {
   constructor(
     readonly upstream: string | null,
     readonly agent: http.Agent,
+    /** The requests the gateway could not carry (unresolvable names, connections refused or not answered), in order; the agent adds its own. */
+    readonly failures: GatewayFailure[] = [],
   ) {}
 
   /** Bytes sent to and received from targets by the capture's connections, counted so far. */
@@ -99,6 +124,35 @@ export class GatewayCapture {
     const r = this.refusals.find((x) => x.host === host && x.port === port);
     return r ? `${rawUrl} ${r.reason}` : null;
   }
+
+  /**
+   * The failure of a request for this URL among the failures from `since` on, if the gateway
+   * could not carry it: a plain-HTTP request by its URL, a tunnel (https) by its host and port.
+   */
+  failureOf(rawUrl: string, since = 0): GatewayFailure | null {
+    const url = comparable(rawUrl);
+    if (url === null) return null;
+    const { protocol, hostname, port } = new URL(url);
+    const tunnel = protocol === 'https:' || protocol === 'wss:' ? `https://${hostname}:${port || 443}` : null;
+    return this.failures.slice(since).find((f) => f.url === url || f.url === tunnel) ?? null;
+  }
+}
+
+/** Why a connection could not be made, in words, from its error's code. */
+function connectFailure(err: Error & { code?: string }, connectTimeoutMs: number): string {
+  switch (err.code) {
+    case 'ECONNREFUSED':
+      return 'refused the connection (ECONNREFUSED)';
+    case 'ETIMEDOUT':
+      return `did not answer within ${connectTimeoutMs} ms (ETIMEDOUT)`;
+    case 'ECONNRESET':
+      return 'reset the connection (ECONNRESET)';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return `could not be reached (${err.code})`;
+    default:
+      return `could not be connected to (${err.code ?? err.message})`;
+  }
 }
 
 /**
@@ -108,7 +162,15 @@ export class GatewayCapture {
  * always its capture's. A connection not established within `connectTimeoutMs` is given up.
  */
 class CaptureAgent extends http.Agent {
-  constructor(private readonly connectTimeoutMs: number) {
+  /**
+   * `failed`: told of a connection that could not be made, with the URL its request asked for
+   * and why; `viaUpstream`: the connections go to the capture's upstream proxy, not to the targets.
+   */
+  constructor(
+    private readonly connectTimeoutMs: number,
+    private readonly failed: (failure: GatewayFailure) => void,
+    private readonly viaUpstream: boolean,
+  ) {
     // An idle connection is let go after 4 s, before the usual 5 s of servers that send no
     // keep-alive hint (Node honours a hint), so a request seldom meets one the target is closing.
     super({ keepAlive: true, scheduling: 'lifo', timeout: 4_000 });
@@ -120,10 +182,36 @@ class CaptureAgent extends http.Agent {
       () => socket.destroy(Object.assign(new Error(`connect timed out after ${this.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' })),
       this.connectTimeoutMs,
     );
-    socket.once('connect', () => clearTimeout(timer));
+    let connected = false;
+    socket.once('connect', () => {
+      connected = true;
+      clearTimeout(timer);
+    });
     socket.once('close', () => clearTimeout(timer));
+    // A connection that was never made fails its request: the gateway answers it with an error.
+    socket.once('error', (err) => {
+      if (!connected) this.failed(this.failure(options, err));
+    });
     callback?.(null, socket);
     return socket;
+  }
+
+  /**
+   * The failure of the request a connection was made for. Node gives the agent the request's
+   * options: through an upstream, its path is the absolute URL asked for; otherwise its href is.
+   */
+  private failure(options: NetConnectOpts, err: Error): GatewayFailure {
+    const { path, href } = options as { path?: unknown; href?: unknown };
+    const url = this.viaUpstream && typeof path === 'string' ? path : typeof href === 'string' ? href : '';
+    const why = connectFailure(err, this.connectTimeoutMs);
+    if (this.viaUpstream) return { url: comparable(url) ?? url, reason: `the proxy the capture goes out through ${why}` };
+    let host = '';
+    try {
+      host = new URL(url).host;
+    } catch {
+      // Not a URL: the failure names no host.
+    }
+    return { url: comparable(url) ?? url, reason: host ? `${host} ${why}` : why };
   }
 }
 
@@ -217,9 +305,12 @@ export class EgressGateway {
     if (!capture || capture.ended) throw new RequestError('No capture is running through this gateway.', 403);
     const admission = await capture.admit(hostname, policy);
     if (!admission.allowed) {
-      if (admission.unresolvable) throw new RequestError(`${hostname} ${admission.reason}`, 502);
       const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
       const url = httpUrl ?? `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+      if (admission.unresolvable) {
+        capture.failures.push({ url: httpUrl === null ? url : (comparable(url) ?? url), reason: `${hostname} ${admission.reason}` });
+        throw new RequestError(`${hostname} ${admission.reason}`, 502);
+      }
       capture.refusals.push({ host, port, url, reason: admission.reason });
       const why = `${hostname} ${admission.reason}; refused by the egress policy.`;
       if (httpUrl === null) throw new RequestError(why, 403);
@@ -241,8 +332,10 @@ export class EgressGateway {
   /** Binds the next capture (one at a time), going out directly or through `upstream`; its requests are checked and counted. */
   bind(upstream: string | null = null): GatewayCapture {
     if (this.current) throw new Error('the egress gateway is already bound to a capture');
-    this.current = new GatewayCapture(upstream, new CaptureAgent(this.timeouts.connectTimeoutMs));
-    return this.current;
+    const failures: GatewayFailure[] = [];
+    const capture = new GatewayCapture(upstream, new CaptureAgent(this.timeouts.connectTimeoutMs, (f) => failures.push(f), upstream !== null), failures);
+    this.current = capture;
+    return capture;
   }
 
   /** Ends a capture: its connections still open are counted and closed; its bytes are final. */

@@ -10,7 +10,7 @@
 import { serviceError } from '../../shared/errors';
 import { type SnapOptions, encoderOptionProblem } from '../../shared/screenshot-options';
 import type { EgressPolicy } from '../../shared/egress';
-import type { GatewayCapture } from './gateway';
+import type { GatewayCapture, GatewayFailure } from './gateway';
 import { type BlockerSource, injectCosmetics, wantsBlocking } from './blocking';
 import type sharp from 'sharp';
 import { ConsentHandler } from './consent';
@@ -118,6 +118,8 @@ export interface NavigationBound {
   deadline: number;
   watch: PageWatch;
   guard: RequestGuard;
+  /** The capture's use of its egress gateway: what the gateway could not reach (null: no gateway). */
+  gateway: GatewayCapture | null;
 }
 
 const MOMENT_WORDS: Record<WaitUntil, string> = {
@@ -127,13 +129,25 @@ const MOMENT_WORDS: Record<WaitUntil, string> = {
 };
 
 /**
+ * The gateway's failure the main frame's document is the answer to, if any since the first
+ * `since` failures: for plain HTTP the gateway answers a page it could not reach with an error
+ * response (proxy-chain's 502, 504 or 59x, a line of text), which the browser commits as the
+ * page. Asked of the browser only when the gateway failed a request since the navigation.
+ */
+async function failedDocument(page: PageSession, gateway: GatewayCapture | null, since: number): Promise<GatewayFailure | null> {
+  if (!gateway || gateway.failures.length <= since) return null;
+  const { frameTree } = await page.send<{ frameTree: { frame: { url: string } } }>('Page.getFrameTree');
+  return gateway.failureOf(frameTree.frame.url, since);
+}
+
+/**
  * Navigates and waits for the moment wait_until names, at most navigation_timeout. A page
  * that has drawn something by then is captured as it is (false: the load did not finish); one
- * whose server has not answered, or that has drawn nothing, fails with page_load_failed.
- * Returns whether the moment was reached.
+ * whose server has not answered, that the gateway could not reach, or that has drawn nothing,
+ * fails with page_load_failed. Returns whether the moment was reached.
  */
 async function navigate(page: PageSession, url: string, bound: NavigationBound): Promise<boolean> {
-  const { watch, guard, until } = bound;
+  const { watch, guard, until, gateway } = bound;
   // When the capture's own deadline comes first, the capture runs out of time: the engine's
   // answer (504, naming what was pending) is the one given from the deadline on, so this
   // bound ends just after it, never on the same tick.
@@ -142,6 +156,7 @@ async function navigate(page: PageSession, url: string, bound: NavigationBound):
   const seconds = `${Math.round(bound.ms / 100) / 10} s`;
   watch.step = `waiting for the server of ${url} to answer`;
   const left = watch.documents;
+  const failedBefore = gateway?.failures.length ?? 0;
   guard.beforeNavigation();
   const sent = page.send<{ errorText?: string; loaderId?: string }>('Page.navigate', { url });
   sent.catch(() => undefined);
@@ -155,7 +170,10 @@ async function navigate(page: PageSession, url: string, bound: NavigationBound):
     );
   }
   if (nav.errorText) {
-    throw serviceError('page_load_failed', `The page could not be loaded (${nav.errorText}); check that ${url} is reachable from the internet.`);
+    // A tunnel the gateway could not open (https) fails the navigation: the gateway knows why.
+    const cause = gateway?.failureOf(url, failedBefore);
+    const what = cause ? `: ${cause.reason} (${nav.errorText})` : ` (${nav.errorText})`;
+    throw serviceError('page_load_failed', `The page could not be loaded${what}; check that ${url} is reachable from the internet.`);
   }
   // A navigation within the document (a #fragment) starts none: nothing more to wait for.
   if (!nav.loaderId) return true;
@@ -163,6 +181,10 @@ async function navigate(page: PageSession, url: string, bound: NavigationBound):
   const reached = await watch.until(until, by, left);
   const after = guard.refusedNavigation();
   if (after) throw urlNotAllowed(`The page may not be captured: ${after}`);
+  // The gateway's error response is no page of the site's: the page could not be loaded, as over https.
+  const failed = await failedDocument(page, gateway, failedBefore);
+  if (failed)
+    throw serviceError('page_load_failed', `The page could not be loaded: ${failed.reason}; check that ${failed.url} is reachable from the internet.`);
   if (reached || watch.painted) return reached;
   const moved = watch.documents > 2 ? `; it navigated itself ${watch.documents - 1} times meanwhile` : '';
   throw serviceError(
@@ -381,6 +403,7 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
     deadline,
     watch,
     guard,
+    gateway: ctx.gateway ?? null,
   };
   // metadata=true: follows the main document's requests (Network was enabled in prepare) from the first one.
   const observed: DocumentObserver | null = o.metadata ? observeDocument(page) : null;

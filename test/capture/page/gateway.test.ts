@@ -387,6 +387,11 @@ describe('egress gateway (proxy-chain, one capture bound at a time)', () => {
       const plain = await viaProxy(gw, `http://127.0.0.1:${port}/never`);
       expect(plain.status).to.be.within(502, 504);
       expect(Date.now() - t).to.be.within(350, 3000);
+      // Kept as the gateway's failure of that URL, which the capture reads to tell its answer from a page.
+      expect(capture.failureOf(`http://127.0.0.1:${port}/never#part`)).to.deep.equal({
+        url: `http://127.0.0.1:${port}/never`,
+        reason: `127.0.0.1:${port} did not answer within 400 ms (ETIMEDOUT)`,
+      });
       t = Date.now();
       const tunnel = await new Promise<string>((resolve) => {
         const req = http.request({ host: '127.0.0.1', port: gw.port, method: 'CONNECT', path: `127.0.0.1:${port}`, agent: false });
