@@ -10,7 +10,8 @@ import { expect } from 'chai';
 import type { FixtureServer } from '../support/fixtures';
 import { type HttpAnswer, jobFinished, request } from '../support/http';
 import { gridBrowserDirs, killBrowser, sharedGrid } from '../support/grid';
-import { imageSize, pixel, screenshotsUsed, snapSuite } from '../support/capture-helpers';
+import { imageSize, pixel, pixelsOf, screenshotsUsed, snapSuite } from '../support/capture-helpers';
+import { servePages } from '../support/local-server';
 import { expectEnvelope } from '../support/errors';
 import { IN_PAGE_POLICY_ONLY } from '../support/backends';
 
@@ -75,6 +76,57 @@ describe('snap on a real Selenium Grid', function () {
       const r = await snap({ url: `${t.fx.origin}/plain`, selectors: '#box', image_format: 'png' });
       expect(await size(r.raw)).to.deep.equal([300, 200]);
       expect(await pixel(r.raw, 150, 100)).to.deep.equal([0, 0, 255]);
+    });
+
+    it('selectors: an element partly beyond the left or top edge is captured as the page lays it out (its box, the part on the page drawn where it sits)', async () => {
+      const doc = (body: string) =>
+        `<!DOCTYPE html><html><head><meta charset="utf-8"><style>html{background:rgb(255,255,0)}html,body{margin:0;padding:0}</style></head><body>${body}</body></html>`;
+      const [YELLOW, GREEN, BLUE] = ['255,255,0', '50,160,50', '0,0,255'];
+      const halves = (a: string, b: string) =>
+        `<div style="width:200px;height:100px;background:${a}"></div><div style="width:200px;height:100px;background:${b}"></div>`;
+      const site = await servePages(({ path }) => {
+        // 400x100, its left 100 px beyond the page's left edge: green, then blue from x=200 of the element.
+        if (path === '/left')
+          return { body: doc(`<div id="t" style="position:absolute;left:-100px;top:100px;display:flex">${halves('rgb(50,160,50)', 'rgb(0,0,255)')}</div>`) };
+        // The same turned on its side, its top 100 px above the page's top.
+        if (path === '/top')
+          return {
+            body: doc(
+              `<div id="t" style="position:absolute;left:100px;top:-100px;width:100px">${halves('rgb(50,160,50)', 'rgb(0,0,255)').replace(/width:200px;height:100px/g, 'width:100px;height:200px')}</div>`,
+            ),
+          };
+        // A carousel's track moved left by its first slide (translateX), the second slide showing.
+        if (path === '/carousel')
+          return {
+            body: doc(
+              '<div style="position:absolute;left:0;top:100px;width:800px;height:200px;overflow:hidden"><div id="t" style="width:2400px;height:200px;transform:translateX(-800px);display:flex">' +
+                ['rgb(220,20,60)', 'rgb(50,160,50)', 'rgb(30,144,255)'].map((c) => `<div style="width:800px;height:200px;background:${c}"></div>`).join('') +
+                '</div></div>',
+            ),
+          };
+        return undefined;
+      });
+      try {
+        const shot = async (path: string) => {
+          const r = await snap({ url: `${site.origin}${path}`, selectors: '#t', page_width: 800, page_height: 600, image_format: 'png', wait: 0 });
+          expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
+          return { size: await imageSize(r.raw), px: await pixelsOf(r.raw) };
+        };
+        // What is beyond the page's edge shows the page's background (yellow), left as above the top.
+        const left = await shot('/left');
+        expect(left.size).to.deep.equal([400, 100]);
+        const row = (p: typeof left.px, xs: number[], y: number) => xs.map((x) => p.at(x, y).join(','));
+        expect(row(left.px, [10, 90, 110, 190, 210, 390], 50)).to.deep.equal([YELLOW, YELLOW, GREEN, GREEN, BLUE, BLUE]);
+        const top = await shot('/top');
+        expect(top.size).to.deep.equal([100, 400]);
+        expect([10, 90, 110, 190, 210, 390].map((y) => top.px.at(50, y).join(','))).to.deep.equal([YELLOW, YELLOW, GREEN, GREEN, BLUE, BLUE]);
+        // The slide in view where it sits in the track; the slides beyond the carousel's box are not drawn.
+        const carousel = await shot('/carousel');
+        expect(carousel.size).to.deep.equal([2400, 200]);
+        expect(row(carousel.px, [10, 790, 810, 1590, 1610, 2390], 100)).to.deep.equal([YELLOW, YELLOW, GREEN, GREEN, YELLOW, YELLOW]);
+      } finally {
+        await site.stop();
+      }
     });
 
     it('makes smaller JPEGs at quality 10 than at 90', async () => {

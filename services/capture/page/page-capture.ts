@@ -12,7 +12,7 @@ import { type SnapOptions, encoderOptionProblem } from '../../shared/screenshot-
 import type { EgressPolicy } from '../../shared/egress';
 import type { GatewayCapture, GatewayFailure } from './gateway';
 import { type BlockerSource, injectCosmetics, wantsBlocking } from './blocking';
-import type sharp from 'sharp';
+import sharp from 'sharp';
 import { ConsentHandler } from './consent';
 import { drawFramesOutOfView } from './cross-site-frames';
 import type { PageWatch, WaitUntil } from './page-watch';
@@ -319,6 +319,53 @@ async function screenshot(page: PageSession, o: SnapOptions, clip: Box | null): 
   return { image: await page.sendForData('Page.captureScreenshot', params), contentType: `image/${format}` };
 }
 
+/**
+ * The page's own background, as the browser draws it beyond the document's edges (html's
+ * background colour, else body's, over white), as [r, g, b]. Runs in the page: read through
+ * a canvas, which takes any CSS colour and says whether it drew anything.
+ */
+function pageBackground(): number[] {
+  const c = document.createElement('canvas').getContext('2d') as CanvasRenderingContext2D;
+  for (const el of [document.documentElement, document.body]) {
+    if (!el) continue;
+    c.clearRect(0, 0, 1, 1);
+    c.fillStyle = getComputedStyle(el).backgroundColor;
+    c.fillRect(0, 0, 1, 1);
+    // A transparent background draws nothing: the next element's shows through.
+    if (c.getImageData(0, 0, 1, 1).data[3] === 0) continue;
+    c.globalCompositeOperation = 'destination-over';
+    c.fillStyle = '#fff';
+    c.fillRect(0, 0, 1, 1);
+    return [...c.getImageData(0, 0, 1, 1).data.slice(0, 3)];
+  }
+  return [255, 255, 255];
+}
+
+/**
+ * An element's picture, its box partly or wholly beyond the page's left edge (a negative x:
+ * `left: -100px`, a carousel's track moved by translateX) as beyond its top: the part on the
+ * page drawn where it sits in the box, the rest the page's background. Chromium draws a clip
+ * above the page's top so (the page's background there), but not one left of it: it drew
+ * nothing, or the part on the page at the box's left.
+ */
+async function beyondLeftEdge(page: PageSession, o: SnapOptions, clip: Box): Promise<{ image: Buffer; contentType: string }> {
+  refuseStrayEncoderOption(o);
+  const scale = viewportOf(o).scale;
+  const onPage = clip.width + clip.x;
+  const [r = 255, g = 255, b = 255] = await page.run(pageBackground);
+  const background = { r, g, b, alpha: 1 };
+  const format = o.image_format ?? DEFAULTS.image_format;
+  if (onPage < 1) {
+    const blank = sharp({ create: { width: Math.round(clip.width * scale), height: Math.round(clip.height * scale), channels: 3, background } });
+    return { image: await encodeAs(blank, o).toBuffer(), contentType: `image/${format}` };
+  }
+  const part = await screenshot(page, o, { ...clip, x: 0, width: onPage });
+  const img = sharp(part.image);
+  const { width = 0 } = await img.metadata();
+  const left = Math.max(0, Math.round(clip.width * scale) - width);
+  return { image: await encodeAs(img.extend({ left, background }), o).toBuffer(), contentType: part.contentType };
+}
+
 /** optimize_for_speed with a format it does not change (a configuration's PATCH can leave one so). */
 function refuseStrayEncoderOption(o: SnapOptions): void {
   const problem = encoderOptionProblem(o as Record<string, unknown>, o.image_format ?? DEFAULTS.image_format);
@@ -515,9 +562,10 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
       clip = { x: 0, y: 0, width, height: Math.min(Math.max(height, await page.run(documentHeight)), maxCaptureHeight(o)) };
     }
     watch.step = 'taking the screenshot';
-    const [, first] = await Promise.all([parked, screenshot(page, o, clip)]);
+    const take = () => (clip && clip.x < 0 && (o.image_format ?? DEFAULTS.image_format) !== 'pdf' ? beyondLeftEdge(page, o, clip) : screenshot(page, o, clip));
+    const [, first] = await Promise.all([parked, take()]);
     // A picture of one colour where the page has visible content was taken before the page painted it.
-    const shot = await untilPainted(page, first, () => screenshot(page, o, clip), deadline);
+    const shot = await untilPainted(page, first, take, deadline);
     if (fullpage && !o.selectors && clip && shot.contentType.startsWith('image/')) {
       watch.step = 'drawing the frames of other sites below the first screen';
       const drawn = await drawFramesOutOfView(page, shot, clip, viewportOf(o).scale, (img) => encodeAs(img, o), deadline);
