@@ -125,10 +125,26 @@ describe('real pages: dialogs, popups, crashes and loads that never finish (real
           return undefined;
       }
     });
-    // Paths served by hand: a body that never ends, an image that never comes.
+    // Paths served by hand: a body that never ends, an image that never comes, an event stream
+    // that stays open, a long poll never answered.
     const streaming = await serveLocally((req, res) => {
       streams.add(res);
       res.on('close', () => streams.delete(res));
+      // Pages drawn with coloured blocks only (no text, no image), which open a stream or a long poll once loaded.
+      const opens = { '/sse-page': "new EventSource('/events')", '/long-poll-page': "fetch('/poll')" }[req.url ?? ''];
+      if (opens) {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        res.end(
+          `<!DOCTYPE html><html><head><style>html,body{margin:0}</style></head><body><section style="height:200px;background:rgb(${RED.join(',')})"></section>` +
+            `<section style="height:200px;background:rgb(${BLUE.join(',')})"></section><script>addEventListener('load', () => { ${opens}; });</script></body></html>`,
+        );
+        return;
+      }
+      if (req.url === '/events') {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' });
+        res.write('data: first\n\n');
+        return;
+      }
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
       if (req.url === '/never-ending') res.write(block(GREEN).replace('</body></html>', ''));
       else if (req.url === '/never-drawn') res.write('<!DOCTYPE html><html><head><title>');
@@ -264,6 +280,28 @@ describe('real pages: dialogs, popups, crashes and loads that never finish (real
     expect(await colourAt(idle.r.raw)).to.satisfy((c: Rgb) => near(c, GREEN));
     const load = await timed({ url: url('/late-fetch'), wait_until: 'load', wait: 0 });
     expect(await colourAt(load.r.raw)).to.satisfy((c: Rgb) => near(c, RED));
+  });
+
+  it('wait_until=networkidle leaves an open event stream aside: the page is captured once loaded and quiet, not at navigation_timeout', async () => {
+    const { r, ms } = await timed({ url: `${streamingOrigin}/sse-page`, wait_until: 'networkidle', navigation_timeout: 6000, wait: 0 });
+    expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
+    expect(ms, 'ms to the picture').to.be.below(3000);
+    const px = await pixelsOf(r.raw);
+    expect(px.at(50, 100)).to.satisfy((c: Rgb) => near(c, RED));
+    expect(px.at(50, 250)).to.satisfy((c: Rgb) => near(c, BLUE));
+    const rec = await t.snap({ url: `${streamingOrigin}/sse-page`, wait_until: 'networkidle', navigation_timeout: 6000, wait: 0, json: true });
+    expect(rec.body.load_finished).to.equal(true);
+  });
+
+  it('a long poll holds networkidle until navigation_timeout; a page drawn with coloured blocks only is then captured as drawn, never "drew nothing"', async () => {
+    const { r, ms } = await timed({ url: `${streamingOrigin}/long-poll-page`, wait_until: 'networkidle', navigation_timeout: 2000, wait: 0 });
+    expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
+    expect(ms).to.be.within(1900, 4500);
+    const px = await pixelsOf(r.raw);
+    expect(px.at(50, 100)).to.satisfy((c: Rgb) => near(c, RED));
+    expect(px.at(50, 250)).to.satisfy((c: Rgb) => near(c, BLUE));
+    const rec = await t.snap({ url: `${streamingOrigin}/long-poll-page`, wait_until: 'networkidle', navigation_timeout: 2000, wait: 0, json: true });
+    expect(rec.body.load_finished).to.equal(false);
   });
 
   it('refuses a wait_until or navigation_timeout it does not know, saying what it takes', async () => {

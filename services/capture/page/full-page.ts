@@ -222,9 +222,14 @@ function moreBelow(max: number): boolean {
 /** Requests that need not end for the page to be complete (streams, pushes, pings). */
 const NEVER_AWAITED = new Set(['Media', 'EventSource', 'WebSocket', 'Ping', 'Prefetch', 'CSPViolationReport', 'Manifest']);
 
-/** The page's requests in flight, as CDP's Network domain reports them from now on. */
-class NetworkWatch {
+/**
+ * The page's requests in flight, as CDP's Network domain reports them from now on (the full
+ * page's loading, and wait_until=networkidle: page-capture.ts).
+ */
+export class NetworkWatch {
   private readonly inFlight = new Set<string>();
+  /** When the last request in flight ended (epoch ms; the watch's start while none was). */
+  private idleSince = Date.now();
   private waiters: Array<() => void> = [];
   private readonly off: Array<() => void>;
 
@@ -280,13 +285,36 @@ class NetworkWatch {
     });
   }
 
+  /**
+   * Resolves true once no request has been in flight for `ms` on end, counted from now at the
+   * earliest; false at `until` (epoch ms). Streams (NEVER_AWAITED) are left aside: an open
+   * EventSource or WebSocket never ends.
+   */
+  async quietFor(ms: number, until: number): Promise<boolean> {
+    const from = Date.now();
+    for (;;) {
+      await this.quiet(until);
+      if (!this.idle) return false;
+      const quietAt = Math.max(this.idleSince, from) + ms;
+      if (quietAt > until) {
+        await sleep(until - Date.now());
+        return false;
+      }
+      await sleep(quietAt - Date.now());
+      if (this.idle && Math.max(this.idleSince, from) + ms <= Date.now()) return true;
+    }
+  }
+
   stop(): void {
     for (const off of this.off) off();
     for (const wake of this.waiters.splice(0)) wake();
   }
 
   private ended(requestId: string): void {
-    if (this.inFlight.delete(requestId) && this.inFlight.size === 0) for (const wake of this.waiters.splice(0)) wake();
+    if (this.inFlight.delete(requestId) && this.inFlight.size === 0) {
+      this.idleSince = Date.now();
+      for (const wake of this.waiters.splice(0)) wake();
+    }
   }
 }
 

@@ -20,7 +20,7 @@ import { ifDrawingSettled, settleDrawing, untilPainted } from './painting';
 import { type ChangeReading, runActions } from './actions';
 import { CdpError } from './cdp';
 import { type PageReading, READ_PAGE } from './page-reading';
-import { documentHeight, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
+import { NetworkWatch, documentHeight, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
 import { printPdf, refuseStrayPdfOptions } from './pdf';
 import { DEFAULTS, type PageSession, browserGone, deviceMetrics, insertStyle, quote, sameViewport, sleep, viewportOf, waitForSelector } from './page-session';
 import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './request-guard';
@@ -120,13 +120,18 @@ export interface NavigationBound {
   guard: RequestGuard;
   /** The capture's use of its egress gateway: what the gateway could not reach (null: no gateway). */
   gateway: GatewayCapture | null;
+  /** The page's requests in flight, for networkidle's 500 ms without one (null for the other moments). */
+  network: NetworkWatch | null;
 }
 
 const MOMENT_WORDS: Record<WaitUntil, string> = {
   load: 'its load event',
   domcontentloaded: 'its DOMContentLoaded event',
-  networkidle: 'its load event and 500 ms without a request',
+  networkidle: 'its load event and 500 ms without a request (streams aside)',
 };
+
+/** networkidle: how long the page must go without a request in flight once loaded. */
+const NETWORK_QUIET_MS = 500;
 
 /**
  * The gateway's failure the main frame's document is the answer to, if any since the first
@@ -178,7 +183,9 @@ async function navigate(page: PageSession, url: string, bound: NavigationBound):
   // A navigation within the document (a #fragment) starts none: nothing more to wait for.
   if (!nav.loaderId) return true;
   watch.step = `waiting for ${MOMENT_WORDS[until]} (wait_until=${until})`;
-  const reached = await watch.until(until, by, left);
+  let reached = await watch.until(until, by, left);
+  // networkidle: then 500 ms without a request, an open EventSource or WebSocket aside (NetworkWatch).
+  if (reached && until === 'networkidle' && bound.network) reached = await bound.network.quietFor(NETWORK_QUIET_MS, by);
   const after = guard.refusedNavigation();
   if (after) throw urlNotAllowed(`The page may not be captured: ${after}`);
   // The gateway's error response is no page of the site's: the page could not be loaded, as over https.
@@ -451,6 +458,8 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
     watch,
     guard,
     gateway: ctx.gateway ?? null,
+    // Watched from before the first request, so the page's requests in flight are all known.
+    network: (o.wait_until ?? DEFAULTS.wait_until) === 'networkidle' ? NetworkWatch.start(page) : null,
   };
   // metadata=true: follows the main document's requests (Network was enabled in prepare) from the first one.
   const observed: DocumentObserver | null = o.metadata ? observeDocument(page) : null;
@@ -593,6 +602,7 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
     guard.stop();
     consent?.stop();
     observed?.stop();
+    bound.network?.stop();
   }
 }
 

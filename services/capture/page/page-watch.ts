@@ -11,7 +11,7 @@
  * - A crash of the page's renderer (out of memory, killed) fails the capture at once with
  *   page_crashed, instead of leaving its commands unanswered until the time budget runs out.
  * - The page's loading, from the lifecycle events of the main frame's current document: what
- *   wait_until waits for, whether anything was drawn (first contentful paint), and how often the
+ *   wait_until waits for, whether anything was drawn (first paint), and how often the
  *   page navigated itself.
  * - Frames in renderers of their own (site isolation: cross-site frames under `--site-per-process`,
  *   the full browser's default): each is attached as it starts, paused, set up (dialogs, and
@@ -27,11 +27,16 @@ import type { PageSession } from './page-session';
 
 export type WaitUntil = (typeof WAIT_UNTIL)[number];
 
-/** The lifecycle events (Page.lifecycleEvent names) that make up each wait_until moment. */
+/**
+ * The lifecycle events (Page.lifecycleEvent names) that make up each wait_until moment. The
+ * 500 ms without a request that networkidle adds to the load event are the capture's own
+ * NetworkWatch's (page-capture.ts), which leaves streams aside: Chromium's networkIdle event
+ * counts an open EventSource or WebSocket, and never comes while one is open.
+ */
 const MOMENT: Record<WaitUntil, readonly string[]> = {
   load: ['load'],
   domcontentloaded: ['DOMContentLoaded'],
-  networkidle: ['load', 'networkIdle'],
+  networkidle: ['load'],
 };
 
 /** What a dialog of each type is answered with: true accepts (OK), false dismisses (Cancel). */
@@ -161,9 +166,13 @@ export class PageWatch {
     return this.documents > after && MOMENT[until].every((name) => this.events.has(name));
   }
 
-  /** Something of the current document was drawn (its first contentful paint). */
+  /**
+   * Something of the current document was drawn: its first paint (a background of its own, a
+   * box, a border: what a page of coloured blocks draws) or its first contentful paint (text,
+   * an image, a canvas). The document's default background alone is no paint.
+   */
   get painted(): boolean {
-    return this.events.has('firstContentfulPaint');
+    return this.events.has('firstPaint') || this.events.has('firstContentfulPaint');
   }
 
   /** The current document has parsed (DOMContentLoaded), or has loaded. */
