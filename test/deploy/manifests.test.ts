@@ -176,6 +176,19 @@ describe('deploy/kubernetes: rendered and checked without a cluster', () => {
         );
         expect(toCapture, 'an egress rule to the capture pods').to.exist;
         expect(toCapture.ports, 'every port').to.equal(undefined);
+        // And only the Chrome nodes reach the capture pods' gateways (any port); anyone else only the ops port.
+        const ingress = find(objects(), 'NetworkPolicy', 'capture-ingress');
+        expect(Object.entries(ingress.spec.podSelector.matchLabels).every(([k, v]) => captureLabels[k] === v)).to.equal(true);
+        expect(ingress.spec.policyTypes).to.deep.equal(['Ingress']);
+        type Rule = { from?: Array<{ podSelector?: { matchLabels: Record<string, string> } }>; ports?: Array<{ port: number }> };
+        const rules = ingress.spec.ingress as Rule[];
+        const everyPort = rules.filter((r) => r.ports === undefined);
+        expect(everyPort, 'one rule open on every port').to.have.length(1);
+        expect(everyPort[0]?.from?.map((f) => f.podSelector?.matchLabels)).to.deep.equal([
+          { 'app.kubernetes.io/name': 'selenium', 'app.kubernetes.io/component': 'chrome-node' },
+        ]);
+        const opsPort = Number(plainEnv(containerEnv(objects(), containerOf(capture, 'snapservice'))).OPS_PORT);
+        expect(rules.filter((r) => r.ports !== undefined).map((r) => [r.from, r.ports?.map((p) => p.port)])).to.deep.equal([[undefined, [opsPort]]]);
       });
 
       it('has every PodDisruptionBudget select the pods of one Deployment', () => {
