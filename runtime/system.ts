@@ -36,12 +36,19 @@ export interface System {
 
 /**
  * Stops a started system: first tells capture that shutdown has begun (no new job, no new
- * browser), then stops the broker, which lets requests in flight finish and stops every
- * service. Every way of stopping the service goes through here.
+ * browser), then stops every service but billing, letting requests and jobs in flight finish,
+ * then the broker with billing. Every way of stopping the service goes through here.
+ *
+ * Billing stops last because the others settle credits while they drain (a capture cut short
+ * by the stop is refunded, a finished one committed), and billing's stop writes the embedded
+ * ledger for the last time: stopped beside them, as the broker stops its services, it wrote
+ * the counters before those settlements, which then changed memory only and were lost.
  */
 export async function stopSystem(system: System): Promise<void> {
   system.capture?.drain();
-  await system.broker.stop();
+  const { broker } = system;
+  await Promise.all(broker.services.filter((service) => service.name !== 'billing').map((service) => broker.destroyService(service)));
+  await broker.stop();
 }
 
 export async function startSystem(config: Readonly<Config>, overrides: SystemOverrides = {}): Promise<System> {
