@@ -166,6 +166,7 @@ export function captureParts({ config, db, store, blockers, collaborators: c, br
     configs: snapConfigs,
     jobQueued: c.jobQueued,
     configDeleted: c.configDeleted,
+    releaseJobCredits: c.releaseJobCredits,
   });
   // On a Grid, browsers leave a draining node between captures, so it can stop without cutting one.
   const drainWatch = config.seleniumUrl ? new GridDrainWatch({ seleniumUrl: config.seleniumUrl, pool, log }) : null;

@@ -5,7 +5,7 @@
  * collaborators, so a unit test passes a sinon stub where the service passes the broker.
  */
 import type { ServiceBroker } from 'moleculer';
-import { bandwidth } from '../billing/public/credits';
+import { bandwidth, releaseCredits } from '../billing/public/credits';
 import type { Config } from '../shared/config';
 import { broadcast, call, emit } from '../shared/contracts';
 import { type SnapOptions, captureKey } from '../shared/screenshot-options';
@@ -32,6 +32,8 @@ export interface Collaborators {
   jobQueued: (jobId: string) => void;
   /** A configuration's archive deleted here, broadcast to every capture instance (each forgets the configuration). */
   configDeleted: (accountId: string, configId: string) => void;
+  /** billing: the credits of a job deleted before it ended, given back (`job:<id>` and `job:<id>:ai`). */
+  releaseJobCredits: (accountId: string, jobId: string) => Promise<void>;
   /** Webhook deliveries written with a capture or its change alerts, announced (a notifier sends them without waiting for its poll). */
   deliveriesAdded: (accountId: string) => void;
 }
@@ -83,6 +85,8 @@ export function collaboratorsOf(broker: ServiceBroker, config: Readonly<Config>)
     researchEnded: (status, accountId) => void emit(broker, 'capture.researchEnded', { accountId, researchId: status.job_id }),
     jobQueued: (jobId) => void emit(broker, 'capture.jobQueued', { jobId }),
     configDeleted: (accountId, configId) => void broadcast(broker, 'capture.configDeleted', { accountId, configId }, ['capture']).catch(() => undefined),
+    // Both ids: an `:ai` one that was never reserved is nothing to give back.
+    releaseJobCredits: (accountId, jobId) => releaseCredits(broker, accountId, `job:${jobId}`, true),
     deliveriesAdded: (accountId) => void emit(broker, 'notifier.deliveriesAdded', { accountId }),
   };
 }

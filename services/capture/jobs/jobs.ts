@@ -277,9 +277,20 @@ export class JobQueue {
     await this.lease.end(job, { status: 'queued' });
   }
 
-  /** Deletes a configuration's jobs (inside the caller's transaction when given). */
-  async deleteForConfig(accountId: string, configId: string, trx: Knex | Knex.Transaction = this.db): Promise<void> {
+  /**
+   * Deletes a configuration's jobs (inside the caller's transaction when given). Returns the
+   * ids of the configuration's and scheduled jobs deleted before they ended: the credits they
+   * hold (`job:<id>`, reserved when started or by the worker) are to be released. A snap's
+   * job is not among them (its request settles its credit).
+   */
+  async deleteForConfig(accountId: string, configId: string, trx: Knex | Knex.Transaction = this.db): Promise<string[]> {
+    const unfinished = await trx('jobs')
+      .where({ account_id: accountId, config_id: configId })
+      .whereIn('status', ['queued', 'running'])
+      .whereNot({ kind: 'snap' })
+      .pluck('id');
     await trx('jobs').where({ account_id: accountId, config_id: configId }).delete();
+    return unfinished.map(String);
   }
 
   /** A capture's job (GET /jobs); a research domain's is not one. */

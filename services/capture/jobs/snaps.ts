@@ -42,6 +42,8 @@ export interface SnapDeskDeps {
   jobQueued: (jobId: string) => void;
   /** A configuration's archive was deleted (every capture instance hears of it and forgets the configuration). */
   configDeleted?: (accountId: string, configId: string) => void;
+  /** Gives back the credits a job held (`job:<id>` and its `:ai`); never throws (a reservation not given back expires). */
+  releaseJobCredits?: (accountId: string, jobId: string) => Promise<void>;
 }
 
 export class SnapDesk {
@@ -102,7 +104,11 @@ export class SnapDesk {
     return { made: image !== null && (await this.deps.files.thumbnailOf(name, image)) };
   }
 
-  /** Deletes a configuration's screenshots (rows and files) and jobs. */
+  /**
+   * Deletes a configuration's screenshots (rows and files) and jobs; the credits of its jobs
+   * that had not ended are given back (a queued one never runs now; a running one loses its
+   * lease, so records nothing).
+   */
   async deleteForConfig(accountId: string, configId: string): Promise<{ screenshots: number }> {
     const { db, screenshots, queue, files } = this.deps;
     // No snap is recorded under it from now on: forgotten here at once, and on the other instances.
@@ -111,10 +117,12 @@ export class SnapDesk {
     const stored = await screenshots.filesOfConfig(accountId, configId);
     // The diff images of its visual change alerts (the notifier deletes the alerts next).
     const diffs = await diffImagesOfConfig(db, accountId, configId);
-    await db.transaction(async (trx) => {
+    const unfinished = await db.transaction(async (trx) => {
       await screenshots.deleteForConfig(accountId, configId, trx);
-      await queue.deleteForConfig(accountId, configId, trx);
+      return queue.deleteForConfig(accountId, configId, trx);
     });
+    // After the rows are gone: a worker reserving again under a deleted job's id finds its lease lost and releases it itself (worker.ts).
+    await Promise.all(unfinished.map((jobId) => this.deps.releaseJobCredits?.(accountId, jobId)));
     // Files go after the rows, so no listed screenshot ever points at a missing file.
     await Promise.all([...stored, ...diffs.map((name) => ({ image_name: name, thumb_name: null, html_name: null }))].map((f) => files.remove(f)));
     return { screenshots: stored.length };

@@ -250,9 +250,11 @@ export class JobWorker {
       const ref: ScreenshotRef | null = await withCaptureCredits(this.broker, credit, billAi, () => this.pipeline.run(job, job.options, turn), {
         settle: (stored) => (stored ? 'commit' : 'hold'),
         analysed: (stored) => stored?.ai?.ai_analyzed === true,
-        onFailure: async (err) => ((await this.recordFailure(job, err)) ? 'refund' : 'hold'),
+        onFailure: async (err) => ((await this.recordFailure(job, err)) || (await this.deleted(job)) ? 'refund' : 'hold'),
       });
       if (ref) void emit(this.broker, 'capture.completed', { accountId: job.accountId, configId: job.configId, jobId: job.id, screenshotId: ref.id });
+      // The lease was lost: to the new holder, or to the job's deletion with its configuration, which nothing else settles.
+      else if (await this.deleted(job)) await releaseCredits(this.broker, job.accountId, credit.reservationId, billAi);
     } catch {
       // Recorded by recordFailure (or, for a failed commit, the job is complete anyway).
     } finally {
@@ -302,6 +304,15 @@ export class JobWorker {
     } finally {
       await this.tickets.finish(ticket);
     }
+  }
+
+  /**
+   * True when the job is gone (its configuration was deleted while it ran): its credit, which
+   * the deletion gave back before this run may have reserved it again, is this run's to give
+   * back. False when that cannot be read (the credit stays pending).
+   */
+  private async deleted(job: CaptureJob): Promise<boolean> {
+    return (await this.queue.find(job.accountId, job.id).catch(() => null)) === undefined;
   }
 
   /** True when this worker recorded the failure (it still held the lease). */

@@ -36,7 +36,10 @@ function setup() {
     return { ...o, leaseToken: 't' };
   });
   queue.abandon.callsFake(async () => void steps.push('abandon'));
-  queue.deleteForConfig.callsFake(async () => void steps.push('jobs deleted'));
+  queue.deleteForConfig.callsFake(async () => {
+    steps.push('jobs deleted');
+    return [];
+  });
   const screenshots = sinon.createStubInstance(ScreenshotRepository);
   screenshots.filesOfConfig.resolves([{ image_name: 'a.png' }, { image_name: 'b.png' }] as never);
   screenshots.deleteForConfig.callsFake(async () => void steps.push('screenshots deleted'));

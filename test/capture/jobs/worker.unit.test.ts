@@ -54,6 +54,8 @@ function setup(sessions = 2) {
   queue.fail.resolves(true);
   queue.renew.resolves(true);
   queue.release.resolves();
+  // The job is still there (not deleted with its configuration) unless a test says otherwise.
+  queue.find.resolves({ id: 'j1', account_id: 'acc', config_id: 'cfg', status: 'running', error_code: null, note: null, screenshot_id: null });
   const pipeline = { run: sinon.stub() };
   const logger = { info: sinon.stub(), warn: sinon.stub(), error: sinon.stub() };
   // The pool hands out browsers (each a distinct stand-in: the pipeline, stubbed, never touches them).
@@ -97,6 +99,19 @@ describe('JobWorker (collaborators stubbed)', () => {
     await t.worker.run(job('j1'));
     expect(t.billingCalls()).to.deep.equal(['billing.reserveFor']);
     expect(t.emit.called).to.equal(false);
+  });
+
+  it("gives the credit back when the lease was lost to the job's deletion with its configuration (it may have reserved it again after the deletion released it)", async () => {
+    for (const outcome of ['stored nothing', 'failed'] as const) {
+      const t = setup();
+      if (outcome === 'failed') {
+        t.pipeline.run.rejects(serviceError('page_load_failed', 'The page did not load.'));
+        t.queue.fail.resolves(false);
+      } else t.pipeline.run.resolves(null);
+      t.queue.find.resolves(undefined);
+      await t.worker.run(job('j1'));
+      expect(t.billingCalls(), outcome).to.deep.equal(['billing.reserveFor', outcome === 'failed' ? 'billing.refund' : 'billing.release']);
+    }
   });
 
   it('records a domain failure on the job and refunds the credit', async () => {
