@@ -15,6 +15,13 @@
 import type { Context, ServiceBroker } from 'moleculer';
 import { type ParamsOf, type Reservation, type UsageAmounts, type UsageKind, call } from '../../shared/contracts';
 
+/**
+ * How long a commit or refund billing did not take (it was restarting, or unreachable) is
+ * asked again, with a growing pause. Asking again is safe: billing settles a reservation id
+ * once, and answers false to the same settlement asked again.
+ */
+export const SETTLE_RETRY_MS = 30_000;
+
 /** The 402 each kind's exhaustion answers (billing throws them; the routes' error lists name them). */
 export const EXHAUSTED_CODES = {
   screenshots: 'screenshot_limit_reached',
@@ -57,15 +64,39 @@ export async function withCredits<T>(
     throw err;
   }
   const settlement = policy.settle ? policy.settle(value) : 'commit';
-  // A commit that fails leaves the reservation pending (it is not the work that failed).
-  if (settlement === 'commit') await call(caller, 'billing.commit', { reservation });
+  // The work is done (a capture recorded): a commit that fails for good leaves the reservation
+  // pending and charged, never an error to the caller, who would pay again for a retry.
+  if (settlement === 'commit') await settle(caller, 'billing.commit', reservation);
   else if (settlement === 'refund') await refund(caller, reservation);
   return value;
 }
 
-/** A refund that fails leaves the reservation pending until it expires: never the caller's error. */
+/** A refund that fails for good leaves the reservation pending: never the caller's error. */
 async function refund(caller: ServiceBroker | Context, reservation: Reservation): Promise<void> {
-  await call(caller, 'billing.refund', { reservation }).catch(() => undefined);
+  await settle(caller, 'billing.refund', reservation);
+}
+
+/**
+ * Commits or refunds, asked again for SETTLE_RETRY_MS while billing does not take it (a
+ * restart, a lost node or transporter); then logged and left pending. Never throws.
+ */
+async function settle(caller: ServiceBroker | Context, action: 'billing.commit' | 'billing.refund', reservation: Reservation): Promise<void> {
+  const deadline = Date.now() + SETTLE_RETRY_MS;
+  for (let pause = 250; ; pause = Math.min(pause * 2, 4_000)) {
+    try {
+      await call(caller, action, { reservation });
+      return;
+    } catch (err) {
+      if (Date.now() + pause >= deadline) {
+        const logger = ('params' in caller ? caller.broker : caller).logger;
+        logger.error(
+          `${action} of reservation ${reservation.id} (account ${reservation.accountId}) failed for ${SETTLE_RETRY_MS / 1000} s; it stays pending: ${(err as Error).message}`,
+        );
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
 }
 
 /**
