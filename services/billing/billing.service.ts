@@ -150,7 +150,8 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     const limits = limitsFor(account);
     const outcome = await state.store.reserve(reservation, limits, counterExpiry(at));
     if (!outcome.ok) throw refusal(account.accountId, reservation.month, at, amounts, outcome);
-    return reservation;
+    // Pending already, counted in an earlier month: settled there.
+    return outcome.heldIn ? { ...reservation, month: outcome.heldIn } : reservation;
   }
 
   /**

@@ -31,10 +31,12 @@ export interface CounterChange {
   expiresAt: number;
 }
 
-/** A pending reservation as kept: its account, id, amounts (in the kinds' order) and when it is forgotten. */
+/** A pending reservation as kept: its account, id, month counted in, amounts (in the kinds' order) and when it is forgotten. */
 export interface KeptReservation {
   accountId: string;
   id: string;
+  /** null for a row written before reservations kept their month. */
+  month: string | null;
   amounts: number[];
   expiresAt: number;
 }
@@ -83,6 +85,7 @@ export class DatabaseUsageLedger implements UsageLedger {
       pending: pending.map((row: Record<string, unknown>) => ({
         accountId: String(row.account_id),
         id: String(row.id),
+        month: row.month === null || row.month === undefined ? null : String(row.month),
         amounts: String(row.amounts).split(',').map(Number),
         expiresAt: Number(row.expires_at_ms),
       })),
@@ -102,7 +105,7 @@ export class DatabaseUsageLedger implements UsageLedger {
       }
       if (changes.pending.length) {
         await trx(RESERVATIONS)
-          .insert(changes.pending.map((r) => ({ account_id: r.accountId, id: r.id, amounts: r.amounts.join(','), expires_at_ms: r.expiresAt })))
+          .insert(changes.pending.map((r) => ({ account_id: r.accountId, id: r.id, month: r.month, amounts: r.amounts.join(','), expires_at_ms: r.expiresAt })))
           .onConflict(['account_id', 'id'])
           .merge();
       }

@@ -22,7 +22,11 @@ const RATE_WINDOWS_SWEPT_PAST = 10_000;
 /** A reservation is forgotten (neither refundable nor committable) after this long. */
 const RESERVATION_TTL_SECONDS = 24 * 3600;
 
-export type ReserveOutcome = { ok: true } | { ok: false; exceeded: UsageKind; used: number; limit: number };
+/**
+ * `heldIn`: the reservation id was pending already, counted in that month, not the one asked
+ * (a job reserved before a month ended, reserved again by its worker after): it is settled there.
+ */
+export type ReserveOutcome = { ok: true; heldIn?: string } | { ok: false; exceeded: UsageKind; used: number; limit: number };
 
 export interface RateOutcome {
   allowed: boolean;
@@ -33,7 +37,7 @@ export interface RateOutcome {
 export interface UsageStore {
   /** Idempotent for a reservation id that is still pending. */
   reserve(reservation: Reservation, limits: Limits, expiresAt: Date): Promise<ReserveOutcome>;
-  /** Gives a pending reservation back. True when this call refunded it. */
+  /** Gives a pending reservation back, to the month it was counted in (the reservation's own month when that is not known). True when this call refunded it. */
   refund(reservation: Reservation): Promise<boolean>;
   /** Makes a pending reservation final. True when it was still pending. */
   commit(reservation: Reservation): Promise<boolean>;
@@ -52,17 +56,25 @@ export interface UsageStore {
   close(): Promise<void>;
 }
 
+/** The month a Redis reservation recorded after its amounts ("a,b,c,d;2026-11"); null for one recorded before months were. */
+function monthRecorded(held: string): string | null {
+  const month = held.split(';')[1];
+  return month ? month : null;
+}
+
 function amountsIn(amounts: UsageAmounts): number[] {
   return USAGE_KINDS.map((k) => Math.max(0, Math.floor(amounts[k] ?? 0)));
 }
 
 // KEYS[1] usage hash, KEYS[2] reservation key.
-// ARGV: N amounts, N limits, expire-at (unix s), reservation ttl (s), N being the number of
-// kinds. Returns 0 or the 1-based index of the first exceeded kind followed by its usage. A
+// ARGV: N amounts, N limits, expire-at (unix s), reservation ttl (s), month, N being the number
+// of kinds. Returns 0 or the 1-based index of the first exceeded kind followed by its usage. A
 // reservation id that is still pending is not counted twice (a job retried after its worker
-// died). The reservation records its amounts as "a,b,c,...", in the kinds' order.
+// died): {0, 0, what it recorded}. The reservation records its amounts as "a,b,c,...", in the
+// kinds' order, then ";" and the month it was counted in.
 const RESERVE_LUA = `
-if redis.call('EXISTS', KEYS[2]) == 1 then return {0, 0} end
+local pending = redis.call('GET', KEYS[2])
+if pending then return {0, 0, pending} end
 local fields = ${LUA_FIELDS}
 local n = #fields
 for i = 1, n do
@@ -79,16 +91,18 @@ for i = 1, n do
   held[i] = ARGV[i]
 end
 redis.call('EXPIREAT', KEYS[1], ARGV[2 * n + 1])
-redis.call('SET', KEYS[2], table.concat(held, ','), 'EX', ARGV[2 * n + 2])
+redis.call('SET', KEYS[2], table.concat(held, ',') .. ';' .. ARGV[2 * n + 3], 'EX', ARGV[2 * n + 2])
 return {0, 0}
 `;
 
-// KEYS[1] usage hash, KEYS[2] reservation key. Refunds what the reservation recorded (a
-// reservation recorded before a kind was added simply holds fewer amounts).
+// KEYS[1] usage hash, KEYS[2] reservation key. ARGV[1]: what the reservation recorded, as read
+// to find its month (nothing refunded when it changed since). Refunds what the reservation
+// recorded (a reservation recorded before a kind was added simply holds fewer amounts).
 const REFUND_LUA = `
 local held = redis.call('GET', KEYS[2])
-if not held then return 0 end
+if not held or held ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[2])
+held = string.match(held, '^([^;]*)')
 local fields = ${LUA_FIELDS}
 local i = 1
 for amount in string.gmatch(held, '([^,]+)') do
@@ -113,8 +127,8 @@ return {1, ttl}
 `;
 
 type RedisWithScripts = Redis & {
-  snapReserve(usageKey: string, resvKey: string, ...args: (string | number)[]): Promise<[number, number]>;
-  snapRefund(usageKey: string, resvKey: string): Promise<number>;
+  snapReserve(usageKey: string, resvKey: string, ...args: (string | number)[]): Promise<[number, number, string?]>;
+  snapRefund(usageKey: string, resvKey: string, held: string): Promise<number>;
   snapRate(key: string, max: number, windowSeconds: number): Promise<[number, number]>;
 };
 
@@ -141,21 +155,28 @@ export class RedisUsageStore implements UsageStore {
   }
 
   async reserve(r: Reservation, limits: Limits, expiresAt: Date): Promise<ReserveOutcome> {
-    const [index, used] = await this.redis.snapReserve(
+    const [index, used, pending] = await this.redis.snapReserve(
       this.usageKey(r.accountId, r.month),
       this.reservationKey(r),
       ...amountsIn(r.amounts),
       ...USAGE_KINDS.map((k) => limits[k]),
       Math.floor(expiresAt.getTime() / 1000),
       RESERVATION_TTL_SECONDS,
+      r.month,
     );
-    if (index === 0) return { ok: true };
+    if (index === 0) {
+      const heldIn = pending === undefined ? null : monthRecorded(pending);
+      return heldIn !== null && heldIn !== r.month ? { ok: true, heldIn } : { ok: true };
+    }
     const exceeded = USAGE_KINDS[index - 1] as UsageKind;
     return { ok: false, exceeded, used, limit: limits[exceeded] };
   }
 
   async refund(r: Reservation): Promise<boolean> {
-    return (await this.redis.snapRefund(this.usageKey(r.accountId, r.month), this.reservationKey(r))) === 1;
+    // Its month read first, so the refund goes to the month it was counted in; the script refunds only what was read.
+    const held = await this.redis.get(this.reservationKey(r));
+    if (held === null) return false;
+    return (await this.redis.snapRefund(this.usageKey(r.accountId, monthRecorded(held) ?? r.month), this.reservationKey(r), held)) === 1;
   }
 
   async commit(r: Reservation): Promise<boolean> {
@@ -205,7 +226,7 @@ export class RedisUsageStore implements UsageStore {
 export class MemoryUsageStore implements UsageStore {
   private readonly usageByKey = new Map<string, { counts: Limits; expiresAt: number }>();
   /** Pending reservations by account and id (as Redis keys them: an id is only its account's to settle). */
-  private readonly pending = new Map<string, { amounts: number[]; expiresAt: number }>();
+  private readonly pending = new Map<string, { month: string | null; amounts: number[]; expiresAt: number }>();
   private readonly rates = new Map<string, { count: number; resetAt: number }>();
   /** Month, then kind: the accounts that ran out of it. */
   private readonly exhausted = new Map<string, Map<UsageKind, Set<string>>>();
@@ -231,7 +252,7 @@ export class MemoryUsageStore implements UsageStore {
     for (const c of state.counters) this.usageByKey.set(`${c.accountId}:${c.month}`, { counts: c.counts, expiresAt: c.expiresAt });
     for (const r of state.pending) {
       const key = `${r.accountId}:${r.id}`;
-      this.pending.set(key, { amounts: r.amounts, expiresAt: r.expiresAt });
+      this.pending.set(key, { month: r.month, amounts: r.amounts, expiresAt: r.expiresAt });
       this.kept.add(key);
     }
     this.timer = setInterval(() => void this.write(), FLUSH_MS);
@@ -312,7 +333,7 @@ export class MemoryUsageStore implements UsageStore {
 
   async reserve(r: Reservation, limits: Limits, expiresAt: Date): Promise<ReserveOutcome> {
     const held = this.pending.get(this.pendingKey(r));
-    if (held && held.expiresAt > this.now()) return { ok: true };
+    if (held && held.expiresAt > this.now()) return held.month !== null && held.month !== r.month ? { ok: true, heldIn: held.month } : { ok: true };
     const counts = this.counts(r.accountId, r.month);
     const amounts = amountsIn(r.amounts);
     for (const [i, kind] of USAGE_KINDS.entries()) {
@@ -327,7 +348,7 @@ export class MemoryUsageStore implements UsageStore {
     const entry = this.usageByKey.get(`${r.accountId}:${r.month}`);
     if (entry) entry.expiresAt = expiresAt.getTime();
     const key = this.pendingKey(r);
-    const kept = { amounts, expiresAt: this.now() + RESERVATION_TTL_SECONDS * 1000 };
+    const kept = { month: r.month, amounts, expiresAt: this.now() + RESERVATION_TTL_SECONDS * 1000 };
     this.pending.set(key, kept);
     this.noteChange(r.accountId, r.month, amounts, 1);
     if (this.ledger) this.made.set(key, { accountId: r.accountId, id: r.id, ...kept });
@@ -341,13 +362,14 @@ export class MemoryUsageStore implements UsageStore {
     const key = this.pendingKey(r);
     this.pending.delete(key);
     this.noteSettled(key, r);
-    const counts = this.counts(r.accountId, r.month);
+    const month = held.month ?? r.month;
+    const counts = this.counts(r.accountId, month);
     const given = USAGE_KINDS.map((kind, i) => {
       const back = Math.min(counts[kind], held.amounts[i] ?? 0);
       counts[kind] -= back;
       return back;
     });
-    this.noteChange(r.accountId, r.month, given, -1);
+    this.noteChange(r.accountId, month, given, -1);
     return true;
   }
 
