@@ -16,6 +16,7 @@ import { screenshotsUsed, startCaptureSystem } from '../support/capture-helpers'
 import { expectEnvelope } from '../support/errors';
 import { qs, request } from '../support/http';
 import { scrape } from '../support/prometheus';
+import { S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, startS3Server } from '../support/s3-server';
 
 describe('capture through a real location (egress gateway chaining to a local upstream)', function () {
   this.timeout(120_000);
@@ -137,6 +138,37 @@ describe('capture through a real location (egress gateway chaining to a local up
     expect(now - used).to.be.greaterThan(3 * 16_000);
     expect(now - used).to.equal(upstreamBytes - before);
     expect(await screenshotsUsed(sys.sys, key)).to.equal(shots + 3);
+  });
+
+  it('a capture that fails after its bytes went through the location (its store_to upload) is not charged them', async () => {
+    const s3 = await startS3Server(['archive']);
+    try {
+      const auth = { authorization: `Bearer ${key}` };
+      const destination = await request(sys.sys.base, 'POST', '/storage_destinations', {
+        headers: auth,
+        json: {
+          name: 'archive',
+          type: 's3',
+          endpoint: s3.endpoint,
+          region: 'us-east-1',
+          bucket: 'archive',
+          access_key_id: S3_ACCESS_KEY_ID,
+          secret_access_key: S3_SECRET_ACCESS_KEY,
+        },
+      });
+      expect(destination.status, destination.raw.toString()).to.equal(200);
+    } finally {
+      // The bucket is gone once the destination is stored: the upload after the capture fails.
+      await s3.stop();
+    }
+    const before = await bandwidthUsed();
+    const relayed = upstreamBytes;
+    const seen = targetSeen.length;
+    expectEnvelope(await snap({ real_location: 'Berlin', store_to: 'archive' }), 502, 'storage_upload_failed', 'not charged');
+    expect(targetSeen.length, 'the page was fetched through the location').to.equal(seen + 1);
+    await new Promise((res) => setTimeout(res, 500));
+    expect(upstreamBytes - relayed, 'bytes relayed by the upstream').to.be.greaterThan(16_000);
+    expect(await bandwidthUsed()).to.equal(before);
   });
 
   it('a month with no bandwidth left is 402 real_location_bandwidth_exhausted before the capture, spending nothing', async () => {

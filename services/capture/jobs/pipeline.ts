@@ -96,7 +96,7 @@ export interface CapturePipelineDeps {
   uploader?: Uploader | null;
   /** Told of every capture's outcome, duration and egress bytes (metrics.ts). */
   observer?: CaptureObserver | null;
-  log?: Pick<LoggerInstance, 'debug' | 'info'>;
+  log?: Pick<LoggerInstance, 'debug' | 'info' | 'warn'>;
   /** Visual change steps' comparisons, owed with the capture's record and run once it is recorded (none: such steps compare nothing). */
   visual?: Pick<VisualAlerts, 'record' | 'owe'> | null;
   /** Webhook deliveries may have been written for the account (a webhook_url, change steps' alerts): the notifier is told, so it need not wait for its poll. */
@@ -112,7 +112,7 @@ export class CapturePipeline {
   private readonly router: Router;
   private readonly uploader: Uploader | null;
   private readonly observer: CaptureObserver | null;
-  private readonly log: Pick<LoggerInstance, 'debug' | 'info'>;
+  private readonly log: Pick<LoggerInstance, 'debug' | 'info' | 'warn'>;
   private readonly visual: Pick<VisualAlerts, 'record' | 'owe'> | null;
   private readonly deliveriesAdded: (accountId: string) => void;
 
@@ -125,7 +125,7 @@ export class CapturePipeline {
     this.router = deps.router;
     this.uploader = deps.uploader ?? null;
     this.observer = deps.observer ?? null;
-    this.log = deps.log ?? { debug: () => undefined, info: () => undefined };
+    this.log = deps.log ?? { debug: () => undefined, info: () => undefined, warn: () => undefined };
     this.visual = deps.visual ?? null;
     this.deliveriesAdded = deps.deliveriesAdded ?? (() => undefined);
   }
@@ -187,8 +187,9 @@ export class CapturePipeline {
     // Again before the capture: a key removed or a backend gone since the job was queued fails it here.
     if (analysing) await this.analyst.check(job.accountId, options);
     // The route now (a deleted own proxy fails the capture here, 412), and the bandwidth check
-    // before any browser work. Bytes through a real location are charged once they are known,
-    // even if recording fails afterwards: they went through the provider.
+    // before any browser work. Bytes through a real location are charged once the capture is
+    // recorded: a capture that fails, however late (its files, its store_to upload), is not
+    // charged, as no credit of a failed capture is (docs/decisions/2026-11-22-real-location-traffic.md).
     const route = await this.router.route(job.accountId, options);
     // The upstream is a URL with the proxy's credentials: only its host and port are logged.
     this.log.debug({ url: options.url, via: route ? new URL(route.upstream).host : null }, 'capture started');
@@ -204,13 +205,6 @@ export class CapturePipeline {
       turn,
     });
     this.observer?.egressBytes(egressRoute(route), bytes);
-    try {
-      if (route?.location && bytes > 0) await this.router.chargeBandwidth(job.accountId, bytes);
-    } catch (err) {
-      // Its files are already on their way to storage.
-      await this.files.discard(rendered);
-      throw err;
-    }
     const files = await this.files.write(rendered);
     const readings = rendered.out.changes ?? [];
     const ai = analysing ? await this.analyse(job.accountId, options, files) : null;
@@ -287,6 +281,13 @@ export class CapturePipeline {
       return null;
     }
     this.log.info({ screenshot_id: id, ms: Math.round(performance.now() - t0) }, 'capture recorded');
+    // Recorded: its bytes are charged (whatever the limit; the room was checked before). A charge
+    // billing does not take is logged: the capture stands, answered as the success it is.
+    if (route?.location && bytes > 0) {
+      await this.router.chargeBandwidth(job.accountId, bytes).catch((err: Error) => {
+        this.log.warn({ screenshot_id: id, bandwidth_bytes: bytes }, `the capture's real-location bandwidth could not be charged: ${err.message}`);
+      });
+    }
     if (webhookUrl || readings.length) this.deliveriesAdded(job.accountId);
     // Visual change steps: compared with the configuration's baseline once the capture is
     // recorded, in the background (a snap's answer never waits for it; visual-alerts.ts).
