@@ -6,7 +6,7 @@
  * drawn, what is sticky or fixed once at its place, viewport units at the viewport's size.
  * All at 800x600 (page_width, page_height), PNG, fullpage, wait=0.
  */
-import { COLOURS, PALETTE, type QualityPage, type Rgb, css, doc, solidDoc, solidSvg } from './page';
+import { COLOURS, PALETTE, type QualityPage, type Rgb, box, css, doc, solidDoc, solidSvg } from './page';
 import { expectColour, expectSize, rowsOf } from './picture';
 
 const FULL = { fullpage: true };
@@ -247,6 +247,28 @@ export const FULLPAGE_PAGES: QualityPage[] = [
         expectColour(p, (100 + i * 150 + 150) * 2, ([1500, 3000, 4500][i]! + 100) * 2, c, `embed ${i + 1} of another site`);
       });
       expectColour(p, 20, 3100 * 2, COLOURS.white, 'the page beside the embeds');
+    },
+  },
+  {
+    name: 'fullpage-device-desktop-layout',
+    mimics: 'a desktop site without a meta viewport (980 px wide, as older and many B2B sites are) captured as a phone with a device preset',
+    routes: {
+      '/': {
+        body: doc(
+          '<div style="position:relative;width:980px;height:3000px">' + `${box(COLOURS.red, 0, 0, 490, 3000)}${box(COLOURS.blue, 490, 0, 490, 3000)}</div>`,
+        ),
+      },
+    },
+    // The preset's own viewport and scale factor (the corpus's 800x600 cleared).
+    params: { ...FULL, device: 'iPhone 15 Pro', page_width: '', page_height: '' },
+    async check(a) {
+      const p = await a.picture();
+      // A phone lays a page without a meta viewport out 980 px wide and shows all of it, zoomed
+      // out to the screen's width: both halves side by side, down the whole image.
+      for (const y of [0.1, 0.5, 0.9].map((f) => Math.round(p.height * f))) {
+        expectColour(p, Math.round(p.width * 0.25), y, COLOURS.red, `the left half at row ${y}`);
+        expectColour(p, Math.round(p.width * 0.75), y, COLOURS.blue, `the right half (of the 980 px layout) at row ${y}`);
+      }
     },
   },
 ];

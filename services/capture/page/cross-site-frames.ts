@@ -61,7 +61,8 @@ function scrollToAndRender(top: number, height: number): Promise<boolean> {
 
 /**
  * The full-page image with each frame of another site out of the first viewport drawn in
- * (null when there was none). `image` was taken of `clip` at `scale` device pixels per CSS px.
+ * (null when there was none). `image` was taken of `clip` at `scale` device pixels per CSS px,
+ * zoomed by `zoom` (a mobile preset's zoomed-out page, page-capture.ts).
  */
 export async function drawFramesOutOfView(
   page: PageSession,
@@ -70,6 +71,7 @@ export async function drawFramesOutOfView(
   scale: number,
   encode: (img: sharp.Sharp) => sharp.Sharp,
   deadline: number,
+  zoom = 1,
 ): Promise<Buffer | null> {
   const frames = await page.evaluate<Box[]>(inPageCall(framesOutOfView, clip.y + clip.height, MAX_FRAMES), false);
   if (!frames.length) return null;
@@ -80,10 +82,10 @@ export async function drawFramesOutOfView(
       await page.evaluate<boolean>(inPageCall(scrollToAndRender, f.y, f.height), true);
       const input = await page.sendForData('Page.captureScreenshot', {
         format: 'png',
-        clip: { x: f.x, y: f.y, width: f.width, height: f.height, scale: 1 },
+        clip: { x: f.x, y: f.y, width: f.width, height: f.height, scale: zoom },
         captureBeyondViewport: true,
       });
-      patches.push({ input, left: Math.round((f.x - clip.x) * scale), top: Math.round((f.y - clip.y) * scale) });
+      patches.push({ input, left: Math.round((f.x - clip.x) * scale * zoom), top: Math.round((f.y - clip.y) * scale * zoom) });
     }
   } finally {
     await page.evaluate('window.scrollTo(0, 0)', false).catch(() => undefined);

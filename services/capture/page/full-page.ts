@@ -19,6 +19,7 @@
  */
 import type { SnapOptions } from '../../shared/screenshot-options';
 import { DEFAULTS, type PageSession, deviceMetrics, inPageCall, sleep, viewportOf } from './page-session';
+import { mobileMetrics } from './emulation';
 import { printsOnPaper } from './pdf';
 
 /**
@@ -99,6 +100,16 @@ export async function loadWholePage(page: PageSession, o: SnapOptions, deadline:
 /** The document's height (CSS px). */
 export function documentHeight(): number {
   return Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
+}
+
+/**
+ * The document's height (CSS px) and the visual viewport's zoom: below 1 where a mobile device
+ * preset shows a page laid out wider than its screen (one without a meta viewport is laid out
+ * 980 px wide) zoomed out to the screen's width, as a phone does.
+ */
+export function documentExtent(): { height: number; zoom: number } {
+  const height = Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
+  return { height, zoom: window.visualViewport ? window.visualViewport.scale : 1 };
 }
 
 /**
@@ -357,8 +368,13 @@ async function growUntilLoaded(page: PageSession, net: NetworkWatch, o: SnapOpti
   // the viewport is put back (captureBeyondViewport rasterises it then), so a raster of the
   // grown page would be thrown away: measured on the bench's long page, about 140 ms of
   // browser CPU and 70 ms per capture.
-  const grow = (height: number) => page.send('Emulation.setDeviceMetricsOverride', { ...deviceMetrics({ ...own, height }), dontSetVisibleSize: true });
-  const putBack = () => page.send('Emulation.setDeviceMetricsOverride', deviceMetrics(own));
+  // A mobile device preset stays mobile (its layout width, its zoom to the screen), as prepare() set it:
+  // deviceMetrics alone is a desktop viewport, which laid a page without a meta viewport out at
+  // the phone's width and captured only its left part.
+  const mobile = (height: number) => mobileMetrics(o, own.width, height);
+  const grow = (height: number) =>
+    page.send('Emulation.setDeviceMetricsOverride', { ...deviceMetrics({ ...own, height }), ...mobile(viewport), dontSetVisibleSize: true });
+  const putBack = () => page.send('Emulation.setDeviceMetricsOverride', { ...deviceMetrics(own), ...mobile(viewport) });
   let height = await page.run(startLazyLoads);
   for (let round = 1; ; round++) {
     const grown = Math.min(height, max);

@@ -20,7 +20,7 @@ import { ifDrawingSettled, settleDrawing, untilPainted } from './painting';
 import { type ChangeReading, runActions } from './actions';
 import { CdpError } from './cdp';
 import { type PageReading, READ_PAGE } from './page-reading';
-import { NetworkWatch, documentHeight, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
+import { NetworkWatch, documentExtent, documentHeight, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
 import { printPdf, refuseStrayPdfOptions } from './pdf';
 import { DEFAULTS, type PageSession, browserGone, deviceMetrics, insertStyle, quote, sameViewport, sleep, viewportOf, waitForSelector } from './page-session';
 import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './request-guard';
@@ -278,6 +278,8 @@ interface Box {
   y: number;
   width: number;
   height: number;
+  /** The image's CSS px per CSS px of the page: below 1 for a full page zoomed out as a phone shows it (documentExtent); 1 when absent. */
+  zoom?: number;
 }
 
 /**
@@ -322,7 +324,8 @@ async function screenshot(page: PageSession, o: SnapOptions, clip: Box | null): 
     ...(format === 'jpeg' ? { quality: o.quality ?? DEFAULTS.quality } : {}),
     ...(format === 'png' ? { optimizeForSpeed: o.optimize_for_speed ?? DEFAULTS.optimize_for_speed } : {}),
   };
-  if (clip) Object.assign(params, { clip: { ...clip, scale: 1 }, captureBeyondViewport: true });
+  if (clip)
+    Object.assign(params, { clip: { x: clip.x, y: clip.y, width: clip.width, height: clip.height, scale: clip.zoom ?? 1 }, captureBeyondViewport: true });
   return { image: await page.sendForData('Page.captureScreenshot', params), contentType: `image/${format}` };
 }
 
@@ -568,7 +571,11 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
       clip.height = Math.min(clip.height, maxCaptureHeight(o));
     } else if (fullpage) {
       const { width, height } = viewportOf(o);
-      clip = { x: 0, y: 0, width, height: Math.min(Math.max(height, await page.run(documentHeight)), maxCaptureHeight(o)) };
+      // A mobile preset shows a page laid out wider than its screen zoomed out (a page without a
+      // meta viewport is laid out 980 px wide): the image is that whole width at the screen's.
+      const extent = await page.run(documentExtent);
+      const zoom = extent.zoom > 0 && extent.zoom < 1 ? extent.zoom : 1;
+      clip = { x: 0, y: 0, width: width / zoom, height: Math.min(Math.max(height / zoom, extent.height), maxCaptureHeight(o) / zoom), zoom };
     }
     watch.step = 'taking the screenshot';
     const take = () => (clip && clip.x < 0 && (o.image_format ?? DEFAULTS.image_format) !== 'pdf' ? beyondLeftEdge(page, o, clip) : screenshot(page, o, clip));
@@ -577,7 +584,7 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
     const shot = await untilPainted(page, first, take, deadline);
     if (fullpage && !o.selectors && clip && shot.contentType.startsWith('image/')) {
       watch.step = 'drawing the frames of other sites below the first screen';
-      const drawn = await drawFramesOutOfView(page, shot, clip, viewportOf(o).scale, (img) => encodeAs(img, o), deadline);
+      const drawn = await drawFramesOutOfView(page, shot, clip, viewportOf(o).scale, (img) => encodeAs(img, o), deadline, clip.zoom);
       if (drawn) shot.image = drawn;
     }
     // Visual change steps: the region and masks as the image shows them (visual-regions.ts).
