@@ -271,4 +271,48 @@ export const FULLPAGE_PAGES: QualityPage[] = [
       }
     },
   },
+  {
+    name: 'fullpage-body-scroller',
+    mimics:
+      'sites that stop sideways scrolling with html,body{height:100%;overflow-x:hidden} (common in WordPress themes and landing pages): the body becomes the element that scrolls',
+    routes: {
+      '/': {
+        body: doc(
+          `<section style="height:100%;background:${css(HERO)}"></section>` +
+            PALETTE.slice(0, 4)
+              .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
+              .join(''),
+          { head: '<style>html,body{height:100%;overflow-x:hidden}</style>' },
+        ),
+      },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      // The hero, sized in percents of the body, is one screen tall, as a person sees it.
+      expectSize(p, 800, 600 + 2800);
+      expectColour(p, 400, 590, HERO, 'the hero (height: 100%), a screen tall');
+      for (let i = 0; i < 4; i++) expectColour(p, 400, 600 + i * 700 + 350, PALETTE[i]!, `section ${i + 1}`);
+    },
+  },
+  {
+    name: 'fullpage-body-scroller-locked-root',
+    mimics: 'app-like sites that lock the root (html{overflow:hidden}, against overscroll bounce) and let the body scroll, 100% tall',
+    routes: {
+      '/': {
+        body: doc(
+          PALETTE.slice(0, 4)
+            .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
+            .join(''),
+          { head: '<style>html{height:100%;overflow:hidden}body{height:100%;overflow-y:auto}</style>' },
+        ),
+      },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 2800);
+      for (let i = 0; i < 4; i++) expectColour(p, 400, i * 700 + 350, PALETTE[i]!, `section ${i + 1}`);
+    },
+  },
 ];

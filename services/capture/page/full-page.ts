@@ -10,8 +10,9 @@
  * them grows with the viewport and keeps them out of it.
  *
  * Once loaded, the image is made to show what a person scrolling sees where the renderer
- * would draw otherwise: sections with `content-visibility: auto` drawn, elements fixed in the
- * lower half of the viewport at the bottom of the page (drawAsScrolled).
+ * would draw otherwise: sections with `content-visibility: auto` drawn, a body that scrolls
+ * itself drawn whole, elements fixed in the lower half of the viewport at the bottom of the
+ * page (drawAsScrolled).
  *
  * `fullpage_advanced` and `incremental_scroll` first scroll through the page a viewport at
  * a time (loaders driven by scroll events, infinite scroll up to the maximum height), then
@@ -138,6 +139,8 @@ function imagesLoading(): number {
  * otherwise show unlike a person scrolling it:
  * - sections with `content-visibility: auto` away from the viewport are skipped by the
  *   renderer (drawn blank below the first screens): they are made visible;
+ * - a body that is itself the element that scrolls keeps the document a screen tall, its
+ *   content drawn clipped at its box: it overflows instead;
  * - elements fixed in the lower half of the viewport (a bottom bar, a chat launcher) are
  *   drawn there, over the content of the first screen, and not at the bottom of the page,
  *   where a person who scrolled to the end sees them: they are moved down by the page's
@@ -149,7 +152,7 @@ function imagesLoading(): number {
  * the page's DOM (and its HTML, for html_only) stays as the page made it. Says how many
  * elements of each it changed.
  */
-function drawAsScrolled(max: number): { skipped: number; fixed: number } {
+function drawAsScrolled(max: number): { skipped: number; fixed: number; bodyScrolls: boolean } {
   const pathOf = (el: Element): string => {
     const parts: string[] = [];
     for (let e: Element | null = el; e && e !== document.documentElement; e = e.parentElement) {
@@ -161,6 +164,12 @@ function drawAsScrolled(max: number): { skipped: number; fixed: number } {
   };
   const skipped: Element[] = [];
   const fixed: Element[] = [];
+  // The body (or the root) as the element that scrolls (html,body{height:100%} with an overflow:
+  // overflow-x:hidden alone makes overflow-y auto): the document is the viewport's height and
+  // the rest is inside that box, which the image of the page draws clipped at the first screen.
+  // (The root's own overflow is the viewport's, which the image goes beyond.)
+  const body = document.body;
+  const bodyScrolls = Boolean(body && body.scrollHeight > body.clientHeight + 1 && !['visible', 'clip'].includes(getComputedStyle(body).overflowY));
   const all = document.body ? document.body.getElementsByTagName('*') : null;
   for (let i = 0; all && i < all.length; i++) {
     const el = all[i] as Element;
@@ -168,10 +177,14 @@ function drawAsScrolled(max: number): { skipped: number; fixed: number } {
     if (style.getPropertyValue('content-visibility') === 'auto') skipped.push(el);
     else if (style.position === 'fixed') fixed.push(el);
   }
-  const done = { skipped: skipped.length, fixed: 0 };
-  if (!skipped.length && !fixed.length) return done;
+  const done = { skipped: skipped.length, fixed: 0, bodyScrolls };
+  if (!skipped.length && !fixed.length && !bodyScrolls) return done;
   const sheet = new CSSStyleSheet();
   document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+  // Drawn whole, overflowing its box down the document, which grows with it; its height stays, so
+  // what is sized in percents of it (a full-screen hero) stays a screen tall. What overflows
+  // sideways stays cut, as it was.
+  if (bodyScrolls) sheet.insertRule(':root, :root > body{overflow-y:visible !important;overflow-x:clip !important}', 0);
   for (const el of skipped) sheet.insertRule(`${pathOf(el)}{content-visibility:visible !important}`, sheet.cssRules.length);
   // Measured with the skipped sections drawn (they may be taller than their placeholder size).
   const viewport = window.innerHeight;
