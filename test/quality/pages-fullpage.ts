@@ -315,4 +315,30 @@ export const FULLPAGE_PAGES: QualityPage[] = [
       for (let i = 0; i < 4; i++) expectColour(p, 400, i * 700 + 350, PALETTE[i]!, `section ${i + 1}`);
     },
   },
+  {
+    name: 'fullpage-late-launcher',
+    mimics: 'chat launchers and bottom bars a script adds a moment after the load (Intercom, Drift, HubSpot chat deferred; cookie bars), captured with a wait',
+    routes: {
+      '/': {
+        body: doc(
+          PALETTE.slice(0, 4)
+            .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
+            .join('') +
+            "<script>addEventListener('load', () => setTimeout(() => { const d = document.createElement('div'); " +
+            `d.style.cssText = 'position:fixed;right:20px;bottom:20px;width:60px;height:60px;border-radius:30px;background:${css(FOOTER)}'; ` +
+            'document.body.appendChild(d); }, 800));</script>',
+        ),
+      },
+    },
+    params: { ...FULL, wait: 1500 },
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 2800);
+      // Once, at the bottom of the page, as after the fixed footer; nowhere over the first screen.
+      expectColour(p, 750, 2750, FOOTER, 'the launcher, at the bottom of the page');
+      const elsewhere = rowsOf(p, 750, FOOTER, 0, 2700);
+      if (elsewhere.length)
+        throw new Error(`the launcher is drawn over the content at rows ${elsewhere.slice(0, 5).join(', ')}…, expected it only near the bottom`);
+    },
+  },
 ];

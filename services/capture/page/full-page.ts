@@ -9,8 +9,8 @@
  * and frames are also started directly, since an element sized in viewport units above
  * them grows with the viewport and keeps them out of it.
  *
- * Once loaded, the image is made to show what a person scrolling sees where the renderer
- * would draw otherwise: sections with `content-visibility: auto` drawn, a body that scrolls
+ * Once loaded, and just before the image, the page is made to show what a person scrolling
+ * sees where the renderer would draw otherwise: sections with `content-visibility: auto` drawn, a body that scrolls
  * itself drawn whole, elements fixed in the lower half of the viewport at the bottom of the
  * page (drawAsScrolled).
  *
@@ -135,8 +135,8 @@ function imagesLoading(): number {
 }
 
 /**
- * Once everything is loaded and the viewport is back, what the image of the whole page would
- * otherwise show unlike a person scrolling it:
+ * Just before the image of the whole page (everything loaded, the viewport back, wait waited),
+ * what that image would otherwise show unlike a person scrolling it:
  * - sections with `content-visibility: auto` away from the viewport are skipped by the
  *   renderer (drawn blank below the first screens): they are made visible;
  * - a body that is itself the element that scrolls keeps the document a screen tall, its
@@ -399,7 +399,18 @@ async function growUntilLoaded(page: PageSession, net: NetworkWatch, o: SnapOpti
     if (now <= height || height >= max || round >= MAX_GROW_ROUNDS || Date.now() >= deadline) break;
     height = now;
   }
-  await page.run(drawAsScrolled, max);
+}
+
+/**
+ * Just before the image of a full page (after wait and the clearing of overlays, so a launcher
+ * or bar the page added meanwhile is placed too): draws the page as a person scrolling it sees
+ * it (drawAsScrolled) and measures it (documentExtent), in one call, the one that measures it
+ * for the image anyway. `then`: an expression evaluated after them instead of the measure.
+ */
+export function drawWholePage(page: PageSession, o: SnapOptions): Promise<{ height: number; zoom: number }>;
+export function drawWholePage<T>(page: PageSession, o: SnapOptions, then: string): Promise<T>;
+export function drawWholePage(page: PageSession, o: SnapOptions, then?: string): Promise<unknown> {
+  return page.evaluate(`(${inPageCall(drawAsScrolled, maxCaptureHeight(o))}, ${then ?? inPageCall(documentExtent)})`, false);
 }
 
 /** Whether the page listens for scroll events on the window or the document (CDP's getEventListeners). */

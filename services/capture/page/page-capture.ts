@@ -20,7 +20,7 @@ import { ifDrawingSettled, settleDrawing, untilPainted } from './painting';
 import { type ChangeReading, runActions } from './actions';
 import { CdpError } from './cdp';
 import { type PageReading, READ_PAGE } from './page-reading';
-import { NetworkWatch, documentExtent, documentHeight, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
+import { NetworkWatch, documentHeight, drawWholePage, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
 import { printPdf, refuseStrayPdfOptions } from './pdf';
 import { DEFAULTS, type PageSession, browserGone, deviceMetrics, insertStyle, quote, sameViewport, sleep, viewportOf, waitForSelector } from './page-session';
 import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './request-guard';
@@ -285,15 +285,14 @@ interface Box {
 /**
  * The element's box in the document. `scroll` brings it into view first (for the pointer,
  * and where the element is captured as it is seen); a full-page capture leaves the page at
- * its top and cuts the element out of the whole page.
+ * its top and cuts the element out of the whole page, drawn as scrolled (`whole`: its options;
+ * drawWholePage, in the same call).
  */
-async function elementBox(page: PageSession, selector: string, scroll: boolean): Promise<Box> {
-  const box = await page.evaluate<Box | null>(
-    `(() => { const el = document.querySelector(${quote(selector)}); if (!el) return null; ${
-      scroll ? "el.scrollIntoView({ block: 'center', inline: " + "'center' }); " : ''
-    }const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height }; })()`,
-    false,
-  );
+async function elementBox(page: PageSession, selector: string, scroll: boolean, whole?: SnapOptions): Promise<Box> {
+  const read = `(() => { const el = document.querySelector(${quote(selector)}); if (!el) return null; ${
+    scroll ? "el.scrollIntoView({ block: 'center', inline: " + "'center' }); " : ''
+  }const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height }; })()`;
+  const box = whole ? await drawWholePage<Box | null>(page, whole, read) : await page.evaluate<Box | null>(read, false);
   if (!box) throw serviceError('selector_not_found', `selectors: no element matches ${quote(selector)} on the page.`);
   if (box.width < 1 || box.height < 1) throw serviceError('selector_not_found', `selectors: the element matching ${quote(selector)} has no visible size.`);
   return box;
@@ -563,7 +562,7 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
     const fullpage = Boolean(o.fullpage || o.fullpage_advanced);
     let clip: Box | null = null;
     if (o.selectors) {
-      clip = await elementBox(page, o.selectors, !fullpage || Boolean(o.hover_on_selected));
+      clip = await elementBox(page, o.selectors, !fullpage || Boolean(o.hover_on_selected), fullpage ? o : undefined);
       if (o.hover_on_selected) {
         await hover(page, clip);
         clip = await elementBox(page, o.selectors, true);
@@ -573,7 +572,7 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
       const { width, height } = viewportOf(o);
       // A mobile preset shows a page laid out wider than its screen zoomed out (a page without a
       // meta viewport is laid out 980 px wide): the image is that whole width at the screen's.
-      const extent = await page.run(documentExtent);
+      const extent = await drawWholePage(page, o);
       const zoom = extent.zoom > 0 && extent.zoom < 1 ? extent.zoom : 1;
       clip = { x: 0, y: 0, width: width / zoom, height: Math.min(Math.max(height / zoom, extent.height), maxCaptureHeight(o) / zoom), zoom };
     }
