@@ -341,4 +341,28 @@ export const FULLPAGE_PAGES: QualityPage[] = [
         throw new Error(`the launcher is drawn over the content at rows ${elsewhere.slice(0, 5).join(', ')}…, expected it only near the bottom`);
     },
   },
+  {
+    name: 'fullpage-shadow-launcher',
+    mimics: 'chat launchers and consent bars drawn inside a shadow root (web-component widgets: Usercentrics, Zendesk, Shopify apps)',
+    routes: {
+      '/': {
+        body: doc(
+          PALETTE.slice(0, 4)
+            .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
+            .join('') +
+            "<div id=\"widget\"></div><script>document.getElementById('widget').attachShadow({ mode: 'open' }).innerHTML = " +
+            `'<div><div style="position:fixed;right:20px;bottom:20px;width:60px;height:60px;background:${css(FOOTER)}"></div></div>';</script>`,
+        ),
+      },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 2800);
+      expectColour(p, 750, 2750, FOOTER, 'the launcher in the shadow root, at the bottom of the page');
+      const elsewhere = rowsOf(p, 750, FOOTER, 0, 2700);
+      if (elsewhere.length)
+        throw new Error(`the launcher is drawn over the content at rows ${elsewhere.slice(0, 5).join(', ')}…, expected it only near the bottom`);
+    },
+  },
 ];

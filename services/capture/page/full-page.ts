@@ -153,14 +153,31 @@ function imagesLoading(): number {
  * elements of each it changed.
  */
 function drawAsScrolled(max: number): { skipped: number; fixed: number; bodyScrolls: boolean } {
+  // The element's place in its tree: from the root in the document; in a shadow tree from its
+  // top (an element with no parent element there).
   const pathOf = (el: Element): string => {
     const parts: string[] = [];
-    for (let e: Element | null = el; e && e !== document.documentElement; e = e.parentElement) {
+    let e: Element | null = el;
+    for (; e && e !== document.documentElement; e = e.parentElement) {
       let i = 1;
       for (let s = e.previousElementSibling; s; s = s.previousElementSibling) i++;
       parts.unshift(`*:nth-child(${i})`);
     }
-    return `:root > ${parts.join(' > ')}`;
+    if (e) return parts.length ? `:root > ${parts.join(' > ')}` : ':root';
+    parts[0] += ':not(* > *)';
+    return parts.join(' > ');
+  };
+  // A stylesheet applies within its own tree: the document and each shadow root get one of ours.
+  const sheets = new Map<Document | ShadowRoot, CSSStyleSheet>();
+  const rule = (el: Element, declarations: string): void => {
+    const root = el.getRootNode() as Document | ShadowRoot;
+    let sheet = sheets.get(root);
+    if (!sheet) {
+      sheet = new CSSStyleSheet();
+      sheets.set(root, sheet);
+      root.adoptedStyleSheets = [...root.adoptedStyleSheets, sheet];
+    }
+    sheet.insertRule(`${pathOf(el)}{${declarations}}`, sheet.cssRules.length);
   };
   const skipped: Element[] = [];
   const fixed: Element[] = [];
@@ -170,22 +187,27 @@ function drawAsScrolled(max: number): { skipped: number; fixed: number; bodyScro
   // (The root's own overflow is the viewport's, which the image goes beyond.)
   const body = document.body;
   const bodyScrolls = Boolean(body && body.scrollHeight > body.clientHeight + 1 && !['visible', 'clip'].includes(getComputedStyle(body).overflowY));
-  const all = document.body ? document.body.getElementsByTagName('*') : null;
-  for (let i = 0; all && i < all.length; i++) {
-    const el = all[i] as Element;
-    const style = getComputedStyle(el);
-    if (style.getPropertyValue('content-visibility') === 'auto') skipped.push(el);
-    else if (style.position === 'fixed') fixed.push(el);
-  }
+  // The body's elements, then those of each open shadow root found among them (a widget's
+  // launcher or consent bar is often drawn in one).
+  const shadows: ShadowRoot[] = [];
+  const look = (all: ArrayLike<Element>): void => {
+    for (let i = 0; i < all.length; i++) {
+      const el = all[i] as Element;
+      const style = getComputedStyle(el);
+      if (style.getPropertyValue('content-visibility') === 'auto') skipped.push(el);
+      else if (style.position === 'fixed') fixed.push(el);
+      if (el.shadowRoot) shadows.push(el.shadowRoot);
+    }
+  };
+  if (document.body) look(document.body.getElementsByTagName('*'));
+  for (let i = 0; i < shadows.length; i++) look((shadows[i] as ShadowRoot).querySelectorAll('*'));
   const done = { skipped: skipped.length, fixed: 0, bodyScrolls };
-  if (!skipped.length && !fixed.length && !bodyScrolls) return done;
-  const sheet = new CSSStyleSheet();
-  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
   // Drawn whole, overflowing its box down the document, which grows with it; its height stays, so
   // what is sized in percents of it (a full-screen hero) stays a screen tall. What overflows
   // sideways stays cut, as it was.
-  if (bodyScrolls) sheet.insertRule(':root, :root > body{overflow-y:visible !important;overflow-x:clip !important}', 0);
-  for (const el of skipped) sheet.insertRule(`${pathOf(el)}{content-visibility:visible !important}`, sheet.cssRules.length);
+  if (bodyScrolls) rule(document.documentElement, 'overflow-y:visible !important;overflow-x:clip !important');
+  if (bodyScrolls && document.body) rule(document.body, 'overflow-y:visible !important;overflow-x:clip !important');
+  for (const el of skipped) rule(el, 'content-visibility:visible !important');
   // Measured with the skipped sections drawn (they may be taller than their placeholder size).
   const viewport = window.innerHeight;
   const bottom = Math.min(max, Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0));
@@ -197,7 +219,7 @@ function drawAsScrolled(max: number): { skipped: number; fixed: number; bodyScro
     // with a fixed element inside: translated, it would hold that one (a transform makes a containing
     // block), which is looked at on its own.
     if (r.width < 1 || r.height < 1 || r.top < viewport / 2 || r.bottom > viewport + 1 || fixed.some((f) => f !== el && el.contains(f))) continue;
-    sheet.insertRule(`${pathOf(el)}{translate:0 ${bottom - viewport}px !important}`, sheet.cssRules.length);
+    rule(el, `translate:0 ${bottom - viewport}px !important`);
     done.fixed++;
   }
   return done;
