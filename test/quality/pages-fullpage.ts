@@ -365,4 +365,28 @@ export const FULLPAGE_PAGES: QualityPage[] = [
         throw new Error(`the launcher is drawn over the content at rows ${elsewhere.slice(0, 5).join(', ')}…, expected it only near the bottom`);
     },
   },
+  {
+    name: 'fullpage-centred-bar',
+    mimics: 'Tailwind CSS v4 sites: a bar centred at the bottom with fixed bottom-4 left-1/2 -translate-x-1/2, which v4 writes with the CSS translate property',
+    routes: {
+      '/': {
+        body: doc(
+          PALETTE.slice(0, 4)
+            .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
+            .join('') + `<div style="position:fixed;bottom:16px;left:50%;width:400px;height:60px;translate:-50% 0;background:${css(FOOTER)}"></div>`,
+        ),
+      },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 2800);
+      // x 200..600, 16 px above the bottom of the page.
+      expectColour(p, 210, 2754, FOOTER, 'the left end of the centred bar');
+      expectColour(p, 590, 2754, FOOTER, 'the right end of the centred bar');
+      expectColour(p, 650, 2754, PALETTE[3]!, 'right of the centred bar');
+      const elsewhere = rowsOf(p, 400, FOOTER, 0, 2700);
+      if (elsewhere.length) throw new Error(`the bar is drawn over the content at rows ${elsewhere.slice(0, 5).join(', ')}…, expected it only near the bottom`);
+    },
+  },
 ];

@@ -145,7 +145,7 @@ function imagesLoading(): number {
  *   drawn there, over the content of the first screen, and not at the bottom of the page,
  *   where a person who scrolled to the end sees them: they are moved down by the page's
  *   height less the viewport's (at most `max`, the tallest the image may be), with the
- *   `translate` property, which leaves the layout as it is. Fixed elements that reach into
+ *   `translate` property (added to their own), which leaves the layout as it is. Fixed elements that reach into
  *   the upper half (headers, sidebars, overlays) stay where the first screen has them, and
  *   so do those with a fixed element inside (which is moved on its own).
  * Through a stylesheet of our own in document.adoptedStyleSheets, with structural selectors:
@@ -166,6 +166,23 @@ function drawAsScrolled(max: number): { skipped: number; fixed: number; bodyScro
     if (e) return parts.length ? `:root > ${parts.join(' > ')}` : ':root';
     parts[0] += ':not(* > *)';
     return parts.join(' > ');
+  };
+  // A computed translate's lengths ('none', '-50%', '10px 20px 0px', 'calc(...) 5px'), split at the spaces between them.
+  const splitTranslate = (t: string): string[] => {
+    if (t === 'none') return [];
+    const parts: string[] = [];
+    let depth = 0;
+    let part = '';
+    for (const ch of t) {
+      if (ch === '(') depth++;
+      else if (ch === ')') depth--;
+      if (ch === ' ' && depth === 0) {
+        if (part) parts.push(part);
+        part = '';
+      } else part += ch;
+    }
+    if (part) parts.push(part);
+    return parts;
   };
   // A stylesheet applies within its own tree: the document and each shadow root get one of ours.
   const sheets = new Map<Document | ShadowRoot, CSSStyleSheet>();
@@ -219,7 +236,9 @@ function drawAsScrolled(max: number): { skipped: number; fixed: number; bodyScro
     // with a fixed element inside: translated, it would hold that one (a transform makes a containing
     // block), which is looked at on its own.
     if (r.width < 1 || r.height < 1 || r.top < viewport / 2 || r.bottom > viewport + 1 || fixed.some((f) => f !== el && el.contains(f))) continue;
-    rule(el, `translate:0 ${bottom - viewport}px !important`);
+    // Added to its own translate (a bar centred with left:50% and translate:-50%, as Tailwind v4 writes it), which stays.
+    const [x = '0px', y = '0px', z = ''] = splitTranslate(getComputedStyle(el).translate);
+    rule(el, `translate:${x} calc(${y} + ${bottom - viewport}px) ${z} !important`);
     done.fixed++;
   }
   return done;
