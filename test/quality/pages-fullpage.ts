@@ -389,4 +389,28 @@ export const FULLPAGE_PAGES: QualityPage[] = [
       if (elsewhere.length) throw new Error(`the bar is drawn over the content at rows ${elsewhere.slice(0, 5).join(', ')}…, expected it only near the bottom`);
     },
   },
+  {
+    name: 'fullpage-sticky-bottom',
+    mimics: 'shops and articles with a position: sticky; bottom: 0 call-to-action bar that ends the document (add to cart, subscribe)',
+    routes: {
+      '/': {
+        body: doc(
+          PALETTE.slice(0, 4)
+            .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
+            .join('') + `<div style="position:sticky;bottom:0;height:50px;background:${css(FOOTER)}"></div>`,
+        ),
+      },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 2850);
+      // At its place, the end of the page, where a person who scrolled there sees it; not over the first screen.
+      expectColour(p, 400, 2825, FOOTER, 'the sticky bar, at the end of the page');
+      expectColour(p, 400, 575, PALETTE[0]!, 'section 1, where the bar is stuck on the first screen');
+      const elsewhere = rowsOf(p, 400, FOOTER, 0, 2790);
+      if (elsewhere.length)
+        throw new Error(`the sticky bar is drawn over the content at rows ${elsewhere.slice(0, 5).join(', ')}…, expected it only at the end`);
+    },
+  },
 ];

@@ -147,12 +147,13 @@ function imagesLoading(): number {
  *   height less the viewport's (at most `max`, the tallest the image may be), with the
  *   `translate` property (added to their own), which leaves the layout as it is. Fixed elements that reach into
  *   the upper half (headers, sidebars, overlays) stay where the first screen has them, and
- *   so do those with a fixed element inside (which is moved on its own).
+ *   so do those with a fixed element inside (which is moved on its own);
+ * - elements sticky to the bottom, stuck over the first screen, are put at their place.
  * Through a stylesheet of our own in document.adoptedStyleSheets, with structural selectors:
  * the page's DOM (and its HTML, for html_only) stays as the page made it. Says how many
  * elements of each it changed.
  */
-function drawAsScrolled(max: number): { skipped: number; fixed: number; bodyScrolls: boolean } {
+function drawAsScrolled(max: number): { skipped: number; fixed: number; stuck: number; bodyScrolls: boolean } {
   // The element's place in its tree: from the root in the document; in a shadow tree from its
   // top (an element with no parent element there).
   const pathOf = (el: Element): string => {
@@ -198,6 +199,7 @@ function drawAsScrolled(max: number): { skipped: number; fixed: number; bodyScro
   };
   const skipped: Element[] = [];
   const fixed: Element[] = [];
+  const stuck: Element[] = [];
   // The body (or the root) as the element that scrolls (html,body{height:100%} with an overflow:
   // overflow-x:hidden alone makes overflow-y auto): the document is the viewport's height and
   // the rest is inside that box, which the image of the page draws clipped at the first screen.
@@ -213,12 +215,13 @@ function drawAsScrolled(max: number): { skipped: number; fixed: number; bodyScro
       const style = getComputedStyle(el);
       if (style.getPropertyValue('content-visibility') === 'auto') skipped.push(el);
       else if (style.position === 'fixed') fixed.push(el);
+      else if (style.position === 'sticky' && style.bottom !== 'auto' && style.top === 'auto') stuck.push(el);
       if (el.shadowRoot) shadows.push(el.shadowRoot);
     }
   };
   if (document.body) look(document.body.getElementsByTagName('*'));
   for (let i = 0; i < shadows.length; i++) look((shadows[i] as ShadowRoot).querySelectorAll('*'));
-  const done = { skipped: skipped.length, fixed: 0, bodyScrolls };
+  const done = { skipped: skipped.length, fixed: 0, stuck: 0, bodyScrolls };
   // Drawn whole, overflowing its box down the document, which grows with it; its height stays, so
   // what is sized in percents of it (a full-screen hero) stays a screen tall. What overflows
   // sideways stays cut, as it was.
@@ -240,6 +243,23 @@ function drawAsScrolled(max: number): { skipped: number; fixed: number; bodyScro
     const [x = '0px', y = '0px', z = ''] = splitTranslate(getComputedStyle(el).translate);
     rule(el, `translate:${x} calc(${y} + ${bottom - viewport}px) ${z} !important`);
     done.fixed++;
+  }
+  // Sticky to the bottom (a call-to-action bar at the end of the document): stuck to the bottom
+  // of the first screen, over its content, and gone from its place. Put at its place, where a
+  // person who scrolled there sees it, unless it sticks within an element that scrolls (drawn
+  // as at that element's scroll position).
+  const scrollsInside = (el: Element): boolean => {
+    for (let e = el.parentElement; e && e !== document.body && e !== document.documentElement; e = e.parentElement) {
+      const s = getComputedStyle(e);
+      if (!['visible', 'clip'].includes(s.overflowY) || !['visible', 'clip'].includes(s.overflowX)) return true;
+    }
+    return false;
+  };
+  for (const el of stuck) {
+    const r = el.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1 || r.top < viewport / 2 || r.bottom > viewport + 1 || scrollsInside(el)) continue;
+    rule(el, 'position:relative !important;bottom:auto !important');
+    done.stuck++;
   }
   return done;
 }
