@@ -471,7 +471,11 @@ async function growUntilLoaded(page: PageSession, net: NetworkWatch, o: SnapOpti
 export function drawWholePage(page: PageSession, o: SnapOptions): Promise<{ height: number; zoom: number }>;
 export function drawWholePage<T>(page: PageSession, o: SnapOptions, then: string): Promise<T>;
 export function drawWholePage(page: PageSession, o: SnapOptions, then?: string): Promise<unknown> {
-  return page.evaluate(`(${inPageCall(drawAsScrolled, maxCaptureHeight(o))}, ${then ?? inPageCall(documentExtent)})`, false);
+  const measure = then ?? inPageCall(documentExtent);
+  // A PDF on paper is printed as a browser prints the page: a bar fixed to the bottom of the
+  // screen on every sheet (moved to the end of the document, it was on the last one only).
+  if (printsOnPaper(o)) return page.evaluate(measure, false);
+  return page.evaluate(`(${inPageCall(drawAsScrolled, maxCaptureHeight(o))}, ${measure})`, false);
 }
 
 /** Whether the page listens for scroll events on the window or the document (CDP's getEventListeners). */

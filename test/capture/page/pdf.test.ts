@@ -2,7 +2,8 @@
  * PDF options end to end on the real Grid: each PDF is read back with pdf.js (Mozilla's PDF
  * reader) for its page sizes, its page count, where its text sits and what its header and
  * footer say. A long local page whose end loads when scrolled into view shows that a PDF on
- * paper loads lazy content first, as a full page does.
+ * paper loads lazy content first, as a full page does; a page with a bar fixed to the bottom of
+ * the screen, that the bar is printed on every sheet, as a browser prints it.
  */
 import { expect } from 'chai';
 import { screenshotsUsed, snapSuite } from '../../support/capture-helpers';
@@ -45,6 +46,13 @@ const LONG =
   "fetch('/more').then((r) => r.text()).then((t) => { document.getElementById('more').textContent = t; }); }).observe(document.getElementById('more'));" +
   '</script></body></html>';
 
+// A shop's page with a bar fixed to the bottom of the screen: a browser prints such a bar on every sheet.
+const FIXED_BAR =
+  '<!DOCTYPE html><html><head><meta charset="utf-8"><style>html,body{margin:0;padding:0;font:20px sans-serif}' +
+  'section{height:700px;background:#eef}</style></head><body>' +
+  Array.from({ length: 4 }, (_, i) => `<section><p>Part ${i + 1}</p></section>`).join('') +
+  '<div style="position:fixed;left:0;right:0;bottom:0;height:50px;background:rgb(20,30,110);color:#fff">Add to cart</div></body></html>';
+
 describe('PDF options, read back from the PDF (real Grid)', function () {
   this.timeout(60_000);
   const t = snapSuite({ ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '2' });
@@ -53,6 +61,7 @@ describe('PDF options, read back from the PDF (real Grid)', function () {
   before(async () => {
     site = await servePages((r) => {
       if (r.path === '/long') return { body: LONG };
+      if (r.path === '/fixed-bar') return { body: FIXED_BAR };
       if (r.path === '/more') {
         lazyAsked++;
         return { body: 'Loaded when scrolled to', headers: { 'content-type': 'text/plain' } };
@@ -91,6 +100,21 @@ describe('PDF options, read back from the PDF (real Grid)', function () {
     expect(lazyAsked, 'the content loaded on scrolling to the end was asked for before printing').to.be.greaterThan(0);
     expect(all).to.contain('Loaded when scrolled to');
   });
+
+  for (const fullpage of [false, true]) {
+    it(`on paper${fullpage ? ' (with fullpage)' : ''}, a bar fixed to the bottom of the screen is printed at the bottom of every sheet, as a browser prints it`, async () => {
+      const r = await t.snap({ url: `${site.origin}/fixed-bar`, image_format: 'pdf', pdf_paper_format: 'a5', ...(fullpage ? { fullpage } : {}) });
+      expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
+      const pages = await readPdf(r.raw);
+      expect(pages.length).to.be.greaterThan(2);
+      pages.forEach((p, i) => {
+        const bar = p.text.find((x) => x.str.includes('Add to cart'));
+        expect(bar, `sheet ${i + 1} of ${pages.length}: ${p.text.map((x) => x.str).join(' ')}`).to.not.equal(undefined);
+        // Its line starts within the bar's 50 CSS px (37.5 pt) above the sheet's bottom.
+        expect(bar?.y, `sheet ${i + 1}: the bar's text, points from the bottom`).to.be.within(0, 40);
+      });
+    });
+  }
 
   it('pdf_landscape turns the paper; pdf_paper_width and pdf_paper_height set it', async () => {
     const turned = await printed({ pdf_paper_format: 'letter', pdf_landscape: true });
