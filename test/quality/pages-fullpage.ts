@@ -413,4 +413,64 @@ export const FULLPAGE_PAGES: QualityPage[] = [
         throw new Error(`the sticky bar is drawn over the content at rows ${elsewhere.slice(0, 5).join(', ')}…, expected it only at the end`);
     },
   },
+  {
+    name: 'fullpage-fixed-bg-layer',
+    mimics: 'landing pages with a full-screen background (a gradient, a video) on a position: fixed layer behind transparent sections',
+    routes: {
+      '/': {
+        body: doc(
+          `<div style="position:fixed;inset:0;z-index:-1;background:${css(COLOURS.teal)}"></div>` +
+            Array.from({ length: 5 }, (_, i) => `<section style="height:600px;color:#fff;font:bold 60px sans-serif">Section ${i + 1}</section>`).join(''),
+          { head: '<style>html,body{background:transparent !important}</style>' },
+        ),
+      },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 3000);
+      // Behind every screen, as a person scrolling sees it.
+      for (let i = 0; i < 5; i++) expectColour(p, 700, i * 600 + 300, COLOURS.teal, `the fixed background behind section ${i + 1}`);
+    },
+  },
+  {
+    name: 'fullpage-fixed-bg-attachment',
+    mimics: 'sites with a page background that stays put while the content scrolls (background-attachment: fixed on the body)',
+    routes: {
+      '/': {
+        body: doc(
+          Array.from({ length: 5 }, (_, i) => `<section style="height:600px;color:#fff;font:bold 60px sans-serif">Section ${i + 1}</section>`).join(''),
+          {
+            head: `<style>html,body{background:linear-gradient(${css(COLOURS.teal)},${css(COLOURS.teal)}) fixed !important}</style>`,
+          },
+        ),
+      },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 3000);
+      for (let i = 0; i < 5; i++) expectColour(p, 700, i * 600 + 300, COLOURS.teal, `the fixed background behind section ${i + 1}`);
+    },
+  },
+  {
+    name: 'fullpage-parallax-strip',
+    mimics: 'WordPress page builders (Elementor, Divi) and themes with "fixed background" parallax strips down the page',
+    routes: {
+      '/': {
+        body: doc(
+          `<div style="height:1800px;background:${css(HERO)}"></div>` +
+            `<section style="height:400px;background:linear-gradient(${css(COLOURS.teal)},${css(COLOURS.teal)}) fixed;color:#fff;font:bold 40px sans-serif">Parallax</section>` +
+            `<div style="height:800px;background:${css(HERO)}"></div>`,
+        ),
+      },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 3000);
+      expectColour(p, 700, 1850, COLOURS.teal, 'the parallax strip, top');
+      expectColour(p, 700, 2150, COLOURS.teal, 'the parallax strip, bottom');
+    },
+  },
 ];

@@ -148,7 +148,10 @@ function imagesLoading(): number {
  *   `translate` property (added to their own), which leaves the layout as it is. Fixed elements that reach into
  *   the upper half (headers, sidebars, overlays) stay where the first screen has them, and
  *   so do those with a fixed element inside (which is moved on its own);
- * - elements sticky to the bottom, stuck over the first screen, are put at their place.
+ * - elements sticky to the bottom, stuck over the first screen, are put at their place;
+ * - backgrounds fixed to the screen, painted on the first screen only, scroll with their
+ *   element (background-attachment), or are made as tall as the page (a fixed layer behind
+ *   the content over the whole screen).
  * Through a stylesheet of our own in document.adoptedStyleSheets, with structural selectors:
  * the page's DOM (and its HTML, for html_only) stays as the page made it. Says how many
  * elements of each it changed.
@@ -200,6 +203,10 @@ function drawAsScrolled(max: number): { skipped: number; fixed: number; stuck: n
   const skipped: Element[] = [];
   const fixed: Element[] = [];
   const stuck: Element[] = [];
+  // Backgrounds fixed to the screen (background-attachment: fixed: a page's backdrop, a parallax
+  // strip) are painted where the first screen has them: below it, white. Scrolled with their
+  // element instead, as phones draw them.
+  const backdrops: Element[] = [];
   // The body (or the root) as the element that scrolls (html,body{height:100%} with an overflow:
   // overflow-x:hidden alone makes overflow-y auto): the document is the viewport's height and
   // the rest is inside that box, which the image of the page draws clipped at the first screen.
@@ -213,12 +220,14 @@ function drawAsScrolled(max: number): { skipped: number; fixed: number; stuck: n
     for (let i = 0; i < all.length; i++) {
       const el = all[i] as Element;
       const style = getComputedStyle(el);
+      if (style.backgroundAttachment.includes('fixed')) backdrops.push(el);
       if (style.getPropertyValue('content-visibility') === 'auto') skipped.push(el);
       else if (style.position === 'fixed') fixed.push(el);
       else if (style.position === 'sticky' && style.bottom !== 'auto' && style.top === 'auto') stuck.push(el);
       if (el.shadowRoot) shadows.push(el.shadowRoot);
     }
   };
+  for (const el of [document.documentElement, document.body]) if (el && getComputedStyle(el).backgroundAttachment.includes('fixed')) backdrops.push(el);
   if (document.body) look(document.body.getElementsByTagName('*'));
   for (let i = 0; i < shadows.length; i++) look((shadows[i] as ShadowRoot).querySelectorAll('*'));
   const done = { skipped: skipped.length, fixed: 0, stuck: 0, bodyScrolls };
@@ -228,12 +237,20 @@ function drawAsScrolled(max: number): { skipped: number; fixed: number; stuck: n
   if (bodyScrolls) rule(document.documentElement, 'overflow-y:visible !important;overflow-x:clip !important');
   if (bodyScrolls && document.body) rule(document.body, 'overflow-y:visible !important;overflow-x:clip !important');
   for (const el of skipped) rule(el, 'content-visibility:visible !important');
+  for (const el of backdrops) rule(el, 'background-attachment:scroll !important');
   // Measured with the skipped sections drawn (they may be taller than their placeholder size).
   const viewport = window.innerHeight;
   const bottom = Math.min(max, Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0));
   if (bottom <= viewport) return done;
   for (const el of fixed) {
     const r = el.getBoundingClientRect();
+    // A layer behind the content over the whole screen (a backdrop's gradient, image or video):
+    // behind every screen as the page is scrolled, so as tall as the page.
+    if (r.top <= 0 && r.left <= 0 && r.bottom >= viewport - 1 && r.right >= window.innerWidth - 1 && Number.parseInt(getComputedStyle(el).zIndex, 10) < 0) {
+      rule(el, `bottom:auto !important;height:${bottom}px !important;max-height:none !important`);
+      done.fixed++;
+      continue;
+    }
     // In the lower half of the viewport (a bar, a launcher, a toast): as on the last screen. What reaches
     // into the upper half (a header, a sidebar, an overlay, a dialog) stays as on the first. So does one
     // with a fixed element inside: translated, it would hold that one (a transform makes a containing
