@@ -15,10 +15,14 @@
 
 /** An HTTP token (RFC 9110 section 5.6.2): what a header's name is made of. */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-/** A control character other than the tab, which a header's value may hold. */
-const HEADER_CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
-/** Any control character, the tab included: a cookie holds none. */
-const COOKIE_CONTROL = /[\u0000-\u001f\u007f]/;
+/** Whether the text holds a control character (C0 or DEL); a tab counts only unless `tabAllowed`. */
+function hasControl(text: string, tabAllowed: boolean): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if ((code < 0x20 && !(tabAllowed && code === 0x09)) || code === 0x7f) return true;
+  }
+  return false;
+}
 
 /** Headers the browser's network stack writes itself: sending one fails the page's load, or is overwritten. */
 const BROWSER_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'te', 'trailer', 'upgrade', 'cookie2']);
@@ -34,13 +38,13 @@ export function headerNameProblem(name: string): string | null {
 
 /** What is wrong with a header's value; null when the browser takes it. */
 export function headerValueProblem(value: string): string | null {
-  return HEADER_CONTROL.test(value) ? 'holds a line break or another control character (a tab is the only one allowed)' : null;
+  return hasControl(value, true) ? 'holds a line break or another control character (a tab is the only one allowed)' : null;
 }
 
 /** What is wrong with a cookie's name; null when the browser takes it. */
 export function cookieNameProblem(name: string): string | null {
   if (/[=;]/.test(name)) return "is not a cookie name: it holds '=' or ';'";
-  if (COOKIE_CONTROL.test(name)) return 'holds a control character (a tab or a line break)';
+  if (hasControl(name, false)) return 'holds a control character (a tab or a line break)';
   if (name.trim() !== name) return 'has spaces around it';
   return null;
 }
@@ -48,7 +52,7 @@ export function cookieNameProblem(name: string): string | null {
 /** What is wrong with a cookie's value; null when the browser takes it. */
 export function cookieValueProblem(value: string): string | null {
   if (value.includes(';')) return "holds ';', which ends a cookie's value (send each cookie as an item of its own)";
-  if (COOKIE_CONTROL.test(value)) return 'holds a control character (a tab or a line break)';
+  if (hasControl(value, false)) return 'holds a control character (a tab or a line break)';
   if (value.trim() !== value) return 'has spaces around it';
   return null;
 }
@@ -61,6 +65,6 @@ export function cookieDomainProblem(domain: string): string | null {
 /** What is wrong with a cookie's path; null when the browser takes it. */
 export function cookiePathProblem(path: string): string | null {
   if (!path.startsWith('/')) return "is not a path: it must start with '/'";
-  if (path.includes(';') || COOKIE_CONTROL.test(path)) return "holds ';' or a control character";
+  if (path.includes(';') || hasControl(path, false)) return "holds ';' or a control character";
   return null;
 }
