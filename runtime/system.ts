@@ -36,18 +36,24 @@ export interface System {
 
 /**
  * Stops a started system: first tells capture that shutdown has begun (no new job, no new
- * browser), then stops every service but billing, letting requests and jobs in flight finish,
- * then the broker with billing. Every way of stopping the service goes through here.
+ * browser), then stops the broker, letting requests and jobs in flight finish. Every way of
+ * stopping the service goes through here.
  *
- * Billing stops last because the others settle credits while they drain (a capture cut short
- * by the stop is refunded, a finished one committed), and billing's stop writes the embedded
- * ledger for the last time: stopped beside them, as the broker stops its services, it wrote
- * the counters before those settlements, which then changed memory only and were lost.
+ * In one process without a transporter (the embedded default), the services but billing are
+ * stopped first and billing last: the others settle credits while they drain (a capture cut
+ * short by the stop is refunded, a finished one committed), and billing's stop writes the
+ * embedded ledger for the last time; stopped beside them, as the broker stops its services, it
+ * wrote the counters before those settlements, which then changed memory only and were lost.
+ * With a transporter the broker stops as it does (it first tells the other nodes to route
+ * nothing more here); billing's counters are then Redis's, which a settlement reaches whenever
+ * it comes, retried while billing restarts (billing/public/credits.ts).
  */
 export async function stopSystem(system: System): Promise<void> {
   system.capture?.drain();
   const { broker } = system;
-  await Promise.all(broker.services.filter((service) => service.name !== 'billing').map((service) => broker.destroyService(service)));
+  if (!broker.transit) {
+    await Promise.all(broker.services.filter((service) => service.name !== 'billing').map((service) => broker.destroyService(service)));
+  }
   await broker.stop();
 }
 
