@@ -366,6 +366,32 @@ export const FULLPAGE_PAGES: QualityPage[] = [
     },
   },
   {
+    name: 'fullpage-shadow-launcher-fixed-host',
+    mimics: 'widgets whose host is itself fixed in a corner and whose launcher inside its shadow root is fixed too (Intercom-style containers)',
+    routes: {
+      '/': {
+        body: doc(
+          PALETTE.slice(0, 4)
+            .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
+            .join('') +
+            '<div id="widget" style="position:fixed;right:0;bottom:0;width:100px;height:100px"></div>' +
+            "<script>document.getElementById('widget').attachShadow({ mode: 'open' }).innerHTML = " +
+            `'<div style="position:fixed;right:20px;bottom:20px;width:60px;height:60px;background:${css(FOOTER)}"></div>';</script>`,
+        ),
+      },
+    },
+    params: FULL,
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 2800);
+      // Moved once, with its host: not twice (translated, the host holds the launcher).
+      expectColour(p, 750, 2750, FOOTER, 'the launcher in the fixed host, at the bottom of the page');
+      const elsewhere = rowsOf(p, 750, FOOTER, 0, 2700);
+      if (elsewhere.length)
+        throw new Error(`the launcher is drawn over the content at rows ${elsewhere.slice(0, 5).join(', ')}…, expected it only near the bottom`);
+    },
+  },
+  {
     name: 'fullpage-centred-bar',
     mimics: 'Tailwind CSS v4 sites: a bar centred at the bottom with fixed bottom-4 left-1/2 -translate-x-1/2, which v4 writes with the CSS translate property',
     routes: {
