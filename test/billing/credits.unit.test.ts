@@ -1,6 +1,6 @@
 /** withCredits with billing stubbed: which reservation is made, and how it is settled; room asked and reservations released without reserving. */
 import { expect } from 'chai';
-import type { ServiceBroker } from 'moleculer';
+import { Errors, type ServiceBroker } from 'moleculer';
 import sinon from 'sinon';
 import type { AccountContext, Reservation } from '../../services/shared/contracts';
 import { bandwidth, ensureRoom, releaseCredits, withCaptureCredits, withCredits } from '../../services/billing/public/credits';
@@ -17,7 +17,8 @@ function billing() {
     if (action === 'billing.refund') return { refunded: true };
     throw new Error(`unexpected ${action}`);
   });
-  return { broker: { call } as unknown as ServiceBroker, call, calls: () => call.getCalls().map((c) => c.args[0] as string) };
+  const logger = { error: sinon.stub() };
+  return { broker: { call, logger } as unknown as ServiceBroker, call, logger, calls: () => call.getCalls().map((c) => c.args[0] as string) };
 }
 
 describe('withCredits (billing stubbed)', () => {
@@ -90,7 +91,10 @@ describe('withCredits (billing stubbed)', () => {
 
   it('asks for a refund billing did not take again, and answers the work’s error, not the refund’s', async () => {
     const b = billing();
-    b.call.withArgs('billing.refund').onFirstCall().rejects(new Error('billing is down'));
+    b.call
+      .withArgs('billing.refund')
+      .onFirstCall()
+      .rejects(new Errors.ServiceNotAvailableError({ action: 'billing.refund' }));
     const err = await withCredits(b.broker, { account, amounts: { screenshots: 1 } }, () => Promise.reject(serviceError('capture_timeout', 'slow'))).catch(
       (e) => e,
     );
@@ -100,9 +104,23 @@ describe('withCredits (billing stubbed)', () => {
 
   it('answers the work’s value when the commit fails, and commits again (never a refund: the work succeeded)', async () => {
     const b = billing();
-    b.call.withArgs('billing.commit').onFirstCall().rejects(new Error('billing is down'));
+    b.call
+      .withArgs('billing.commit')
+      .onFirstCall()
+      .rejects(new Errors.ServiceNotAvailableError({ action: 'billing.commit' }));
     expect(await withCredits(b.broker, { account, amounts: { screenshots: 1 } }, async () => 'done')).to.equal('done');
     expect(b.calls()).to.deep.equal(['billing.reserve', 'billing.commit', 'billing.commit']);
+  });
+
+  it('asks again only while billing is away: a settlement it refuses is logged once and left pending', async () => {
+    const b = billing();
+    b.call.withArgs('billing.commit').rejects(new Error('the reservation is malformed'));
+    expect(await withCredits(b.broker, { account, amounts: { screenshots: 1 } }, async () => 'done')).to.equal('done');
+    expect(b.calls()).to.deep.equal(['billing.reserve', 'billing.commit']);
+    expect(b.logger.error.calledOnce).to.equal(true);
+    expect(String(b.logger.error.firstCall.args[0])).to.match(
+      /billing\.commit of reservation r1 \(account acc1\) failed; it stays pending: the reservation is malformed/,
+    );
   });
 });
 

@@ -14,6 +14,7 @@
  */
 import type { Context, ServiceBroker } from 'moleculer';
 import { type ParamsOf, type Reservation, type UsageAmounts, type UsageKind, call } from '../../shared/contracts';
+import { isUnavailable } from '../../shared/errors';
 
 /**
  * How long a commit or refund billing did not take (it was restarting, or unreachable) is
@@ -87,10 +88,11 @@ async function settle(caller: ServiceBroker | Context, action: 'billing.commit' 
       await call(caller, action, { reservation });
       return;
     } catch (err) {
-      if (Date.now() + pause >= deadline) {
+      // Only billing's absence is waited out (restarting, unreachable); any other error would answer the same again.
+      if (!isUnavailable(err) || Date.now() + pause >= deadline) {
         const logger = ('params' in caller ? caller.broker : caller).logger;
         logger.error(
-          `${action} of reservation ${reservation.id} (account ${reservation.accountId}) failed for ${SETTLE_RETRY_MS / 1000} s; it stays pending: ${(err as Error).message}`,
+          `${action} of reservation ${reservation.id} (account ${reservation.accountId}) failed${isUnavailable(err) ? ` for ${SETTLE_RETRY_MS / 1000} s` : ''}; it stays pending: ${(err as Error).message}`,
         );
         return;
       }
