@@ -128,10 +128,6 @@ export function serviceError(code: ErrorCode, note: string, data: ErrorData = {}
 }
 
 /**
- * Reads any thrown value (ours, Moleculer's, a plain Error) into an envelope and status.
- * Unknown errors become 500 internal_error with a generic note: never a stack trace.
- */
-/**
  * A service that is not running anywhere, did not answer, or whose node (or the transporter)
  * just went away: the system is short of capacity, not broken by the caller; a retry will
  * find a node. The api answers 503 capacity_exhausted; a queued job goes back to the queue.
@@ -141,6 +137,10 @@ export function isUnavailable(err: unknown): boolean {
   return typeof type === 'string' && ['SERVICE_NOT_FOUND', 'SERVICE_NOT_AVAILABLE', 'REQUEST_TIMEOUT', 'REQUEST_SKIPPED', 'REQUEST_REJECTED'].includes(type);
 }
 
+/**
+ * Reads any thrown value (ours, Moleculer's, a plain Error) into an envelope and status.
+ * Unknown errors become 500 internal_error with a generic note: never a stack trace.
+ */
 export function toEnvelope(err: unknown): { status: number; body: ErrorEnvelope; retryAfter?: number } {
   const e = err as { type?: unknown; code?: unknown; message?: unknown; data?: ErrorData } | null;
   if (e && isErrorCode(e.type)) {

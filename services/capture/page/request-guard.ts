@@ -14,7 +14,7 @@
  * The URLs the capture loads itself (the page's, a redirect step's) are checked too,
  * before they are loaded, and every refusal is answered in the same words.
  * A /snap_html capture's document is answered here too: the request for its address
- * (INLINE_DOCUMENT_URL, which never resolves) gets html_content, so the document loads as any
+ * (INLINE_DOCUMENT_URL, a .localhost name the egress policy refuses) gets html_content, so the document loads as any
  * page does, and everything it asks for goes out through the gateway and this guard.
  */
 import { serviceError } from '../../shared/errors';
