@@ -236,6 +236,14 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
     for (const socket of unused) socket.destroy();
     done();
   });
+  // Node closes the connections idle when the close begins; one whose request was still
+  // running then would be kept alive after its answer, holding the close for the keep-alive
+  // timeout (72 s). Once an answer is sent while closing, the connections idle by then are
+  // closed (a request already sent on the same connection is answered first, with a 503).
+  app.addHook('onResponse', (_request, _reply, done) => {
+    if (closing) setImmediate(() => app.server.closeIdleConnections());
+    done();
+  });
   app.addHook('onRequest', (_request, reply, done) => {
     if (closing) {
       sendError(reply, closingError(reply), log);

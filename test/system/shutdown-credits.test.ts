@@ -40,7 +40,11 @@ describe('credits settled while the system stops', function () {
     expect((await usage(sys)).usage.screenshots, 'the credit held while the page loads').to.equal(1);
     const stopped = sys.stop();
     const r = await answered;
+    // The answer ends its connection (it was running when the stop began): the stop does not
+    // wait out the client's keep-alive (72 s) after it.
+    const answeredAt = Date.now();
     await stopped;
+    expect(Date.now() - answeredAt, 'ms from the answer to the end of the stop').to.be.below(15_000);
     sys = null;
     // Failed, whichever bound ended it first (the capture's time budget, or the stop).
     expect(r.status, r.raw.toString()).to.be.oneOf([422, 504]);
