@@ -11,7 +11,7 @@ import { isMysql, isUniqueViolation } from '../shared/database';
 import { serviceError } from '../shared/errors';
 import { embedUrl } from '../shared/links';
 import { fetchPage } from '../shared/paging';
-import { type ConfigOptions, OPTIONS_BY_NAME, scheduleOf } from '../shared/screenshot-options';
+import { type ConfigOptions, scheduleOf } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import { nextRunAfter } from './schedule';
 
@@ -48,6 +48,9 @@ function scheduleColumns(o: ConfigOptions, at: number) {
     next_run_at_ms: nextRunAfter(at, s.every, s.interval, at),
   };
 }
+
+/** A snap's options about its answer alone, which its configuration does not show. */
+const ANSWER_ONLY: ReadonlySet<string> = new Set(['json', 'ttl']);
 
 export class ConfigRepository {
   constructor(
@@ -161,9 +164,10 @@ export class ConfigRepository {
    * `jobId`, when given, noted as its latest job (written with the row when it is created).
    */
   async snapConfig({ accountId, options, snapKey, jobId }: ParamsOf<'scheduler.snapConfig'>): Promise<ResultOf<'scheduler.snapConfig'>> {
-    // What it shows leaves out how the snap was answered (json, ttl, html_only): a
-    // configuration takes none of them, so it can be sent back (PATCH) as read.
-    const shown = Object.fromEntries(Object.entries(options).filter(([name]) => OPTIONS_BY_NAME.get(name)?.scope !== 'snap'));
+    // What it shows leaves out how the snap was answered (json, and ttl, its reuse), which a
+    // configuration does not take, so it can be sent back (PATCH) as read. html_only stays:
+    // it decides what the configuration's captures make.
+    const shown = Object.fromEntries(Object.entries(options).filter(([name]) => !ANSWER_ONLY.has(name)));
     const created = {
       id: randomId(12),
       account_id: accountId,

@@ -302,8 +302,8 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect(configs.map((c) => c.ids.screenshot_config_id)).to.deep.equal([answers[0]!.id]);
   });
 
-  it("shows a snap's configuration without the snap's own options (json, ttl, html_only), so it can be sent back as read", async () => {
-    const options = { url: `${fx.origin}/plain?read-back`, json: true, ttl: 0, html_only: false, wait: 0, page_width: 640 };
+  it("shows a snap's configuration without the options about the snap's answer (json, ttl), so it can be sent back as read", async () => {
+    const options = { url: `${fx.origin}/plain?read-back`, json: true, ttl: 0, wait: 0, page_width: 640 };
     const account = await sys.account('paid');
     const { id } = await call(sys.broker, 'scheduler.snapConfig', { accountId: account.account_id, options, snapKey: captureKey(options) });
     const read = (await api('GET', `/screenshot_configs/${id}`, undefined, account.access_token)).body.config as Body;
