@@ -15,6 +15,11 @@ const HEADER: Rgb = COLOURS.red;
 const HERO: Rgb = COLOURS.grey;
 const FOOTER: Rgb = [20, 30, 110];
 
+/** Four sections of the palette, 700 px tall each: a page of 2800 px. */
+const SECTIONS = PALETTE.slice(0, 4)
+  .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
+  .join('');
+
 /** `count` images of the palette, 400x300 at x=100, the first at `top`, `spacing` apart, each answered `delayMs` late. */
 const imageColumn = (count: number, top: number, spacing: number, img: (c: Rgb) => string) =>
   PALETTE.slice(0, count)
@@ -98,11 +103,7 @@ export const FULLPAGE_PAGES: QualityPage[] = [
     mimics: 'shops and web apps with a position: fixed bottom bar (add-to-cart, app navigation, a promotion strip)',
     routes: {
       '/': {
-        body: doc(
-          PALETTE.slice(0, 4)
-            .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
-            .join('') + `<footer style="position:fixed;left:0;right:0;bottom:0;height:50px;background:${css(FOOTER)}"></footer>`,
-        ),
+        body: doc(SECTIONS + `<footer style="position:fixed;left:0;right:0;bottom:0;height:50px;background:${css(FOOTER)}"></footer>`),
       },
     },
     params: FULL,
@@ -277,13 +278,9 @@ export const FULLPAGE_PAGES: QualityPage[] = [
       'sites that stop sideways scrolling with html,body{height:100%;overflow-x:hidden} (common in WordPress themes and landing pages): the body becomes the element that scrolls',
     routes: {
       '/': {
-        body: doc(
-          `<section style="height:100%;background:${css(HERO)}"></section>` +
-            PALETTE.slice(0, 4)
-              .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
-              .join(''),
-          { head: '<style>html,body{height:100%;overflow-x:hidden}</style>' },
-        ),
+        body: doc(`<section style="height:100%;background:${css(HERO)}"></section>` + SECTIONS, {
+          head: '<style>html,body{height:100%;overflow-x:hidden}</style>',
+        }),
       },
     },
     params: FULL,
@@ -300,12 +297,7 @@ export const FULLPAGE_PAGES: QualityPage[] = [
     mimics: 'app-like sites that lock the root (html{overflow:hidden}, against overscroll bounce) and let the body scroll, 100% tall',
     routes: {
       '/': {
-        body: doc(
-          PALETTE.slice(0, 4)
-            .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
-            .join(''),
-          { head: '<style>html{height:100%;overflow:hidden}body{height:100%;overflow-y:auto}</style>' },
-        ),
+        body: doc(SECTIONS, { head: '<style>html{height:100%;overflow:hidden}body{height:100%;overflow-y:auto}</style>' }),
       },
     },
     params: FULL,
@@ -321,9 +313,7 @@ export const FULLPAGE_PAGES: QualityPage[] = [
     routes: {
       '/': {
         body: doc(
-          PALETTE.slice(0, 4)
-            .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
-            .join('') +
+          SECTIONS +
             "<script>addEventListener('load', () => setTimeout(() => { const d = document.createElement('div'); " +
             `d.style.cssText = 'position:fixed;right:20px;bottom:20px;width:60px;height:60px;border-radius:30px;background:${css(FOOTER)}'; ` +
             'document.body.appendChild(d); }, 800));</script>',
@@ -347,9 +337,7 @@ export const FULLPAGE_PAGES: QualityPage[] = [
     routes: {
       '/': {
         body: doc(
-          PALETTE.slice(0, 4)
-            .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
-            .join('') +
+          SECTIONS +
             "<div id=\"widget\"></div><script>document.getElementById('widget').attachShadow({ mode: 'open' }).innerHTML = " +
             `'<div><div style="position:fixed;right:20px;bottom:20px;width:60px;height:60px;background:${css(FOOTER)}"></div></div>';</script>`,
         ),
@@ -371,9 +359,7 @@ export const FULLPAGE_PAGES: QualityPage[] = [
     routes: {
       '/': {
         body: doc(
-          PALETTE.slice(0, 4)
-            .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
-            .join('') +
+          SECTIONS +
             '<div id="widget" style="position:fixed;right:0;bottom:0;width:100px;height:100px"></div>' +
             "<script>document.getElementById('widget').attachShadow({ mode: 'open' }).innerHTML = " +
             `'<div style="position:fixed;right:20px;bottom:20px;width:60px;height:60px;background:${css(FOOTER)}"></div>';</script>`,
@@ -396,11 +382,7 @@ export const FULLPAGE_PAGES: QualityPage[] = [
     mimics: 'Tailwind CSS v4 sites: a bar centred at the bottom with fixed bottom-4 left-1/2 -translate-x-1/2, which v4 writes with the CSS translate property',
     routes: {
       '/': {
-        body: doc(
-          PALETTE.slice(0, 4)
-            .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
-            .join('') + `<div style="position:fixed;bottom:16px;left:50%;width:400px;height:60px;translate:-50% 0;background:${css(FOOTER)}"></div>`,
-        ),
+        body: doc(SECTIONS + `<div style="position:fixed;bottom:16px;left:50%;width:400px;height:60px;translate:-50% 0;background:${css(FOOTER)}"></div>`),
       },
     },
     params: FULL,
@@ -420,11 +402,7 @@ export const FULLPAGE_PAGES: QualityPage[] = [
     mimics: 'shops and articles with a position: sticky; bottom: 0 call-to-action bar that ends the document (add to cart, subscribe)',
     routes: {
       '/': {
-        body: doc(
-          PALETTE.slice(0, 4)
-            .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
-            .join('') + `<div style="position:sticky;bottom:0;height:50px;background:${css(FOOTER)}"></div>`,
-        ),
+        body: doc(SECTIONS + `<div style="position:sticky;bottom:0;height:50px;background:${css(FOOTER)}"></div>`),
       },
     },
     params: FULL,
