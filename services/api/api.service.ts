@@ -28,17 +28,20 @@ import { oauthRoutes } from './oauth-routes';
 import { installMcpEndpoint, mcpRoutes } from './mcp-http';
 import { installConsole } from './console/console';
 import { defineService } from '../shared/define-service';
+import { SETTLE_RETRY_MS } from '../billing/public/credits';
+import { snapTiming } from '../capture/public/snap-timing';
 
 export function apiRoutes(
   store: FileStore,
   config: Pick<Config, 'allowPrivateNetworks' | 'capture' | 'metricsToken' | 'introspectionClient' | 'ai' | 'baseUrl'>,
 ): RouteDef[] {
   const policy = egressPolicyFor(config);
+  const timing = snapTiming(config, SETTLE_RETRY_MS);
   return [
     ...operationRoutes(config),
     ...ACCOUNT_ROUTES,
-    ...snapRoutes(store, policy, config.capture.queueTimeoutMs + config.capture.timeoutMs),
-    ...signedLinkRoutes(store, policy, config.capture.queueTimeoutMs + config.capture.timeoutMs, config.baseUrl),
+    ...snapRoutes(store, policy, timing),
+    ...signedLinkRoutes(store, policy, timing, config.baseUrl),
     ...configRoutes(store, policy),
     ...AI_ROUTES,
     ...imageAnalysisRoutes(policy, config),

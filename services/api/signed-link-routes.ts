@@ -29,6 +29,7 @@ import type { FileStore } from '../shared/storage';
 import { ok, type PublicRouteContext, type RouteDef, publicRoute, route } from './http';
 import { KEY_ONLY_PARAMS, type ParamShape, type RawParams, SNAP_PARAMS, objectParams } from './request-schemas';
 import { SNAP_ANSWERS, SNAP_ERRORS, snap } from './snap-routes';
+import type { SnapTiming } from '../capture/public/snap-timing';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -90,7 +91,7 @@ function cacheControl(options: SnapOptions, expires: number | null): string {
   return left > 0 ? `public, max-age=${left}` : 'no-store';
 }
 
-async function render(ctx: PublicRouteContext<RawParams>, store: FileStore, policy: TargetPolicy, budgetMs: number): Promise<unknown> {
+async function render(ctx: PublicRouteContext<RawParams>, store: FileStore, policy: TargetPolicy, timing: SnapTiming): Promise<unknown> {
   const pairs = queryPairs(ctx.request.url.split('?')[1] ?? '');
   for (const [name] of pairs) if ((KEYS_REFUSED_IN_LINKS as readonly string[]).includes(name)) throw keyInLink(name);
   const given = new Map(pairs);
@@ -108,7 +109,7 @@ async function render(ctx: PublicRouteContext<RawParams>, store: FileStore, poli
   const options = SNAP_PARAMS.parse(rest);
   ctx.reply.header('cache-control', cacheControl(options, expires));
   try {
-    return await snap({ ...ctx, account, params: options }, store, policy, budgetMs, options);
+    return await snap({ ...ctx, account, params: options }, store, policy, timing, options);
   } catch (err) {
     // A refusal is never cached.
     ctx.reply.removeHeader('cache-control');
@@ -190,8 +191,8 @@ const ROTATE_PARAMS = objectParams(
   ),
 );
 
-/** `budgetMs` and `baseUrl`: a snap's time budget (snap-routes.ts) and the address signed links start with (APP_URL). */
-export function signedLinkRoutes(store: FileStore, policy: TargetPolicy, budgetMs: number, baseUrl: string): RouteDef[] {
+/** `timing` and `baseUrl`: a snap's times (snap-routes.ts) and the address signed links start with (APP_URL). */
+export function signedLinkRoutes(store: FileStore, policy: TargetPolicy, timing: SnapTiming, baseUrl: string): RouteDef[] {
   return [
     route({
       method: 'GET',
@@ -247,7 +248,7 @@ export function signedLinkRoutes(store: FileStore, policy: TargetPolicy, budgetM
       params: RENDER_PARAMS,
       response: SNAP_ANSWERS,
       errors: ['invalid_signature', 'link_expired', 'rate_limited', ...SNAP_ERRORS, 'internal_error'],
-      handler: (ctx) => render(ctx, store, policy, budgetMs),
+      handler: (ctx) => render(ctx, store, policy, timing),
     }),
   ];
 }

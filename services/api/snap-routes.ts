@@ -14,6 +14,7 @@ import type { TargetPolicy } from '../shared/address-policy';
 import { type ScreenshotRef, call } from '../shared/contracts';
 import { billsAiCredits } from '../ai/public/ai-record';
 import { withCaptureCredits } from '../billing/public/credits';
+import type { SnapTiming } from '../capture/public/snap-timing';
 import { type ErrorCode, serviceError } from '../shared/errors';
 import { INLINE_DOCUMENT_URL, OPTION_DEFAULTS, type SnapOptions, captureKey, requestedFeatures } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
@@ -57,7 +58,7 @@ const SNAP_ADMISSION = admission({
 });
 
 /** A snap of `options`, through the one admission path (also GET /render's, signed-link-routes.ts). */
-export async function snap(ctx: RouteContext<unknown>, store: FileStore, policy: TargetPolicy, budgetMs: number, options: SnapOptions): Promise<unknown> {
+export async function snap(ctx: RouteContext<unknown>, store: FileStore, policy: TargetPolicy, timing: SnapTiming, options: SnapOptions): Promise<unknown> {
   const { broker, account } = ctx;
   await SNAP_ADMISSION.admit({ broker, account, policy, given: options });
   const features = requestedFeatures(options);
@@ -68,9 +69,10 @@ export async function snap(ctx: RouteContext<unknown>, store: FileStore, policy:
   }
   const ref = await withCaptureCredits(
     broker,
-    { account, amounts: { screenshots: 1 }, features },
+    // Settled within its deadline unless this request's process stopped; billing then gives it back.
+    { account, amounts: { screenshots: 1 }, features, settleWithinMs: timing.settleWithinMs },
     billsAiCredits(options),
-    () => takeSnap(broker, { account, options }, budgetMs),
+    () => takeSnap(broker, { account, options }, timing.budgetMs),
     {
       analysed: (taken) => taken.ai?.ai_analyzed === true,
     },
@@ -134,9 +136,9 @@ function snapEndpoint<P>(url: string, summary: string, params: ParamShape<P>, ha
   );
 }
 
-/** `budgetMs`: a snap's time to wait for a browser and capture (CAPTURE_QUEUE_TIMEOUT_MS and CAPTURE_TIMEOUT_MS), within which it is taken again when its capture instance disappears. */
-export function snapRoutes(store: FileStore, policy: TargetPolicy, budgetMs: number): RouteDef[] {
-  const snapOf = (ctx: RouteContext<SnapOptions>) => snap(ctx, store, policy, budgetMs, ctx.params);
+/** `timing`: a snap's budget and its credit's deadline (capture/public/snap-timing.ts). */
+export function snapRoutes(store: FileStore, policy: TargetPolicy, timing: SnapTiming): RouteDef[] {
+  const snapOf = (ctx: RouteContext<SnapOptions>) => snap(ctx, store, policy, timing, ctx.params);
   const snaps = [
     ...snapEndpoint('/snap', 'Capture a page: the image (default), the JSON record (json=true) or the rendered HTML (html_only=true).', SNAP_PARAMS, snapOf),
     ...snapEndpoint(
@@ -144,7 +146,7 @@ export function snapRoutes(store: FileStore, policy: TargetPolicy, budgetMs: num
       'Render the HTML document given in html_content, with the snap options: the image, the JSON record (json=true) or the rendered HTML (html_only=true). ' +
         '1 screenshot credit.',
       SNAP_HTML_PARAMS,
-      (ctx) => snap(ctx, store, policy, budgetMs, { ...ctx.params, url: INLINE_DOCUMENT_URL }),
+      (ctx) => snap(ctx, store, policy, timing, { ...ctx.params, url: INLINE_DOCUMENT_URL }),
     ),
     ...snapEndpoint(
       '/snap_ai_analysis',

@@ -46,11 +46,15 @@ interface BillingState {
   now: () => Date;
 }
 
+/** How often the reservations left pending past their deadline are looked for (giveBackOverdue). */
+export const OVERDUE_SWEEP_MS = 30_000;
+
 export function billingService(deps: BillingDeps): ServiceUnit {
   const { config } = deps;
   const database = new ServiceDatabase(config.database);
   let state: BillingState;
   let metrics: BillingMetrics;
+  let sweep: NodeJS.Timeout | null = null;
 
   const authenticate = async (token: string): Promise<AccountContext> => {
     const keyHash = hashApiKey(token);
@@ -144,9 +148,16 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     );
   }
 
-  async function reserveFor(account: AccountContext, amounts: UsageAmounts, reservationId?: string, month?: string): Promise<Reservation> {
+  async function reserveFor(
+    account: AccountContext,
+    amounts: UsageAmounts,
+    reservationId?: string,
+    month?: string,
+    settleWithinMs?: number,
+  ): Promise<Reservation> {
     const at = state.now();
-    const reservation = { id: reservationId ?? randomId(12), accountId: account.accountId, month: month ?? monthOf(at), amounts };
+    const reservation: Reservation = { id: reservationId ?? randomId(12), accountId: account.accountId, month: month ?? monthOf(at), amounts };
+    if (settleWithinMs !== undefined) reservation.settleBy = at.getTime() + settleWithinMs;
     const limits = limitsFor(account);
     const outcome = await state.store.reserve(reservation, limits, counterExpiry(at));
     if (!outcome.ok) throw refusal(account.accountId, reservation.month, at, amounts, outcome);
@@ -245,9 +256,9 @@ export function billingService(deps: BillingDeps): ServiceUnit {
         return { ok: true as const };
       },
       reserve: async (ctx) => {
-        const { account, amounts, features, reservationId } = ctx.params;
+        const { account, amounts, features, reservationId, settleWithinMs } = ctx.params;
         if (features) checkFeatures(account, features);
-        return reserveFor(account, amounts, reservationId);
+        return reserveFor(account, amounts, reservationId, undefined, settleWithinMs);
       },
       reserveFor: async (ctx) => reserveFor(await accountById(ctx.params.accountId), ctx.params.amounts, ctx.params.reservationId, ctx.params.month),
       commit: async (ctx) => ({ committed: await state.store.commit(ctx.params.reservation) }),
@@ -312,8 +323,22 @@ export function billingService(deps: BillingDeps): ServiceUnit {
     },
     async started() {
       await state.store.start();
+      // A reservation its holder did not settle in time (its process stopped mid-request): given
+      // back now (what a restart finds in the ledger) and every OVERDUE_SWEEP_MS.
+      const giveBack = async () => {
+        const given = await state.store.giveBackOverdue(state.now().getTime()).catch((err: Error) => {
+          this.logger.warn(`giving back overdue reservations failed (tried again in ${OVERDUE_SWEEP_MS / 1000} s): ${err.message}`);
+          return 0;
+        });
+        if (given > 0) this.logger.warn(`gave back ${given} reservation(s) not settled by their deadline (the request holding each stopped before it ended)`);
+      };
+      await giveBack();
+      sweep = setInterval(() => void giveBack(), OVERDUE_SWEEP_MS);
+      sweep.unref();
     },
     async stopped() {
+      if (sweep) clearInterval(sweep);
+      sweep = null;
       await state.store.close();
     },
   });

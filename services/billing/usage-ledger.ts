@@ -39,6 +39,8 @@ export interface KeptReservation {
   month: string | null;
   amounts: number[];
   expiresAt: number;
+  /** When it is given back unless settled before (a snap's: its request stopped); null: never. */
+  settleBy: number | null;
 }
 
 /** What changed since the last write. */
@@ -88,6 +90,7 @@ export class DatabaseUsageLedger implements UsageLedger {
         month: row.month === null || row.month === undefined ? null : String(row.month),
         amounts: String(row.amounts).split(',').map(Number),
         expiresAt: Number(row.expires_at_ms),
+        settleBy: row.settle_by_ms === null || row.settle_by_ms === undefined ? null : Number(row.settle_by_ms),
       })),
     };
   }
@@ -105,7 +108,16 @@ export class DatabaseUsageLedger implements UsageLedger {
       }
       if (changes.pending.length) {
         await trx(RESERVATIONS)
-          .insert(changes.pending.map((r) => ({ account_id: r.accountId, id: r.id, month: r.month, amounts: r.amounts.join(','), expires_at_ms: r.expiresAt })))
+          .insert(
+            changes.pending.map((r) => ({
+              account_id: r.accountId,
+              id: r.id,
+              month: r.month,
+              amounts: r.amounts.join(','),
+              expires_at_ms: r.expiresAt,
+              settle_by_ms: r.settleBy,
+            })),
+          )
           .onConflict(['account_id', 'id'])
           .merge();
       }

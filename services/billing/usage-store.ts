@@ -6,10 +6,13 @@
  * and adds them all in one atomic step (a Lua script in Redis, a synchronous block in
  * memory), so concurrent requests can never push usage past a limit. The reservation is
  * remembered until it is committed or refunded; a refund gives the amounts back exactly
- * once, however often it is asked for.
+ * once, however often it is asked for. A reservation made with a deadline (`settleBy`: a
+ * snap's, whose request settles it within its time budget) and still pending after it is
+ * given back by `giveBackOverdue`: its holder stopped before settling it.
  */
 import Redis from 'ioredis';
 import type { Limits, Reservation, UsageAmounts, UsageKind } from '../shared/contracts';
+import { monthOf } from './limits';
 import { type CounterChange, FLUSH_MS, type KeptReservation, type UsageLedger } from './usage-ledger';
 
 export const USAGE_KINDS: UsageKind[] = ['screenshots', 'ai_credits', 'bandwidth_bytes', 'research_domains'];
@@ -35,12 +38,14 @@ export interface RateOutcome {
 }
 
 export interface UsageStore {
-  /** Idempotent for a reservation id that is still pending. */
+  /** Idempotent for a reservation id that is still pending. With `settleBy`, given back by giveBackOverdue once that is past. */
   reserve(reservation: Reservation, limits: Limits, expiresAt: Date): Promise<ReserveOutcome>;
   /** Gives a pending reservation back, to the month it was counted in (the reservation's own month when that is not known). True when this call refunded it. */
   refund(reservation: Reservation): Promise<boolean>;
   /** Makes a pending reservation final. True when it was still pending. */
   commit(reservation: Reservation): Promise<boolean>;
+  /** Gives back the reservations still pending past their `settleBy`; answers how many it gave back. */
+  giveBackOverdue(now: number): Promise<number>;
   usage(accountId: string, month: string): Promise<Limits>;
   /** Counts one request in the account's fixed window. */
   hitRate(accountId: string, max: number, windowSeconds: number, now: Date): Promise<RateOutcome>;
@@ -126,6 +131,9 @@ if n > tonumber(ARGV[1]) then return {0, ttl} end
 return {1, ttl}
 `;
 
+/** The most overdue reservations one pass of giveBackOverdue takes from Redis at a time. */
+const OVERDUE_BATCH = 200;
+
 type RedisWithScripts = Redis & {
   snapReserve(usageKey: string, resvKey: string, ...args: (string | number)[]): Promise<[number, number, string?]>;
   snapRefund(usageKey: string, resvKey: string, held: string): Promise<number>;
@@ -150,11 +158,24 @@ export class RedisUsageStore implements UsageStore {
     return `${this.prefix}usage:{${accountId}}:${month}`;
   }
 
-  private reservationKey(r: Reservation): string {
+  private reservationKey(r: Pick<Reservation, 'accountId' | 'id'>): string {
     return `${this.prefix}resv:{${r.accountId}}:${r.id}`;
   }
 
+  /**
+   * The reservations with a deadline, scored by it (members: [account, id] as JSON). Written
+   * beside the reservation, not in its script: one key for every account, which a Redis Cluster
+   * keeps in another slot than the account's keys. Added before the reservation and removed after
+   * its settlement, so no pending reservation with a deadline is ever missing from it; a member
+   * whose reservation is gone is dropped by the next pass.
+   */
+  private get overdueKey(): string {
+    return `${this.prefix}overdue`;
+  }
+
   async reserve(r: Reservation, limits: Limits, expiresAt: Date): Promise<ReserveOutcome> {
+    const member = r.settleBy === undefined ? null : JSON.stringify([r.accountId, r.id]);
+    if (member !== null) await this.redis.zadd(this.overdueKey, r.settleBy as number, member);
     const [index, used, pending] = await this.redis.snapReserve(
       this.usageKey(r.accountId, r.month),
       this.reservationKey(r),
@@ -168,11 +189,18 @@ export class RedisUsageStore implements UsageStore {
       const heldIn = pending === undefined ? null : monthRecorded(pending);
       return heldIn !== null && heldIn !== r.month ? { ok: true, heldIn } : { ok: true };
     }
+    if (member !== null) await this.redis.zrem(this.overdueKey, member);
     const exceeded = USAGE_KINDS[index - 1] as UsageKind;
     return { ok: false, exceeded, used, limit: limits[exceeded] };
   }
 
   async refund(r: Reservation): Promise<boolean> {
+    const refunded = await this.refundHeld(r);
+    if (r.settleBy !== undefined) await this.redis.zrem(this.overdueKey, JSON.stringify([r.accountId, r.id]));
+    return refunded;
+  }
+
+  private async refundHeld(r: Pick<Reservation, 'accountId' | 'id' | 'month'>): Promise<boolean> {
     // Its month read first, so the refund goes to the month it was counted in; the script refunds only what was read.
     const held = await this.redis.get(this.reservationKey(r));
     if (held === null) return false;
@@ -180,7 +208,23 @@ export class RedisUsageStore implements UsageStore {
   }
 
   async commit(r: Reservation): Promise<boolean> {
-    return (await this.redis.del(this.reservationKey(r))) === 1;
+    if (r.settleBy === undefined) return (await this.redis.del(this.reservationKey(r))) === 1;
+    const [deleted] = await Promise.all([this.redis.del(this.reservationKey(r)), this.redis.zrem(this.overdueKey, JSON.stringify([r.accountId, r.id]))]);
+    return deleted === 1;
+  }
+
+  async giveBackOverdue(now: number): Promise<number> {
+    let given = 0;
+    for (;;) {
+      const members = await this.redis.zrangebyscore(this.overdueKey, '-inf', now, 'LIMIT', 0, OVERDUE_BATCH);
+      for (const member of members) {
+        const [accountId, id] = JSON.parse(member) as [string, string];
+        // Every instance may pass at once: the refund script gives a reservation back once.
+        if (await this.refundHeld({ accountId, id, month: monthOf(new Date(now)) })) given++;
+        await this.redis.zrem(this.overdueKey, member);
+      }
+      if (members.length < OVERDUE_BATCH) return given;
+    }
   }
 
   async usage(accountId: string, month: string): Promise<Limits> {
@@ -226,7 +270,7 @@ export class RedisUsageStore implements UsageStore {
 export class MemoryUsageStore implements UsageStore {
   private readonly usageByKey = new Map<string, { counts: Limits; expiresAt: number }>();
   /** Pending reservations by account and id (as Redis keys them: an id is only its account's to settle). */
-  private readonly pending = new Map<string, { month: string | null; amounts: number[]; expiresAt: number }>();
+  private readonly pending = new Map<string, KeptReservation>();
   private readonly rates = new Map<string, { count: number; resetAt: number }>();
   /** Month, then kind: the accounts that ran out of it. */
   private readonly exhausted = new Map<string, Map<UsageKind, Set<string>>>();
@@ -252,7 +296,7 @@ export class MemoryUsageStore implements UsageStore {
     for (const c of state.counters) this.usageByKey.set(`${c.accountId}:${c.month}`, { counts: c.counts, expiresAt: c.expiresAt });
     for (const r of state.pending) {
       const key = `${r.accountId}:${r.id}`;
-      this.pending.set(key, { month: r.month, amounts: r.amounts, expiresAt: r.expiresAt });
+      this.pending.set(key, r);
       this.kept.add(key);
     }
     this.timer = setInterval(() => void this.write(), FLUSH_MS);
@@ -348,10 +392,17 @@ export class MemoryUsageStore implements UsageStore {
     const entry = this.usageByKey.get(`${r.accountId}:${r.month}`);
     if (entry) entry.expiresAt = expiresAt.getTime();
     const key = this.pendingKey(r);
-    const kept = { month: r.month, amounts, expiresAt: this.now() + RESERVATION_TTL_SECONDS * 1000 };
+    const kept = {
+      accountId: r.accountId,
+      id: r.id,
+      month: r.month,
+      amounts,
+      expiresAt: this.now() + RESERVATION_TTL_SECONDS * 1000,
+      settleBy: r.settleBy ?? null,
+    };
     this.pending.set(key, kept);
     this.noteChange(r.accountId, r.month, amounts, 1);
-    if (this.ledger) this.made.set(key, { accountId: r.accountId, id: r.id, ...kept });
+    if (this.ledger) this.made.set(key, kept);
     this.sweep();
     return { ok: true };
   }
@@ -378,6 +429,19 @@ export class MemoryUsageStore implements UsageStore {
     if (!this.pending.delete(key)) return false;
     this.noteSettled(key, r);
     return true;
+  }
+
+  async giveBackOverdue(now: number): Promise<number> {
+    let given = 0;
+    for (const held of [...this.pending.values()]) {
+      if (
+        held.settleBy !== null &&
+        held.settleBy <= now &&
+        (await this.refund({ accountId: held.accountId, id: held.id, month: held.month ?? monthOf(new Date(now)), amounts: {} }))
+      )
+        given++;
+    }
+    return given;
   }
 
   async usage(accountId: string, month: string): Promise<Limits> {

@@ -17,6 +17,7 @@ import type { ServiceUnit } from '../shared/service-unit';
 import { type FileStore, createFileStore } from '../shared/storage';
 import { type CaptureParts, captureParts } from './capture-parts';
 import { collaboratorsOf } from './collaborators';
+import { takeTimeoutMs } from './public/snap-timing';
 import { BlockerLoader } from './page/blocking';
 
 /** The running capture service, for the root and tests. */
@@ -51,7 +52,7 @@ export function captureService(deps: CaptureDeps): ServiceUnit<CaptureHandle> {
     database,
     actions: {
       // The broker's timeout is a backstop; the engine enforces the capture's own budget.
-      take: { handler: (ctx) => s.snaps.take(ctx.params), timeout: config.capture.timeoutMs + config.capture.queueTimeoutMs + config.ai.timeoutMs + 30_000 },
+      take: { handler: (ctx) => s.snaps.take(ctx.params), timeout: takeTimeoutMs(config) },
       abandon: async (ctx) => {
         await s.snaps.abandon(ctx.params.accountId, ctx.params.jobId, ctx.params.errorCode, ctx.params.note);
         return { ok: true as const };

@@ -58,6 +58,8 @@ export interface Reservation {
   accountId: string;
   month: string;
   amounts: UsageAmounts;
+  /** When billing gives it back unless it was settled before (epoch ms; `settleWithinMs` when reserved). */
+  settleBy?: number;
 }
 
 export interface AccountSummary {
@@ -314,8 +316,15 @@ export interface Actions {
   /** Counts a sign-in attempt of `client` in the same window as openSession (the operator view's sign-in): 429 rate_limited past CONSOLE_SIGNIN_MAX. */
   'billing.countSignIn': [{ client: string }, { ok: true }];
   'billing.checkFeatures': [{ account: AccountContext; features: FeatureRequest }, { ok: true }];
-  /** `reservationId` makes the reservation idempotent while pending (jobs use `job:<id>`). */
-  'billing.reserve': [{ account: AccountContext; amounts: UsageAmounts; features?: FeatureRequest; reservationId?: string }, Reservation];
+  /**
+   * `reservationId` makes the reservation idempotent while pending (jobs use `job:<id>`).
+   * `settleWithinMs`: the holder settles it within this long or has stopped (its process killed
+   * mid-request); billing then gives it back (a snap's reservation: nothing was answered).
+   */
+  'billing.reserve': [
+    { account: AccountContext; amounts: UsageAmounts; features?: FeatureRequest; reservationId?: string; settleWithinMs?: number },
+    Reservation,
+  ];
   /** The same for a caller that knows only the account id (scheduled work). */
   'billing.reserveFor': [{ accountId: string; amounts: UsageAmounts; reservationId: string; month?: string }, Reservation];
   'billing.commit': [{ reservation: Reservation }, { committed: boolean }];

@@ -82,6 +82,23 @@ for (const backend of ['sqlite', 'mysql'] as const) {
       expect(await third.refund(reservation('job:queued', 3))).to.equal(false);
     });
 
+    it("keeps a pending reservation's deadline across a restart, and the next process gives it back once it is past", async () => {
+      const first = await open();
+      const settleBy = Date.now() + 5_000;
+      expect(await first.reserve({ ...reservation('snap:killed', 1), settleBy }, LIMITS, EXPIRES)).to.deep.equal({ ok: true });
+      expect(await first.reserve(reservation('job:waiting', 1), LIMITS, EXPIRES)).to.deep.equal({ ok: true });
+      // The process stops with the snap's request unanswered (SIGKILL writes nothing more: what it wrote is what a restart finds).
+      await first.close();
+
+      const second = await open();
+      expect((await second.usage('acct-ledger', MONTH)).screenshots).to.equal(2);
+      expect(await second.giveBackOverdue(settleBy - 1), 'before its deadline').to.equal(0);
+      expect(await second.giveBackOverdue(settleBy)).to.equal(1);
+      expect((await second.usage('acct-ledger', MONTH)).screenshots, "the job's reservation has no deadline: it stays").to.equal(1);
+      await second.close();
+      expect((await rows()).reservations).to.deep.equal([{ account_id: 'acct-ledger', id: 'job:waiting', amounts: '1,0,0,0' }]);
+    });
+
     it('writes within a second without being closed, and a reservation made and committed in between never reaches the database', async () => {
       const store = await open();
       const write = sinon.spy(DatabaseUsageLedger.prototype, 'write');

@@ -78,6 +78,27 @@ export function behavesAsAUsageStore(name: string, make: () => { store: UsageSto
       expect((await store.usage('d', '2026-11')).screenshots).to.equal(1);
     });
 
+    it('gives back a reservation with a deadline once it is past, and none settled or without one', async () => {
+      const now = Date.now();
+      const account = uniqueName('overdue');
+      const overdue = { ...reservation(account, { screenshots: 1, ai_credits: 1 }), settleBy: now - 1 };
+      const later = { ...reservation(account, { screenshots: 1 }), settleBy: now + 60_000 };
+      const committed = { ...reservation(account, { screenshots: 1 }), settleBy: now - 1 };
+      const none = reservation(account, { ai_credits: 1 });
+      for (const r of [overdue, later, committed, none]) expect(await store.reserve(r, limits, expiry)).to.deep.equal({ ok: true });
+      expect(await store.commit(committed)).to.equal(true);
+      expect(await store.usage(account, '2026-11')).to.include({ screenshots: 3, ai_credits: 2 });
+
+      expect(await store.giveBackOverdue(now)).to.equal(1);
+      expect(await store.usage(account, '2026-11')).to.include({ screenshots: 2, ai_credits: 1 });
+      // Given back once: the late settlement and a second pass find nothing.
+      expect(await store.commit(overdue)).to.equal(false);
+      expect(await store.giveBackOverdue(now)).to.equal(0);
+      expect(await store.giveBackOverdue(now + 60_000)).to.equal(1);
+      expect(await store.usage(account, '2026-11')).to.include({ screenshots: 1, ai_credits: 1 });
+      expect(await store.refund(none)).to.equal(true);
+    });
+
     it('keeps months and accounts apart', async () => {
       await store.reserve(reservation('e', { screenshots: 3 }), limits, expiry);
       expect(await store.reserve(reservation('e', { screenshots: 1 }, '2026-12'), limits, expiry)).to.deep.equal({ ok: true });
