@@ -5,6 +5,7 @@
  */
 import crypto from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
+import type { ActiveSecrets } from '../shared/rotating-secrets';
 
 /** How long a rotated-out secret keeps signing (a second signature) beside the new one. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
@@ -12,12 +13,6 @@ export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 /** A new account signing secret: whsec_ + base64 of 24 random bytes. */
 export function newSigningSecret(): string {
   return `whsec_${crypto.randomBytes(24).toString('base64')}`;
-}
-
-/** The secrets that sign now: the current one, and each earlier one while its overlap runs (newest first). */
-export interface ActiveSecrets {
-  current: string;
-  previous: string[];
 }
 
 /**

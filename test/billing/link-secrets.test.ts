@@ -61,6 +61,23 @@ describe('link signing secrets', () => {
     expect(await secrets.verify('acct_1', Q, fresh)).to.equal(true);
   });
 
+  it('keeps each old secret verifying until its own time: a second rotation within the day does not cut the first short', async () => {
+    const first = linkSignature(await secrets.current('acct_3'), Q);
+    const second = linkSignature((await secrets.rotate('acct_3', false)).secret, Q);
+    clock.now += 12 * 3600_000;
+    const third = linkSignature((await secrets.rotate('acct_3', false)).secret, Q);
+    expect(await secrets.verify('acct_3', Q, first), 'the first secret, 12 h into its overlap').to.equal(true);
+    expect(await secrets.verify('acct_3', Q, second)).to.equal(true);
+    clock.now += 12 * 3600_000 + 1;
+    expect(await secrets.verify('acct_3', Q, first), 'the first secret, past its own 24 h').to.equal(false);
+    expect(await secrets.verify('acct_3', Q, second), 'the second secret, 12 h into its own').to.equal(true);
+    expect(await secrets.verify('acct_3', Q, third)).to.equal(true);
+    // A revoking rotation ends every earlier secret at once.
+    const fourth = linkSignature((await secrets.rotate('acct_3', true)).secret, Q);
+    for (const old of [second, third]) expect(await secrets.verify('acct_3', Q, old)).to.equal(false);
+    expect(await secrets.verify('acct_3', Q, fourth)).to.equal(true);
+  });
+
   it('refuses the previous secret at once when the rotation revokes it', async () => {
     const old = linkSignature(await secrets.current('acct_2'), Q);
     const rotated = await secrets.rotate('acct_2', true);
