@@ -115,6 +115,30 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 /**
+ * Name/value pairs of a query (decoded as a browser encodes them) as a route reads its query:
+ * a name given twice refused unless it is a list's, indexed keys folded (GET /render reads the
+ * very pairs its signature covers).
+ */
+export function paramsOfPairs(pairs: ReadonlyArray<readonly [string, string]>): RawParams {
+  const query: Record<string, string | string[]> = {};
+  for (const [name, value] of pairs) {
+    const had = query[name];
+    query[name] = had === undefined ? value : [...(Array.isArray(had) ? had : [had]), value];
+  }
+  return mergeQuery(query, null);
+}
+
+/** The query's parameters: `?a=1&a=2` refused unless `a` is a list's (or the body gives it), indexed keys folded. */
+function mergeQuery(query: Record<string, unknown>, body: Record<string, unknown> | null): RawParams {
+  for (const [k, v] of Object.entries(query)) {
+    // ?a=1&a=2 arrives as an array; a parameter has one value, but for a list that takes the parameter repeated.
+    if (Array.isArray(v) && !REPEATABLE_PARAMS.has(k) && !(body && k in body))
+      throw serviceError('invalid_parameter', `${k}: given more than once; send it once.`);
+  }
+  return foldIndexedKeys(query);
+}
+
+/**
  * Query string, form fields and JSON body, merged; the body wins on a clash. Indexed keys
  * (`headers[0]=…`) become arrays (client-shapes.ts).
  */
@@ -124,12 +148,7 @@ function mergeParams(request: FastifyRequest): RawParams {
   if (body !== undefined && body !== null && !isObject(body)) {
     throw serviceError('invalid_parameter', 'The request body must be a JSON object (or form fields) of parameters.');
   }
-  for (const [k, v] of Object.entries(query)) {
-    // ?a=1&a=2 arrives as an array; a parameter has one value, but for a list that takes the parameter repeated.
-    if (Array.isArray(v) && !REPEATABLE_PARAMS.has(k) && !(body && k in body))
-      throw serviceError('invalid_parameter', `${k}: given more than once; send it once.`);
-  }
-  return { ...foldIndexedKeys(query), ...(body ? foldIndexedKeys(body) : {}) };
+  return { ...mergeQuery(query, body ?? null), ...(body ? foldIndexedKeys(body) : {}) };
 }
 
 /**

@@ -26,7 +26,7 @@ import { call } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
 import { OPTION_DEFAULTS, type SnapOptions } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
-import { ok, type PublicRouteContext, type RouteDef, publicRoute, route } from './http';
+import { ok, paramsOfPairs, type PublicRouteContext, type RouteDef, publicRoute, route } from './http';
 import { KEY_ONLY_PARAMS, type ParamShape, type RawParams, SNAP_PARAMS, objectParams } from './request-schemas';
 import { SNAP_ANSWERS, SNAP_ERRORS, snap } from './snap-routes';
 import type { SnapTiming } from '../capture/public/snap-timing';
@@ -91,9 +91,18 @@ function cacheControl(options: SnapOptions, expires: number | null): string {
   return left > 0 ? `public, max-age=${left}` : 'no-store';
 }
 
+/** The link's own parameters, which are not snap options. */
+const LINK_PARAMS: ReadonlySet<string> = new Set([LINK_ACCOUNT_PARAM, LINK_EXPIRES_PARAM, LINK_SIGNATURE_PARAM]);
+
+/**
+ * The signature first: nothing else of the link is read before it verifies. Then the link's
+ * form (its expiry's, no key in it), and the options, read from exactly the pairs the signature
+ * covers (the whole query after the first "?"): a parameter the request carries that they do
+ * not (a second "?", a body, an escape two parsers read apart) is refused, never used unsigned.
+ */
 async function render(ctx: PublicRouteContext<RawParams>, store: FileStore, policy: TargetPolicy, timing: SnapTiming): Promise<unknown> {
-  const pairs = queryPairs(ctx.request.url.split('?')[1] ?? '');
-  for (const [name] of pairs) if ((KEYS_REFUSED_IN_LINKS as readonly string[]).includes(name)) throw keyInLink(name);
+  const url = ctx.request.url;
+  const pairs = queryPairs(url.includes('?') ? url.slice(url.indexOf('?') + 1) : '');
   const given = new Map(pairs);
   const signature = given.get(LINK_SIGNATURE_PARAM) ?? '';
   const accountId = given.get(LINK_ACCOUNT_PARAM) ?? '';
@@ -103,10 +112,25 @@ async function render(ctx: PublicRouteContext<RawParams>, store: FileStore, poli
       'A signed link needs `account` (the public id GET /signing_secret answers) and `signature` in its query; POST /signed_links makes one.',
     );
   }
-  const expires = expiresOf(given.get(LINK_EXPIRES_PARAM));
-  const account = await call(ctx.broker, 'billing.verifyLink', { account: accountId, canonical: canonicalQuery(pairs), signature, expires });
-  const { [LINK_ACCOUNT_PARAM]: _a, [LINK_EXPIRES_PARAM]: _e, [LINK_SIGNATURE_PARAM]: _s, ...rest } = ctx.raw;
-  const options = SNAP_PARAMS.parse(rest);
+  const expiresText = given.get(LINK_EXPIRES_PARAM);
+  const wellFormed = expiresText !== undefined && /^\d{1,12}$/.test(expiresText);
+  const account = await call(ctx.broker, 'billing.verifyLink', {
+    account: accountId,
+    canonical: canonicalQuery(pairs),
+    signature,
+    expires: wellFormed ? Number(expiresText) : null,
+  });
+  const expires = expiresOf(expiresText);
+  for (const [name] of pairs) if ((KEYS_REFUSED_IN_LINKS as readonly string[]).includes(name)) throw keyInLink(name);
+  const signed = paramsOfPairs(pairs.filter(([name]) => !LINK_PARAMS.has(name)));
+  const unsigned = Object.keys(ctx.raw).find((name) => !LINK_PARAMS.has(name) && !(name in signed));
+  if (unsigned !== undefined) {
+    throw serviceError(
+      'invalid_signature',
+      `${unsigned}: not in the signed query (a parameter after a second "?", in a body, or escaped as no browser escapes it); sign the link with every option in its query.`,
+    );
+  }
+  const options = SNAP_PARAMS.parse(signed);
   ctx.reply.header('cache-control', cacheControl(options, expires));
   try {
     return await snap({ ...ctx, account, params: options }, store, policy, timing, options);

@@ -105,8 +105,12 @@ describe('signed links: GET /render on a real Grid', function () {
     await refused(await render(good.replace(/&signature=.*$/, '')), before, 403, 'invalid_signature', 'signature');
     await refused(await render(signedQuery('lsk_made-up', box())), before, 403, 'invalid_signature');
     await refused(await render(signedQuery(secret, box({ account: 'acct_nobody123' }))), before, 403, 'invalid_signature');
-    // A parameter added after signing.
+    // A parameter added after signing; options after a second "?" (read by the query parser, not covered by the signature).
     await refused(await render(`${good}&fullpage=true`), before, 403, 'invalid_signature');
+    await refused(await render(`${good}?&json=true&fullpage=true`), before, 403, 'invalid_signature');
+    // The signature is checked first: a malformed expiry with a wrong signature is 403, not a note about the expiry.
+    await refused(await render(signedQuery('lsk_made-up', box({ expires: 'soon' }))), before, 403, 'invalid_signature');
+    await refused(await render(signedQuery(secret, box({ expires: 'soon' }))), before, 400, 'invalid_parameter', 'expires');
   });
 
   it('refuses an expired link with 410 link_expired, and an API key inside a link with 400, spending nothing', async () => {
