@@ -114,7 +114,30 @@ export function pdfOptionsProblem(o: Readonly<Record<string, unknown>>, format: 
       note: 'pdf_paper_format: the paper is named by its format or by pdf_paper_width and pdf_paper_height; send one of the two.',
     };
   }
+  for (const side of ['pdf_paper_width', 'pdf_paper_height'] as const) {
+    const given = o[side];
+    const size = typeof given === 'string' ? pdfLengthInches(given) : null;
+    if (size !== null && (size < PDF_PAPER_INCHES.min || size > PDF_PAPER_INCHES.max)) {
+      return {
+        param: side,
+        note:
+          `${side}: a paper side is at least ${PDF_PAPER_INCHES.min}in (96px, 2.54cm, 25.4mm) and at most ${PDF_PAPER_INCHES.max}in ` +
+          `(the PDF format's largest page); got ${given}.`,
+      };
+    }
+  }
   return null;
+}
+
+/** A paper side's bounds, inches: smaller sheets would print a page on thousands of them; PDF pages end at 14 400 points (200 in). */
+export const PDF_PAPER_INCHES = { min: 1, max: 200 } as const;
+
+const PER_INCH: Readonly<Record<string, number>> = { in: 1, px: 96, cm: 2.54, mm: 25.4 };
+
+/** A PDF length as the options give it (PDF_LENGTH_PATTERN: 8.5in, 210mm, 1cm, 20px), in inches; null for another text. */
+export function pdfLengthInches(length: string): number | null {
+  const m = /^([0-9.]+)(px|in|cm|mm)$/.exec(length);
+  return m ? Number(m[1]) / (PER_INCH[m[2] as string] as number) : null;
 }
 
 /**
@@ -414,14 +437,14 @@ export const OPTION_TABLE = [
     schema: pdfLength(),
     scope: 'capture',
     affectsCapture: true,
-    description: 'image_format=pdf: paper width, with pdf_paper_height (such as 8.5in, 210mm).',
+    description: 'image_format=pdf: paper width, with pdf_paper_height (such as 8.5in, 210mm); 1in to 200in.',
   }),
   option({
     name: 'pdf_paper_height',
     schema: pdfLength(),
     scope: 'capture',
     affectsCapture: true,
-    description: 'image_format=pdf: paper height, with pdf_paper_width.',
+    description: 'image_format=pdf: paper height, with pdf_paper_width; 1in to 200in.',
   }),
   option({
     name: 'pdf_landscape',
@@ -487,7 +510,8 @@ export const OPTION_TABLE = [
     schema: Type.String({ maxLength: 200, pattern: PDF_PAGE_RANGES_PATTERN }),
     scope: 'capture',
     affectsCapture: true,
-    description: "image_format=pdf: the pages to keep, such as 1-3,5 (numbered from 1); a page past the document's last is refused.",
+    description:
+      "image_format=pdf: the pages to keep, such as 1-3,5 (numbered from 1); a range may run past the document's last page (2-999: from 2 on), a page or range starting past it is refused.",
   }),
   option({
     name: 'pdf_header_template',

@@ -6,7 +6,7 @@
  * Page.printToPDF: orientation, margins, scale, backgrounds, page ranges, header and footer.
  */
 import { serviceError } from '../../shared/errors';
-import { type PDF_PAPER_FORMATS, type SnapOptions, pdfOptionsProblem } from '../../shared/screenshot-options';
+import { type PDF_PAPER_FORMATS, type SnapOptions, pdfLengthInches, pdfOptionsProblem } from '../../shared/screenshot-options';
 import { CdpError } from './cdp';
 import type { PageSession } from './page-session';
 
@@ -25,13 +25,11 @@ const PAPER_INCHES: Record<(typeof PDF_PAPER_FORMATS)[number], readonly [number,
   a6: [4.13, 5.83],
 };
 
-const PER_INCH: Record<string, number> = { in: 1, px: 96, cm: 2.54, mm: 25.4 };
-
 /** A PDF length as the options give it (PDF_LENGTH_PATTERN: 8.5in, 210mm, 1cm, 20px), in inches. */
 export function inches(length: string): number {
-  const m = /^([0-9.]+)(px|in|cm|mm)$/.exec(length);
-  if (!m) throw new Error(`not a PDF length: ${length}`);
-  return Number(m[1]) / (PER_INCH[m[2] as string] as number);
+  const size = pdfLengthInches(length);
+  if (size === null) throw new Error(`not a PDF length: ${length}`);
+  return size;
 }
 
 /** Whether the options name a paper: the whole document printed on sheets of it, its lazy content loaded first. */
@@ -79,20 +77,108 @@ export function printParams(o: SnapOptions, viewportSheet: { width: number; heig
   };
 }
 
+/** The options of `names` the capture was given. */
+function given(o: SnapOptions, names: ReadonlyArray<keyof SnapOptions>): string[] {
+  return names.filter((name) => o[name] !== undefined);
+}
+
+const MARGIN_OPTIONS = ['pdf_margin', 'pdf_margin_top', 'pdf_margin_right', 'pdf_margin_bottom', 'pdf_margin_left'] as const;
+const PAPER_OPTIONS = ['pdf_paper_format', 'pdf_paper_width', 'pdf_paper_height', 'pdf_landscape'] as const;
+
+/**
+ * The pages of a PDF as Chromium writes it (Skia's writer: one `/Type /Page` dictionary per
+ * page, no object streams), without reading the whole document.
+ */
+export function pageCount(pdf: Buffer): number {
+  return pdf.toString('latin1').match(/\/Type\s*\/Page(?![A-Za-z])/g)?.length ?? 0;
+}
+
+/** The pages pdf_page_ranges names (validated: "1-3, 5"), as sorted, merged ranges. */
+function rangesOf(pageRanges: string): Array<[number, number]> {
+  const ranges = pageRanges
+    .replace(/ /g, '')
+    .split(',')
+    .map((part): [number, number] => {
+      const [from, to] = part.split('-').map(Number) as [number, number?];
+      return [from, to ?? from];
+    })
+    .sort((a, b) => a[0] - b[0]);
+  const merged: Array<[number, number]> = [];
+  for (const [from, to] of ranges) {
+    const last = merged[merged.length - 1];
+    if (last && from <= last[1] + 1) last[1] = Math.max(last[1], to);
+    else merged.push([from, to]);
+  }
+  return merged;
+}
+
+/**
+ * Chromium prints what a range names up to the document's last page and leaves out the rest
+ * (a range wholly past the end it refuses itself). A range that runs past the end prints to the
+ * last page, as "from here on" (8-20 on ten pages: 8 to 10); a page or range that starts past it
+ * names nothing there, and is refused rather than silently left out. `printed`: the pages the
+ * PDF has, the first `printed` of the pages named (in order) are those the document has.
+ */
+export function pageRangesProblem(pageRanges: string, printed: number): string | null {
+  const ranges = rangesOf(pageRanges);
+  let left = printed;
+  let firstMissing: number | null = null;
+  for (const [from, to] of ranges) {
+    const span = to - from + 1;
+    if (left < span) {
+      firstMissing = from + left;
+      break;
+    }
+    left -= span;
+  }
+  if (firstMissing === null) return null;
+  const startsPast = pageRanges
+    .replace(/ /g, '')
+    .split(',')
+    .map((part) => Number(part.split('-')[0]))
+    .filter((from) => from >= (firstMissing as number))
+    .sort((a, b) => a - b);
+  if (startsPast.length === 0) return null;
+  return (
+    `pdf_page_ranges: the document has fewer than ${startsPast[0]} pages (${firstMissing - 1} at most), so ${startsPast[0]} names none of its pages; ` +
+    'name pages it has (a range may run past the end: 2-999 prints from page 2 to the last).'
+  );
+}
+
 /**
  * Prints the page. What Chromium refuses of the options (a page range past the document's end,
  * margins that leave no room for the content) is the caller's to fix: 400 invalid_parameter
- * with Chromium's reason, never a 500.
+ * naming the options given that it comes from, with Chromium's reason, never a 500.
  */
 export async function printPdf(page: PageSession, o: SnapOptions, viewportSheet: { width: number; height: number }): Promise<Buffer> {
+  let pdf: Buffer;
   try {
-    return await page.sendForData('Page.printToPDF', printParams(o, viewportSheet));
+    pdf = await page.sendForData('Page.printToPDF', printParams(o, viewportSheet));
   } catch (err) {
     if (err instanceof CdpError && /page range|print parameters|content area|margin|paper/i.test(err.message)) {
       const reason = err.message.replace(/^Page\.printToPDF: /, '');
-      const param = /page range/i.test(reason) ? 'pdf_page_ranges' : /margin|content area/i.test(reason) ? 'pdf_margin' : 'pdf_paper_format';
-      throw serviceError('invalid_parameter', `${param}: the browser could not print the page with these PDF options (${reason}); change ${param}.`, { param });
+      const margins = given(o, MARGIN_OPTIONS);
+      const paper = given(o, PAPER_OPTIONS);
+      const names = /page range/i.test(reason)
+        ? ['pdf_page_ranges']
+        : /margin|content area/i.test(reason) && margins.length
+          ? margins
+          : paper.length
+            ? paper
+            : margins;
+      const [param] = names;
+      if (param === undefined) throw err;
+      throw serviceError(
+        'invalid_parameter',
+        `${param}: the browser could not print the page with these PDF options (${reason}); change ${names.join(' or ')}.`,
+        {
+          param,
+        },
+      );
     }
     throw err;
   }
+  const problem = o.pdf_page_ranges === undefined ? null : pageRangesProblem(o.pdf_page_ranges, pageCount(pdf));
+  if (problem) throw serviceError('invalid_parameter', problem, { param: 'pdf_page_ranges' });
+  return pdf;
 }

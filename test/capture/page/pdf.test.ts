@@ -6,6 +6,7 @@
  * the screen, that the bar is printed on every sheet, as a browser prints it.
  */
 import { expect } from 'chai';
+import { pageCount } from '../../../services/capture/page/pdf';
 import { screenshotsUsed, snapSuite } from '../../support/capture-helpers';
 import { expectEnvelope } from '../../support/errors';
 import { type LocalServer, servePages } from '../../support/local-server';
@@ -75,7 +76,10 @@ describe('PDF options, read back from the PDF (real Grid)', function () {
     const r = await t.snap({ url: `${site.origin}/long`, image_format: 'pdf', ...params });
     expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
     expect(r.headers.get('content-type')).to.equal('application/pdf');
-    return readPdf(r.raw);
+    const pages = await readPdf(r.raw);
+    // The service's own count of a PDF's pages (pdf_page_ranges' check) agrees with pdf.js on every PDF printed here.
+    expect(pageCount(r.raw), 'pageCount').to.equal(pages.length);
+    return pages;
   };
   const points = (inches: number) => inches * 72;
   /** Chromium rounds a paper's size to its own units: about a point either way. */
@@ -135,12 +139,19 @@ describe('PDF options, read back from the PDF (real Grid)', function () {
     expect(half.length).to.be.below(plain.length * 0.7);
   });
 
-  it('pdf_page_ranges keeps the pages named; a page past the end is 400 invalid_parameter, nothing charged', async () => {
+  it('pdf_page_ranges keeps the pages named, a range running past the end to the last page; a page past the end is 400 invalid_parameter, nothing charged', async () => {
+    const all = await printed({ pdf_paper_format: 'a4' });
     const two = await printed({ pdf_paper_format: 'a4', pdf_page_ranges: '2-3' });
     expect(two).to.have.length(2);
+    const onwards = await printed({ pdf_paper_format: 'a4', pdf_page_ranges: '2-999' });
+    expect(onwards).to.have.length(all.length - 1);
     const { access_token } = await t.sys.account('free');
-    const past = await t.snap({ url: `${site.origin}/long`, image_format: 'pdf', pdf_paper_format: 'a4', pdf_page_ranges: '500' }, access_token);
-    expectEnvelope(past, 400, 'invalid_parameter', 'pdf_page_ranges');
+    const snap = (pdf_page_ranges: string) =>
+      t.snap({ url: `${site.origin}/long`, image_format: 'pdf', pdf_paper_format: 'a4', pdf_page_ranges }, access_token);
+    expectEnvelope(await snap('500'), 400, 'invalid_parameter', 'pdf_page_ranges');
+    // Chromium prints page 1 and leaves out the rest: refused, not one page answered for two asked.
+    expectEnvelope(await snap(`1,${all.length + 1}`), 400, 'invalid_parameter', 'pdf_page_ranges', `fewer than ${all.length + 1} pages`);
+    expectEnvelope(await snap(`1-2,${all.length + 3}-${all.length + 9}`), 400, 'invalid_parameter', 'pdf_page_ranges');
     expect(await screenshotsUsed(t.sys, access_token)).to.equal(0);
   });
 
@@ -174,5 +185,18 @@ describe('PDF options, read back from the PDF (real Grid)', function () {
     expectEnvelope(await t.snap({ url, image_format: 'pdf', pdf_paper_format: 'b5' }), 400, 'invalid_parameter', 'pdf_paper_format');
     expectEnvelope(await t.snap({ url, image_format: 'pdf', pdf_scale: 3 }), 400, 'invalid_parameter', 'pdf_scale');
     expectEnvelope(await t.snap({ url, image_format: 'pdf', pdf_page_ranges: '0-2' }), 400, 'invalid_parameter', 'pdf_page_ranges');
+    // A paper so small the page would print on thousands of sheets, or larger than a PDF page can be: refused before the page loads.
+    const tiny = await t.snap({ url, image_format: 'pdf', pdf_paper_width: '1px', pdf_paper_height: '1px' });
+    expectEnvelope(tiny, 400, 'invalid_parameter', 'pdf_paper_width', 'at least 1in');
+    expectEnvelope(
+      await t.snap({ url, image_format: 'pdf', pdf_paper_width: '8in', pdf_paper_height: '9999in' }),
+      400,
+      'invalid_parameter',
+      'pdf_paper_height',
+      'at most 200in',
+    );
+    // Margins that leave no room are named as sent, not as an option the request did not send.
+    const margins = await t.snap({ url, image_format: 'pdf', pdf_paper_format: 'a4', pdf_margin_top: '20cm', pdf_margin_bottom: '10cm' });
+    expectEnvelope(margins, 400, 'invalid_parameter', 'pdf_margin_top or pdf_margin_bottom');
   });
 });
