@@ -18,6 +18,7 @@ import type { GatewayCapture } from '../page/gateway';
 import { BrowserHiccup, type CaptureOutput, capturePage } from '../page/page-capture';
 import { PageSession, sleep, viewportOf } from '../page/page-session';
 import { PageWatch } from '../page/page-watch';
+import { statusRuleBefore } from '../page/capture-rules';
 
 /** What a capture gives, as those who reach the page through the engine (jobs, research) see it. */
 export type { CaptureOutput } from '../page/page-capture';
@@ -225,7 +226,7 @@ export class CaptureEngine {
       timer = setTimeout(
         () => {
           late = true;
-          overrunNote(session, watch, this.timeoutMs).then((note) => reject(serviceError('capture_timeout', note)));
+          overrunAnswer(session, watch, this.timeoutMs, options).then(reject);
         },
         Math.max(0, deadline - Date.now()),
       );
@@ -247,6 +248,16 @@ export class CaptureEngine {
 
 /** How long the page may take to answer a trivial script before its renderer counts as busy. */
 const BUSY_PROBE_MS = 1_000;
+
+/**
+ * The answer of a capture that ran out of time: on a page whose status fail_on_status lists,
+ * that rule's failure (an error page never shows what wait_for or a step waits for); otherwise
+ * capture_timeout, whose note says what it was doing.
+ */
+async function overrunAnswer(page: PageSession, watch: PageWatch, timeoutMs: number, options: SnapOptions): Promise<Error> {
+  const rule = await Promise.race([statusRuleBefore(page, options, watch.step), sleep(BUSY_PROBE_MS).then(() => null)]);
+  return rule ?? serviceError('capture_timeout', await overrunNote(page, watch, timeoutMs));
+}
 
 /**
  * The note of a capture that ran out of time: what it was doing, and whether the page's own

@@ -88,8 +88,29 @@ function lookAtPage(r: Asked): Seen {
   return seen;
 }
 
-const failed = (rule: string, what: string, url: string) =>
-  serviceError('capture_rule_failed', `${rule}: ${what} (at ${url}); the capture was stopped before its image and nothing was charged.`);
+const failed = (rule: string, what: string, url: string, when = 'the capture was stopped before its image') =>
+  serviceError('capture_rule_failed', `${rule}: ${what} (at ${url}); ${when} and nothing was charged.`);
+
+/** fail_on_status's failure for what the page answered, or null when the status is not one it lists. */
+function statusFailure(o: SnapOptions, seen: Seen, when?: string): Error | null {
+  if (o.fail_on_status === undefined || seen.status === null) return null;
+  const read = parseStatusCodes(o.fail_on_status);
+  if (!('ranges' in read) || !statusMatches(read.ranges, seen.status)) return null;
+  return failed('fail_on_status', `the page answered HTTP ${seen.status}, which ${quote(o.fail_on_status)} lists`, seen.url, when);
+}
+
+/**
+ * When the capture could not go on (wait_for found nothing, a step failed, the time budget ran
+ * out) on a page whose status fail_on_status lists: that rule's failure, the likelier cause (an
+ * error page lacks what the page it stands for has), or null. The rules are checked at their
+ * place in the order of work (after the steps: a 503 page may navigate to the real one), so this
+ * is the answer only when the capture stops before it.
+ */
+export async function statusRuleBefore(page: PageSession, o: SnapOptions, step: string): Promise<Error | null> {
+  if (o.fail_on_status === undefined) return null;
+  const seen = await page.run(lookAtPage, {}).catch(() => null);
+  return seen ? statusFailure(o, seen, `the capture was stopped while ${step}`) : null;
+}
 
 /**
  * In the page, when no rule is asked: only the document's status and address. A capture
@@ -128,12 +149,8 @@ export async function checkRules(page: PageSession, o: SnapOptions): Promise<Pag
     ...(o.fail_if_content_missing !== undefined ? { lacks: o.fail_if_content_missing } : {}),
   };
   const seen = await page.run(lookAtPage, asked);
-  if (o.fail_on_status !== undefined && seen.status !== null) {
-    const read = parseStatusCodes(o.fail_on_status);
-    if ('ranges' in read && statusMatches(read.ranges, seen.status)) {
-      throw failed('fail_on_status', `the page answered HTTP ${seen.status}, which ${quote(o.fail_on_status)} lists`, seen.url);
-    }
-  }
+  const status = statusFailure(o, seen);
+  if (status) throw status;
   if (seen.invalid) {
     const [option, message] = seen.invalid;
     const selector = option === 'fail_if_selector_missing' ? o.fail_if_selector_missing : o.fail_if_selector_present;

@@ -7,7 +7,7 @@
  * browser context, which the caller disposes afterwards, so nothing set here outlives the
  * capture.
  */
-import { serviceError } from '../../shared/errors';
+import { failureOf, serviceError } from '../../shared/errors';
 import { type SnapOptions, encoderOptionProblem } from '../../shared/screenshot-options';
 import type { EgressPolicy } from '../../shared/egress';
 import type { GatewayCapture, GatewayFailure } from './gateway';
@@ -26,7 +26,7 @@ import { DEFAULTS, type PageSession, browserGone, deviceMetrics, insertStyle, qu
 import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './request-guard';
 import { clientHintsParams, emulate, mobileMetrics, withDevice } from './emulation';
 import { type OverlayEntry, checkSelectors, clearOverlays, wantsOverlays, withChatBlocking } from './overlays';
-import { OUTCOME_IN_PAGE, type PageOutcome, checkRules, hasRules, outcomeOf } from './capture-rules';
+import { OUTCOME_IN_PAGE, type PageOutcome, checkRules, hasRules, outcomeOf, statusRuleBefore } from './capture-rules';
 import { type DocumentObserver, type PageMetadata, networkCommand, observeDocument, readText, wantsText } from './page-text';
 import { measureVisual } from './visual-regions';
 
@@ -486,28 +486,35 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
     }
     // The page's final status and address with the drawing, when it had settled by then (drawingReadAtWaitFor).
     let drawnAtWaitFor: unknown;
-    if (o.wait_for) {
-      watch.step = `waiting for an element matching ${quote(o.wait_for)} (wait_for)`;
-      const then = drawingReadAtWaitFor(o, Boolean(blocker)) ? ifDrawingSettled(waitsForLazyImages(o, loadFinished), OUTCOME_IN_PAGE) : undefined;
-      drawnAtWaitFor = await waitFor(page, o.wait_for, deadline, then);
-    }
-    watch.step = "running the page's injections (css_inject, js_inject)";
-    if (blocker) await injectCosmetics(page, blocker, o);
-    await inject(page, o);
-    // multi_step_actions: after the injections, before scrolling and the global wait. A
-    // step's navigation passes the same egress policy as the main URL.
     let changes: ChangeReading[] | undefined;
-    if (o.multi_step_actions?.length) {
-      watch.step = 'running multi_step_actions';
-      const done = await runActions(page, o.multi_step_actions, deadline, {
-        refusedNavigation: guard.refusedNavigation,
-        async navigate(url) {
-          await admitUrl(policy, url, '', ctx.gateway ?? null);
-          loadFinished = (await navigate(page, url, bound)) && loadFinished;
-          watch.step = 'running multi_step_actions';
-        },
-      });
-      changes = done.changes;
+    try {
+      if (o.wait_for) {
+        watch.step = `waiting for an element matching ${quote(o.wait_for)} (wait_for)`;
+        const then = drawingReadAtWaitFor(o, Boolean(blocker)) ? ifDrawingSettled(waitsForLazyImages(o, loadFinished), OUTCOME_IN_PAGE) : undefined;
+        drawnAtWaitFor = await waitFor(page, o.wait_for, deadline, then);
+      }
+      watch.step = "running the page's injections (css_inject, js_inject)";
+      if (blocker) await injectCosmetics(page, blocker, o);
+      await inject(page, o);
+      // multi_step_actions: after the injections, before scrolling and the global wait. A
+      // step's navigation passes the same egress policy as the main URL.
+      if (o.multi_step_actions?.length) {
+        watch.step = 'running multi_step_actions';
+        const done = await runActions(page, o.multi_step_actions, deadline, {
+          refusedNavigation: guard.refusedNavigation,
+          async navigate(url) {
+            await admitUrl(policy, url, '', ctx.gateway ?? null);
+            loadFinished = (await navigate(page, url, bound)) && loadFinished;
+            watch.step = 'running multi_step_actions';
+          },
+        });
+        changes = done.changes;
+      }
+    } catch (err) {
+      // An element not found or a step failed on an error page fail_on_status lists: that rule's answer.
+      const code = failureOf(err).code;
+      if (code === 'selector_not_found' || code === 'action_failed') throw (await statusRuleBefore(page, o, watch.step)) ?? err;
+      throw err;
     }
     if (wantsWholePage(o)) {
       watch.step = 'loading the whole page (fullpage)';

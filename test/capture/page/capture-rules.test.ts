@@ -40,6 +40,9 @@ describe('fail-on rules and the final status in the record (real browser)', func
       }
       if (path === '/ok') return { body: page('rgb(255,255,255)', '<main id="content"><h1>Welcome to the shop</h1></main>') };
       if (path === '/old') return { status: 301, headers: { location: '/ok' }, body: '' };
+      // A challenge page: answered 503, it moves on to the real page by script (as a bot check does once passed).
+      if (path === '/challenge')
+        return { status: 503, body: page('rgb(90,90,90)', "<p>Checking your browser…</p><script>setTimeout(() => { location.href = '/ok'; }, 300);</script>") };
       return undefined;
     });
   });
@@ -62,6 +65,30 @@ describe('fail-on rules and the final status in the record (real browser)', func
     it('fails a page answering 503 with 422 for 5xx and 500-599', async () => {
       await expectRuleFailed({ url: at('/down'), fail_on_status: '5xx' }, 'fail_on_status', 'HTTP 503', '"5xx"');
       await expectRuleFailed({ url: at('/down'), fail_on_status: '404,500-599' }, 'HTTP 503');
+    });
+
+    it('on an error page the list names, wait_for that never matches and a step that finds nothing answer the rule, not a timeout or the step', async () => {
+      await expectRuleFailed(
+        { url: at('/down'), fail_on_status: '5xx', multi_step_actions: JSON.stringify([{ type: 'click', selector: '#accept' }]) },
+        'fail_on_status',
+        'HTTP 503',
+        'running multi_step_actions',
+      );
+      await expectRuleFailed({ url: at('/down'), fail_on_status: '5xx', wait_for: '#content' }, 'fail_on_status', 'HTTP 503', 'wait_for');
+    });
+
+    it('still checks the status where the order of work puts it: a 503 page that moves on to the real one is captured', async () => {
+      const r = await t.snap({
+        url: at('/challenge'),
+        fail_on_status: '5xx',
+        wait_for: '#content',
+        image_format: 'png',
+        page_width: 400,
+        page_height: 300,
+        json: true,
+      });
+      expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
+      expect(r.body).to.include({ status_code: 200, final_url: at('/ok') });
     });
 
     it('captures a page whose status the list does not name', async () => {
