@@ -1,6 +1,7 @@
 /**
  * `npm start`: runs the services named by SERVICES (default: all) in this process.
- * Stops cleanly on SIGINT/SIGTERM. Everything it prints is a log line (JSON by default,
+ * Stops cleanly on SIGINT, SIGTERM and SIGHUP, one that comes while it starts included (it
+ * stops once started). Everything it prints is a log line (JSON by default,
  * see services/shared/logging.ts), the readiness line included.
  */
 import { type Config, ConfigError, loadConfig } from '../services/shared/config';
@@ -23,6 +24,18 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  // Listened to from the start: a signal while the services start (browsers launching) stops
+  // them once started, where Node's default would end the process at once. Listened to for good,
+  // not once: a signal that comes again while stopping is ignored. Ctrl-C under `npm start`
+  // delivers SIGINT twice (from the terminal, and from npm, which hands it on). SIGHUP (the
+  // terminal or SSH session closed) stops it as SIGTERM does.
+  let onSignal: () => void = () => undefined;
+  let signalled = false;
+  const signal = () => {
+    signalled = true;
+    onSignal();
+  };
+  for (const name of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(name, signal);
   let system: Awaited<ReturnType<typeof startSystem>>;
   try {
     system = await startSystem(config);
@@ -58,11 +71,11 @@ async function main(): Promise<void> {
     });
   }
   const stop = () => void shutdown(0, null);
-  // Listened to for good, not once: a signal that comes again while stopping is ignored. Ctrl-C
-  // under `npm start` delivers SIGINT twice (from the terminal, and from npm, which hands it
-  // on), and Node's default for the second would end the process before its browsers are quit.
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  onSignal = stop;
+  if (signalled) {
+    stop();
+    return;
+  }
   if (config.stopOnStdinEnd) {
     // The supervisor holds the other end of this pipe: when it dies, whatever killed it
     // (SIGKILL included), the pipe closes and this process stops as on SIGTERM.

@@ -1,9 +1,22 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { backendConfig, uniqueName } from '../support/backends';
-import { processesLeft, processesMarked, startServeProcess } from '../support/processes';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { processesLeft, processesMarked, runScript, startServeProcess } from '../support/processes';
 import { until } from '../support/wait';
+
+/** A process's group id (its /proc stat's fifth field). */
+function groupOf(pid: number): number | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  } catch {
+    return null;
+  }
+}
 
 /** Whatever a failed test left behind: every process carrying its mark, SIGKILLed. */
 function killMarked(mark: string): void {
@@ -36,6 +49,77 @@ describe('npm start process lifecycle', function () {
         expect(proc.child.exitCode, proc.output()).to.equal(0);
         expect(await processesLeft(mark, [], 10_000)).to.deep.equal([]);
       } finally {
+        await b.cleanup();
+      }
+    });
+  }
+
+  it('lets a running capture finish when SIGTERM reaches its whole process group: its ChromeDrivers and browsers are in a group of their own', async () => {
+    // A page that answers after 3 s: the capture is under way when the signal comes.
+    const slow = http.createServer((_req, res) => setTimeout(() => res.end('<h1>slow</h1>'), 3_000));
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    const mark = uniqueName('m');
+    const b = await backendConfig('sqlite', { CAPTURE_SESSIONS: '1', SNAP_TEST_MARK: mark, ALLOW_PRIVATE_NETWORKS: 'true' });
+    try {
+      const proc = await startServeProcess(b.env, /Screenshot service ready/, { group: true });
+      const { access_token } = JSON.parse(runScript('bin/admin.js', ['accounts', 'create', '--plan', 'paid', '--json'], b.env)) as { access_token: string };
+      const url = `http://127.0.0.1:${(slow.address() as AddressInfo).port}/`;
+      const answer = fetch(`http://127.0.0.1:${b.env.PORT}/snap?access_token=${access_token}&ttl=0&url=${encodeURIComponent(url)}`);
+      await new Promise((r) => setTimeout(r, 1_000));
+      await proc.stop();
+      const r = await answer;
+      expect(r.status, await r.clone().text()).to.equal(200);
+      expect(r.headers.get('content-type')).to.equal('image/jpeg');
+      expect(proc.child.exitCode, proc.output()).to.equal(0);
+      expect(await processesLeft(mark, [], 10_000)).to.deep.equal([]);
+    } finally {
+      killMarked(mark);
+      slow.closeAllConnections();
+      slow.close();
+      await b.cleanup();
+    }
+  });
+
+  it('leaves no ChromeDriver or browser behind when it is SIGKILLed, nor a browser when its ChromeDriver is', async () => {
+    const mark = uniqueName('m');
+    const b = await backendConfig('sqlite', { CAPTURE_SESSIONS: '2', SNAP_TEST_MARK: mark });
+    try {
+      const proc = await startServeProcess(b.env, /Screenshot service ready/);
+      const drivers = processesMarked('SNAP_TEST_MARK', mark).filter((pid) => /chromedriver/.test(fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1')));
+      expect(drivers).to.have.length(2);
+      // A ChromeDriver killed: the browser it started goes with it (its group is the ChromeDriver's).
+      const [driver] = drivers as [number];
+      const inGroup = () => processesMarked('SNAP_TEST_MARK', mark).filter((pid) => groupOf(pid) === driver);
+      expect(inGroup().length, 'the ChromeDriver and its browser').to.be.greaterThan(1);
+      process.kill(driver, 'SIGKILL');
+      await until('the browser to end with its ChromeDriver', async () => inGroup().length === 0, 5_000);
+      proc.child.kill('SIGKILL');
+      expect(await processesLeft(mark, [], 5_000)).to.deep.equal([]);
+    } finally {
+      killMarked(mark);
+      await b.cleanup();
+    }
+  });
+
+  for (const [when, signal] of [
+    ['on SIGHUP (its terminal closed)', 'SIGHUP'],
+    ['on SIGTERM while it starts (stopped once started)', 'SIGTERM'],
+  ] as const) {
+    it(`stops cleanly ${when}, its browsers quit`, async () => {
+      const mark = uniqueName('m');
+      const b = await backendConfig('sqlite', { CAPTURE_SESSIONS: '2', SNAP_TEST_MARK: mark });
+      try {
+        const starting = signal === 'SIGTERM';
+        const proc = await startServeProcess(b.env, starting ? /starting|Starting|"msg"/ : /Screenshot service ready/);
+        if (starting) await until('a browser to be launching', async () => processesMarked('SNAP_TEST_MARK', mark).length > 1, 20_000);
+        const exited = new Promise((r) => proc.child.once('exit', r));
+        proc.child.kill(signal);
+        await exited;
+        expect(proc.child.exitCode, proc.output()).to.equal(0);
+        expect(proc.output()).to.contain('ServiceBroker is stopped');
+        expect(await processesLeft(mark, [], 10_000)).to.deep.equal([]);
+      } finally {
+        killMarked(mark);
         await b.cleanup();
       }
     });

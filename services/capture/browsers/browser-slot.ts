@@ -13,6 +13,7 @@ import { CdpConnection } from '../page/cdp';
 import type { EgressGateway } from '../page/gateway';
 import { type Viewport, presetPage, viewportOf } from '../page/page-session';
 import { type CdpRoute, CdpRouter, type GridCdp } from './grid-cdp';
+import { localDriverService, tiedBrowserBinary } from './local-driver';
 
 /**
  * The flags without which headless Chromium hangs or phones home on a closed network (the
@@ -319,11 +320,12 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
 export async function launchSession(opts: LaunchOptions, id: number): Promise<BrowserSlot> {
   const options = new chrome.Options();
   options.addArguments(...CHROME_ARGS, ...opts.extraArgs);
-  if (opts.chromeBin) options.setChromeBinaryPath(opts.chromeBin);
+  // The local ChromeDriver's browser is killed when its ChromeDriver ends (local-driver.ts); a Grid's Node starts its own.
+  if (opts.chromeBin) options.setChromeBinaryPath(opts.seleniumUrl ? opts.chromeBin : tiedBrowserBinary(opts.chromeBin));
   if (opts.seleniumUrl && opts.owner) options.set(SESSION_OWNER_CAPABILITY, opts.owner);
   let builder = new Builder().forBrowser('chrome').setChromeOptions(options);
   if (opts.seleniumUrl) builder = builder.usingServer(opts.seleniumUrl);
-  else builder = builder.setChromeService(new chrome.ServiceBuilder(opts.chromedriverBin));
+  else builder = builder.setChromeService(localDriverService(opts.chromedriverBin));
   const driver = await builder.build();
   try {
     const router =

@@ -1,0 +1,77 @@
+/**
+ * The embedded default's own ChromeDriver and browser (no Grid), started so that they go with
+ * this process and only with it:
+ *
+ * - **Apart from this process's signals.** ChromeDriver starts in a session and process group
+ *   of its own (util-linux's `setsid`), and its browser in its group. A signal sent to this
+ *   process's group (Ctrl-C in a terminal, `npm start` handing it on, a supervisor or systemd's
+ *   `KillMode=control-group` signalling the group) reaches this process alone, which stops as
+ *   it does on any SIGTERM (running captures finish, then the browsers are quit), instead of
+ *   reaching the browsers too and cutting the captures they run.
+ * - **Ended with it, however it ends.** ChromeDriver gets SIGKILL when this process dies and its
+ *   browser when ChromeDriver dies (Linux's parent-death signal, set by util-linux's `setpriv`
+ *   before each is executed): a SIGKILL, a crash, or a ChromeDriver killed under a capture
+ *   leaves no browser behind.
+ *
+ * The browser is started through a small script (written once per binary into the system's
+ * temporary directory) because ChromeDriver runs the binary it is given with its own flags.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import chrome from 'selenium-webdriver/chrome';
+
+const SETSID = '/usr/bin/setsid';
+const SETPRIV = '/usr/bin/setpriv';
+
+/** Whether this machine can start the driver apart and tied (Linux with util-linux); elsewhere it is started as selenium-webdriver starts it. */
+export function canTieToProcess(): boolean {
+  return process.platform === 'linux' && fs.existsSync(SETSID) && fs.existsSync(SETPRIV);
+}
+
+/** ChromeDriver's service: in a process group of its own, killed when this process ends. */
+export function localDriverService(chromedriverBin: string): chrome.ServiceBuilder {
+  if (!canTieToProcess()) return new chrome.ServiceBuilder(chromedriverBin);
+  // selenium-webdriver appends --port=N to these arguments: `setsid -- setpriv … -- chromedriver --port=N`.
+  return new chrome.ServiceBuilder(SETSID).addArguments('--', SETPRIV, '--pdeathsig', 'KILL', '--', chromedriverBin);
+}
+
+/**
+ * The binary a launcher script runs, when `bin` is one of the plain kind Debian installs
+ * (`/usr/bin/chromium-headless-shell`: a shell script whose last line runs the binary with "$@",
+ * as a child): the parent-death signal must be set on the browser itself, not on a shell that
+ * forks it. Any other file is taken as the browser.
+ */
+export function browserItself(bin: string): string {
+  let text: string;
+  try {
+    if (fs.statSync(bin).size > 4096) return bin;
+    text = fs.readFileSync(bin, 'latin1');
+  } catch {
+    return bin;
+  }
+  if (!text.startsWith('#!')) return bin;
+  const lines = text.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('#'));
+  const runs = lines.length === 1 ? /^\s*(?:exec\s+)?(\/[^\s"'$;&|]+)\s+"\$@"\s*$/.exec(lines[0] as string) : null;
+  return runs && fs.existsSync(runs[1] as string) ? (runs[1] as string) : bin;
+}
+
+/** The browser binary ChromeDriver is to run: `chromeBin`, through a script that has it killed when ChromeDriver ends. */
+export function tiedBrowserBinary(chromeBin: string): string {
+  if (!canTieToProcess()) return chromeBin;
+  const script = `#!/bin/sh\n# Written by the screenshot service (services/capture/browsers/local-driver.ts).\nexec ${SETPRIV} --pdeathsig KILL -- ${shellQuoted(browserItself(chromeBin))} "$@"\n`;
+  const digest = crypto.createHash('sha256').update(script).digest('hex').slice(0, 16);
+  const file = path.join(os.tmpdir(), `snapservice-browser-${digest}.sh`);
+  if (!fs.existsSync(file)) {
+    // Written under another name and renamed: processes starting at once never run a half-written script.
+    const partial = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
+    fs.writeFileSync(partial, script, { mode: 0o755 });
+    fs.renameSync(partial, file);
+  }
+  return file;
+}
+
+function shellQuoted(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}
