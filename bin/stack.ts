@@ -100,7 +100,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The supervisor: runs the stack until SIGTERM or SIGINT, keeping stack.json up to date. */
 async function supervise(): Promise<void> {
-  const write = (s: State) => fs.writeFileSync(STATE, JSON.stringify(s, null, 2));
+  // Written under another name and renamed: a command reading it (status, admin, stop) never finds it half-written.
+  const write = (s: State) => {
+    const partial = `${STATE}.${process.pid}.tmp`;
+    fs.writeFileSync(partial, JSON.stringify(s, null, 2));
+    fs.renameSync(partial, STATE);
+  };
   const opts = options();
   let stack: Stack | null = null;
   let stopping = false;

@@ -121,14 +121,12 @@ end
 return 1
 `;
 
-// KEYS[1] rate key. ARGV: max, window seconds. Returns {allowed, ttl}.
+// KEYS[1] rate key (one per window of the clock). ARGV: max, window seconds. Returns 1 when allowed.
 const RATE_LUA = `
 local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
-local ttl = redis.call('TTL', KEYS[1])
-if ttl < 0 then redis.call('EXPIRE', KEYS[1], ARGV[2]); ttl = tonumber(ARGV[2]) end
-if n > tonumber(ARGV[1]) then return {0, ttl} end
-return {1, ttl}
+if redis.call('TTL', KEYS[1]) < 0 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+if n > tonumber(ARGV[1]) then return 0 end
+return 1
 `;
 
 /** The most overdue reservations one pass of giveBackOverdue takes from Redis at a time. */
@@ -137,7 +135,7 @@ const OVERDUE_BATCH = 200;
 type RedisWithScripts = Redis & {
   snapReserve(usageKey: string, resvKey: string, ...args: (string | number)[]): Promise<[number, number, string?]>;
   snapRefund(usageKey: string, resvKey: string, held: string): Promise<number>;
-  snapRate(key: string, max: number, windowSeconds: number): Promise<[number, number]>;
+  snapRate(key: string, max: number, windowSeconds: number): Promise<number>;
 };
 
 export class RedisUsageStore implements UsageStore {
@@ -234,8 +232,9 @@ export class RedisUsageStore implements UsageStore {
 
   async hitRate(accountId: string, max: number, windowSeconds: number, now: Date): Promise<RateOutcome> {
     const window = Math.floor(now.getTime() / 1000 / windowSeconds);
-    const [allowed, ttl] = await this.redis.snapRate(`${this.prefix}rate:{${accountId}}:${window}`, max, windowSeconds);
-    return { allowed: allowed === 1, retryAfter: Math.max(1, ttl) };
+    const allowed = await this.redis.snapRate(`${this.prefix}rate:{${accountId}}:${window}`, max, windowSeconds);
+    // The window is the clock's (its key names it): a refused request may retry when it ends, not a whole window after its key was made.
+    return { allowed: allowed === 1, retryAfter: Math.max(1, Math.ceil((window + 1) * windowSeconds - now.getTime() / 1000)) };
   }
 
   private exhaustedKey(kind: UsageKind, month: string): string {
