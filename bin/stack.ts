@@ -17,6 +17,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { STACK_DEFAULTS, Stack, type StackOptions } from '../ops/stack';
+import { writeStateFile } from '../ops/state-file';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const DIR = path.resolve(process.env.STACK_DIR ?? path.join(ROOT, 'data', 'stack'));
@@ -100,12 +101,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The supervisor: runs the stack until SIGTERM or SIGINT, keeping stack.json up to date. */
 async function supervise(): Promise<void> {
-  // Written under another name and renamed: a command reading it (status, admin, stop) never finds it half-written.
-  const write = (s: State) => {
-    const partial = `${STATE}.${process.pid}.tmp`;
-    fs.writeFileSync(partial, JSON.stringify(s, null, 2));
-    fs.renameSync(partial, STATE);
-  };
+  const write = (s: State) => writeStateFile(STATE, s);
   const opts = options();
   let stack: Stack | null = null;
   let stopping = false;
