@@ -14,6 +14,7 @@ import { FULL_RECORD_SCHEMA, fullRecord, JOB_ANSWER_SCHEMA, LISTED_RECORD_SCHEMA
 import { CONFIG_RECORD_SCHEMA } from '../scheduler/public/config-record';
 import { withCaptureCredits } from '../billing/public/credits';
 import { ERROR_STATUS, type ErrorCode, isErrorCode, serviceError } from '../shared/errors';
+import { CAPTURE_FAILURES } from './snap-routes';
 import type { Paging } from '../shared/paging';
 import { admission, type Spending } from './spend-admission';
 import { type ConfigOptions, captureKey, refuseUnusedSchedule, type SnapOptions } from '../shared/screenshot-options';
@@ -324,17 +325,7 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       params: KEY_ONLY_PARAMS,
       response: JOB_ANSWER_SCHEMA,
       errors: [
-        ...CONFIG_ERRORS,
-        'page_load_failed',
-        'page_crashed',
-        'selector_not_found',
-        'capture_rule_failed',
-        'capture_timeout',
-        'browser_failed',
-        'url_not_allowed',
-        'screenshot_limit_reached',
-        'ai_credits_exhausted',
-        'ai_provider_not_configured',
+        ...new Set<ErrorCode>([...CONFIG_ERRORS, ...CAPTURE_FAILURES, 'screenshot_limit_reached', 'ai_credits_exhausted', 'ai_provider_not_configured']),
       ],
       handler: jobStatus,
     }),

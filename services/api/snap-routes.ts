@@ -111,19 +111,29 @@ function snapVariant(fixed: Partial<SnapOptions>, required: Array<keyof SnapOpti
   };
 }
 
-/** The parameters' errors, the admission's, then the capture's. */
-export const SNAP_ERRORS: ErrorCode[] = [
-  'invalid_parameter',
-  'ai_provider_unsupported',
-  ...SNAP_ADMISSION.errors,
+/** What a capture (a snap's, or a configuration's job's) can fail with once it runs (docs/api.md, "Capture errors"). */
+export const CAPTURE_FAILURES: ErrorCode[] = [
   'page_load_failed',
   'page_crashed',
   'selector_not_found',
+  'action_failed',
   'capture_rule_failed',
-  'capacity_exhausted',
-  'concurrency_limit_reached',
+  'url_not_allowed',
   'capture_timeout',
   'browser_failed',
+  'storage_upload_failed',
+];
+
+/** The parameters' errors, the admission's, then the capture's. */
+export const SNAP_ERRORS: ErrorCode[] = [
+  ...new Set<ErrorCode>([
+    'invalid_parameter',
+    'ai_provider_unsupported',
+    ...SNAP_ADMISSION.errors,
+    ...CAPTURE_FAILURES,
+    'capacity_exhausted',
+    'concurrency_limit_reached',
+  ]),
 ];
 
 /** The image, or (json=true, html_only=true) the record or the HTML. */

@@ -29,6 +29,9 @@ function bareNodes(schema: unknown, at: string): string[] {
   return [...here, ...children.flatMap(([p, c]) => bareNodes(c, p))];
 }
 
+/** Capture errors a snap's request answers that a job's answer never carries. */
+const SNAP_REQUEST_ONLY = new Set(['concurrency_limit_reached', 'capacity_exhausted']);
+
 describe('answers typed once: the route table and the MCP tools', () => {
   const dir = tempDir('answer-schemas-');
   const config = configFrom({ DATA_DIR: dir });
@@ -37,6 +40,24 @@ describe('answers typed once: the route table and the MCP tools', () => {
     (document.paths[path]?.[method]?.responses as { 200: { content: Record<string, { schema: JsonSchema }> } } | undefined)?.[200].content['application/json']
       ?.schema;
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('lists every capture error docs/api.md names ("Capture errors") among the errors of /snap and of GET /jobs/{job_id}', () => {
+    const docs = fs.readFileSync(require.resolve('../../../docs/api.md'), 'utf8');
+    const section = docs.slice(docs.indexOf('### Capture errors'), docs.indexOf('### Fail-on rules'));
+    const named = [...section.matchAll(/`([a-z_]+)`/g)].map((m) => m[1] as string).filter((code) => code !== 'js_inject');
+    expect(named).to.include.members(['page_load_failed', 'action_failed', 'capture_rule_failed', 'capture_timeout']);
+    for (const [path, method] of [
+      ['/snap', 'get'],
+      ['/snap', 'post'],
+      ['/jobs/{job_id}', 'get'],
+    ] as const) {
+      const responses = document.paths[path]?.[method]?.responses as Record<string, { description: string }>;
+      const listed = Object.values(responses).flatMap((r) => (r.description.startsWith('error_code: ') ? r.description.slice(12).split(', ') : []));
+      // A job's answer is its capture's failure: the request's own refusals (429, 503) are a snap's only.
+      const expected = path === '/snap' ? named : named.filter((code) => !SNAP_REQUEST_ONLY.has(code));
+      expect(listed, `${method.toUpperCase()} ${path}`).to.include.members(expected);
+    }
+  });
 
   it('describes every JSON answer of every route by its records, with no bare object or array anywhere in it', () => {
     const answers: Array<[string, unknown]> = [['GET /openapi.json', OPENAPI_DOCUMENT_SCHEMA]];
