@@ -4,6 +4,7 @@
  * stops once started). Everything it prints is a log line (JSON by default,
  * see services/shared/logging.ts), the readiness line included.
  */
+import net from 'node:net';
 import { type Config, ConfigError, loadConfig } from '../services/shared/config';
 import { startupLine } from '../services/shared/logging';
 import { startOpsServer } from '../runtime/ops-server';
@@ -12,10 +13,27 @@ import { startSystem, stopSystem } from '../runtime/system';
 /** How long a process that crashed may take to stop what it started before it exits anyway. */
 const CRASH_STOP_MS = 10_000;
 
+/**
+ * PORT=0 without BASE_URL: a free port is picked before the configuration is read, so the
+ * address the service writes into its links (BASE_URL's default, http://localhost:$PORT) names
+ * the port it listens on, not port 0.
+ */
+async function withPortPicked(env: NodeJS.ProcessEnv): Promise<NodeJS.ProcessEnv> {
+  if (env.PORT?.trim() !== '0' || env.BASE_URL) return env;
+  const probe = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen(0, env.HOST?.trim() || '0.0.0.0', resolve);
+  });
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return { ...env, PORT: String(port) };
+}
+
 async function main(): Promise<void> {
   let config: Readonly<Config>;
   try {
-    config = loadConfig();
+    config = loadConfig(await withPortPicked(process.env));
   } catch (err) {
     if (err instanceof ConfigError) {
       // No configuration, so no LOG_FORMAT: the default format.

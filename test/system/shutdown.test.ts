@@ -125,6 +125,23 @@ describe('npm start process lifecycle', function () {
     });
   }
 
+  it('with PORT=0 listens on a free port, and the links it writes name that port', async () => {
+    const b = await backendConfig('sqlite', { SERVICES: 'api,billing,ai,proxy' });
+    try {
+      const proc = await startServeProcess({ ...b.env, PORT: '0' }, /Screenshot service ready/);
+      try {
+        const base = /ready on (http:\/\/localhost:(\d+))/.exec(proc.output());
+        expect(base?.[2], proc.output()).to.match(/^[1-9]\d*$/);
+        const doc = (await (await fetch(`${base?.[1]}/openapi.json`)).json()) as { servers: Array<{ url: string }> };
+        expect(doc.servers[0]?.url).to.equal(base?.[1]);
+      } finally {
+        await proc.stop();
+      }
+    } finally {
+      await b.cleanup();
+    }
+  });
+
   it('ignores a signal that comes again while it stops (Ctrl-C under npm start delivers SIGINT twice)', async () => {
     const mark = uniqueName('m');
     const b = await backendConfig('sqlite', { CAPTURE_SESSIONS: '2', SNAP_TEST_MARK: mark });
