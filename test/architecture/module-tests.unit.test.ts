@@ -77,6 +77,10 @@ const WITHOUT_OWN_TESTS: Readonly<Record<string, string>> = {
   'ai/providers/structured.ts': 'structured answers, in test/ai/structured.unit.test.ts',
   'ai/providers/types.ts': 'types only',
   // Billing.
+  'capture/public/snap-timing.ts':
+    "a snap's budget and its credit's deadline: the deadline the api asks billing for, in test/billing/overdue-reservations.test.ts",
+  'shared/rotating-secrets.ts':
+    "through its two users: the link signing secret's rotations in test/billing/link-secrets.test.ts, the webhook secret's in test/notifier/deliveries.test.ts",
   'billing/public/credits.ts': 'test/billing/credits.unit.test.ts (named for what it does: credits reserved, committed, released)',
   'billing/public/plan-gates.ts': 'the plan and addon gates, 402, in test/ai/own-providers.test.ts and test/proxy/own-proxies.test.ts',
   // Capture.

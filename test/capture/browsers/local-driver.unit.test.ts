@@ -1,0 +1,45 @@
+/**
+ * The local ChromeDriver's browser, tied to it (local-driver.ts): the parent-death signal is set
+ * on the browser itself, so a one-line launcher script (Debian's /usr/bin/chromium-headless-shell)
+ * is read through to the binary it runs, and anything else is taken as the browser; the script
+ * ChromeDriver is given runs it under setpriv. What the tie does to real processes (a group
+ * SIGTERM mid-capture, a SIGKILL, a ChromeDriver killed) is in test/system/shutdown.test.ts.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { browserItself, canTieToProcess, tiedBrowserBinary } from '../../../services/capture/browsers/local-driver';
+import { tempDir } from '../../support/backends';
+
+describe('the local browser tied to its ChromeDriver', () => {
+  const dir = tempDir('local-driver-');
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = (name: string, text: string) => {
+    const at = path.join(dir, name);
+    fs.writeFileSync(at, text, { mode: 0o755 });
+    return at;
+  };
+  const binary = file('browser', '\x7fELF not really a browser');
+
+  it('reads a one-line launcher script through to the binary it runs, with or without exec', () => {
+    expect(browserItself(file('debian.sh', `#!/bin/sh -e\n\n${binary} "$@"\n`))).to.equal(binary);
+    expect(browserItself(file('exec.sh', `#!/bin/sh\n# a launcher\nexec ${binary} "$@"\n`))).to.equal(binary);
+  });
+
+  it('takes anything else as the browser: a binary, a launcher that does more, one naming a file that is not there, a missing file', () => {
+    expect(browserItself(binary)).to.equal(binary);
+    const busy = file('busy.sh', `#!/bin/sh\nexport CHROMIUM_FLAGS=--foo\n${binary} "$@"\n`);
+    expect(browserItself(busy)).to.equal(busy);
+    const gone = file('gone.sh', `#!/bin/sh\n${path.join(dir, 'nothing-here')} "$@"\n`);
+    expect(browserItself(gone)).to.equal(gone);
+    expect(browserItself(path.join(dir, 'absent'))).to.equal(path.join(dir, 'absent'));
+  });
+
+  it('gives ChromeDriver a script that runs the browser itself under setpriv with the parent-death signal', function () {
+    if (!canTieToProcess()) this.skip();
+    const script = tiedBrowserBinary(file('launcher.sh', `#!/bin/sh\n${binary} "$@"\n`));
+    expect(fs.statSync(script).mode & 0o111, 'executable').to.not.equal(0);
+    expect(fs.readFileSync(script, 'utf8')).to.contain(`exec /usr/bin/setpriv --pdeathsig KILL -- '${binary}' "$@"`);
+    expect(tiedBrowserBinary(file('launcher.sh', `#!/bin/sh\n${binary} "$@"\n`)), 'the same script for the same browser').to.equal(script);
+  });
+});
