@@ -6,14 +6,16 @@
 import Ajv, { type ErrorObject } from 'ajv';
 import { closeDeviceNames, findDevice } from './devices';
 import { keyTemplateProblem } from './object-keys';
+import { PATTERN_RULE } from './screenshot-options';
 import { cookieDomainProblem, cookieNameProblem, cookiePathProblem, cookieValueProblem, headerNameProblem, headerValueProblem } from './request-fields';
 import { statusCodesProblem } from './status-codes';
 
 /** An ajv instance with the formats the option table uses. */
 export function newAjv(): Ajv {
   // Coercion handles numbers given as text; defaults are filled by the consumers, so the
-  // validated values stay "as given" for configurations that echo them.
-  const instance = new Ajv({ allErrors: false, coerceTypes: true, useDefaults: false, strict: false });
+  // validated values stay "as given" for configurations that echo them. Verbose: an error
+  // carries the schema it failed (a pattern's rule in words, PATTERN_RULE).
+  const instance = new Ajv({ allErrors: false, coerceTypes: true, useDefaults: false, strict: false, verbose: true });
   instance.addFormat('http-url', (value: string) => {
     try {
       const u = new URL(value);
@@ -102,11 +104,11 @@ export function noteFor(error: ErrorObject, data: unknown, allowed: string[]): {
       return { param, note: `${where}: at most ${p.limit} items are allowed.` };
     case 'minItems':
       return { param, note: `${where}: needs at least ${p.limit} item(s).` };
-    case 'pattern':
-      return {
-        param,
-        note: `${where}: ${describe(got)} is not allowed; it must match ${p.pattern} (letters, digits and underscores, starting with a letter).`,
-      };
+    case 'pattern': {
+      // The rule in words the schema gives beside its pattern (screenshot-options.ts); the pattern itself only where none is given.
+      const rule = (error.parentSchema as Record<string, unknown> | undefined)?.[PATTERN_RULE];
+      return { param, note: `${where}: ${describe(got)} must be ${typeof rule === 'string' ? rule : `text matching ${p.pattern}`}.` };
+    }
     case 'format':
       if (p.format === 'device') {
         const close = closeDeviceNames(String(got));

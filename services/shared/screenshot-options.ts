@@ -81,10 +81,22 @@ export const AI_PROVIDERS = ['service', 'anthropic', 'openai', 'openrouter'] as 
 export const IMAGE_FORMATS = ['jpeg', 'png', 'webp', 'pdf'] as const;
 /** pdf_paper_format's papers, as Chromium's print dialog and other screenshot APIs name them. */
 export const PDF_PAPER_FORMATS = ['letter', 'legal', 'tabloid', 'ledger', 'a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6'] as const;
+/** The schema keyword that holds a pattern's rule in words (an OpenAPI extension, ignored by validation). */
+export const PATTERN_RULE = 'x-rule';
+/**
+ * A text option checked by a pattern, with its rule in words: the schema carries the rule beside
+ * the pattern (`x-rule`, shown in /openapi.json too), and a value that does not match is
+ * refused with it (param-notes.ts), never with the raw regular expression.
+ */
+const patterned = (pattern: string, rule: string, options: JsonSchema = {}) => Type.String({ ...options, pattern, [PATTERN_RULE]: rule });
 /** A PDF length (paper size, margin): a number and its unit, px (1/96 in), in, cm or mm. */
 export const PDF_LENGTH_PATTERN = '^[0-9]{1,4}(\\.[0-9]{1,4})?(px|in|cm|mm)$';
+const PDF_LENGTH_RULE = 'a length: a number (up to 4 decimals) followed by px, in, cm or mm, without spaces, e.g. 1.5cm';
 /** pdf_page_ranges: page numbers and ranges, comma-separated (1-3,5). */
 export const PDF_PAGE_RANGES_PATTERN = '^ *[1-9][0-9]{0,4}( *- *[1-9][0-9]{0,4})?( *, *[1-9][0-9]{0,4}( *- *[1-9][0-9]{0,4})?)* *$';
+const PDF_PAGE_RANGES_RULE = 'page numbers (from 1) and ranges of them, separated by commas, e.g. 1-3,5';
+/** A structured field's name: the key of the analysis' result. */
+const FIELD_NAME_RULE = 'a name of letters, digits and underscores, starting with a letter, e.g. product_name';
 export const SCHEDULE_INTERVALS = ['minutes', 'hours', 'days', 'weeks', 'months', 'years'] as const;
 export const CHANGE_TARGETS = ['webhook', 'slack'] as const;
 /** What a `change` step compares: the text of its selector (the default), or the picture (visual-alerts.ts in the notifier). */
@@ -180,7 +192,7 @@ const enumOf = <const T extends readonly string[]>(values: T) => Type.Unsafe<T[n
 export const textEnum = <const T extends readonly string[]>(values: T, options: JsonSchema = {}) =>
   Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 const text = (maxLength: number) => Type.String({ maxLength });
-const pdfLength = () => Type.String({ maxLength: 20, pattern: PDF_LENGTH_PATTERN });
+const pdfLength = () => patterned(PDF_LENGTH_PATTERN, PDF_LENGTH_RULE, { maxLength: 20 });
 /** Most CSS selectors hide_selectors and remove_selectors take, each. */
 export const MAX_SELECTORS = 50;
 /** A list of CSS selectors (hide_selectors, remove_selectors); each is checked in the page before it loads. */
@@ -507,7 +519,7 @@ export const OPTION_TABLE = [
   }),
   option({
     name: 'pdf_page_ranges',
-    schema: Type.String({ maxLength: 200, pattern: PDF_PAGE_RANGES_PATTERN }),
+    schema: patterned(PDF_PAGE_RANGES_PATTERN, PDF_PAGE_RANGES_RULE, { maxLength: 200 }),
     scope: 'capture',
     affectsCapture: true,
     description:
@@ -571,7 +583,7 @@ export const OPTION_TABLE = [
     schema: Type.Array(
       Type.Object(
         {
-          name: Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_]*$', maxLength: 64 }),
+          name: patterned('^[A-Za-z][A-Za-z0-9_]*$', FIELD_NAME_RULE, { maxLength: 64 }),
           type: enumOf(['string', 'number', 'boolean', 'enum', 'multi']),
           description: Type.Optional(Type.String({ maxLength: 1000 })),
           options: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { minItems: 1, maxItems: MAX_FIELD_OPTIONS })),

@@ -122,7 +122,6 @@ const WITHOUT_OWN_TESTS: Readonly<Record<string, string>> = {
   'shared/links.ts': 'links in records, in test/capture/jobs/screenshots.test.ts',
   'shared/metrics.ts': 'the metrics snapshot and merge, in test/api/operations.test.ts',
   'shared/paging.ts': 'cursor paging, in test/capture/jobs/screenshots.test.ts',
-  'shared/param-notes.ts': 'the notes of a bad parameter, in test/api/request-schemas.unit.test.ts',
   'shared/screenshot-options.ts': 'the option table, in test/api/request-schemas.unit.test.ts and test/ai/structured-fields.unit.test.ts',
   'shared/service-unit.ts': 'types only',
 };

@@ -1,0 +1,33 @@
+import { expect } from 'chai';
+import { validateShape } from '../../services/api/request-schemas';
+import { checkStructuredFields } from '../../services/ai/structured-fields';
+import type { ScreenshotOptions } from '../../services/shared/screenshot-options';
+import { errorOf } from '../support/errors';
+
+describe('param notes', () => {
+  describe('a value that does not match its pattern is refused with the rule in words and an example, never the regular expression', () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ pdf_margin: '1.5' }, 'pdf_margin: "1.5" must be a length: a number (up to 4 decimals) followed by px, in, cm or mm, without spaces, e.g. 1.5cm.'],
+      [{ pdf_margin: '-1cm' }, 'pdf_margin: "-1cm" must be a length: a number (up to 4 decimals) followed by px, in, cm or mm, without spaces, e.g. 1.5cm.'],
+      [{ pdf_paper_width: '8.5 in' }, 'pdf_paper_width: "8.5 in" must be a length'],
+      [{ pdf_page_ranges: 'abc' }, 'pdf_page_ranges: "abc" must be page numbers (from 1) and ranges of them, separated by commas, e.g. 1-3,5.'],
+    ];
+    for (const [params, note] of cases) {
+      it(`${JSON.stringify(params)}`, () => {
+        const err = errorOf(() => validateShape('snap', { url: 'https://example.com', image_format: 'pdf', ...params }));
+        expect([err.type, err.code]).to.deep.equal(['invalid_parameter', 400]);
+        expect(err.message).to.contain(note);
+        expect(err.message).not.to.match(/\^|\$|letters, digits and underscores/);
+      });
+    }
+
+    it("keeps the structured field name's own rule for those names", () => {
+      const err = errorOf(() =>
+        checkStructuredFields({ analyze_image_with_ai: true, ai_structured_fields: [{ name: '1st', type: 'string' }] } as unknown as ScreenshotOptions),
+      );
+      expect(err.message).to.equal(
+        'ai_structured_fields[0].name: "1st" must be a name of letters, digits and underscores, starting with a letter, e.g. product_name.',
+      );
+    });
+  });
+});
