@@ -8,7 +8,7 @@ import { closeDeviceNames, findDevice } from './devices';
 import { keyTemplateProblem } from './object-keys';
 import { PATTERN_RULE } from './screenshot-options';
 import { cookieDomainProblem, cookieNameProblem, cookiePathProblem, cookieValueProblem, headerNameProblem, headerValueProblem } from './request-fields';
-import { statusCodesProblem } from './status-codes';
+import { STATUS_CODES_EXAMPLE, statusCodesProblem } from './status-codes';
 
 /** An ajv instance with the formats the option table uses. */
 export function newAjv(): Ajv {
@@ -122,10 +122,9 @@ export function noteFor(error: ErrorObject, data: unknown, allowed: string[]): {
         return { param, note: `${where}: ${describe(got)} ${FIELD_PROBLEMS[p.format]?.(String(got)) ?? 'is not taken'}.` };
       }
       if (p.format === 'status-codes') {
-        return {
-          param,
-          note: `${where}: ${describe(got)} ${statusCodesProblem(String(got)) ?? 'is not a list of HTTP statuses'}; e.g. 404,500-599 or 4xx,5xx.`,
-        };
+        // The problem quotes the entry at fault once; the note adds one example.
+        const problem = statusCodesProblem(String(got)) ?? `${describe(got)} is not a list of HTTP statuses`;
+        return { param, note: `${where}: ${problem}; e.g. ${STATUS_CODES_EXAMPLE}.` };
       }
       return {
         param,

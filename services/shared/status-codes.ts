@@ -14,19 +14,27 @@ export const MAX_STATUS_LIST = 200;
 const MIN_STATUS = 100;
 const MAX_STATUS = 599;
 
-function codeProblem(code: number, token: string): string | null {
-  return code < MIN_STATUS || code > MAX_STATUS ? `"${token}" is not an HTTP status (${MIN_STATUS} to ${MAX_STATUS})` : null;
+/** A list that shows each form: what a note about a bad value gives as its one example. */
+export const STATUS_CODES_EXAMPLE = '404,500-599 or 4xx,5xx';
+
+/** What is wrong with a code of `entry` (the entry itself, or one end of a range), or null. */
+function codeProblem(code: number, digits: string, entry: string): string | null {
+  if (code >= MIN_STATUS && code <= MAX_STATUS) return null;
+  const subject = digits === entry ? `"${entry}"` : `"${entry}": ${digits}`;
+  return `${subject} is not an HTTP status (${MIN_STATUS} to ${MAX_STATUS})`;
 }
 
 /**
  * Reads a list (entries separated by commas, spaces around them allowed): a code (`404`), a
- * range (`500-599`) or a class (`4xx`, `5XX`). Answers the ranges, or what is wrong, in words.
+ * range (`500-599`) or a class (`4xx`, `5XX`). Answers the ranges, or what is wrong, in words:
+ * the entry at fault (or the whole value, for an empty entry) quoted once, without an example
+ * (the note adds STATUS_CODES_EXAMPLE).
  */
 export function parseStatusCodes(text: string): { ranges: StatusRanges } | { problem: string } {
   const ranges: Array<readonly [number, number]> = [];
   const entries = text.split(',').map((e) => e.trim());
   for (const entry of entries) {
-    if (entry === '') return { problem: 'has an empty entry; separate codes with single commas, e.g. 404,500-599' };
+    if (entry === '') return { problem: `"${text}" has an empty entry; separate the entries with single commas` };
     const cls = /^([1-5])xx$/i.exec(entry);
     if (cls) {
       const base = Number(cls[1]) * 100;
@@ -37,20 +45,20 @@ export function parseStatusCodes(text: string): { ranges: StatusRanges } | { pro
     if (range) {
       const lo = Number(range[1]);
       const hi = Number(range[2]);
-      const problem = codeProblem(lo, entry) ?? codeProblem(hi, entry);
+      const problem = codeProblem(lo, range[1] ?? '', entry) ?? codeProblem(hi, range[2] ?? '', entry);
       if (problem) return { problem };
-      if (lo > hi) return { problem: `"${entry}" is an empty range; write the lower code first, e.g. 500-599` };
+      if (lo > hi) return { problem: `"${entry}" is an empty range; write the lower code first` };
       ranges.push([lo, hi]);
       continue;
     }
     if (/^\d{3}$/.test(entry)) {
       const code = Number(entry);
-      const problem = codeProblem(code, entry);
+      const problem = codeProblem(code, entry, entry);
       if (problem) return { problem };
       ranges.push([code, code]);
       continue;
     }
-    return { problem: `"${entry}" is not a status code, a range (500-599) or a class (4xx, 5xx)` };
+    return { problem: `"${entry}" is not a status code, a range of them or a class` };
   }
   return { ranges };
 }

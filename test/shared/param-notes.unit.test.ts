@@ -30,4 +30,22 @@ describe('param notes', () => {
       );
     });
   });
+
+  describe('fail_on_status: the value (or the entry at fault) once, the problem, one example', () => {
+    const cases: Array<[string, string]> = [
+      ['40x', 'fail_on_status: "40x" is not a status code, a range of them or a class; e.g. 404,500-599 or 4xx,5xx.'],
+      ['404,40x', 'fail_on_status: "40x" is not a status code, a range of them or a class; e.g. 404,500-599 or 4xx,5xx.'],
+      [',', 'fail_on_status: "," has an empty entry; separate the entries with single commas; e.g. 404,500-599 or 4xx,5xx.'],
+      ['500-600', 'fail_on_status: "500-600": 600 is not an HTTP status (100 to 599); e.g. 404,500-599 or 4xx,5xx.'],
+      ['600', 'fail_on_status: "600" is not an HTTP status (100 to 599); e.g. 404,500-599 or 4xx,5xx.'],
+      ['599-500', 'fail_on_status: "599-500" is an empty range; write the lower code first; e.g. 404,500-599 or 4xx,5xx.'],
+    ];
+    for (const [value, note] of cases) {
+      it(JSON.stringify(value), () => {
+        const err = errorOf(() => validateShape('snap', { url: 'https://example.com', fail_on_status: value }));
+        expect([err.type, err.code]).to.deep.equal(['invalid_parameter', 400]);
+        expect(err.message).to.equal(note);
+      });
+    }
+  });
 });

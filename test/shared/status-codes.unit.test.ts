@@ -37,14 +37,16 @@ describe('fail_on_status lists (status-codes.ts)', () => {
     expect(statusCodesProblem('')).to.contain('empty entry');
     expect(statusCodesProblem('404,')).to.contain('empty entry');
     expect(statusCodesProblem('404,,500')).to.contain('empty entry');
-    expect(statusCodesProblem('abc')).to.equal('"abc" is not a status code, a range (500-599) or a class (4xx, 5xx)');
+    expect(statusCodesProblem('abc')).to.equal('"abc" is not a status code, a range of them or a class');
     expect(statusCodesProblem('40x')).to.contain('"40x" is not a status code');
     expect(statusCodesProblem('6xx')).to.contain('"6xx" is not a status code');
     expect(statusCodesProblem('4xx;5xx')).to.contain('"4xx;5xx"');
     expect(statusCodesProblem('4040')).to.contain('"4040"');
     expect(statusCodesProblem('600')).to.equal('"600" is not an HTTP status (100 to 599)');
     expect(statusCodesProblem('099')).to.contain('not an HTTP status');
-    expect(statusCodesProblem('500-600')).to.contain('"500-600" is not an HTTP status');
+    expect(statusCodesProblem('500-600')).to.equal('"500-600": 600 is not an HTTP status (100 to 599)');
+    expect(statusCodesProblem('099-200')).to.equal('"099-200": 099 is not an HTTP status (100 to 599)');
+    expect(statusCodesProblem(',')).to.equal('"," has an empty entry; separate the entries with single commas');
     expect(statusCodesProblem('599-500')).to.contain('"599-500" is an empty range');
     expect(statusCodesProblem('404,500-599')).to.equal(null);
   });
