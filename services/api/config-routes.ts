@@ -22,7 +22,7 @@ import { randomId } from '../shared/secrets';
 import type { FileStore } from '../shared/storage';
 import { ok, type RouteContext, type RouteDef, route } from './http';
 import { PAGING_PARAMS } from './paging-params';
-import { CONFIG_CREATE_PARAMS, CONFIG_UPDATE_PARAMS, type ConfigChanges, KEY_ONLY_PARAMS, givenOptions } from './request-schemas';
+import { CONFIG_CREATE_PARAMS, CONFIG_UPDATE_PARAMS, type ConfigChanges, checkConfigChanges, KEY_ONLY_PARAMS, givenOptions } from './request-schemas';
 
 const configView = (v: ConfigView): ConfigView => ({ config: v.config, ids: v.ids, created_at: v.created_at });
 
@@ -132,8 +132,9 @@ async function getConfig(ctx: RouteContext) {
 
 /**
  * PATCH: the options given are merged over the stored ones (url may be left out: the stored
- * one is kept). A PATCH that names nothing to change is refused: a client whose update sent
- * no body would otherwise be told its change was made.
+ * one is kept), and the merge is checked as a new configuration's options are. A PATCH that
+ * names nothing to change is refused: a client whose update sent no body would otherwise be
+ * told its change was made.
  */
 export async function updateConfig(ctx: RouteContext<ConfigChanges>, policy: TargetPolicy) {
   const changes = ctx.params;
@@ -145,8 +146,13 @@ export async function updateConfig(ctx: RouteContext<ConfigChanges>, policy: Tar
         'scheduled_interval) as a JSON body, form fields or query parameters.',
     );
   }
-  // The stored options, under the change, are what the configuration will run with (merged as the scheduler merges them).
-  const stored = async () => (await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' })).options;
+  // The stored options, under the change, are what the configuration will run with (merged as the scheduler merges them):
+  // what would fail every capture of it (PDF options on a JPEG, hover_on_selected with no selectors) is refused, nothing changed.
+  const stored = async () => {
+    const options = (await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' })).options;
+    checkConfigChanges(options, changes);
+    return options;
+  };
   await CHANGE_ADMISSION.admit({ broker: ctx.broker, account: ctx.account, policy, given: changes, stored });
   const v = await call(ctx.broker, 'scheduler.update', { accountId, id: ctx.path.id ?? '', input: { given: givenOptions(ctx.raw), options: changes } });
   return { success: true, config: v.config };

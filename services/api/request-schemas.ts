@@ -31,6 +31,7 @@ import {
   encoderOptionProblem,
   pdfOptionsProblem,
 } from '../shared/screenshot-options';
+import { invalidSelectorNote, SELECTOR_OPTIONS, selectorProblem } from '../shared/css-selectors';
 import { actionList, keyValueList } from './client-shapes';
 
 type JsonSchema = Record<string, unknown>;
@@ -179,19 +180,21 @@ function normalise(raw: RawParams, accepted: ReadonlySet<string> = new Set()): R
   return out;
 }
 
-/** Cross-option rules that a JSON Schema cannot say clearly. */
-function checkRules(values: RawParams, shape: ShapeName): void {
-  // A PATCH that names no image_format leaves the stored one: its PDF options are checked against it when the capture runs.
-  const format = values.image_format ?? (shape === 'configUpdate' ? undefined : OPTION_DEFAULTS.image_format);
-  const pdf = pdfOptionsProblem(values, format as string | undefined);
-  if (pdf) throw serviceError('invalid_parameter', pdf.note, { param: pdf.param });
-  const encoder = encoderOptionProblem(values, format as string | undefined);
-  if (encoder) throw serviceError('invalid_parameter', encoder.note, { param: encoder.param });
-  if (values.hover_on_selected === true && values.selectors === undefined) {
-    throw serviceError('invalid_parameter', 'hover_on_selected: requires selectors (the element to hover).');
+/**
+ * Cross-option rules that a JSON Schema cannot say clearly, and the CSS selectors' syntax, on
+ * the options a capture will run with: a snap's, a new configuration's, or a configuration's
+ * after a PATCH (its stored options with the changes over them: checkConfigChanges), so what
+ * would fail every capture is refused before anything is stored.
+ */
+function checkRules(values: RawParams): void {
+  const format = (values.image_format ?? OPTION_DEFAULTS.image_format) as string;
+  for (const problem of [pdfOptionsProblem(values, format), encoderOptionProblem(values, format)]) {
+    if (problem) throw serviceError('invalid_parameter', problem.note, { param: problem.param });
   }
-  // A PATCH may change the key template of a configuration that stores already.
-  if (values.store_key !== undefined && values.store_to === undefined && shape !== 'configUpdate') {
+  if (values.hover_on_selected === true && values.selectors === undefined) {
+    throw serviceError('invalid_parameter', 'hover_on_selected: requires selectors (the element to hover).', { param: 'hover_on_selected' });
+  }
+  if (values.store_key !== undefined && values.store_to === undefined) {
     throw serviceError('invalid_parameter', 'store_key: requires store_to (the storage destination the key is in).', { param: 'store_key' });
   }
   if (values.analyze_image_with_ai === true && values.html_only === true) {
@@ -201,7 +204,22 @@ function checkRules(values: RawParams, shape: ShapeName): void {
       { param: 'analyze_image_with_ai' },
     );
   }
+  for (const name of SELECTOR_OPTIONS) {
+    const given = values[name];
+    for (const selector of Array.isArray(given) ? given : given === undefined ? [] : [given]) {
+      const reason = typeof selector === 'string' ? selectorProblem(selector) : null;
+      if (reason) throw serviceError('invalid_parameter', invalidSelectorNote(name, selector as string, reason), { param: name });
+    }
+  }
   if (Array.isArray(values.multi_step_actions)) checkActions(values.multi_step_actions, values);
+}
+
+/**
+ * A PATCH's changes, checked as the configuration will run with them: the stored options with
+ * the changes over them (as the scheduler merges them). Throws invalid_parameter naming the option.
+ */
+export function checkConfigChanges(stored: Readonly<Record<string, unknown>>, changes: ConfigChanges): void {
+  checkRules({ ...stored, ...changes });
 }
 
 /** The shape of the options a request kind accepts; its values are the table's types. */
@@ -241,7 +259,8 @@ function optionParams<S extends ShapeName>(shape: S): ParamShape<ShapeValues<S>>
         const code = OPTIONS_BY_NAME.get(param)?.errorCode ?? 'invalid_parameter';
         throw serviceError(code, note, { param });
       }
-      checkRules(values, shape);
+      // A PATCH's rules are checked on the configuration it makes (checkConfigChanges, once the stored options are read).
+      if (shape !== 'configUpdate') checkRules(values);
       return values;
     },
   };

@@ -103,15 +103,15 @@ export const CHANGE_TARGETS = ['webhook', 'slack'] as const;
 export const CHANGE_MODES = ['text', 'visual'] as const;
 /**
  * Why a request's PDF options (pdf_*) cannot be taken as given, or null when they can: they
- * shape a PDF only, so they need image_format=pdf (`format`: the format the capture will have,
- * undefined while it is not known, as in a PATCH that leaves it as stored), and a paper is
- * named by its format or by both its sizes, not both ways.
+ * shape a PDF only, so they need image_format=pdf (`format`: the format the capture will have;
+ * a configuration's PATCH is checked with its stored options under it), and a paper is named by
+ * its format or by both its sizes, not both ways.
  */
-export function pdfOptionsProblem(o: Readonly<Record<string, unknown>>, format: string | undefined): { param: string; note: string } | null {
+export function pdfOptionsProblem(o: Readonly<Record<string, unknown>>, format: string): { param: string; note: string } | null {
   const given = Object.keys(o).filter((k) => k.startsWith('pdf_') && o[k] !== undefined);
   const first = given[0];
   if (first === undefined) return null;
-  if (format !== undefined && format !== 'pdf') {
+  if (format !== 'pdf') {
     return { param: first, note: `${first}: shapes a PDF only; send image_format=pdf with it, or leave out ${given.join(', ')}.` };
   }
   const width = o.pdf_paper_width !== undefined;
@@ -154,11 +154,11 @@ export function pdfLengthInches(length: string): number | null {
 
 /**
  * optimize_for_speed given with a format it does not change (JPEG, WebP and PDF encode the
- * same either way), so it is refused rather than accepted and ignored; `format` undefined:
- * not known yet (a configuration PATCH), checked again when the capture runs.
+ * same either way), so it is refused rather than accepted and ignored (`format`: the format the
+ * capture will have).
  */
-export function encoderOptionProblem(o: Readonly<Record<string, unknown>>, format: string | undefined): { param: string; note: string } | null {
-  if (o.optimize_for_speed === undefined || format === undefined || format === 'png') return null;
+export function encoderOptionProblem(o: Readonly<Record<string, unknown>>, format: string): { param: string; note: string } | null {
+  if (o.optimize_for_speed === undefined || format === 'png') return null;
   return {
     param: 'optimize_for_speed',
     note: `optimize_for_speed: changes how a PNG is encoded only; ${format} is encoded the same either way. Send image_format=png with it, or leave it out.`,

@@ -43,6 +43,7 @@ describe('request schemas (generated from the option table)', () => {
       'scheduled_every is not taken by /snap: it is an option of POST /screenshot_configs and PATCH /screenshot_configs/:id.',
     ],
     ['hover_on_selected without selectors', { hover_on_selected: 'true' }, 'invalid_parameter', 'hover_on_selected: requires selectors'],
+    ['a selector the browser cannot read', { wait_for: 'div[' }, 'invalid_parameter', 'wait_for: "div[" is not a valid CSS selector ('],
     ['an unsupported AI provider', { ai_provider: 'gemini' }, 'ai_provider_unsupported', 'ai_provider: must be one of service, anthropic, openai, openrouter'],
     ['structured fields that are not JSON', { ai_structured_fields: '[{name' }, 'invalid_ai_structured_fields', 'ai_structured_fields: must be valid JSON'],
     ['an ai_prompt over 2500 characters', { ai_prompt: 'x'.repeat(2501) }, 'invalid_parameter', 'ai_prompt: must be at most 2500 characters'],

@@ -154,6 +154,43 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect((await row()).last_job_id).to.equal(now.body.job_id);
   });
 
+  it('checks a PATCH as the configuration it makes (stored options, the changes over them): what would fail every capture is 400 naming the option, nothing changed', async () => {
+    const url = `${fx.origin}/plain`;
+    const jpeg = await create({ url });
+    const config = async (id: string) => (await api('GET', `/screenshot_configs/${id}`)).body.config;
+    const stored = await config(jpeg.screenshot_configuration_id);
+    for (const [body, says] of [
+      [{ url, pdf_margin: '1cm' }, 'pdf_margin: shapes a PDF only'],
+      [{ optimize_for_speed: false }, 'optimize_for_speed: changes how a PNG is encoded only'],
+      [{ url, hover_on_selected: true }, 'hover_on_selected: requires selectors'],
+      [{ fail_if_selector_present: 'div[' }, 'fail_if_selector_present: "div[" is not a valid CSS selector'],
+      [{ wait_for: 'div[' }, 'wait_for: "div[" is not a valid CSS selector'],
+      [{ selectors: '#box >' }, 'selectors: "#box >" is not a valid CSS selector (nothing follows the combinator ">")'],
+      [{ hide_selectors: ['#a', '##b'] }, 'hide_selectors: "##b" is not a valid CSS selector'],
+    ] as Array<[Body, string]>) {
+      const r = await api('PATCH', `/screenshot_configs/${jpeg.screenshot_configuration_id}`, body);
+      expect([r.status, r.body.error_code], JSON.stringify(r.body)).to.deep.equal([400, 'invalid_parameter']);
+      expect(String(r.body.note)).to.contain(says);
+    }
+    expect(await config(jpeg.screenshot_configuration_id)).to.deep.equal(stored);
+    // What the stored options complete is taken: PDF options once the format is PDF, hover_on_selected on stored selectors.
+    const toPdf = await api('PATCH', `/screenshot_configs/${jpeg.screenshot_configuration_id}`, { image_format: 'pdf', pdf_margin: '1cm' });
+    expect(toPdf.status, JSON.stringify(toPdf.body)).to.equal(200);
+    const back = await api('PATCH', `/screenshot_configs/${jpeg.screenshot_configuration_id}`, { image_format: 'png' });
+    expect([back.status, back.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
+    expect(String(back.body.note)).to.contain('pdf_margin: shapes a PDF only');
+    const box = await create({ url, selectors: '#box' });
+    const hover = await api('PATCH', `/screenshot_configs/${box.screenshot_configuration_id}`, { url, hover_on_selected: true });
+    expect(hover.status, JSON.stringify(hover.body)).to.equal(200);
+    expect(hover.body.config).to.include({ selectors: '#box', hover_on_selected: true });
+    // A new configuration's selectors are checked as a snap's, before anything is stored or charged.
+    const bad = await api('POST', '/screenshot_configs', { url, fail_if_selector_present: 'div[' });
+    expect([bad.status, bad.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
+    expect(String(bad.body.note)).to.contain('fail_if_selector_present: "div[" is not a valid CSS selector');
+    await finished(jpeg.job_id);
+    await finished(box.job_id);
+  });
+
   it('runs a schedule every minute on the clock, and once after downtime, not once per missed slot', async () => {
     clock = Date.now();
     const c = await create({ url: `${fx.origin}/plain`, scheduled_screenshot: 'true', scheduled_every: '1', scheduled_interval: 'minutes' });
