@@ -29,6 +29,7 @@ import {
   type SnapOptions,
   optionSchema,
   encoderOptionProblem,
+  geolocationProblem,
   pdfOptionsProblem,
 } from '../shared/screenshot-options';
 import { invalidSelectorNote, SELECTOR_OPTIONS, selectorProblem } from '../shared/css-selectors';
@@ -188,7 +189,7 @@ function normalise(raw: RawParams, accepted: ReadonlySet<string> = new Set()): R
  */
 function checkRules(values: RawParams): void {
   const format = (values.image_format ?? OPTION_DEFAULTS.image_format) as string;
-  for (const problem of [pdfOptionsProblem(values, format), encoderOptionProblem(values, format)]) {
+  for (const problem of [pdfOptionsProblem(values, format), encoderOptionProblem(values, format), geolocationProblem(values)]) {
     if (problem) throw serviceError('invalid_parameter', problem.note, { param: problem.param });
   }
   if (values.hover_on_selected === true && values.selectors === undefined) {

@@ -165,6 +165,24 @@ export function encoderOptionProblem(o: Readonly<Record<string, unknown>>, forma
   };
 }
 
+/**
+ * Geolocation given in part: latitude and longitude name the position together (neither has a
+ * default a page could be placed at), and accuracy is the accuracy of that position, so each is
+ * refused without what it needs rather than accepted and ignored (or read as 0).
+ */
+export function geolocationProblem(o: Readonly<Record<string, unknown>>): { param: string; note: string } | null {
+  const latitude = o.latitude !== undefined;
+  const longitude = o.longitude !== undefined;
+  if (latitude !== longitude) {
+    const [given, missing] = latitude ? ['latitude', 'longitude'] : ['longitude', 'latitude'];
+    return { param: missing, note: `${missing}: ${given} needs it; latitude and longitude give the emulated position together, so send both.` };
+  }
+  if (o.accuracy !== undefined && !latitude) {
+    return { param: 'accuracy', note: 'accuracy: is the accuracy of an emulated position; send latitude and longitude with it, or leave it out.' };
+  }
+  return null;
+}
+
 /** The moments of a page's loading a capture can wait for (wait_until), as other screenshot APIs spell them. */
 export const WAIT_UNTIL = ['load', 'domcontentloaded', 'networkidle'] as const;
 /** navigation_timeout's range, ms: the page's time to reach wait_until before it is taken as drawn. */
@@ -667,21 +685,21 @@ export const OPTION_TABLE = [
     schema: Type.Number({ minimum: -90, maximum: 90 }),
     scope: 'capture',
     affectsCapture: true,
-    description: 'Geolocation latitude.',
+    description: 'Geolocation latitude the page is told; with longitude (each needs the other).',
   }),
   option({
     name: 'longitude',
     schema: Type.Number({ minimum: -180, maximum: 180 }),
     scope: 'capture',
     affectsCapture: true,
-    description: 'Geolocation longitude.',
+    description: 'Geolocation longitude the page is told; with latitude (each needs the other).',
   }),
   option({
     name: 'accuracy',
     schema: Type.Number({ minimum: 0, maximum: 1_000_000 }),
     scope: 'capture',
     affectsCapture: true,
-    description: 'Geolocation accuracy in metres.',
+    description: 'Accuracy in metres of the emulated position (default 100); needs latitude and longitude.',
   }),
   option({ name: 'no_ads', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Blocks ads.' }),
   option({ name: 'no_tracking', schema: Type.Boolean(), scope: 'capture', affectsCapture: true, default: false, description: 'Blocks tracking scripts.' }),

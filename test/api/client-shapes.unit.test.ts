@@ -115,12 +115,13 @@ describe('client shapes: multi_step_actions, booleans, numbers as text', () => {
   });
 
   it('reads True/False (the Python client), accuracy and scale_factor as text or numbers', () => {
-    expect(snap({ json: 'True', fullpage: 'False', accuracy: '50', scale_factor: 2, latitude: '48.85' })).to.deep.include({
+    expect(snap({ json: 'True', fullpage: 'False', accuracy: '50', scale_factor: 2, latitude: '48.85', longitude: '2.35' })).to.deep.include({
       json: true,
       fullpage: false,
       accuracy: 50,
       scale_factor: 2,
       latitude: 48.85,
+      longitude: 2.35,
     });
   });
 });

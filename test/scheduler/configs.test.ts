@@ -191,6 +191,32 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     await finished(box.job_id);
   });
 
+  it('geolocation: a PATCH completing stored coordinates is taken, one leaving a coordinate alone is refused; a stored half position fails its capture, never read as 0', async () => {
+    const url = `${fx.origin}/plain`;
+    const placed = await create({ url, latitude: 48.85, longitude: 2.35 });
+    const accuracy = await api('PATCH', `/screenshot_configs/${placed.screenshot_configuration_id}`, { accuracy: 20 });
+    expect(accuracy.status, JSON.stringify(accuracy.body)).to.equal(200);
+    const plain = await create({ url });
+    for (const [body, says] of [
+      [{ accuracy: 20 }, 'accuracy: is the accuracy of an emulated position'],
+      [{ latitude: 10 }, 'longitude: latitude needs it'],
+    ] as Array<[Body, string]>) {
+      const r = await api('PATCH', `/screenshot_configs/${plain.screenshot_configuration_id}`, body);
+      expect([r.status, r.body.error_code], JSON.stringify(r.body)).to.deep.equal([400, 'invalid_parameter']);
+      expect(String(r.body.note)).to.contain(says);
+    }
+    await finished(placed.job_id);
+    await finished(plain.job_id);
+    // A configuration stored with half a position (before it was refused) fails its capture saying so.
+    await db('screenshot_configs')
+      .where({ id: plain.screenshot_configuration_id })
+      .update({ capture_options: JSON.stringify({ url, wait: 0, latitude: 10 }) });
+    const now = await api('POST', `/screenshot_configs/${plain.screenshot_configuration_id}/capture`);
+    const failed = await finished(String(now.body.job_id));
+    expect([failed.status, failed.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
+    expect(String(failed.body.note)).to.contain('longitude: latitude needs it');
+  });
+
   it('runs a schedule every minute on the clock, and once after downtime, not once per missed slot', async () => {
     clock = Date.now();
     const c = await create({ url: `${fx.origin}/plain`, scheduled_screenshot: 'true', scheduled_every: '1', scheduled_interval: 'minutes' });

@@ -8,7 +8,7 @@
  * capture.
  */
 import { failureOf, serviceError } from '../../shared/errors';
-import { type SnapOptions, encoderOptionProblem } from '../../shared/screenshot-options';
+import { type SnapOptions, encoderOptionProblem, geolocationProblem } from '../../shared/screenshot-options';
 import type { EgressPolicy } from '../../shared/egress';
 import type { GatewayCapture, GatewayFailure } from './gateway';
 import { type BlockerSource, injectCosmetics, wantsBlocking } from './blocking';
@@ -82,9 +82,10 @@ async function prepare(page: PageSession, o: SnapOptions, userAgent: string): Pr
   const network = networkCommand(page, o);
   if (network) steps.push(network);
   if (o.time_zone) steps.push(page.send('Emulation.setTimezoneOverride', { timezoneId: o.time_zone }));
-  if (o.latitude !== undefined || o.longitude !== undefined) {
+  // Both coordinates or none (refused before: refuseIncompleteGeolocation).
+  if (o.latitude !== undefined && o.longitude !== undefined) {
     steps.push(page.cdp.send('Browser.grantPermissions', { permissions: ['geolocation'], browserContextId: page.contextId }));
-    steps.push(page.send('Emulation.setGeolocationOverride', { latitude: o.latitude ?? 0, longitude: o.longitude ?? 0, accuracy: o.accuracy ?? 100 }));
+    steps.push(page.send('Emulation.setGeolocationOverride', { latitude: o.latitude, longitude: o.longitude, accuracy: o.accuracy ?? 100 }));
   }
   if (o.disable_js) steps.push(page.send('Emulation.setScriptExecutionDisabled', { value: true }));
   if (o.headers?.length || o.cookies?.length) {
@@ -375,6 +376,12 @@ async function beyondLeftEdge(page: PageSession, o: SnapOptions, clip: Box): Pro
   return { image: await encodeAs(img.extend({ left, background }), o).toBuffer(), contentType: part.contentType };
 }
 
+/** Geolocation in part (a configuration stored before it was refused): never a position at 0 or an accuracy ignored. */
+function refuseIncompleteGeolocation(o: SnapOptions): void {
+  const problem = geolocationProblem(o as Record<string, unknown>);
+  if (problem) throw serviceError('invalid_parameter', problem.note, { param: problem.param });
+}
+
 /** optimize_for_speed with a format it does not change (a configuration's PATCH can leave one so). */
 function refuseStrayEncoderOption(o: SnapOptions): void {
   const problem = encoderOptionProblem(o as Record<string, unknown>, o.image_format ?? DEFAULTS.image_format);
@@ -439,6 +446,7 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
 
   // hide_selectors and remove_selectors are checked before the page loads (an invalid one is refused).
   await checkSelectors(page, o);
+  refuseIncompleteGeolocation(o);
   // The page's out-of-process frames attached as they start: not awaited before navigating.
   // The browser takes a session's commands in order and sets auto-attach as it takes the
   // command, so a frame of the page, which comes only once the document arrives, is attached;
