@@ -5,7 +5,8 @@
  * lenient where the browser decides by name: any pseudo-class or pseudo-element name passes,
  * and a functional one's arguments are only checked to be balanced. What passes here and the
  * browser still refuses (`:nosuch`) is refused by the capture's own check in the page
- * (overlays.ts, wait_for, the capture rules), with the same note.
+ * (overlays.ts, wait_for, the capture rules), with the same note. Why not a parser from npm:
+ * docs/decisions/2026-11-30-selector-syntax-without-a-browser.md.
  */
 
 /** The options whose value is a CSS selector, or a list of them (hide_selectors, remove_selectors). */
