@@ -173,8 +173,9 @@ export class RedisUsageStore implements UsageStore {
 
   async reserve(r: Reservation, limits: Limits, expiresAt: Date): Promise<ReserveOutcome> {
     const member = r.settleBy === undefined ? null : JSON.stringify([r.accountId, r.id]);
-    if (member !== null) await this.redis.zadd(this.overdueKey, r.settleBy as number, member);
-    const [index, used, pending] = await this.redis.snapReserve(
+    // Sent before the script on the same connection, so Redis has it first; not waited for apart (one round trip).
+    const listed = member === null ? null : this.redis.zadd(this.overdueKey, r.settleBy as number, member);
+    const reserved = this.redis.snapReserve(
       this.usageKey(r.accountId, r.month),
       this.reservationKey(r),
       ...amountsIn(r.amounts),
@@ -183,6 +184,7 @@ export class RedisUsageStore implements UsageStore {
       RESERVATION_TTL_SECONDS,
       r.month,
     );
+    const [[index, used, pending]] = await Promise.all([reserved, listed]);
     if (index === 0) {
       const heldIn = pending === undefined ? null : monthRecorded(pending);
       return heldIn !== null && heldIn !== r.month ? { ok: true, heldIn } : { ok: true };
