@@ -108,7 +108,7 @@ export function publicRoute<P>(def: PublicRoute<P>): PublicRoute<P> {
 }
 
 /** Errors every authenticated route can answer. */
-export const AUTH_ERRORS: ErrorCode[] = ['access_token_required', 'access_token_invalid', 'rate_limited', 'internal_error'];
+export const AUTH_ERRORS: ErrorCode[] = ['access_token_required', 'access_token_invalid', 'rate_limited', 'service_unavailable', 'internal_error'];
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -271,7 +271,7 @@ export function signedLinkRoutes(store: FileStore, policy: TargetPolicy, timing:
       auth: false,
       params: RENDER_PARAMS,
       response: SNAP_ANSWERS,
-      errors: ['invalid_signature', 'link_expired', 'rate_limited', ...SNAP_ERRORS, 'internal_error'],
+      errors: ['invalid_signature', 'link_expired', 'rate_limited', ...SNAP_ERRORS, 'service_unavailable', 'internal_error'],
       handler: (ctx) => render(ctx, store, policy, timing),
     }),
   ];

@@ -17,6 +17,7 @@ import { AccountRepository } from './accounts';
 import { ConsoleSessions, consoleSessionPolicy } from './console-sessions';
 import { LinkSecrets } from './link-secrets';
 import { SecretBox } from '../shared/secrets';
+import { answeringUnavailable } from '../shared/redis';
 import { counterExpiry, limitsFor, monthOf } from './limits';
 import { BillingMetrics } from './metrics';
 import { DatabaseUsageLedger } from './usage-ledger';
@@ -306,10 +307,11 @@ export function billingService(deps: BillingDeps): ServiceUnit {
         links: new LinkSecrets(database.knex, new SecretBox(config), () => now().getTime()),
         sessions: new ConsoleSessions(database.knex, consoleSessionPolicy(config), () => now().getTime()),
         // Without Redis the counters are this process's, kept on disk in its database (usage-ledger.ts).
+        // While Redis cannot be reached, what needs it answers 503 service_unavailable (shared/redis.ts).
         store:
           deps.store ??
           (config.redisUrl
-            ? new RedisUsageStore(config.redisUrl, config.redisPrefix)
+            ? answeringUnavailable(new RedisUsageStore(config.redisUrl, config.redisPrefix, this.logger))
             : new MemoryUsageStore(Date.now, new DatabaseUsageLedger(database.knex, USAGE_KINDS), (err) =>
                 this.logger.warn(`writing the usage counters to the database failed (taken again in a second): ${(err as Error).message}`),
               )),

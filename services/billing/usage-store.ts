@@ -10,8 +10,10 @@
  * snap's, whose request settles it within its time budget) and still pending after it is
  * given back by `giveBackOverdue`: its holder stopped before settling it.
  */
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
+import type { LoggerInstance } from 'moleculer';
 import type { Limits, Reservation, UsageAmounts, UsageKind } from '../shared/contracts';
+import { connectRedis } from '../shared/redis';
 import { monthOf } from './limits';
 import { type CounterChange, FLUSH_MS, type KeptReservation, type UsageLedger } from './usage-ledger';
 
@@ -144,8 +146,9 @@ export class RedisUsageStore implements UsageStore {
   constructor(
     url: string,
     private readonly prefix: string,
+    log: Pick<LoggerInstance, 'error' | 'info'>,
   ) {
-    this.redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false }) as RedisWithScripts;
+    this.redis = connectRedis(url, 'usage counters', log) as RedisWithScripts;
     this.redis.defineCommand('snapReserve', { numberOfKeys: 2, lua: RESERVE_LUA });
     this.redis.defineCommand('snapRefund', { numberOfKeys: 2, lua: REFUND_LUA });
     this.redis.defineCommand('snapRate', { numberOfKeys: 1, lua: RATE_LUA });

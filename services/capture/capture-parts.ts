@@ -9,6 +9,7 @@ import type { Knex } from 'knex';
 import type { LoggerInstance, ServiceBroker } from 'moleculer';
 import type { Config } from '../shared/config';
 import { egressPolicyFor } from '../shared/egress';
+import { answeringUnavailable } from '../shared/redis';
 import type { SnapOptions } from '../shared/screenshot-options';
 import type { FileStore } from '../shared/storage';
 import { cdnLink } from '../shared/links';
@@ -76,8 +77,11 @@ export function captureParts({ config, db, store, blockers, collaborators: c, br
   const policy = egressPolicyFor(config);
   // Every account's running and waiting captures over every instance: Redis in the full
   // stack, this process in embedded mode; tickets under the jobs' lease (account-slots.ts).
+  // While Redis cannot be reached, what needs it answers 503 service_unavailable (shared/redis.ts).
   const leaseMs = config.capture.jobLeaseMs;
-  const slots = config.redisUrl ? new RedisAccountSlots(config.redisUrl, config.redisPrefix, leaseMs) : new MemoryAccountSlots(leaseMs);
+  const slots = config.redisUrl
+    ? answeringUnavailable(new RedisAccountSlots(config.redisUrl, config.redisPrefix, leaseMs, log))
+    : new MemoryAccountSlots(leaseMs);
   const admission = new ConcurrencyAdmission({ slots, leaseMs, accountOf: c.accountOf, captureSeconds: () => pool.captureSeconds, log });
   const pool: BrowserPool = new BrowserPool(
     {

@@ -96,6 +96,8 @@ export const ERROR_STATUS = {
   not_ready: 503,
   /** The full stack was started without SECRETS_KEY, so no secret can be stored (shared/secrets.ts). */
   secrets_not_configured: 503,
+  /** A store the request needs (Redis: usage counters, rate windows, account counts) cannot be reached now; with Retry-After (shared/redis.ts). */
+  service_unavailable: 503,
   // an option of the spec this server does not carry out yet (refused, never ignored)
   feature_unavailable: 501,
   internal_error: 500,
@@ -129,12 +131,17 @@ export function serviceError(code: ErrorCode, note: string, data: ErrorData = {}
 
 /**
  * A service that is not running anywhere, did not answer, or whose node (or the transporter)
- * just went away: the system is short of capacity, not broken by the caller; a retry will
- * find a node. The api answers 503 capacity_exhausted; a queued job goes back to the queue.
+ * just went away, or a store it needs that cannot be reached (service_unavailable): the
+ * system is short of something for a while, not broken by the caller; a retry will find it.
+ * The api answers 503 (capacity_exhausted for Moleculer's own errors); a queued job goes back
+ * to the queue; a settlement of credit is asked again.
  */
 export function isUnavailable(err: unknown): boolean {
   const type = (err as { type?: unknown } | null)?.type;
-  return typeof type === 'string' && ['SERVICE_NOT_FOUND', 'SERVICE_NOT_AVAILABLE', 'REQUEST_TIMEOUT', 'REQUEST_SKIPPED', 'REQUEST_REJECTED'].includes(type);
+  return (
+    typeof type === 'string' &&
+    ['SERVICE_NOT_FOUND', 'SERVICE_NOT_AVAILABLE', 'REQUEST_TIMEOUT', 'REQUEST_SKIPPED', 'REQUEST_REJECTED', 'service_unavailable'].includes(type)
+  );
 }
 
 /**

@@ -1,18 +1,18 @@
 import { expect } from 'chai';
 import Redis from 'ioredis';
 import { RedisUsageStore } from '../../services/billing/usage-store';
-import { REDIS_URL, uniqueName } from '../support/backends';
+import { REDIS_URL, quietLog, uniqueName } from '../support/backends';
 import { behavesAsAUsageStore, limits, reservation } from './usage-store-behaviour';
 
 behavesAsAUsageStore('Redis', () => {
   const prefix = `${uniqueName('t')}:`;
-  return { store: new RedisUsageStore(REDIS_URL, prefix), prefix };
+  return { store: new RedisUsageStore(REDIS_URL, prefix, quietLog), prefix };
 });
 
 describe('Redis usage counters', () => {
   it('are keyed by account and UTC month and expire after the month', async () => {
     const prefix = `${uniqueName('t')}:`;
-    const store = new RedisUsageStore(REDIS_URL, prefix);
+    const store = new RedisUsageStore(REDIS_URL, prefix, quietLog);
     const redis = new Redis(REDIS_URL);
     try {
       const expiresAt = new Date(Date.now() + 10 * 24 * 3600_000);

@@ -6,7 +6,6 @@
  * exact, every delivery arrived (the same webhook-id on a repeat). The stack's supervisor
  * starts a killed service process again, as systemd or Kubernetes would.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -18,53 +17,9 @@ import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { sessionsOfNode } from '../support/grid';
 import { request } from '../support/http';
 import { processesLeft, processesMarked, runScript } from '../support/processes';
+import { OwnServer, ownRedis } from '../support/own-server';
 import { startTestStack, stopTestStack } from '../support/stack';
 import { sleep, until } from '../support/wait';
-
-/** A server binary this suite runs on a port of its own, so it can stop and start it. */
-class OwnServer {
-  private child: ChildProcess | null = null;
-  constructor(
-    readonly name: string,
-    private readonly argv: string[],
-    readonly port: number,
-  ) {}
-
-  async start(): Promise<void> {
-    const child = spawn(this.argv[0]!, this.argv.slice(1), { stdio: 'ignore' });
-    this.child = child;
-    const net = await import('node:net');
-    const end = Date.now() + 10_000;
-    while (Date.now() < end) {
-      if (child.exitCode !== null) throw new Error(`${this.name} exited (${child.exitCode})`);
-      const up = await new Promise<boolean>((resolve) => {
-        const s = net.connect(this.port, '127.0.0.1', () => {
-          s.destroy();
-          resolve(true);
-        });
-        s.on('error', () => resolve(false));
-      });
-      if (up) return;
-      await sleep(50);
-    }
-    throw new Error(`${this.name} did not listen on ${this.port}`);
-  }
-
-  async stop(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
-  }
-
-  /** Stopped for `downMs`, then started again on the same port. */
-  async restart(downMs: number): Promise<void> {
-    await this.stop();
-    await sleep(downMs);
-    await this.start();
-  }
-}
 
 describe('the full stack survives faults (separate processes)', function () {
   this.timeout(240_000);
@@ -85,20 +40,15 @@ describe('the full stack survives faults (separate processes)', function () {
     const natsPort = await freePort();
     nats = new OwnServer('nats-server', ['nats-server', '-a', '127.0.0.1', '-p', String(natsPort)], natsPort);
     redisDir = tempDir('snapredis-');
-    const redisPort = await freePort();
     // Redis holds the month's usage counters: it must keep them across a restart (AOF).
-    redis = new OwnServer(
-      'redis-server',
-      ['redis-server', '--port', String(redisPort), '--bind', '127.0.0.1', '--dir', redisDir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', ''],
-      redisPort,
-    );
+    redis = await ownRedis(redisDir);
     await Promise.all([nats.start(), redis.start()]);
     fx = await startFixtures();
     // The first attempt of each delivery hangs when the notifier test says so; others answer 200.
     receiver = await startReceiver(() => ({ status: 200 }));
     stack = await startTestStack({
       natsUrl: `nats://127.0.0.1:${natsPort}`,
-      redisUrl: `redis://127.0.0.1:${redisPort}`,
+      redisUrl: `redis://127.0.0.1:${redis.port}`,
       env: {
         ALLOW_PRIVATE_NETWORKS: 'true',
         CAPTURE_JOB_LEASE_MS: '4000',

@@ -15,6 +15,9 @@ export const MYSQL_ADMIN_URL = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const NATS_URL = process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 
+/** A logger for a Redis connection a test makes itself (shared/redis.ts logs its outages through it). */
+export const quietLog = { error: (): void => undefined, info: (): void => undefined };
+
 export function uniqueName(prefix: string): string {
   return `${prefix}${Date.now().toString(36)}${crypto.randomBytes(3).toString('hex')}`;
 }

@@ -9,7 +9,7 @@
 import { expect } from 'chai';
 import { RedisAccountSlots } from '../../services/capture/fairness/account-slots';
 import { call } from '../../services/shared/contracts';
-import { uniqueName } from '../support/backends';
+import { quietLog, uniqueName } from '../support/backends';
 import { startCaptureCluster } from '../support/capture-cluster';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { type HttpAnswer, qs, request } from '../support/http';
@@ -28,7 +28,7 @@ describe('fair sharing across capture instances (MariaDB + Redis + NATS)', funct
   it('a capture instance killed with a full queue: each waiting capture finishes once elsewhere, none charged twice', async () => {
     const cluster = await startCaptureCluster({ CAPTURE_SESSIONS: '1', CAPTURE_JOB_LEASE_MS: String(LEASE_MS) });
     const { db, front, config } = cluster;
-    const slots = new RedisAccountSlots(config.redisUrl as string, config.redisPrefix, LEASE_MS);
+    const slots = new RedisAccountSlots(config.redisUrl as string, config.redisPrefix, LEASE_MS, quietLog);
     try {
       const captures = await cluster.startCaptures(2);
       await call(front.broker, 'billing.upsertPlan', { name: 'pair', paid: true, screenshot_limit: 1_000, max_concurrent: 2, max_queued: 4 });

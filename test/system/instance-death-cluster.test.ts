@@ -10,7 +10,7 @@
 import { expect } from 'chai';
 import { RedisAccountSlots } from '../../services/capture/fairness/account-slots';
 import { call } from '../../services/shared/contracts';
-import { uniqueName } from '../support/backends';
+import { quietLog, uniqueName } from '../support/backends';
 import { startCaptureCluster } from '../support/capture-cluster';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
 import { sessionsOfNode } from '../support/grid';
@@ -32,7 +32,7 @@ describe('a capture instance killed under a burst of snaps (MariaDB + Redis + NA
   it('answers every snap 200, once each, charged once, and leaves the account its whole concurrency', async () => {
     const cluster = await startCaptureCluster({ CAPTURE_SESSIONS: '2', CAPTURE_JOB_LEASE_MS: String(LEASE_MS) });
     const { db, front, config } = cluster;
-    const slots = new RedisAccountSlots(config.redisUrl as string, config.redisPrefix, LEASE_MS);
+    const slots = new RedisAccountSlots(config.redisUrl as string, config.redisPrefix, LEASE_MS, quietLog);
     try {
       const captures = await cluster.startCaptures(2);
       // A plan that lets the whole burst in: no snap is refused by its own account's limits.

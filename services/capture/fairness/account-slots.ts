@@ -11,7 +11,9 @@
  * its jobs', which another instance then takes over under the same ticket): a dead instance
  * never holds an account's places for good.
  */
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
+import type { LoggerInstance } from 'moleculer';
+import { connectRedis } from '../../shared/redis';
 
 /** A plan's limits (PlanRecord.max_concurrent and max_queued). */
 export interface ConcurrencyLimits {
@@ -105,9 +107,10 @@ export class RedisAccountSlots implements AccountSlots {
     url: string,
     private readonly prefix: string,
     private readonly leaseMs: number,
+    log: Pick<LoggerInstance, 'error' | 'info'>,
     private readonly now: () => number = Date.now,
   ) {
-    this.redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true }) as RedisWithScripts;
+    this.redis = connectRedis(url, 'account capture counts', log) as RedisWithScripts;
     this.redis.defineCommand('slotsAdmit', { numberOfKeys: 2, lua: ADMIT_LUA });
     this.redis.defineCommand('slotsStart', { numberOfKeys: 3, lua: START_LUA });
     this.redis.defineCommand('slotsRenew', { numberOfKeys: 2, lua: RENEW_LUA });

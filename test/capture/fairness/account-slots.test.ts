@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { type AccountSlots, MemoryAccountSlots, RedisAccountSlots, type Ticket } from '../../../services/capture/fairness/account-slots';
-import { REDIS_URL, uniqueName } from '../../support/backends';
+import { REDIS_URL, quietLog, uniqueName } from '../../support/backends';
 
 const LEASE_MS = 10_000;
 const limits = { maxConcurrent: 2, maxQueued: 1 };
@@ -20,7 +20,8 @@ for (const backend of ['memory', 'redis'] as const) {
     beforeEach(() => {
       clock = Date.now() + 60_000;
       const now = () => clock;
-      slots = backend === 'memory' ? new MemoryAccountSlots(LEASE_MS, now) : new RedisAccountSlots(REDIS_URL, uniqueName('slotstest:'), LEASE_MS, now);
+      slots =
+        backend === 'memory' ? new MemoryAccountSlots(LEASE_MS, now) : new RedisAccountSlots(REDIS_URL, uniqueName('slotstest:'), LEASE_MS, quietLog, now);
     });
     afterEach(() => slots.close());
 
