@@ -5,6 +5,7 @@
  * see services/shared/logging.ts), the readiness line included.
  */
 import net from 'node:net';
+import { Utils } from 'moleculer';
 import { type Config, ConfigError, loadConfig } from '../services/shared/config';
 import { startupLine } from '../services/shared/logging';
 import { startOpsServer } from '../runtime/ops-server';
@@ -58,7 +59,9 @@ async function main(): Promise<void> {
   try {
     system = await startSystem(config);
   } catch (err) {
-    process.stderr.write(`${startupLine('fatal', `Failed to start: ${err instanceof Error ? err.message : String(err)}`, config.logFormat)}\n`);
+    // The node it would have been (NODE_ID, or Moleculer's own default: host name and process id), as its other lines name it.
+    const nodeID = config.nodeId ?? Utils.getNodeID();
+    process.stderr.write(`${startupLine('fatal', `Failed to start: ${err instanceof Error ? err.message : String(err)}`, config.logFormat, nodeID)}\n`);
     process.exit(1);
   }
   const { broker } = system;

@@ -229,7 +229,9 @@ export function formatLine(record: Record<string, unknown>, format: LogFormat): 
     .join(' ');
   const e = err as { stack?: string; message?: string } | undefined;
   const tail = e ? `\n${e.stack ?? e.message}` : '';
-  return `[${time}] ${String(level).toUpperCase().padEnd(5)} ${node}/${String(module).toUpperCase()}: ${msg}${extra ? ` ${extra}` : ''}${tail}`;
+  // A line written before there is any node (a configuration error) names only its module.
+  const source = `${node === undefined ? '' : `${node}/`}${String(module).toUpperCase()}`;
+  return `[${time}] ${String(level).toUpperCase().padEnd(5)} ${source}: ${msg}${extra ? ` ${extra}` : ''}${tail}`;
 }
 
 export interface LineLoggerOptions {

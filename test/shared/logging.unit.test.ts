@@ -149,6 +149,11 @@ describe('log redaction and JSON lines (shared/logging)', () => {
       expect(JSON.parse(json)).to.deep.equal(record);
       expect(formatLine(record, 'text')).to.equal('[1970-01-01T00:00:00.000Z] INFO  node-1/CAPTURE: GET /snap 200 request_id=req_9 status=200');
     });
+
+    it('writes a text line of no node (before there is one) with its module only, never "undefined"', () => {
+      const record = logRecord('fatal', ['Configuration error: PORT must be a number'], { mod: 'serve' }, {}, new Date(0));
+      expect(formatLine(record, 'text')).to.equal('[1970-01-01T00:00:00.000Z] FATAL SERVE: Configuration error: PORT must be a number');
+    });
   });
 
   describe('on a real broker', () => {

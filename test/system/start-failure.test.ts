@@ -1,0 +1,55 @@
+/**
+ * `node dist/bin/serve.js` that cannot start (its port is taken): it exits 1 with one fatal
+ * line on stderr that names the node it would have been, as its other lines would name it
+ * (NODE_ID, or Moleculer's default: the host name and the process id), in either LOG_FORMAT.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { tempDir } from '../support/backends';
+
+const SERVE = path.resolve(__dirname, '..', '..', 'bin', 'serve.js');
+
+/** Runs serve.js to its end: its exit code, its process id and what it wrote on stderr. */
+function serve(env: Record<string, string>): Promise<{ status: number | null; pid: number; stderr: string }> {
+  const child = spawn(process.execPath, [SERVE], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  return new Promise((resolve) => child.once('close', (status) => resolve({ status, pid: child.pid as number, stderr })));
+}
+
+describe('serve.js that cannot start names its node on the fatal line', function () {
+  this.timeout(60_000);
+  let taken: net.Server;
+  let env: Record<string, string>;
+
+  before(async () => {
+    taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as net.AddressInfo;
+    env = { DATA_DIR: tempDir(), HOST: '127.0.0.1', PORT: String(port), SERVICES: 'api,billing', NODE_ID: '' };
+  });
+  after(async () => {
+    await new Promise<void>((resolve) => taken.close(() => resolve()));
+    fs.rmSync(env.DATA_DIR as string, { recursive: true, force: true });
+  });
+
+  it('LOG_FORMAT=text: "FATAL <host>-<pid>/SERVE: Failed to start: listen EADDRINUSE …"', async () => {
+    const r = await serve({ ...env, LOG_FORMAT: 'text' });
+    expect(r.status, r.stderr).to.equal(1);
+    const node = `${os.hostname().toLowerCase()}-${r.pid}`;
+    expect(r.stderr).to.match(new RegExp(`^\\[[^\\]]+\\] FATAL ${node}/SERVE: Failed to start: listen EADDRINUSE`, 'm'));
+    expect(r.stderr).not.to.include('undefined');
+  });
+
+  it('LOG_FORMAT=json with NODE_ID: the line carries that node', async () => {
+    const r = await serve({ ...env, LOG_FORMAT: 'json', NODE_ID: 'api-7' });
+    expect(r.status, r.stderr).to.equal(1);
+    const line = JSON.parse(r.stderr.trim().split('\n').at(-1) as string) as Record<string, unknown>;
+    expect(line).to.include({ level: 'fatal', node: 'api-7', module: 'serve' });
+    expect(line.msg).to.match(/^Failed to start: listen EADDRINUSE/);
+  });
+});
