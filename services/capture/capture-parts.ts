@@ -163,6 +163,7 @@ export function captureParts({ config, db, store, blockers, collaborators: c, br
     db,
     admission,
     queue,
+    leaseMs,
     pipeline,
     screenshots,
     files,

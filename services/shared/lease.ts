@@ -168,6 +168,11 @@ export class Leases extends LeasedRows {
     });
   }
 
+  /** The lease's time for a lease taken at `at`, as the column to write: for a row written already held (a snap's job). */
+  timeOf(at: number = this.now()): Record<string, number> {
+    return { [this.timeColumn]: this.stamp(at) };
+  }
+
   /** Narrows `q` to rows whose lease ran out by `at` (a row never leased, or given back, has none). */
   lapsed(q: Knex.QueryBuilder, at: number): Knex.QueryBuilder {
     return this.since ? q.where(this.timeColumn, '<', at - this.ms) : q.where(this.timeColumn, '<', at);

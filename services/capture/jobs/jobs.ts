@@ -7,7 +7,9 @@
  *
  * A snap's job is written here too, already running under a lease of its own (start): it
  * is answered in its HTTP request, so no worker ever claims it, but it completes and fails
- * the same way and GET /jobs reads it like any other.
+ * the same way and GET /jobs reads it like any other. Its lease is renewed while its capture
+ * runs (whileRenewing); one that ran out belongs to a process that stopped mid-capture (killed,
+ * out of memory) with no other taking it again, and fails (failLapsedSnaps).
  *
  * A domain of a domain research job is a job too (kind 'research', written with its request
  * by research-jobs.ts), the lowest class.
@@ -64,6 +66,23 @@ export interface ClaimTurns {
   starter(accountId: string): Promise<(jobId: string) => Promise<boolean>>;
   /** Takes back a start whose claim did not go through. */
   undo(job: { id: string; accountId: string }): Promise<void>;
+}
+
+/** The failure of a snap's job whose process stopped while it ran (failLapsedSnaps). */
+export const SNAP_STOPPED_NOTE =
+  'The service stopped while this capture ran (its process ended before it finished, and no other took it again); nothing was charged. Take it again.';
+
+/**
+ * Runs `work` while renewing `job`'s lease every third of `leaseMs` (at least every 500 ms), so
+ * that no instance takes the job over, nor fails it as abandoned, while this one works on it.
+ */
+export async function whileRenewing<T>(queue: Pick<JobQueue, 'renew'>, job: LeasedJob, leaseMs: number, work: () => Promise<T>): Promise<T> {
+  const renew = setInterval(() => void queue.renew(job).catch(() => undefined), Math.max(500, Math.floor(leaseMs / 3)));
+  try {
+    return await work();
+  } finally {
+    clearInterval(renew);
+  }
 }
 
 /** A claimable job as its claim reads it. */
@@ -127,6 +146,7 @@ export class JobQueue {
   /** Records a snap's job as running under a lease held by the request that captures it (its first attempt). */
   async start(job: { id: string; accountId: string; configId: string }): Promise<LeasedJob> {
     const leased = { ...job, leaseToken: newLeaseToken() };
+    const now = this.now();
     await this.db('jobs').insert({
       id: job.id,
       account_id: job.accountId,
@@ -135,7 +155,8 @@ export class JobQueue {
       status: 'running',
       attempts: 1,
       lease_token: leased.leaseToken,
-      created_at_ms: this.now(),
+      ...this.lease.timeOf(now),
+      created_at_ms: now,
     });
     return leased;
   }
@@ -150,7 +171,7 @@ export class JobQueue {
     const leaseToken = newLeaseToken();
     const n = await this.db('jobs')
       .where({ id: job.id, account_id: job.accountId, kind: 'snap', status: 'running' })
-      .update({ lease_token: leaseToken, attempts: this.db.raw('attempts + 1') });
+      .update({ lease_token: leaseToken, ...this.lease.timeOf(), attempts: this.db.raw('attempts + 1') });
     if (n === 1) return { leased: { ...job, leaseToken } };
     const row = await this.find(job.accountId, job.id);
     if (row) return { finished: row };
@@ -162,6 +183,24 @@ export class JobQueue {
     await this.db('jobs')
       .where({ id: jobId, account_id: accountId, kind: 'snap', status: 'running' })
       .update({ status: 'failed', error_code: errorCode, note, lease_token: null, finished_at_ms: this.now() });
+  }
+
+  /**
+   * Fails the snaps' jobs nobody holds any more: their lease ran out (or they were written
+   * before snaps had one), so the process capturing each stopped mid-capture (SIGKILL, the OOM
+   * killer, the machine gone) and no instance took it again; their requests got no answer, and
+   * their credit is given back by billing (a snap's reservation has a deadline). Any instance
+   * may run this at any time: a job whose lease is held is left alone. Returns how many failed.
+   */
+  async failLapsedSnaps(): Promise<number> {
+    return this.lease.unheld(this.db('jobs').where({ kind: 'snap', status: 'running' }), this.now()).update({
+      status: 'failed',
+      error_code: 'capacity_exhausted',
+      note: SNAP_STOPPED_NOTE,
+      lease_token: null,
+      lease_until_ms: null,
+      finished_at_ms: this.now(),
+    });
   }
 
   /**

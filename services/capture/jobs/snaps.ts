@@ -12,7 +12,7 @@ import { diffImagesOfConfig } from '../../notifier/public/visual-alerts';
 import type { ConcurrencyAdmission } from '../fairness/concurrency-admission';
 import { turnOf } from '../browsers/engine';
 import type { CaptureFiles } from './files';
-import { type JobQueue, finishedAnswer, statusOfJob } from './jobs';
+import { type JobQueue, finishedAnswer, statusOfJob, whileRenewing } from './jobs';
 import type { CaptureMetrics } from './metrics';
 import type { CapturePipeline } from './pipeline';
 import type { ScreenshotRepository } from './screenshots';
@@ -33,6 +33,8 @@ export interface SnapDeskDeps {
   db: Knex;
   admission: Pick<ConcurrencyAdmission, 'ticket' | 'admit' | 'finish' | 'release'>;
   queue: JobQueue;
+  /** The jobs' lease (CAPTURE_JOB_LEASE_MS): a snap's is renewed every third of it while it runs. */
+  leaseMs: number;
   pipeline: Pick<CapturePipeline, 'snap'>;
   screenshots: ScreenshotRepository;
   files: Pick<CaptureFiles, 'thumbnailOf' | 'remove'>;
@@ -73,7 +75,9 @@ export class SnapDesk {
       if ('finished' in begun) return finishedAnswer(begun.finished, screenshots);
       const job = begun.leased;
       if (p.attempt === 1 && !snapConfig.noted) this.deps.configs.noteJob(job.configId, job.id);
-      return await this.deps.pipeline.snap(job, p.options, turnOf({ cls: 'snap', ticket, since: p.since, again: p.attempt > 1 }));
+      // Its lease renewed while it runs: one that runs out is a stopped process's (JobQueue.failLapsedSnaps).
+      const turn = turnOf({ cls: 'snap', ticket, since: p.since, again: p.attempt > 1 });
+      return await whileRenewing(queue, job, this.deps.leaseMs, () => this.deps.pipeline.snap(job, p.options, turn));
     } finally {
       await admission.finish(ticket);
     }

@@ -30,7 +30,7 @@ import type { BrowserPool } from '../browsers/browser-pool';
 import type { BrowserSlot } from '../browsers/browser-slot';
 import { type CaptureTurn, turnOf } from '../browsers/engine';
 import { ClassTurns } from '../fairness/fair-queue';
-import { CAPTURE_KINDS, type ClaimTurns, type ClaimedJob, JOB_KINDS, type JobQueue, type LeasedJob, retryLater } from './jobs';
+import { CAPTURE_KINDS, type ClaimTurns, type ClaimedJob, JOB_KINDS, type JobQueue, type LeasedJob, retryLater, whileRenewing } from './jobs';
 import type { CapturePipeline } from './pipeline';
 
 type CaptureJob = Extract<ClaimedJob, { options: unknown }>;
@@ -98,6 +98,8 @@ export class JobWorker {
   private readonly browsers: Pick<BrowserPool, 'acquire' | 'giveBack'>;
   private readonly tickets: JobTickets;
   private readonly research: DomainRunner | null;
+  /** Fails the snaps' jobs whose lease ran out, every lease. */
+  private snapSweep: NodeJS.Timeout | null = null;
 
   constructor(
     deps: JobWorkerDeps,
@@ -145,9 +147,25 @@ export class JobWorker {
     return this.loop.stopping;
   }
 
-  /** Picks up jobs left queued (or orphaned by a dead instance) now and on every poll. */
+  /**
+   * Picks up jobs left queued (or orphaned by a dead instance) now and on every poll; fails the
+   * snaps' jobs left running by a process that stopped mid-capture now and every lease.
+   */
   start(): void {
     this.loop.start();
+    void this.failLapsedSnaps();
+    this.snapSweep = setInterval(() => void this.failLapsedSnaps(), this.options.leaseMs);
+    this.snapSweep.unref();
+  }
+
+  private async failLapsedSnaps(): Promise<void> {
+    try {
+      const failed = await this.queue.failLapsedSnaps();
+      if (failed > 0) this.logger.warn(`failed ${failed} snap job(s) left running by a process that stopped mid-capture (their lease ran out)`);
+    } catch (err) {
+      if (!this.stopping)
+        this.logger.warn(`failing the snap jobs whose lease ran out failed (tried again in ${this.options.leaseMs} ms): ${(err as Error).message}`);
+    }
   }
 
   /**
@@ -156,6 +174,8 @@ export class JobWorker {
    * `idle()` waits for that.
    */
   async stop(graceMs: number): Promise<void> {
+    if (this.snapSweep) clearInterval(this.snapSweep);
+    this.snapSweep = null;
     await this.loop.stop(graceMs);
   }
 
@@ -216,12 +236,7 @@ export class JobWorker {
   async run(job: ClaimedJob, slot: BrowserSlot | null = null): Promise<void> {
     // Only the job's id: a pump started beneath a request (capture.jobQueued) may claim another request's job.
     return withOnlyLogContext({ job_id: job.id }, async () => {
-      const renew = setInterval(() => void this.queue.renew(job).catch(() => undefined), Math.max(500, Math.floor(this.options.leaseMs / 3)));
-      try {
-        await (job.kind === 'research' ? this.runResearch(job) : this.runJob(job, slot));
-      } finally {
-        clearInterval(renew);
-      }
+      await whileRenewing(this.queue, job, this.options.leaseMs, () => (job.kind === 'research' ? this.runResearch(job) : this.runJob(job, slot)));
     });
   }
 

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { MemoryAccountSlots } from '../../../services/capture/fairness/account-slots';
 import { ClassTurns } from '../../../services/capture/fairness/fair-queue';
-import { type ClaimTurns, JOB_KINDS, JobQueue, jobStatusOf, statusOfJob } from '../../../services/capture/jobs/jobs';
+import { type ClaimTurns, JOB_KINDS, JobQueue, SNAP_STOPPED_NOTE, jobStatusOf, statusOfJob } from '../../../services/capture/jobs/jobs';
 import { ScreenshotRepository } from '../../../services/capture/jobs/screenshots';
 import { migratedSqlite } from '../../support/sqlite';
 
@@ -174,6 +174,46 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     await queue.complete(done, record(done));
     await queue.abandon('acc', 's6', 'capacity_exhausted', 'late');
     expect(await queue.find('acc', 's6')).to.deep.include({ status: 'completed' });
+  });
+
+  it("fails a snap's job whose lease ran out (its process stopped mid-capture), and no other: a renewed one, a finished one and a queued job's are left", async () => {
+    const started = clock;
+    const lapses = await queue.start({ id: 's7', accountId: 'acc', configId: 'cfg' });
+    const renewed = await queue.start({ id: 's8', accountId: 'acc', configId: 'cfg' });
+    const done = await queue.start({ id: 's9', accountId: 'acc', configId: 'cfg' });
+    await queue.complete(done, record(done));
+    // A snap's job written before snaps had a lease: running, with no lease time.
+    await db('jobs').insert({
+      id: 's10',
+      account_id: 'acc',
+      config_id: 'cfg',
+      kind: 'snap',
+      status: 'running',
+      attempts: 1,
+      lease_token: 'old',
+      created_at_ms: clock,
+    });
+    await enqueue('j1');
+    const claimed = await queue.claim(turns);
+    expect((await db('jobs').where({ id: 's7' }).first('lease_until_ms')).lease_until_ms).to.equal(started + LEASE_MS);
+
+    clock = started + LEASE_MS / 2;
+    expect(await queue.renew(renewed)).to.equal(true);
+    const failed = { status: 'failed', error_code: 'capacity_exhausted', note: SNAP_STOPPED_NOTE };
+    expect(await queue.failLapsedSnaps(), 'only the one with no lease').to.equal(1);
+    expect(await queue.find('acc', 's10')).to.deep.include({ ...failed, finished_at_ms: clock });
+    expect(await queue.find('acc', 's7')).to.deep.include({ status: 'running' });
+
+    clock = started + LEASE_MS + 1;
+    expect(await queue.failLapsedSnaps()).to.equal(1);
+    expect(await queue.failLapsedSnaps(), 'once').to.equal(0);
+    expect(await queue.find('acc', 's7')).to.deep.include({ ...failed, finished_at_ms: clock });
+    expect(await queue.complete(lapses, record(lapses)), 'its lease is gone').to.equal(null);
+    expect(await queue.find('acc', 's8')).to.deep.include({ status: 'running' });
+    expect(await queue.find('acc', 's9')).to.deep.include({ status: 'completed' });
+    // A queued job's lapsed lease is another instance's to take over, not a failure.
+    expect(await queue.find('acc', claimed?.id as string)).to.deep.include({ status: 'running' });
+    expect((await queue.claim(turns))?.id).to.equal('j1');
   });
 
   describe('the fair order of claims', () => {

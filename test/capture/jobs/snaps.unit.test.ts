@@ -66,7 +66,8 @@ function setup() {
   const db = Object.assign(() => diffRows, { transaction: async (work: (trx: unknown) => Promise<void>) => work({}) }) as unknown as Knex;
   const jobQueued = sinon.stub();
   const configDeleted = sinon.stub().callsFake(() => void steps.push('deletion announced'));
-  const desk = new SnapDesk({ db, admission, queue, pipeline, screenshots, files, metrics, configs, jobQueued, configDeleted });
+  queue.renew.resolves(true);
+  const desk = new SnapDesk({ db, admission, queue, leaseMs: 30_000, pipeline, screenshots, files, metrics, configs, jobQueued, configDeleted });
   const keptConfig = () => {
     notedByScheduler = false;
   };
