@@ -13,6 +13,8 @@ import { startSystem, stopSystem } from '../runtime/system';
 
 /** How long a process that crashed may take to stop what it started before it exits anyway. */
 const CRASH_STOP_MS = 10_000;
+/** How long a signal that came while the services start waits for the start to end (the embedded default's takes up to 15 s). */
+const START_STOP_MS = 30_000;
 
 /**
  * PORT=0 without BASE_URL: a free port is picked before the configuration is read, so the
@@ -50,7 +52,13 @@ async function main(): Promise<void> {
   // terminal or SSH session closed) stops it as SIGTERM does.
   let onSignal: () => void = () => undefined;
   let signalled = false;
+  // A start that does not end (the full stack waiting for an unreachable transporter) is not
+  // waited for longer than START_STOP_MS after a signal: the process exits as the signal's
+  // default would (its ChromeDrivers and browsers end with it, local-driver.ts).
+  let started = false;
+  let startCutOff: NodeJS.Timeout | null = null;
   const signal = () => {
+    if (!started && startCutOff === null) startCutOff = setTimeout(() => process.exit(128 + 15), START_STOP_MS).unref();
     signalled = true;
     onSignal();
   };
@@ -58,6 +66,8 @@ async function main(): Promise<void> {
   let system: Awaited<ReturnType<typeof startSystem>>;
   try {
     system = await startSystem(config);
+    started = true;
+    if (startCutOff) clearTimeout(startCutOff);
   } catch (err) {
     // The node it would have been (NODE_ID, or Moleculer's own default: host name and process id), as its other lines name it.
     const nodeID = config.nodeId ?? Utils.getNodeID();

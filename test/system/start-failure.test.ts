@@ -53,3 +53,35 @@ describe('serve.js that cannot start names its node on the fatal line', function
     expect(line.msg).to.match(/^Failed to start: listen EADDRINUSE/);
   });
 });
+
+describe('serve.js signalled while its start never ends', function () {
+  this.timeout(60_000);
+  let child: ReturnType<typeof spawn> | null = null;
+  // Killed here too: a timed-out test never reaches its own finally.
+  afterEach(() => child?.kill('SIGKILL'));
+
+  it('exits (143) within 30 s of a SIGTERM when the transporter it waits for never answers', async () => {
+    // A port nothing listens on: the NATS transporter tries again and again, and the start never ends.
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as net.AddressInfo;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const dataDir = tempDir();
+    child = spawn(process.execPath, [SERVE], {
+      env: { ...process.env, DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', SERVICES: 'api,billing', TRANSPORTER: `nats://127.0.0.1:${port}` },
+      stdio: 'ignore',
+    });
+    try {
+      await new Promise((r) => setTimeout(r, 2_000));
+      const started = child;
+      expect(started.exitCode, 'still starting').to.equal(null);
+      const signalled = Date.now();
+      started.kill('SIGTERM');
+      const code = await new Promise<number | null>((resolve) => started.once('exit', (c) => resolve(c)));
+      expect(code).to.equal(143);
+      expect(Date.now() - signalled).to.be.below(35_000);
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
