@@ -13,8 +13,10 @@
  *   before each is executed): a SIGKILL, a crash, or a ChromeDriver killed under a capture
  *   leaves no browser behind.
  *
- * The browser is started through a small script (written once per binary into the system's
- * temporary directory) because ChromeDriver runs the binary it is given with its own flags.
+ * The browser is started through a small script (written once per binary, in a folder of this
+ * process's own that only its user may enter, removed when it exits) because ChromeDriver runs
+ * the binary it is given with its own flags. Not a fixed name in the shared temporary folder:
+ * another user could put a script of theirs there first, which the service would then run.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -62,14 +64,21 @@ export function tiedBrowserBinary(chromeBin: string): string {
   if (!canTieToProcess()) return chromeBin;
   const script = `#!/bin/sh\n# Written by the screenshot service (services/capture/browsers/local-driver.ts).\nexec ${SETPRIV} --pdeathsig KILL -- ${shellQuoted(browserItself(chromeBin))} "$@"\n`;
   const digest = crypto.createHash('sha256').update(script).digest('hex').slice(0, 16);
-  const file = path.join(os.tmpdir(), `snapservice-browser-${digest}.sh`);
-  if (!fs.existsSync(file)) {
-    // Written under another name and renamed: processes starting at once never run a half-written script.
-    const partial = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
-    fs.writeFileSync(partial, script, { mode: 0o755 });
-    fs.renameSync(partial, file);
-  }
+  const file = path.join(ownFolder(), `browser-${digest}.sh`);
+  if (!fs.existsSync(file)) fs.writeFileSync(file, script, { mode: 0o700 });
   return file;
+}
+
+let folder: string | null = null;
+
+/** This process's own folder for the launcher scripts (mkdtemp: mode 0700), removed when it exits. */
+function ownFolder(): string {
+  if (folder === null) {
+    const made = fs.mkdtempSync(path.join(os.tmpdir(), 'snapservice-browser-'));
+    process.once('exit', () => fs.rmSync(made, { recursive: true, force: true }));
+    folder = made;
+  }
+  return folder;
 }
 
 function shellQuoted(text: string): string {

@@ -6,6 +6,7 @@
  * SIGTERM mid-capture, a SIGKILL, a ChromeDriver killed) is in test/system/shutdown.test.ts.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { browserItself, canTieToProcess, tiedBrowserBinary } from '../../../services/capture/browsers/local-driver';
@@ -39,6 +40,11 @@ describe('the local browser tied to its ChromeDriver', () => {
     if (!canTieToProcess()) this.skip();
     const script = tiedBrowserBinary(file('launcher.sh', `#!/bin/sh\n${binary} "$@"\n`));
     expect(fs.statSync(script).mode & 0o111, 'executable').to.not.equal(0);
+    // In a folder only this user may enter, not at a name another user could take first in the shared temporary folder.
+    const folder = fs.statSync(path.dirname(script));
+    expect(folder.mode & 0o777, 'the folder is private').to.equal(0o700);
+    expect(folder.uid).to.equal(process.getuid?.());
+    expect(path.dirname(script)).to.not.equal(os.tmpdir());
     expect(fs.readFileSync(script, 'utf8')).to.contain(`exec /usr/bin/setpriv --pdeathsig KILL -- '${binary}' "$@"`);
     expect(tiedBrowserBinary(file('launcher.sh', `#!/bin/sh\n${binary} "$@"\n`)), 'the same script for the same browser').to.equal(script);
   });
