@@ -64,18 +64,23 @@ export class RotatingSecrets {
    * `previous_valid_until` (ISO 8601); with `revokePrevious`, none of them does (null then).
    */
   async rotate(accountId: string, revokePrevious = false): Promise<{ secret: string; previous_valid_until: string | null }> {
-    const old = await this.row(accountId);
-    const now = this.now();
-    const until = revokePrevious ? null : now + this.overlapMs;
-    const previous = until === null ? [] : [{ sealed: old.secret_sealed, until }, ...previousOf(old).filter((p) => p.until > now)];
-    await this.db(this.table)
-      .where({ account_id: accountId, secret_sealed: old.secret_sealed })
-      .update({
-        secret_sealed: this.box.seal(this.newSecret()),
-        previous_sealed: previous.length ? JSON.stringify(previous) : null,
-        previous_until_ms: until,
-      });
-    return { secret: await this.current(accountId), previous_valid_until: until === null ? null : new Date(until).toISOString() };
+    // Written only over the row as read: a rotation that came in between is read again and
+    // rotated over, so a revoking rotation never answers null while an old secret still works.
+    for (;;) {
+      const old = await this.row(accountId);
+      const now = this.now();
+      const until = revokePrevious ? null : now + this.overlapMs;
+      const previous = until === null ? [] : [{ sealed: old.secret_sealed, until }, ...previousOf(old).filter((p) => p.until > now)];
+      const secret = this.newSecret();
+      const changed = await this.db(this.table)
+        .where({ account_id: accountId, secret_sealed: old.secret_sealed })
+        .update({
+          secret_sealed: this.box.seal(secret),
+          previous_sealed: previous.length ? JSON.stringify(previous) : null,
+          previous_until_ms: until,
+        });
+      if (changed === 1) return { secret, previous_valid_until: until === null ? null : new Date(until).toISOString() };
+    }
   }
 
   private activeIn(row: SecretRow): ActiveSecrets {

@@ -78,6 +78,16 @@ describe('link signing secrets', () => {
     expect(await secrets.verify('acct_3', Q, fourth)).to.equal(true);
   });
 
+  it('a revoking rotation that races an ordinary one still ends the old secret (each is written over the row it read, or read again)', async () => {
+    for (let i = 0; i < 5; i++) {
+      const old = linkSignature(await secrets.current('acct_race'), Q);
+      const [, revoked] = await Promise.all([secrets.rotate('acct_race', false), secrets.rotate('acct_race', true)]);
+      expect(revoked.previous_valid_until).to.equal(null);
+      expect(await secrets.verify('acct_race', Q, old), `round ${i + 1}: the secret before both`).to.equal(false);
+      expect(await secrets.verify('acct_race', Q, linkSignature(await secrets.current('acct_race'), Q))).to.equal(true);
+    }
+  });
+
   it('refuses the previous secret at once when the rotation revokes it', async () => {
     const old = linkSignature(await secrets.current('acct_2'), Q);
     const rotated = await secrets.rotate('acct_2', true);
