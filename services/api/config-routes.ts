@@ -330,8 +330,16 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       tag: 'configurations',
       params: KEY_ONLY_PARAMS,
       response: JOB_ANSWER_SCHEMA,
+      // 503 capacity_exhausted too: a snap's job its service stopped under, or that the api gave up on.
       errors: [
-        ...new Set<ErrorCode>([...CONFIG_ERRORS, ...CAPTURE_FAILURES, 'screenshot_limit_reached', 'ai_credits_exhausted', 'ai_provider_not_configured']),
+        ...new Set<ErrorCode>([
+          ...CONFIG_ERRORS,
+          ...CAPTURE_FAILURES,
+          'capacity_exhausted',
+          'screenshot_limit_reached',
+          'ai_credits_exhausted',
+          'ai_provider_not_configured',
+        ]),
       ],
       handler: jobStatus,
     }),
