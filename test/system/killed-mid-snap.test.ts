@@ -12,7 +12,7 @@ import { SNAP_STOPPED_NOTE } from '../../services/capture/jobs/jobs';
 import { knexConfig } from '../../services/shared/database';
 import { backendConfig, uniqueName } from '../support/backends';
 import { qs, request } from '../support/http';
-import { processesMarked, runScript, startServeProcess } from '../support/processes';
+import { processesLeft, processesMarked, runScript, startServeProcess } from '../support/processes';
 import { sleep, until } from '../support/wait';
 
 const LEASE_MS = 2_000;
@@ -63,8 +63,8 @@ describe('the embedded process killed mid-snap, started again on its data', func
 
       proc.child.kill('SIGKILL');
       await new Promise((r) => proc.child.once('exit', r));
-      // Its browser and driver, left behind by the kill (they carry the test's mark).
-      for (const pid of processesMarked('SNAP_TEST_MARK', mark)) process.kill(pid, 'SIGKILL');
+      // Its ChromeDrivers and browsers end with it (local-driver.ts): none carrying the test's mark is left.
+      expect(await processesLeft(mark, [], 5_000)).to.deep.equal([]);
 
       proc = await startServeProcess(b.env, /Screenshot service ready/);
       await until('the job ends', async () => (await status()).body.status !== 'running', 5 * LEASE_MS, 200);

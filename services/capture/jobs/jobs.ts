@@ -68,9 +68,12 @@ export interface ClaimTurns {
   undo(job: { id: string; accountId: string }): Promise<void>;
 }
 
+/** After this long a snap's job with no lease at all (written before snaps had one) is taken for stopped: longer than any snap's budget. */
+const UNLEASED_SNAP_STALE_MS = 60 * 60 * 1000;
+
 /** The failure of a snap's job whose process stopped while it ran (failLapsedSnaps). */
 export const SNAP_STOPPED_NOTE =
-  'The service stopped while this capture ran (its process ended before it finished, and no other took it again); nothing was charged. Take it again.';
+  'The service stopped while this capture ran (its process ended before it finished, and no other took it again); it is not charged: its credit is given back within minutes. Take it again.';
 
 /**
  * Runs `work` while renewing `job`'s lease every third of `leaseMs` (at least every 500 ms), so
@@ -193,7 +196,14 @@ export class JobQueue {
    * may run this at any time: a job whose lease is held is left alone. Returns how many failed.
    */
   async failLapsedSnaps(): Promise<number> {
-    return this.lease.unheld(this.db('jobs').where({ kind: 'snap', status: 'running' }), this.now()).update({
+    const now = this.now();
+    // A row with no lease at all was written by an instance from before snaps had one: still
+    // being captured, perhaps (a rolling upgrade), so it is taken as stopped only once it is
+    // older than any snap can run.
+    const lapsed = this.db('jobs')
+      .where({ kind: 'snap', status: 'running' })
+      .where((w) => w.whereNotNull('lease_until_ms').orWhere('created_at_ms', '<', now - UNLEASED_SNAP_STALE_MS));
+    return this.lease.unheld(lapsed, now).update({
       status: 'failed',
       error_code: 'capacity_exhausted',
       note: SNAP_STOPPED_NOTE,

@@ -182,17 +182,11 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     const renewed = await queue.start({ id: 's8', accountId: 'acc', configId: 'cfg' });
     const done = await queue.start({ id: 's9', accountId: 'acc', configId: 'cfg' });
     await queue.complete(done, record(done));
-    // A snap's job written before snaps had a lease: running, with no lease time.
-    await db('jobs').insert({
-      id: 's10',
-      account_id: 'acc',
-      config_id: 'cfg',
-      kind: 'snap',
-      status: 'running',
-      attempts: 1,
-      lease_token: 'old',
-      created_at_ms: clock,
-    });
+    // Snaps' jobs written before snaps had a lease (running, with no lease time): one an hour
+    // and more ago, and one just now (an instance of the old code capturing it, in a rolling upgrade).
+    const unleased = { account_id: 'acc', config_id: 'cfg', kind: 'snap', status: 'running', attempts: 1, lease_token: 'old' };
+    await db('jobs').insert({ ...unleased, id: 's10', created_at_ms: clock - 61 * 60_000 });
+    await db('jobs').insert({ ...unleased, id: 's11', created_at_ms: clock });
     await enqueue('j1');
     const claimed = await queue.claim(turns);
     expect((await db('jobs').where({ id: 's7' }).first('lease_until_ms')).lease_until_ms).to.equal(started + LEASE_MS);
@@ -200,8 +194,9 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     clock = started + LEASE_MS / 2;
     expect(await queue.renew(renewed)).to.equal(true);
     const failed = { status: 'failed', error_code: 'capacity_exhausted', note: SNAP_STOPPED_NOTE };
-    expect(await queue.failLapsedSnaps(), 'only the one with no lease').to.equal(1);
+    expect(await queue.failLapsedSnaps(), 'only the old one with no lease').to.equal(1);
     expect(await queue.find('acc', 's10')).to.deep.include({ ...failed, finished_at_ms: clock });
+    expect(await queue.find('acc', 's11'), 'written by an instance still capturing it, perhaps').to.deep.include({ status: 'running' });
     expect(await queue.find('acc', 's7')).to.deep.include({ status: 'running' });
 
     clock = started + LEASE_MS + 1;
