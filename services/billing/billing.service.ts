@@ -327,11 +327,20 @@ export function billingService(deps: BillingDeps): ServiceUnit {
       await state.store.start();
       // A reservation its holder did not settle in time (its process stopped mid-request): given
       // back now (what a restart finds in the ledger) and every OVERDUE_SWEEP_MS.
+      // One pass at a time (a slow Redis may make one outlast the interval).
+      let passing = false;
       const giveBack = async () => {
-        const given = await state.store.giveBackOverdue(state.now().getTime()).catch((err: Error) => {
-          this.logger.warn(`giving back overdue reservations failed (tried again in ${OVERDUE_SWEEP_MS / 1000} s): ${err.message}`);
-          return 0;
-        });
+        if (passing) return;
+        passing = true;
+        const given = await state.store
+          .giveBackOverdue(state.now().getTime())
+          .catch((err: Error) => {
+            this.logger.warn(`giving back overdue reservations failed (tried again in ${OVERDUE_SWEEP_MS / 1000} s): ${err.message}`);
+            return 0;
+          })
+          .finally(() => {
+            passing = false;
+          });
         if (given > 0) this.logger.warn(`gave back ${given} reservation(s) not settled by their deadline (the request holding each stopped before it ended)`);
       };
       await giveBack();

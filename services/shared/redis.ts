@@ -19,6 +19,9 @@ import { serviceError } from './errors';
 /** Seconds a client is told to wait (Retry-After) while Redis is unreachable. */
 export const REDIS_RETRY_AFTER_SECONDS = 5;
 
+/** How long one attempt to connect to Redis may take (ioredis's default is 10 s). */
+const CONNECT_TIMEOUT_MS = 2_000;
+
 /** Socket errors of a connection that could not be made or was lost. */
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
@@ -27,7 +30,8 @@ const NOT_YET_REPLIES = /^(LOADING|MASTERDOWN|TRYAGAIN|CLUSTERDOWN)\b/;
 
 /** A connection to Redis whose outages go through `log`, once each; `purpose` names it there. */
 export function connectRedis(url: string, purpose: string, log: Pick<LoggerInstance, 'error' | 'info'>, options: RedisOptions = {}): Redis {
-  const redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, ...options });
+  // A connection not made within CONNECT_TIMEOUT_MS is tried again: a Redis cut off by the network (its packets dropped) fails a request within seconds, as a refused one does.
+  const redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, connectTimeout: CONNECT_TIMEOUT_MS, ...options });
   const where = redis.options.path ?? `${redis.options.host}:${redis.options.port}`;
   let down = false;
   redis.on('error', (err: Error) => {

@@ -255,7 +255,7 @@ const BUSY_PROBE_MS = 1_000;
  * capture_timeout, whose note says what it was doing.
  */
 async function overrunAnswer(page: PageSession, watch: PageWatch, timeoutMs: number, options: SnapOptions): Promise<Error> {
-  const rule = await Promise.race([statusRuleBefore(page, options, watch.step), sleep(BUSY_PROBE_MS).then(() => null)]);
+  const rule = await statusRuleBefore(page, options, watch.step);
   return rule ?? serviceError('capture_timeout', await overrunNote(page, watch, timeoutMs));
 }
 

@@ -14,7 +14,7 @@
 import { serviceError } from '../../shared/errors';
 import type { SnapOptions } from '../../shared/screenshot-options';
 import { parseStatusCodes, statusMatches } from '../../shared/status-codes';
-import { type PageSession, inPageCall, quote } from './page-session';
+import { type PageSession, inPageCall, quote, sleep } from './page-session';
 
 /** What the capture records of its page. */
 export interface PageOutcome {
@@ -108,9 +108,13 @@ function statusFailure(o: SnapOptions, seen: Seen, when?: string): Error | null 
  */
 export async function statusRuleBefore(page: PageSession, o: SnapOptions, step: string): Promise<Error | null> {
   if (o.fail_on_status === undefined) return null;
-  const seen = await page.run(lookAtPage, {}).catch(() => null);
+  // Asked for at most STATUS_READ_MS: a renderer kept busy by the page's script leaves the capture's own answer standing.
+  const seen = await Promise.race([page.run(lookAtPage, {}).catch(() => null), sleep(STATUS_READ_MS).then(() => null)]);
   return seen ? statusFailure(o, seen, `the capture was stopped while ${step}`) : null;
 }
+
+/** How long statusRuleBefore waits for the page to say its status. */
+const STATUS_READ_MS = 1_000;
 
 /**
  * In the page, when no rule is asked: only the document's status and address. A capture
