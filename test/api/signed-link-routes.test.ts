@@ -108,6 +108,10 @@ describe('signed links: GET /render on a real Grid', function () {
     // A parameter added after signing; options after a second "?" (read by the query parser, not covered by the signature).
     await refused(await render(`${good}&fullpage=true`), before, 403, 'invalid_signature');
     await refused(await render(`${good}?&json=true&fullpage=true`), before, 403, 'invalid_signature');
+    // A parameter the request carries outside the signed query is refused, never used unsigned.
+    // The query parser and the signature's read an invalid escape apart (%FF: the raw text for one, U+FFFD for the other): the parameter the parser reads is not the one signed.
+    const signedOther = signedQuery(secret, box({ 'x\uFFFD': '1' }));
+    await refused(await render(signedOther.replace('x%EF%BF%BD=1', 'x%FF=1')), before, 403, 'invalid_signature', 'not in the signed query');
     // The signature is checked first: a malformed expiry with a wrong signature is 403, not a note about the expiry.
     await refused(await render(signedQuery('lsk_made-up', box({ expires: 'soon' }))), before, 403, 'invalid_signature');
     await refused(await render(signedQuery(secret, box({ expires: 'soon' }))), before, 400, 'invalid_parameter', 'expires');
