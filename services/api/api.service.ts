@@ -25,7 +25,7 @@ import { signedLinkRoutes } from './signed-link-routes';
 import { CHANGE_NOTIFICATION_ROUTES, WEBHOOK_ROUTES } from './webhook-routes';
 import { ApiMetrics } from './metrics';
 import { oauthRoutes } from './oauth-routes';
-import { installMcpEndpoint, mcpRoutes } from './mcp-http';
+import { installMcpEndpoint, mcpRoutes, withMcpEndpoint } from './mcp-http';
 import { installConsole } from './console/console';
 import { defineService } from '../shared/define-service';
 import { SETTLE_RETRY_MS } from '../billing/public/credits';
@@ -79,26 +79,19 @@ export function apiService(deps: { config: Readonly<Config>; store?: FileStore }
     created() {
       logger = this.logger;
       store = deps.store ?? createFileStore(config);
-      const routes = apiRoutes(store, config);
-      const document = openApiDocument(routes, config);
-      app = buildHttpServer(
-        this.broker,
-        config,
-        [
-          ...routes,
-          {
-            method: 'GET',
-            url: '/openapi.json',
-            summary: 'This document.',
-            tag: 'operations',
-            auth: false,
-            response: OPENAPI_DOCUMENT_SCHEMA,
-            errors: [],
-            handler: async () => document,
-          },
-        ],
-        metrics,
-      );
+      const served: RouteDef = {
+        method: 'GET',
+        url: '/openapi.json',
+        summary: 'This document.',
+        tag: 'operations',
+        auth: false,
+        response: OPENAPI_DOCUMENT_SCHEMA,
+        errors: [],
+        handler: async () => document,
+      };
+      const routes = [...apiRoutes(store, config), served];
+      const document = withMcpEndpoint(openApiDocument(routes, config));
+      app = buildHttpServer(this.broker, config, routes, metrics);
       installMcpEndpoint(app, { broker: this.broker, config, document, metrics });
       // The web console (services/api/console/): pages for people, from the same actions as the API.
       installConsole(app, { broker: this.broker, config });

@@ -18,7 +18,7 @@ import type { LoggerInstance, ServiceBroker } from 'moleculer';
 import type { Config } from '../shared/config';
 import type { AccountContext } from '../shared/contracts';
 import { serviceError, toEnvelope } from '../shared/errors';
-import { type OpenApiDocument, type RouteDef, authenticate, publicRoute, sendError, tokenOf, withAuthenticatedKey } from './http';
+import { ERROR_ENVELOPE_SCHEMA, type OpenApiDocument, type RouteDef, authenticate, publicRoute, sendError, tokenOf, withAuthenticatedKey } from './http';
 import type { ApiMetrics } from './metrics';
 import { type ApiCaller, MCP_USER_AGENT, createMcpServer, mcpTools } from './mcp-server';
 import type { RawParams } from './request-schemas';
@@ -104,6 +104,45 @@ export interface McpEndpointDeps {
   /** The API's OpenAPI document: the tools' schemas. */
   document: OpenApiDocument;
   metrics: ApiMetrics;
+}
+
+/** A JSON-RPC 2.0 message, as MCP sends them (its methods and their params: docs/mcp.md, the MCP specification). */
+const JSON_RPC_MESSAGE = {
+  type: 'object',
+  required: ['jsonrpc'],
+  properties: {
+    jsonrpc: { const: '2.0' },
+    id: { anyOf: [{ type: 'string' }, { type: 'integer' }, { type: 'null' }] },
+    method: { type: 'string', description: 'initialize, tools/list, tools/call, ping…' },
+    params: { type: 'object', additionalProperties: {} },
+    result: { type: 'object', additionalProperties: {} },
+    error: { type: 'object', properties: { code: { type: 'integer' }, message: { type: 'string' } } },
+  },
+};
+
+/**
+ * The document with POST /mcp in it: installed beside the route table (it takes the MCP SDK's
+ * transport, not a route's handler), and listed as every route is.
+ */
+export function withMcpEndpoint(document: OpenApiDocument): OpenApiDocument {
+  const envelope = { content: { 'application/json': { schema: ERROR_ENVELOPE_SCHEMA } } };
+  const post = {
+    summary: 'The MCP server (streamable HTTP, MCP 2025-06-18, no session): one JSON-RPC message per POST; docs/mcp.md.',
+    tags: ['mcp'],
+    requestBody: { required: true, content: { 'application/json': { schema: JSON_RPC_MESSAGE } } },
+    responses: {
+      200: {
+        description: "The JSON-RPC answer (as JSON, or as one event of text/event-stream when the client's Accept names only that).",
+        content: { 'application/json': { schema: JSON_RPC_MESSAGE }, 'text/event-stream': { schema: { type: 'string' } } },
+      },
+      202: { description: 'A notification or an answer taken (no body).' },
+      400: { description: 'A batch, or a message that is not JSON-RPC (a JSON-RPC error).', content: { 'application/json': { schema: JSON_RPC_MESSAGE } } },
+      401: { description: 'error_code: access_token_required, access_token_invalid (with WWW-Authenticate naming the resource metadata).', ...envelope },
+      406: { description: 'Accept names neither application/json nor text/event-stream.' },
+      429: { description: 'error_code: rate_limited', ...envelope },
+    },
+  };
+  return { ...document, paths: { ...document.paths, [MCP_PATH]: { post } } };
 }
 
 /** Adds POST /mcp to the api's server (GET and DELETE answer 405: no session, no stream of its own). */

@@ -274,7 +274,10 @@ describe('api over HTTP (embedded mode: SQLite, in-process counters)', () => {
           '/openapi.json',
         )
       ).body;
-      expect(doc.paths).to.include.all.keys('/snap', '/account_limits', '/health');
+      // The MCP endpoint (installed beside the route table) and the document itself are listed too.
+      expect(doc.paths).to.include.all.keys('/snap', '/account_limits', '/health', '/mcp', '/openapi.json');
+      expect(doc.paths['/mcp']).to.have.property('post');
+      expect(doc.paths['/mcp']?.post?.responses['401']?.description).to.contain('access_token_invalid');
       const getSnap = doc.paths['/snap']?.get;
       expect(getSnap?.parameters.map((p) => p.name)).to.include.members(['url', 'wait', 'image_format', 'multi_step_actions']);
       expect(getSnap?.responses['402']?.description).to.contain('screenshot_limit_reached').and.contain('byok_plan_required');
