@@ -77,6 +77,30 @@ describe('capture through an own proxy (custom_proxy_id)', function () {
     expect(record.body).to.include({ is_proxy_screenshot: false, proxy_server: null, custom_proxy: `127.0.0.1:${upstream.port}` });
   });
 
+  it("fails a plain-HTTP page 422 page_load_failed, nothing charged, when the own proxy cannot relay it (down, or its password refused); never the proxy's error text as the picture", async () => {
+    const store = async (body: Record<string, unknown>) =>
+      (
+        await request<{ proxy: { id: number } }>(sys.sys.base, 'PUT', '/proxies', {
+          headers: { authorization: `Bearer ${key}` },
+          json: { host: '127.0.0.1', test: false, ...body },
+        })
+      ).body.proxy.id;
+    const used = async () =>
+      (await request<{ results: Record<string, number> }>(sys.sys.base, 'GET', `/account_limits?access_token=${key}`)).body.results
+        .screenshot_current_month_usage;
+    // A port nothing listens on.
+    const closed = http.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const before = await used();
+    for (const body of [{ port: closedPort }, { port: upstream.port, username: 'carol', password: 'wrong-secret' }]) {
+      const r = await snap({ custom_proxy_id: await store(body), html_only: false });
+      expectEnvelope(r, 422, 'page_load_failed', 'the proxy the capture goes out through');
+    }
+    expect(await used(), 'nothing charged').to.equal(before);
+  });
+
   it('after DELETE, a snap and the next capture of a configuration fail with 412 custom_proxy_not_found, no fallback', async () => {
     const created = await request<{ screenshot_configuration_id: string; job_id: string }>(sys.sys.base, 'POST', '/screenshot_configs', {
       headers: { authorization: `Bearer ${key}` },

@@ -129,6 +129,11 @@ export class GatewayCapture {
    * The failure of a request for this URL among the failures from `since` on, if the gateway
    * could not carry it: a plain-HTTP request by its URL, a tunnel (https) by its host and port.
    */
+  /** A connection to the capture's upstream proxy that could not be made, from `since` on (its request not known). */
+  upstreamFailure(since = 0): GatewayFailure | null {
+    return this.failures.slice(since).find((f) => f.url === '') ?? null;
+  }
+
   failureOf(rawUrl: string, since = 0): GatewayFailure | null {
     const url = comparable(rawUrl);
     if (url === null) return null;
@@ -202,9 +207,11 @@ class CaptureAgent extends http.Agent {
    */
   private failure(options: NetConnectOpts, err: Error): GatewayFailure {
     const { path, href } = options as { path?: unknown; href?: unknown };
-    const url = this.viaUpstream && typeof path === 'string' ? path : typeof href === 'string' ? href : '';
     const why = connectFailure(err, this.connectTimeoutMs);
-    if (this.viaUpstream) return { url: comparable(url) ?? url, reason: `the proxy the capture goes out through ${why}` };
+    // Through an upstream, Node hands the agent no path (it means a socket's path to net): the
+    // request is not known, only that the upstream could not be connected to (url '').
+    if (this.viaUpstream) return { url: typeof path === 'string' ? (comparable(path) ?? path) : '', reason: `the proxy the capture goes out through ${why}` };
+    const url = typeof href === 'string' ? href : '';
     let host = '';
     try {
       host = new URL(url).host;
@@ -228,6 +235,22 @@ function timeTunnelConnect(socket: Socket, connectTimeoutMs: number, idleTimeout
     socket.setTimeout(idleTimeoutMs);
     return write.apply(this, args);
   } as Socket['write'];
+}
+
+/**
+ * proxy-chain's server, telling the gateway of every request it answers with an error of its
+ * own (its 5xx and 59x: a target or an upstream proxy that could not be reached, refused the
+ * upstream's credentials, or reset the connection mid-answer). A connection the agent could not
+ * make is known before; what fails after it (an upstream's 407, its death mid-page) is known
+ * only here.
+ */
+class GatewayServer extends Server {
+  onFailed: ((request: http.IncomingMessage, error: NodeJS.ErrnoException) => void) | null = null;
+
+  override failRequest(request: http.IncomingMessage, error: NodeJS.ErrnoException): void {
+    this.onFailed?.(request, error);
+    super.failRequest(request, error);
+  }
 }
 
 /** A lookup that answers one address, whatever it is asked: the address the policy checked. */
@@ -258,7 +281,7 @@ export class EgressGateway {
 
   static async start(opts: GatewayOptions): Promise<EgressGateway> {
     let gateway: EgressGateway | null = null;
-    const server = new Server({
+    const server = new GatewayServer({
       port: 0,
       host: opts.bindHost,
       prepareRequestFunction: ({ connectionId, hostname, port, isHttp, request }) => {
@@ -268,6 +291,14 @@ export class EgressGateway {
     });
     gateway = new EgressGateway(server, opts.advertisedHost ?? opts.bindHost, opts);
     const g = gateway;
+    server.onFailed = (request, error) => {
+      const capture = g.byConnection.get((request.socket as Socket & { proxyChainId?: number }).proxyChainId ?? -1);
+      if (!capture || capture.ended) return;
+      // A tunnel's request names host:port; a plain-HTTP one its absolute URL.
+      const url = request.method === 'CONNECT' ? `https://${String(request.url ?? '').toLowerCase()}` : (comparable(request.url ?? '') ?? String(request.url));
+      const through = capture.upstream ? 'the proxy the capture goes out through failed' : 'the gateway could not fetch it';
+      capture.failures.push({ url, reason: `${through}: ${error.message}` });
+    };
     server.on('connectionClosed', ({ connectionId, stats }: { connectionId: number; stats?: { trgTxBytes: number | null; trgRxBytes: number | null } }) => {
       const capture = g.byConnection.get(connectionId);
       g.byConnection.delete(connectionId);

@@ -143,7 +143,13 @@ const NETWORK_QUIET_MS = 500;
 async function failedDocument(page: PageSession, gateway: GatewayCapture | null, since: number): Promise<GatewayFailure | null> {
   if (!gateway || gateway.failures.length <= since) return null;
   const { frameTree } = await page.send<{ frameTree: { frame: { url: string } } }>('Page.getFrameTree');
-  return gateway.failureOf(frameTree.frame.url, since);
+  const failed = gateway.failureOf(frameTree.frame.url, since);
+  const upstream = failed ? null : gateway.upstreamFailure(since);
+  if (!upstream) return failed;
+  // The upstream proxy could not be connected to, for a request the gateway cannot name: the
+  // document is its error answer when it has the gateway's own status (proxy-chain's 590-599).
+  const status = await page.evaluate<number>("performance.getEntriesByType('navigation')[0]?.responseStatus ?? 0", false);
+  return status >= 590 && status <= 599 ? { url: frameTree.frame.url, reason: upstream.reason } : null;
 }
 
 /**
