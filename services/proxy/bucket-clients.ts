@@ -50,7 +50,8 @@ export function s3Bucket(t: S3Target): BucketClient {
     credentials: { accessKeyId: t.accessKeyId, secretAccessKey: t.secretAccessKey },
     // One attempt: a refused key or a missing bucket is answered at once, and an upload that failed is the capture's failure.
     maxAttempts: 1,
-    requestHandler: { httpAgent, httpsAgent, connectionTimeout: Math.min(t.timeoutMs, 5_000), requestTimeout: t.timeoutMs },
+    // throwOnRequestTimeout: past requestTimeout the SDK only logs a warning otherwise, and a silent endpoint held the call for good.
+    requestHandler: { httpAgent, httpsAgent, connectionTimeout: Math.min(t.timeoutMs, 5_000), requestTimeout: t.timeoutMs, throwOnRequestTimeout: true },
   });
   return {
     async put(key, data, contentType) {

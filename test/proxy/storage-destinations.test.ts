@@ -8,6 +8,7 @@
  * the record's, its key the template's; a configuration's capture uploads (GCS) and its
  * signed webhook body carries where; an unknown destination is 400 and nothing is charged.
  */
+import net from 'node:net';
 import { expect } from 'chai';
 import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { Webhook } from 'standardwebhooks';
@@ -139,6 +140,22 @@ describe('storage destinations (store_to): S3-compatible and GCS buckets of the 
       'storage_unreachable',
       'ECONNREFUSED',
     );
+    // An endpoint that takes the connection and never answers: refused as unreachable at the storage bound (20 s), not a broker timeout's 503.
+    const silent = net.createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      expectEnvelope(
+        await api(
+          'POST',
+          '/storage_destinations',
+          s3Destination({ name: 'silent', endpoint: `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}` }),
+        ),
+        400,
+        'storage_unreachable',
+      );
+    } finally {
+      silent.close();
+    }
     expectEnvelope(
       await api('POST', '/storage_destinations', s3Destination({ name: 'with-path', endpoint: `${s3.endpoint}/shots` })),
       400,
