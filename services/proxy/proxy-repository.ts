@@ -34,9 +34,10 @@ export class ProxyRepository {
     return Number(id);
   }
 
-  /** An edit makes the proxy unverified until it is tested again. */
+  /** An edit makes the proxy untested: unverified, and what the last test saw (of the proxy it was) forgotten until it is tested again. */
   async update(accountId: string, id: number, w: ProxyWrite): Promise<void> {
-    const fields: Record<string, unknown> = { protocol: w.protocol, host: w.host, port: w.port, username: w.username, verified: false };
+    const untested = { verified: false, exit_ip: null, last_test_ms: null, last_error: null, verified_at: null };
+    const fields: Record<string, unknown> = { protocol: w.protocol, host: w.host, port: w.port, username: w.username, ...untested };
     if (w.password_encrypted !== undefined) fields.password_encrypted = w.password_encrypted;
     await this.db('proxies').where({ account_id: accountId, id }).update(fields);
   }

@@ -159,6 +159,9 @@ describe('own proxies: PUT, GET, test and DELETE /proxies', function () {
     expect((await request<ProxyAnswer>(sys.base, 'POST', `/proxies/${r.body.proxy.id}/test`, { headers: { authorization: `Bearer ${key}` } })).status).to.equal(
       200,
     );
+    // Changed without a test: what the last test saw (of the proxy it was) is forgotten with it.
+    const edited = await put({ id: r.body.proxy.id, host: '127.0.0.1', port: closedPort, test: false });
+    expect(edited.body.proxy).to.include({ verified: false, verified_at: null, exit_ip: null, last_test_ms: null });
     expect((await put({ protocol: 'socks5', host: '127.0.0.1', test: false })).body.proxy.port).to.equal(1080);
     expect((await put({ protocol: 'https', host: '127.0.0.1', test: false })).body.proxy.port).to.equal(443);
     expect((await put({ host: '127.0.0.1', test: false })).body.proxy.port).to.equal(8080);
