@@ -17,7 +17,7 @@
 import type { Context, ServiceBroker } from 'moleculer';
 import { type AccountContext, type ScreenshotRef, call } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
-import type { SnapOptions } from '../shared/screenshot-options';
+import type { CaptureTargets, SnapOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import { takeAgain } from '../shared/take-again';
 
@@ -112,7 +112,11 @@ function lossOf(err: unknown): Loss | null {
  * The snap's capture (capture.take), taken again while its instance disappears under it and
  * time is left; `budgetMs` is the request's (a capture's wait for a browser and its own time).
  */
-export function takeSnap(broker: ServiceBroker, snap: { account: AccountContext; options: SnapOptions }, budgetMs: number): Promise<ScreenshotRef> {
+export function takeSnap(
+  broker: ServiceBroker,
+  snap: { account: AccountContext; options: SnapOptions; targets: CaptureTargets },
+  budgetMs: number,
+): Promise<ScreenshotRef> {
   const watch = watchOf(broker);
   const jobId = randomId(12);
   const since = Date.now();

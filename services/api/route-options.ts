@@ -8,17 +8,22 @@
  */
 import type { Context, ServiceBroker } from 'moleculer';
 import { call } from '../shared/contracts';
-import type { ScreenshotOptions } from '../shared/screenshot-options';
+import type { CaptureTargets, ScreenshotOptions } from '../shared/screenshot-options';
 
 /** What checkRouteOptions refuses, for the errors of the routes that run it. */
 export const ROUTE_CHECK_ERRORS = ['invalid_parameter', 'custom_proxy_not_found', 'storage_destination_not_found'] as const;
 
+/** Checks them, and answers what the store_to and own proxy named point to now (for the capture's ttl key). */
 export async function checkRouteOptions(
   caller: ServiceBroker | Context,
   accountId: string,
   o: Pick<ScreenshotOptions, 'custom_proxy_id' | 'real_location' | 'store_to'>,
-): Promise<void> {
-  if (o.store_to !== undefined) await call(caller, 'proxy.checkDestination', { accountId, name: o.store_to });
-  if (o.custom_proxy_id !== undefined) await call(caller, 'proxy.checkRoute', { accountId, customProxyId: o.custom_proxy_id });
-  else if (o.real_location !== undefined) await call(caller, 'proxy.checkRoute', { accountId, realLocation: o.real_location });
+): Promise<CaptureTargets> {
+  const targets: CaptureTargets = {};
+  if (o.store_to !== undefined) targets.destination = (await call(caller, 'proxy.checkDestination', { accountId, name: o.store_to })).identity;
+  if (o.custom_proxy_id !== undefined) {
+    const { identity } = await call(caller, 'proxy.checkRoute', { accountId, customProxyId: o.custom_proxy_id });
+    if (identity !== undefined) targets.proxy = identity;
+  } else if (o.real_location !== undefined) await call(caller, 'proxy.checkRoute', { accountId, realLocation: o.real_location });
+  return targets;
 }

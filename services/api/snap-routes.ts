@@ -60,11 +60,13 @@ const SNAP_ADMISSION = admission({
 /** A snap of `options`, through the one admission path (also GET /render's, signed-link-routes.ts). */
 export async function snap(ctx: RouteContext<unknown>, store: FileStore, policy: TargetPolicy, timing: SnapTiming, options: SnapOptions): Promise<unknown> {
   const { broker, account } = ctx;
-  await SNAP_ADMISSION.admit({ broker, account, policy, given: options });
+  // What its store_to and own proxy point to now is part of its ttl key, here and where the capture is recorded.
+  const { targets } = await SNAP_ADMISSION.admit({ broker, account, policy, given: options });
   const features = requestedFeatures(options);
   const ttl = options.ttl ?? OPTION_DEFAULTS.ttl;
   if (ttl > 0) {
-    const cached = await call(broker, 'capture.findRecent', { accountId: account.accountId, cacheKey: captureKey(options), since: Date.now() - ttl * 1000 });
+    const cacheKey = captureKey(options, targets);
+    const cached = await call(broker, 'capture.findRecent', { accountId: account.accountId, cacheKey, since: Date.now() - ttl * 1000 });
     if (cached) return answer(ctx, store, cached, options, 'HIT');
   }
   const ref = await withCaptureCredits(
@@ -72,7 +74,7 @@ export async function snap(ctx: RouteContext<unknown>, store: FileStore, policy:
     // Settled within its deadline unless this request's process stopped; billing then gives it back.
     { account, amounts: { screenshots: 1 }, features, settleWithinMs: timing.settleWithinMs },
     billsAiCredits(options),
-    () => takeSnap(broker, { account, options }, timing.budgetMs),
+    () => takeSnap(broker, { account, options, targets }, timing.budgetMs),
     {
       analysed: (taken) => taken.ai?.ai_analyzed === true,
     },

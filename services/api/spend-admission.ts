@@ -25,7 +25,7 @@ import type { AccountContext, FeatureRequest, UsageAmounts, UsageKind } from '..
 import type { ErrorCode } from '../shared/errors';
 import { EXHAUSTED_CODES, ensureRoom } from '../billing/public/credits';
 import { checkFeatures, GATE_ERRORS } from '../billing/public/plan-gates';
-import { type ConfigOptions, requestedFeatures, scheduleOf } from '../shared/screenshot-options';
+import { type CaptureTargets, type ConfigOptions, requestedFeatures, scheduleOf } from '../shared/screenshot-options';
 import { ANALYSIS_CHECK_ERRORS, checkAnalysis, STRUCTURED_FIELDS_ERRORS } from './analysis-checks';
 import { checkRouteOptions, ROUTE_CHECK_ERRORS } from './route-options';
 
@@ -68,10 +68,16 @@ export interface AdmissionRequest {
   room?: UsageAmounts;
 }
 
+/** What an admitted request learnt on the way. */
+export interface Admitted {
+  /** What its store_to and custom_proxy_id point to now (none named, or a route it cannot name: empty). */
+  targets: CaptureTargets;
+}
+
 export interface Admission {
   /** Everything the checks it runs can answer, in the order they run. */
   readonly errors: readonly ErrorCode[];
-  admit(request: AdmissionRequest): Promise<void>;
+  admit(request: AdmissionRequest): Promise<Admitted>;
 }
 
 /** The admission of a route whose requests can name and spend `spending`. */
@@ -88,18 +94,19 @@ export function admission(spending: Spending): Admission {
   return { errors: [...errors], admit: (request) => admit(spending, request) };
 }
 
-async function admit(spending: Spending, { broker, account, policy, given, stored, targets = [], room }: AdmissionRequest): Promise<void> {
+async function admit(spending: Spending, { broker, account, policy, given, stored, targets = [], room }: AdmissionRequest): Promise<Admitted> {
   refuseLiteralUrls(targets, policy);
   refuseLiteralTargets(given, policy);
   const asked = requestedFeatures(given);
   checkFeatures(account, Object.fromEntries(spending.features.map((feature) => [feature, asked[feature]])));
   const runs = stored ? { ...(await stored()), ...given } : given;
   await checkAnalysis(broker, account.accountId, runs, given);
-  if (spending.route) await checkRouteOptions(broker, account.accountId, given);
+  const routed = spending.route ? await checkRouteOptions(broker, account.accountId, given) : {};
   if (spending.schedule) scheduleOf(runs);
   if (room) {
     const undeclared = Object.keys(room).find((kind) => !spending.credits.includes(kind as UsageKind));
     if (undeclared) throw new Error(`admission: room asked for ${undeclared}, which this route does not declare it spends`);
     await ensureRoom(broker, { account, amounts: room });
   }
+  return { targets: routed };
 }

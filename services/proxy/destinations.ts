@@ -20,6 +20,7 @@ import {
   type DestinationFields,
   type DestinationRow,
   destinationFields,
+  destinationIdentity,
   destinationRecord,
   failureNote,
   s3EndpointOf,
@@ -91,10 +92,9 @@ export class StorageDestinations {
     return { removed: await this.deps.repository.remove(accountId, row.id), name: row.name };
   }
 
-  /** store_to before any credit: 400 storage_destination_not_found when the account has no such destination. */
-  async check(accountId: string, name: string): Promise<{ ok: true }> {
-    await this.forCapture(accountId, name);
-    return { ok: true as const };
+  /** store_to before any credit: 400 storage_destination_not_found when the account has no such destination; else what it points to. */
+  async check(accountId: string, name: string): Promise<ResultOf<'proxy.checkDestination'>> {
+    return { ok: true as const, identity: destinationIdentity(await this.forCapture(accountId, name)) };
   }
 
   /** Uploads a stored capture file; 502 storage_upload_failed (the note says why) when it cannot. */

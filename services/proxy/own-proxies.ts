@@ -28,6 +28,15 @@ export interface ProxyRow {
   verified_at?: unknown;
 }
 
+/**
+ * What a stored proxy points to, for a capture's ttl key (CaptureTargets): its id and where its
+ * traffic goes (protocol, host, port, and the user name, which many providers read as the exit's
+ * country or session). A change of password alone keeps it.
+ */
+export function proxyIdentity(row: Pick<ProxyRow, 'id' | 'protocol' | 'host' | 'port' | 'username'>): string {
+  return JSON.stringify([row.id, row.protocol, row.host, row.port, row.username]);
+}
+
 export interface ProxyParams {
   id?: number;
   protocol?: string;

@@ -21,7 +21,7 @@ import {
   upstreamAddress,
 } from './locations';
 import { describeTarget } from './places';
-import { type ProxyRow, labelOf, proxyFields, proxyRecord, storedProxyRecord, upstreamUrl } from './own-proxies';
+import { type ProxyRow, labelOf, proxyFields, proxyIdentity, proxyRecord, storedProxyRecord, upstreamUrl } from './own-proxies';
 import { testThroughProxy } from './proxy-check';
 import type { ProxyRepository } from './proxy-repository';
 
@@ -61,10 +61,7 @@ export class Proxies {
 
   async checkRoute(params: ParamsOf<'proxy.checkRoute'>): Promise<ResultOf<'proxy.checkRoute'>> {
     const { realLocation, customProxyId } = params;
-    if (customProxyId !== undefined) {
-      await this.stored(params.accountId, customProxyId, true);
-      return { ok: true as const };
-    }
+    if (customProxyId !== undefined) return { ok: true as const, identity: proxyIdentity(await this.stored(params.accountId, customProxyId, true)) };
     if (realLocation !== undefined) this.refuseUnknown(realLocation);
     return { ok: true as const };
   }

@@ -23,6 +23,14 @@ export interface DestinationRow {
   last_error: string | null;
 }
 
+/**
+ * What a destination points to, for a capture's ttl key (CaptureTargets): its id (a destination
+ * is never changed, only deleted and created again) and its bucket's address.
+ */
+export function destinationIdentity(row: Pick<DestinationRow, 'id' | 'type' | 'endpoint' | 'region' | 'bucket'>): string {
+  return JSON.stringify([row.id, row.type, row.endpoint, row.region, row.bucket]);
+}
+
 /** What is stored, the secret still in the clear (the caller seals it). */
 export interface DestinationFields {
   name: string;

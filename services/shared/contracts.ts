@@ -9,7 +9,7 @@ import type { ServiceBroker, Context } from 'moleculer';
 import type { ResearchExtraction, ResearchField, ResearchPageInput, ResearchReport, ResearchStatus } from './domain-research';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 import type { Paging } from './paging';
-import { type AnalysisOptions, type ConfigOptions, type SnapOptions, textEnum } from './screenshot-options';
+import { type AnalysisOptions, type CaptureTargets, type ConfigOptions, type SnapOptions, textEnum } from './screenshot-options';
 
 export type UsageKind = 'screenshots' | 'ai_credits' | 'bandwidth_bytes' | 'research_domains';
 export type UsageAmounts = Partial<Record<UsageKind, number>>;
@@ -370,9 +370,10 @@ export interface Actions {
    * A snap's capture. `jobId` names its job and its place in the account's counts, given by the
    * api so that an attempt taken again on another instance (`attempt` 2 and on, after the
    * instance running it disappeared) is the same job and place; `since` is when the request
-   * came (its place in the fair order).
+   * came (its place in the fair order); `targets`, what its store_to and own proxy pointed to
+   * when it was admitted (part of its ttl key).
    */
-  'capture.take': [{ account: AccountContext; options: SnapOptions; jobId: string; attempt: number; since: number }, ScreenshotRef];
+  'capture.take': [{ account: AccountContext; options: SnapOptions; targets?: CaptureTargets; jobId: string; attempt: number; since: number }, ScreenshotRef];
   /** The api gave up on a snap whose instance disappeared: its job fails with this answer and its place in the counts is given back. */
   'capture.abandon': [{ accountId: string; jobId: string; errorCode: string; note: string }, { ok: true }];
   'capture.findRecent': [{ accountId: string; cacheKey: string; since: number }, ScreenshotRef | null];
@@ -498,16 +499,23 @@ export interface Actions {
   'proxy.getDestination': [{ accountId: string; nameOrId: string }, StorageDestinationRecord];
   'proxy.testDestination': [{ accountId: string; nameOrId: string }, { destination: StorageDestinationRecord; result: { key: string; ms: number } }];
   'proxy.removeDestination': [{ accountId: string; nameOrId: string }, { removed: boolean; name: string }];
-  /** Refuses (400 storage_destination_not_found) a store_to that names no destination of the account, before any credit. */
-  'proxy.checkDestination': [{ accountId: string; name: string }, { ok: true }];
+  /**
+   * Refuses (400 storage_destination_not_found) a store_to that names no destination of the
+   * account, before any credit; `identity`: what it points to (CaptureTargets, for ttl reuse).
+   */
+  'proxy.checkDestination': [{ accountId: string; name: string }, { ok: true; identity: string }];
   /**
    * Uploads a stored capture file (read from storage, never sent over the transporter) to the
    * account's destination under `key`; throws 502 storage_upload_failed. The credentials never
    * leave the proxy service.
    */
   'proxy.storeFile': [{ accountId: string; destination: string; key: string; file: StoredImage }, StoredTo];
-  /** Refuses (400 invalid_parameter) a real_location that is not in the catalogue, before any credit. */
-  'proxy.checkRoute': [{ accountId: string; realLocation?: string; customProxyId?: number }, { ok: true }];
+  /**
+   * Refuses (400 invalid_parameter) a real_location that is not in the catalogue, and (412
+   * custom_proxy_not_found) an own proxy that is not stored, before any credit; `identity`: what
+   * an own proxy points to (CaptureTargets, for ttl reuse).
+   */
+  'proxy.checkRoute': [{ accountId: string; realLocation?: string; customProxyId?: number }, { ok: true; identity?: string }];
   /**
    * The operator's test of one real location (admin CLI): PROXY_TEST_URL fetched through the
    * upstream of one capture there. `target` is what a preset asked the provider for, `upstream`

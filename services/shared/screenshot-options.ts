@@ -934,11 +934,26 @@ export function requestedFeatures(o: Partial<ScreenshotOptions>): { ownAi: boole
 }
 
 /**
- * Identity of a capture: the URL and every capture-affecting option, defaults filled in.
- * Equal keys mean interchangeable captures (ttl reuse) and the same snap configuration.
+ * What a capture's store_to and custom_proxy_id point to when it is asked for (the proxy
+ * service's identities of the destination and the proxy): a name or an id is not enough, as a
+ * destination can be deleted and created again under its name for another bucket, and a proxy
+ * changed in place for another host.
  */
-export function captureKey(o: SnapOptions): string {
-  const values = ROWS.filter((x) => x.affectsCapture).map((x) => [x.name, (o as Record<string, unknown>)[x.name] ?? x.default ?? null]);
+export interface CaptureTargets {
+  destination?: string;
+  proxy?: string;
+}
+
+/**
+ * Identity of a capture: the URL and every capture-affecting option, defaults filled in, and
+ * (for ttl reuse) what its store_to and custom_proxy_id point to. Equal keys mean
+ * interchangeable captures (ttl reuse); equal keys without targets, the same snap configuration.
+ */
+export function captureKey(o: SnapOptions, targets: CaptureTargets = {}): string {
+  const values: unknown[] = ROWS.filter((x) => x.affectsCapture).map((x) => [x.name, (o as Record<string, unknown>)[x.name] ?? x.default ?? null]);
+  // Appended only when named, so a capture with neither keeps the key it always had.
+  if (targets.destination !== undefined) values.push(['store_to→', targets.destination]);
+  if (targets.proxy !== undefined) values.push(['custom_proxy_id→', targets.proxy]);
   return crypto.createHash('sha256').update(JSON.stringify(values)).digest('hex');
 }
 

@@ -13,7 +13,7 @@ import { serviceError } from '../../services/shared/errors';
 
 const REF = { id: '1', job_id: 'j' } as ScreenshotRef;
 const ACCOUNT = { accountId: 'acc' } as AccountContext;
-const SNAP = { account: ACCOUNT, options: { url: 'https://example.test/' } };
+const SNAP = { account: ACCOUNT, options: { url: 'https://example.test/' }, targets: {} };
 
 /** What a call whose capture instance disappeared fails with (Moleculer's, when the node is dropped). */
 const rejected = () => new Errors.RequestRejectedError({ action: 'capture.take', nodeID: 'cap-1' });

@@ -29,6 +29,7 @@ function neighbours(refusing: Record<string, Parameters<typeof serviceError>[0]>
     if (code) throw serviceError(code, `${action} refused`);
     if (action === 'ai.check') return { provider: 'openai', model: 'gpt-4o' };
     if (action === 'billing.checkRoom') return { left: {}, month: '2026-11' };
+    if (action === 'proxy.checkRoute') return { ok: true, identity: 'what proxy 7 points to' };
     return { ok: true };
   });
   return { broker: { call } as unknown as ServiceBroker, asked: () => call.getCalls().map((c) => c.args[0] as string) };
@@ -71,9 +72,16 @@ describe('one admission for everything that spends (neighbours stubbed)', () => 
     const rule = admission(CAPTURE);
     const answered: string[] = [];
     const asked: string[][] = [];
+    let admitted: unknown = null;
     for (const step of steps) {
       const n = neighbours(step.refusing);
-      const err = await rule.admit({ broker: n.broker, account: step.account, policy, given: step.given, room: { screenshots: 1 } }).catch((e) => e);
+      const err = await rule.admit({ broker: n.broker, account: step.account, policy, given: step.given, room: { screenshots: 1 } }).then(
+        (result) => {
+          admitted = result;
+          return null;
+        },
+        (e) => e,
+      );
       answered.push(err?.type ?? 'admitted');
       asked.push(n.asked());
       // Whatever a check answers, the route documents.
@@ -98,6 +106,8 @@ describe('one admission for everything that spends (neighbours stubbed)', () => 
       ['ai.check', 'proxy.checkRoute', 'billing.checkRoom'],
       ['ai.check', 'proxy.checkRoute', 'billing.checkRoom'],
     ]);
+    // What the own proxy points to comes back with the admission (the snap's ttl key).
+    expect(admitted).to.deep.equal({ targets: { proxy: 'what proxy 7 points to' } });
   });
 
   it('checks the targets a route names itself (an image, a domain) first, before the options’ own', async () => {

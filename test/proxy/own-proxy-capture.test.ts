@@ -77,6 +77,44 @@ describe('capture through an own proxy (custom_proxy_id)', function () {
     expect(record.body).to.include({ is_proxy_screenshot: false, proxy_server: null, custom_proxy: `127.0.0.1:${upstream.port}` });
   });
 
+  it('reuses a capture within ttl only while the own proxy still points where it did: one changed in place to another proxy captures anew through it', async () => {
+    let second = 0;
+    const other = new ProxyServer({
+      port: 0,
+      host: '127.0.0.1',
+      prepareRequestFunction: () => {
+        second++;
+        return {};
+      },
+    });
+    await other.listen();
+    try {
+      const put = (body: Record<string, unknown>) =>
+        request<{ proxy: { id: number } }>(sys.sys.base, 'PUT', '/proxies', {
+          headers: { authorization: `Bearer ${key}` },
+          json: { host: '127.0.0.1', username: 'carol', password: 'own-secret', test: false, ...body },
+        });
+      const id = (await put({ port: upstream.port })).body.proxy.id;
+      const params = { custom_proxy_id: id, ttl: 600, html_only: false, json: true };
+      const first = await snap(params);
+      expect(first.status, JSON.stringify(first.body)).to.equal(200);
+      const again = await snap(params);
+      expect(again.headers.get('x-cache')).to.equal('HIT');
+      expect(again.body.id).to.equal(first.body.id);
+      expect((await put({ id, port: other.port })).status).to.equal(200);
+      const moved = await snap(params);
+      expect(moved.status, JSON.stringify(moved.body)).to.equal(200);
+      expect(moved.headers.get('x-cache'), 'the proxy now points elsewhere: captured anew').to.equal('MISS');
+      expect(moved.body.id).to.not.equal(first.body.id);
+      expect(moved.body.custom_proxy).to.equal(`127.0.0.1:${other.port}`);
+      expect(second, 'through the proxy it now points to').to.be.greaterThan(0);
+      // And reused again, now under what it points to.
+      expect((await snap(params)).body.id).to.equal(moved.body.id);
+    } finally {
+      await other.close(true);
+    }
+  });
+
   it("fails a plain-HTTP page 422 page_load_failed, nothing charged, when the own proxy cannot relay it (down, or its password refused); never the proxy's error text as the picture", async () => {
     const store = async (body: Record<string, unknown>) =>
       (

@@ -246,6 +246,36 @@ describe('storage destinations (store_to): S3-compatible and GCS buckets of the 
     expect((list.body.screenshots as Body[])[0]?.stored_to).to.deep.equal(stored);
   });
 
+  it('reuses a capture within ttl only while store_to names the same destination: one deleted and made again for another bucket captures and uploads anew', async () => {
+    const params = {
+      access_token: token,
+      url: `${fx.origin}/plain?moving`,
+      ttl: 600,
+      wait: 0,
+      page_width: 400,
+      page_height: 300,
+      json: true,
+      store_to: 'moving',
+    };
+    const snapTo = () => request<Body>(sys.base, 'GET', `/snap?${qs(params)}`);
+    expect((await api('POST', '/storage_destinations', s3Destination({ name: 'moving', bucket: 'shots' }))).status).to.equal(200);
+    const first = await snapTo();
+    expect(first.status, JSON.stringify(first.body)).to.equal(200);
+    const again = await snapTo();
+    expect(again.headers.get('x-cache')).to.equal('HIT');
+    expect(again.body.stored_to).to.deep.equal(first.body.stored_to);
+    expect((await api('DELETE', '/storage_destinations/moving')).status).to.equal(200);
+    expect((await api('POST', '/storage_destinations', s3Destination({ name: 'moving', bucket: 'archive' }))).status).to.equal(200);
+    const moved = await snapTo();
+    expect(moved.status, JSON.stringify(moved.body)).to.equal(200);
+    expect(moved.headers.get('x-cache'), 'the name now points to another bucket: captured anew').to.equal('MISS');
+    const stored = moved.body.stored_to as { bucket: string; key: string };
+    expect(stored.bucket).to.equal('archive');
+    expect(await objectsIn('archive')).to.include(stored.key);
+    expect((await snapTo()).body.id, 'reused again, under what it points to now').to.equal(moved.body.id);
+    expect((await api('DELETE', '/storage_destinations/moving')).status).to.equal(200);
+  });
+
   it("a configuration's captures upload (GCS) and its signed webhook body carries the location and ETag", async () => {
     const created = await api('POST', '/screenshot_configs', {
       url: `${fx.origin}/plain`,

@@ -133,19 +133,22 @@ export class CapturePipeline {
   /**
    * Captures and records the job's screenshot. Null when the lease was lost while the
    * capture ran (another instance took the job over and its result counts): the files
-   * written here are removed again. A job without a kind is a snap's.
+   * written here are removed again. A job without a kind is a snap's. `turn`: how the capture
+   * gets its browser (its class and ticket, or the browser the worker was given). `cacheKey`: a
+   * snap's ttl key (captureKey with its targets), under which a later snap may reuse it; null
+   * for a configuration's capture, which is never reused.
    */
-  /** `turn`: how the capture gets its browser (its class and ticket, or the browser the worker was given). */
   async run(
     job: LeasedJob & { kind?: JobKind },
     options: SnapOptions,
     turn: CaptureTurn = turnOf({ cls: 'snap', ticket: null }),
+    cacheKey: string | null = null,
   ): Promise<ScreenshotRef | null> {
     const kind = job.kind ?? 'snap';
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     try {
-      const ref = await this.capture(job, options, turn, kind === 'snap');
+      const ref = await this.capture(job, options, turn, cacheKey);
       this.observer?.captured(kind, ref ? 'success' : 'superseded', null, seconds());
       return ref;
     } catch (err) {
@@ -157,8 +160,7 @@ export class CapturePipeline {
     }
   }
 
-  /** `snap`: the capture of a snap, which a later snap's ttl may reuse (a configuration's never is). */
-  private async capture(job: LeasedJob, options: SnapOptions, turn: CaptureTurn, snap: boolean): Promise<ScreenshotRef | null> {
+  private async capture(job: LeasedJob, options: SnapOptions, turn: CaptureTurn, cacheKey: string | null): Promise<ScreenshotRef | null> {
     // The browser disposes the used context once this capture is recorded, not while its
     // files and record are written (the engine; BrowserSlot.recycle). One turn of the event
     // loop later, so that a snap's answer, written in the microtasks after, goes first.
@@ -167,7 +169,7 @@ export class CapturePipeline {
       recorded = () => setImmediate(resolve);
     });
     try {
-      return await this.captureAndRecord(job, options, answered, turn, snap);
+      return await this.captureAndRecord(job, options, answered, turn, cacheKey);
     } finally {
       recorded();
     }
@@ -178,7 +180,7 @@ export class CapturePipeline {
     options: SnapOptions,
     answered: Promise<void>,
     turn: CaptureTurn,
-    snap: boolean,
+    cacheKey: string | null,
   ): Promise<ScreenshotRef | null> {
     // Its callers (snap below, the worker) run it in the job's log context: its lines and
     // those of everything beneath (engine, pool, gateway, the services it calls) name the job.
@@ -216,7 +218,7 @@ export class CapturePipeline {
     const row = ScreenshotRepository.newRow(job, {
       options,
       // A failed analysis is not handed back under ttl: its note says to try again.
-      reusable: snap && !(analysing && ai?.ai_analyzed !== true),
+      cacheKey: analysing && ai?.ai_analyzed !== true ? null : cacheKey,
       files,
       ai,
       now,
@@ -326,11 +328,12 @@ export class CapturePipeline {
   }
 
   /** A snap: its job cannot be taken over, so it completes, or fails with the error rethrown. */
-  async snap(job: LeasedJob, options: SnapOptions, turn?: CaptureTurn): Promise<ScreenshotRef> {
+  /** A snap: recorded under `cacheKey` (captureKey with its targets), for a later snap's ttl. */
+  async snap(job: LeasedJob, options: SnapOptions, turn: CaptureTurn | undefined, cacheKey: string): Promise<ScreenshotRef> {
     // Added to the ids of the request that waits for it.
     return withLogContext({ job_id: job.id }, async () => {
       try {
-        const ref = await this.run(job, options, turn);
+        const ref = await this.run(job, options, turn, cacheKey);
         if (ref) return ref;
         throw new Error(`the lease of snap job ${job.id} was lost`);
       } catch (err) {

@@ -7,7 +7,7 @@ import type { Config } from '../../shared/config';
 import type { AiRecord, DailyCount, OverlayRecordEntry, ScreenshotRef, StoredTo } from '../../shared/contracts';
 import { cdnLink, embedUrl } from '../../shared/links';
 import { type ListOrder, type Paging, fetchPage } from '../../shared/paging';
-import { type SnapOptions, captureKey } from '../../shared/screenshot-options';
+import type { SnapOptions } from '../../shared/screenshot-options';
 
 /** The storage objects of one capture (null where the capture made none). */
 export interface StoredFiles {
@@ -75,11 +75,11 @@ export class ScreenshotRepository {
     capture: {
       options: SnapOptions;
       /**
-       * A snap's capture, which a later snap with the same capture key may reuse within its ttl
-       * (findRecent). A configuration's capture is not: it belongs to that configuration, and a
-       * snap answers with a capture of its own snap configuration (DESIGN section 3).
+       * A snap's ttl key (captureKey with its targets), under which a later snap may reuse it
+       * within its ttl (findRecent). Null for a configuration's capture: it belongs to that
+       * configuration, and a snap answers with a capture of its own snap configuration (DESIGN section 3).
        */
-      reusable: boolean;
+      cacheKey: string | null;
       files: StoredFiles;
       ai: AiRecord | null;
       /** When it was taken (default now). */
@@ -98,7 +98,7 @@ export class ScreenshotRepository {
   ): NewScreenshot {
     const {
       options,
-      reusable,
+      cacheKey,
       files,
       ai,
       now = Date.now(),
@@ -115,7 +115,7 @@ export class ScreenshotRepository {
       url: options.url,
       ...files,
       // No capture key matches '' (captureKey is a hash): a configuration's capture is never found by it.
-      cache_key: reusable ? captureKey(options) : '',
+      cache_key: cacheKey ?? '',
       created_at_ms: now,
       ai: ai ? JSON.stringify(ai) : null,
       proxy_server: route.location,

@@ -5,9 +5,9 @@
  * request, and a configuration's archive deleted (rows first, then files).
  */
 import type { Knex } from 'knex';
-import type { AccountContext, JobStatus, ScreenshotRef } from '../../shared/contracts';
+import type { JobStatus, ParamsOf, ScreenshotRef } from '../../shared/contracts';
 import { failureOf, serviceError } from '../../shared/errors';
-import type { SnapOptions } from '../../shared/screenshot-options';
+import { captureKey, type SnapOptions } from '../../shared/screenshot-options';
 import { diffImagesOfConfig } from '../../notifier/public/visual-alerts';
 import type { ConcurrencyAdmission } from '../fairness/concurrency-admission';
 import { turnOf } from '../browsers/engine';
@@ -56,7 +56,7 @@ export class SnapDesk {
    * attempt after the first (its instance disappeared under it: the api takes it again here)
    * keeps its job, its place in its account's counts and in the fair order.
    */
-  async take(p: { account: AccountContext; options: SnapOptions; jobId: string; attempt: number; since: number }): Promise<ScreenshotRef> {
+  async take(p: ParamsOf<'capture.take'>): Promise<ScreenshotRef> {
     const { admission, queue, screenshots } = this.deps;
     // Its account's limits first (429 past them), before anything is written; a ticket still
     // counted from an earlier attempt is taken over as it is.
@@ -77,7 +77,7 @@ export class SnapDesk {
       if (p.attempt === 1 && !snapConfig.noted) this.deps.configs.noteJob(job.configId, job.id);
       // Its lease renewed while it runs: one that runs out is a stopped process's (JobQueue.failLapsedSnaps).
       const turn = turnOf({ cls: 'snap', ticket, since: p.since, again: p.attempt > 1 });
-      return await whileRenewing(queue, job, this.deps.leaseMs, () => this.deps.pipeline.snap(job, p.options, turn));
+      return await whileRenewing(queue, job, this.deps.leaseMs, () => this.deps.pipeline.snap(job, p.options, turn, captureKey(p.options, p.targets)));
     } finally {
       await admission.finish(ticket);
     }

@@ -54,7 +54,7 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     return queue.enqueue({ id, accountId: 'acc', configId: 'cfg', kind: 'config', options: { url: `https://example.test/${id}` } });
   };
   const record = (job: { id: string; accountId: string; configId: string }) => (trx: Knex.Transaction) =>
-    screenshots.insert(ScreenshotRepository.newRow(job, { options: { url: 'https://example.test/' }, reusable: false, files, ai: null, now: clock }), trx);
+    screenshots.insert(ScreenshotRepository.newRow(job, { options: { url: 'https://example.test/' }, cacheKey: null, files, ai: null, now: clock }), trx);
 
   it('hands out the oldest queued job once, with its options, until its lease runs out', async () => {
     await enqueue('j2', 2_000_000);

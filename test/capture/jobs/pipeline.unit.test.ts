@@ -18,7 +18,7 @@ import { ScreenshotRepository } from '../../../services/capture/jobs/screenshots
 import type { Config } from '../../../services/shared/config';
 import { acquireDatabase, migrateLatest, releaseDatabase } from '../../../services/shared/database';
 import { serviceError } from '../../../services/shared/errors';
-import type { SnapOptions } from '../../../services/shared/screenshot-options';
+import { captureKey, type SnapOptions } from '../../../services/shared/screenshot-options';
 import { LocalFileStore } from '../../../services/shared/storage';
 import { tempDir } from '../../support/backends';
 
@@ -86,7 +86,7 @@ describe('CapturePipeline (unit: engine stubbed, SQLite and local files)', () =>
       heldWhileRecording = !(await settled(answered!));
       return insert(row, trx);
     });
-    const ref = await pipeline.snap(await start('j1'), OPTIONS);
+    const ref = await pipeline.snap(await start('j1'), OPTIONS, undefined, captureKey(OPTIONS));
     expect(ref.job_id).to.equal('j1');
     expect(answered, 'the engine was told when the capture is answered').to.be.instanceOf(Promise);
     expect(heldWhileRecording).to.equal(true);
@@ -96,9 +96,9 @@ describe('CapturePipeline (unit: engine stubbed, SQLite and local files)', () =>
   it('announces the webhook delivery it writes with a capture (notifier.deliveriesAdded), and nothing for a capture without one', async () => {
     const deliveriesAdded = sinon.spy();
     const announcing = new CapturePipeline({ ...pipelineDeps(), deliveriesAdded });
-    await announcing.snap(await start('j3'), OPTIONS);
+    await announcing.snap(await start('j3'), OPTIONS, undefined, captureKey(OPTIONS));
     expect(deliveriesAdded.called).to.equal(false);
-    await announcing.snap(await start('j4'), { ...OPTIONS, webhook_url: 'https://hooks.example.test/x' } as SnapOptions);
+    await announcing.snap(await start('j4'), { ...OPTIONS, webhook_url: 'https://hooks.example.test/x' } as SnapOptions, undefined, 'k4');
     expect(deliveriesAdded.calledOnceWith('acc')).to.equal(true);
     expect(await db('webhook_deliveries').where({ job_id: 'j4' }).count({ n: '*' })).to.deep.equal([{ n: 1 }]);
   });
@@ -108,7 +108,7 @@ describe('CapturePipeline (unit: engine stubbed, SQLite and local files)', () =>
       answered = how.answered;
       throw serviceError('page_load_failed', 'The page could not be loaded.');
     });
-    const failure = await pipeline.snap(await start('j2'), OPTIONS).then(
+    const failure = await pipeline.snap(await start('j2'), OPTIONS, undefined, captureKey(OPTIONS)).then(
       () => null,
       (err: { type?: string }) => err,
     );
