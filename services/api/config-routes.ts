@@ -222,6 +222,7 @@ function embedRoute(store: FileStore): RouteDef {
     tag: 'configurations',
     auth: false,
     response: { contentTypes: ['image/jpeg', 'image/png', 'image/webp', 'application/pdf'] },
+    redirect: "Before the first capture, when the configuration has a placeholder_url: to it (the service's own placeholder image otherwise).",
     errors: ['not_found'],
     handler: async ({ broker, path, reply }) => {
       const id = path.id ?? '';

@@ -85,6 +85,8 @@ interface RouteShape<P> {
    * (with `json`, the schema of its JSON form).
    */
   response: JsonSchema | { contentTypes: string[]; json?: JsonSchema };
+  /** When the route can answer 302: where its Location sends the client (documented in /openapi.json). */
+  redirect?: string;
   errors: ErrorCode[];
 }
 
@@ -413,6 +415,7 @@ export function openApiDocument(routes: RouteDef[], config: Readonly<Config>): O
         ? { description: 'OK', content: Object.fromEntries((binary(def.response) ?? []).map((t) => [t, { schema: schemaOf(def.response, t) }])) }
         : { description: 'OK', content: { 'application/json': { schema: def.response } } },
     };
+    if (def.redirect) responses[302] = { description: def.redirect, headers: { Location: { schema: { type: 'string', format: 'uri' } } } };
     for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
       responses[status] = { description: `error_code: ${codes.join(', ')}`, content: { 'application/json': { schema: envelope } } };
     }

@@ -95,6 +95,9 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     const redirected = await fetch(withOwn.embed_url, { redirect: 'manual' });
     expect(redirected.status).to.equal(302);
     expect(redirected.headers.get('location')).to.equal('https://example.com/placeholder.png');
+    // The 302 is declared, with its Location.
+    const doc = (await fetch(`${sys.base}/openapi.json`).then((r) => r.json())) as { paths: Record<string, { get: { responses: Record<string, Body> } }> };
+    expect(doc.paths['/embed/{id}']!.get.responses['302']).to.deep.include({ headers: { Location: { schema: { type: 'string', format: 'uri' } } } });
 
     const plain = await create({ url: `${fx.origin}/very-slow`, image_format: 'png', page_width: 300, page_height: 200 });
     const before = await fetch(plain.embed_url);
