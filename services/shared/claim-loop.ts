@@ -17,6 +17,9 @@
  *   (work a dead instance left, an event lost). Only once started with polling.
  * - stop(graceMs): claims no more, then waits up to `graceMs` for the claim under way and the
  *   running work; idle() waits for them without a limit.
+ * - A failed claim is logged once per outage: the first failure, then only a failure with
+ *   another message, and a line when claims work again (with how many failed), not one line per
+ *   poll while the database or Redis is down.
  */
 import type { LoggerInstance } from 'moleculer';
 
@@ -49,8 +52,8 @@ export interface ClaimLoopOptions<R> {
   pollMs: number;
   /** Asked for before each claim; given back when nothing was claimed. */
   before?: ClaimResource<R>;
-  /** Where a failed claim is reported ("claiming <what> failed: ..."), unless the loop is stopping. */
-  log: Pick<LoggerInstance, 'warn' | 'error'>;
+  /** Where a failed claim is reported ("claiming <what> failed: ..."), unless the loop is stopping, and its recovery. */
+  log: Pick<LoggerInstance, 'info' | 'warn' | 'error'>;
   /** What is claimed, for the log ("a job", "a webhook delivery"). */
   what: string;
 }
@@ -66,6 +69,8 @@ export class ClaimLoop<W, R = undefined> {
   /** When wakeIn() asked to pump (Date.now() ms), soonest first; one timer for the soonest. */
   private wakes: number[] = [];
   private waker: { at: number; timer: NodeJS.Timeout } | null = null;
+  /** The claims failing since the last that worked: the message last logged and how many failed. */
+  private failing: { message: string; count: number } | null = null;
 
   constructor(
     private readonly work: ClaimWork<W, R>,
@@ -199,12 +204,28 @@ export class ClaimLoop<W, R = undefined> {
         } finally {
           if (work === null && before) before.giveBack(held);
         }
+        this.recovered();
         if (work === null) break;
         this.launch(work, held);
       }
     } catch (err) {
-      if (!this.stopped) this.options.log.warn(`claiming ${this.options.what} failed: ${(err as Error).message}`);
+      if (!this.stopped) this.claimFailed((err as Error).message);
     }
+  }
+
+  /** A failed claim: logged when it begins an outage or fails otherwise than the last one logged. */
+  private claimFailed(message: string): void {
+    const count = (this.failing?.count ?? 0) + 1;
+    if (this.failing?.message !== message) this.options.log.warn(`claiming ${this.options.what} failed: ${message}`);
+    this.failing = { message, count };
+  }
+
+  /** A claim that worked after failed ones ends the outage, logged once. */
+  private recovered(): void {
+    if (!this.failing) return;
+    const { count } = this.failing;
+    this.failing = null;
+    this.options.log.info(`claiming ${this.options.what} works again, after ${count} failed ${count === 1 ? 'claim' : 'claims'}`);
   }
 
   private launch(work: W, held: R): void {

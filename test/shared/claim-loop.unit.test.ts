@@ -42,7 +42,7 @@ function harness(opts: { concurrency?: number; pollMs?: number } = {}) {
   let claimGate: Promise<void> | null = null;
   let failing: Error | null = null;
   let claims = 0;
-  const log = { warn: sinon.stub(), error: sinon.stub() };
+  const log = { info: sinon.stub(), warn: sinon.stub(), error: sinon.stub() };
   const work = {
     claim: sinon.spy(async (_held: undefined) => {
       claims++;
@@ -315,7 +315,7 @@ describe('ClaimLoop', () => {
       const before = { acquire: sinon.spy(async () => `r${++n}`), giveBack: sinon.spy((_r: string) => undefined) };
       const queue: Array<string | Error> = ['a'];
       const ran: Array<[string, string]> = [];
-      const log = { warn: sinon.stub(), error: sinon.stub() };
+      const log = { info: sinon.stub(), warn: sinon.stub(), error: sinon.stub() };
       const work = {
         claim: sinon.spy(async (_held: string) => {
           const next = queue.shift() ?? null;
@@ -379,5 +379,32 @@ describe('ClaimLoop', () => {
     closing.open();
     await pumped;
     sinon.assert.calledOnce(h.log.warn);
+  });
+
+  it('logs an outage once, not once per poll: its first failure, a failure of another kind, and when claims work again', async () => {
+    const h = harness();
+    h.failClaims(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
+    for (let i = 0; i < 5; i++) await h.loop.pump();
+    h.failClaims(new Error('the database is gone'));
+    await h.loop.pump();
+    await h.loop.pump();
+    expect(h.log.warn.args.map((a) => a[0])).to.deep.equal([
+      'claiming a test item failed: connect ECONNREFUSED 127.0.0.1:6379',
+      'claiming a test item failed: the database is gone',
+    ]);
+    sinon.assert.notCalled(h.log.info);
+    h.failClaims(null);
+    h.queue.push('a');
+    await h.loop.pump();
+    await h.loop.pump();
+    sinon.assert.calledOnceWithExactly(h.log.info, 'claiming a test item works again, after 7 failed claims');
+    expect(h.claimed).to.deep.equal(['a']);
+    // A new outage is news again.
+    h.failClaims(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
+    await h.loop.pump();
+    expect(h.log.warn.callCount).to.equal(3);
+    h.failClaims(null);
+    h.finish('a');
+    await h.loop.idle();
   });
 });

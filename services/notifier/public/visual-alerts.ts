@@ -71,7 +71,7 @@ export interface VisualAlertsDeps {
   store: Pick<FileStore, 'get' | 'put' | 'delete'>;
   /** The public link of a stored file (shared/links.ts, cdnLink). */
   link(name: string): string;
-  log?: { warn(obj: unknown, msg?: string): void; error(...args: unknown[]): void };
+  log?: { info(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void; error(...args: unknown[]): void };
   /** Bytes of baselines' decoded pixels kept in memory (VISUAL_CACHE_MB); 0: none, each comparison decodes both captures. */
   cacheBytes?: number;
   /** Alerts (and their deliveries) were written for the account: the notifier is told (notifier.deliveriesAdded), so it need not wait for its poll. */
@@ -144,13 +144,13 @@ export class VisualAlerts {
     this.rasters = new VisualRasterCache(deps.cacheBytes ?? DEFAULT_VISUAL_CACHE_BYTES);
     this.leaseMs = deps.leaseMs ?? 60_000;
     this.leases = new Leases(deps.db, { table: PENDING }, this.leaseMs, deps.now ?? Date.now);
-    const log = deps.log ?? { warn: () => undefined, error: () => undefined };
+    const log = deps.log ?? { info: () => undefined, warn: () => undefined, error: () => undefined };
     this.leftBehind = new ClaimLoop(
       { claim: () => this.claimLeftBehind(), run: ({ row, held }) => this.runLeftBehind(row, held) },
       {
         concurrency: 1,
         pollMs: this.leaseMs,
-        log: { warn: (msg: string) => log.warn({}, msg), error: (...args: unknown[]) => log.error(...args) },
+        log: { info: (msg: string) => log.info({}, msg), warn: (msg: string) => log.warn({}, msg), error: (...args: unknown[]) => log.error(...args) },
         what: 'a visual change comparison left behind',
       },
     );
