@@ -6,6 +6,7 @@
 import { checkPages } from './corpus';
 import type { QualityPage } from './page';
 import { DYNAMIC_PAGES } from './pages-dynamic';
+import { ELEMENT_PAGES } from './pages-elements';
 import { ERROR_PAGES } from './pages-errors';
 import { FAILURE_PAGES } from './pages-failures';
 import { FONT_PAGES } from './pages-fonts';
@@ -19,6 +20,7 @@ export const QUALITY_PAGES: readonly QualityPage[] = [
   ...FONT_PAGES,
   ...FULLPAGE_PAGES,
   ...LAYOUT_PAGES,
+  ...ELEMENT_PAGES,
   ...DYNAMIC_PAGES,
   ...OVERLAY_PAGES,
   ...ERROR_PAGES,

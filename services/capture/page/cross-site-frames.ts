@@ -51,7 +51,8 @@ function framesOutOfView(imageHeight: number, most: number): Box[] {
 
 /** In the page: scrolls the box to the middle of the viewport, then waits for three frames (the frame's own rendering resumes). */
 function scrollToAndRender(top: number, height: number): Promise<boolean> {
-  window.scrollTo(0, Math.max(0, top - (window.innerHeight - height) / 2));
+  // Instant: a page's own `scroll-behavior: smooth` (Bootstrap's default) would still be on its way when the frame is taken.
+  window.scrollTo({ top: Math.max(0, top - (window.innerHeight - height) / 2), left: 0, behavior: 'instant' });
   return new Promise((resolve) => {
     let n = 0;
     const tick = () => (++n >= 3 ? resolve(true) : requestAnimationFrame(tick));
@@ -88,7 +89,7 @@ export async function drawFramesOutOfView(
       patches.push({ input, left: Math.round((f.x - clip.x) * scale * zoom), top: Math.round((f.y - clip.y) * scale * zoom) });
     }
   } finally {
-    await page.evaluate('window.scrollTo(0, 0)', false).catch(() => undefined);
+    await page.evaluate("window.scrollTo({ top: 0, left: 0, behavior: 'instant' })", false).catch(() => undefined);
   }
   if (!patches.length) return null;
   return encode(sharp(shot.image, { limitInputPixels: false }).composite(patches)).toBuffer();

@@ -95,6 +95,20 @@ export async function loadWholePage(page: PageSession, o: SnapOptions, deadline:
   }
 }
 
+/**
+ * An element just scrolled into view for its capture (selectors): waits, as a full page's
+ * rounds do, for what coming into view started (an observer's lazy images, a widget's
+ * content), at most SETTLE_CAP_MS and within the deadline. What still loads then is taken as it is.
+ */
+export async function loadInView(page: PageSession, o: SnapOptions, deadline: number): Promise<void> {
+  const net = NetworkWatch.start(page);
+  try {
+    await settle(page, net, !o.disable_js, Math.min(deadline, Date.now() + SETTLE_CAP_MS));
+  } finally {
+    net.stop();
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Functions run inside the page (serialised with toString, so they use nothing from here).
 

@@ -20,8 +20,8 @@ import { ifDrawingSettled, settleDrawing, untilPainted } from './painting';
 import { type ChangeReading, runActions } from './actions';
 import { CdpError } from './cdp';
 import { type PageReading, READ_PAGE } from './page-reading';
-import { NetworkWatch, documentHeight, drawWholePage, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
-import { printPdf, refuseStrayPdfOptions } from './pdf';
+import { NetworkWatch, documentHeight, drawWholePage, loadInView, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
+import { printPdf, printsOnPaper, refuseStrayPdfOptions } from './pdf';
 import { DEFAULTS, type PageSession, browserGone, deviceMetrics, insertStyle, quote, sameViewport, sleep, viewportOf, waitForSelector } from './page-session';
 import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './request-guard';
 import { clientHintsParams, emulate, mobileMetrics, withDevice } from './emulation';
@@ -287,6 +287,8 @@ interface Box {
   height: number;
   /** The image's CSS px per CSS px of the page: below 1 for a full page zoomed out as a phone shows it (documentExtent); 1 when absent. */
   zoom?: number;
+  /** An element's: whether it lies wholly within the viewport as the page is scrolled now. */
+  inView?: boolean;
 }
 
 /**
@@ -296,9 +298,12 @@ interface Box {
  * drawWholePage, in the same call).
  */
 async function elementBox(page: PageSession, selector: string, scroll: boolean, whole?: SnapOptions): Promise<Box> {
-  const read = `(() => { const el = document.querySelector(${quote(selector)}); if (!el) return null; ${
-    scroll ? "el.scrollIntoView({ block: 'center', inline: " + "'center' }); " : ''
-  }const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height }; })()`;
+  // Instant: a page's own `scroll-behavior: smooth` (Bootstrap's default) would leave it on its way, the box read mid-scroll.
+  const read =
+    `(() => { const el = document.querySelector(${quote(selector)}); if (!el) return null; ${
+      scroll ? "el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' }); " : ''
+    }const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height, ` +
+    'inView: r.top >= 0 && r.left >= 0 && r.bottom <= window.innerHeight && r.right <= window.innerWidth }; })()';
   const box = whole ? await drawWholePage<Box | null>(page, whole, read) : await page.evaluate<Box | null>(read, false);
   if (!box) throw serviceError('selector_not_found', `selectors: no element matches ${quote(selector)} on the page.`);
   if (box.width < 1 || box.height < 1) throw serviceError('selector_not_found', `selectors: the element matching ${quote(selector)} has no visible size.`);
@@ -317,9 +322,12 @@ async function screenshot(page: PageSession, o: SnapOptions, clip: Box | null): 
   refuseStrayEncoderOption(o);
   if (format === 'pdf') {
     const { width, height } = viewportOf(o);
-    const sheetHeight = o.fullpage || o.fullpage_advanced ? Math.min(Math.max(height, await page.run(documentHeight)), maxCaptureHeight(o)) : height;
+    const whole = o.fullpage || o.fullpage_advanced ? Math.max(height, await page.run(documentHeight)) : height;
+    const sheetHeight = Math.min(whole, maxCaptureHeight(o));
+    // One sheet as tall as the page: a page taller than the maximum is cut there, not continued on more sheets.
+    const cut = whole > sheetHeight && !printsOnPaper(o) && o.pdf_page_ranges === undefined;
     const [pdf, raster] = await Promise.all([
-      printPdf(page, o, { width: width / 96, height: sheetHeight / 96 }),
+      printPdf(page, cut ? { ...o, pdf_page_ranges: '1' } : o, { width: width / 96, height: sheetHeight / 96 }),
       page.sendForData('Page.captureScreenshot', { format: 'jpeg', quality: 80 }),
     ]);
     return { image: pdf, contentType: 'application/pdf', thumbnailSource: raster };
@@ -583,10 +591,24 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
     const fullpage = Boolean(o.fullpage || o.fullpage_advanced);
     let clip: Box | null = null;
     if (o.selectors) {
-      clip = await elementBox(page, o.selectors, !fullpage || Boolean(o.hover_on_selected), fullpage ? o : undefined);
+      const scrolls = !fullpage || Boolean(o.hover_on_selected);
+      clip = await elementBox(page, o.selectors, scrolls, fullpage ? o : undefined);
+      if (scrolls) {
+        // Scrolled into view: what that started (an observer's lazy images) loads before it is measured again and taken.
+        watch.step = 'waiting for what the element loads in view';
+        await loadInView(page, o, deadline);
+        clip = await elementBox(page, o.selectors, true);
+      }
       if (o.hover_on_selected) {
         await hover(page, clip);
         clip = await elementBox(page, o.selectors, true);
+      } else if (!fullpage && !clip.inView) {
+        // Larger than the screen (a long article, a form): no scroll shows it whole, and what is
+        // fixed or sticky to the screen (a header) would be drawn across its middle. Cut out of
+        // the page drawn whole from its top instead, as with fullpage (scrolled to first, so
+        // what it loads on sight has loaded).
+        await page.evaluate("window.scrollTo({ top: 0, left: 0, behavior: 'instant' })", false);
+        clip = await elementBox(page, o.selectors, false, o);
       }
       clip.height = Math.min(clip.height, maxCaptureHeight(o));
     } else if (fullpage) {

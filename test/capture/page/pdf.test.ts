@@ -54,6 +54,13 @@ const FIXED_BAR =
   Array.from({ length: 4 }, (_, i) => `<section><p>Part ${i + 1}</p></section>`).join('') +
   '<div style="position:fixed;left:0;right:0;bottom:0;height:50px;background:rgb(20,30,110);color:#fff">Add to cart</div></body></html>';
 
+// A page taller than a full-page capture may be (16 000 CSS px): 20 parts of 1000 px.
+const TALL =
+  '<!DOCTYPE html><html><head><meta charset="utf-8"><style>html,body{margin:0;padding:0;font:20px sans-serif}' +
+  'section{height:1000px;background:#efe}</style></head><body>' +
+  Array.from({ length: 20 }, (_, i) => `<section><p>Part ${i + 1}</p></section>`).join('') +
+  '</body></html>';
+
 describe('PDF options, read back from the PDF (real Grid)', function () {
   this.timeout(60_000);
   const t = snapSuite({ ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '2' });
@@ -63,6 +70,7 @@ describe('PDF options, read back from the PDF (real Grid)', function () {
     site = await servePages((r) => {
       if (r.path === '/long') return { body: LONG };
       if (r.path === '/fixed-bar') return { body: FIXED_BAR };
+      if (r.path === '/tall') return { body: TALL };
       if (r.path === '/more') {
         lazyAsked++;
         return { body: 'Loaded when scrolled to', headers: { 'content-type': 'text/plain' } };
@@ -89,6 +97,17 @@ describe('PDF options, read back from the PDF (real Grid)', function () {
     const pages = await printed({ page_width: 960, page_height: 540 });
     expect(pages[0]?.width).to.be.closeTo(points(960 / 96), TOL);
     expect(pages[0]?.height).to.be.closeTo(points(540 / 96), TOL);
+  });
+
+  it('with fullpage, a page taller than the maximum is one sheet cut there (16 000 px of paper), not continued on more sheets', async () => {
+    const r = await t.snap({ url: `${site.origin}/tall`, image_format: 'pdf', fullpage: true, page_width: 800, page_height: 600 });
+    expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
+    const pages = await readPdf(r.raw);
+    expect(pages).to.have.length(1);
+    expect(pages[0]!.height).to.be.closeTo(points(16_000 / 96), TOL);
+    const parts = pages[0]!.text.map((x) => x.str);
+    expect(parts).to.include('Part 1').and.include('Part 16');
+    expect(parts).to.not.include('Part 17');
   });
 
   it('pdf_paper_format=a4 prints the whole document on A4 sheets, content loaded on scrolling loaded first', async () => {
