@@ -172,6 +172,32 @@ export const FAILURE_PAGES: QualityPage[] = [
       expectWithin(a, 4_000, 'a server that never answers, with navigation_timeout=2000');
     },
   },
+  ...(
+    [
+      ['url-is-a-pdf', 'a link straight to a PDF (a report, an invoice, a menu)', { 'content-type': 'application/pdf' }, '%PDF-1.4\n%%EOF\n', 200],
+      [
+        'url-is-an-attachment',
+        'a download link (an export, a price list) answered with Content-Disposition: attachment',
+        { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="prices.csv"' },
+        'a,b\n1,2\n',
+        200,
+      ],
+      ['url-answers-204', 'a tracking or beacon address that answers 204 No Content', {}, '', 204],
+    ] as const
+  ).map(
+    ([name, mimics, headers, body, status]): QualityPage => ({
+      name,
+      mimics,
+      routes: { '/': { status, headers: { ...headers }, body } },
+      params: {},
+      check(a) {
+        expectError(a, 422, 'page_load_failed');
+        const note = String(a.body?.note);
+        if (!note.includes('no page to show') || note.includes('reachable'))
+          throw new Error(`the note does not say the address answered with no page: ${note}`);
+      },
+    }),
+  ),
   {
     name: 'redirect-loop-http',
     mimics: 'a misconfigured site whose HTTP redirects go round in a loop (http to https and back, a cookie check)',

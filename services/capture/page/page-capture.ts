@@ -184,6 +184,14 @@ async function navigate(page: PageSession, url: string, bound: NavigationBound):
   if (nav.errorText) {
     // A tunnel the gateway could not open (https) fails the navigation: the gateway knows why.
     const cause = gateway?.failureOf(url, failedBefore);
+    // The server answered, with nothing the browser shows as a page: a file it would download
+    // (a PDF, Content-Disposition: attachment) or an empty answer (204). Not a reachability problem.
+    if (!cause && nav.errorText === 'net::ERR_ABORTED') {
+      throw serviceError(
+        'page_load_failed',
+        `${url} answered with no page to show (${nav.errorText}): a file to download (a PDF, an attachment) or an empty answer (204); capture the address of a web page.`,
+      );
+    }
     const what = cause ? `: ${cause.reason} (${nav.errorText})` : ` (${nav.errorText})`;
     throw serviceError('page_load_failed', `The page could not be loaded${what}; check that ${url} is reachable from the internet.`);
   }
