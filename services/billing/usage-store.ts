@@ -24,8 +24,14 @@ const LUA_FIELDS = `{${USAGE_KINDS.map((k) => `'${k}'`).join(', ')}}`;
 /** The in-process rate windows are swept of ended ones past this many. */
 const RATE_WINDOWS_SWEPT_PAST = 10_000;
 
-/** A reservation is forgotten (neither refundable nor committable) after this long. */
-const RESERVATION_TTL_SECONDS = 24 * 3600;
+/**
+ * A reservation is forgotten (neither refundable nor committable) after this long: longer than
+ * its month's counter is kept (until the 8th of the next month, counterExpiry), so a job that
+ * waits in the queue however long its month still counts is settled against what it reserved,
+ * never reserved (and charged) a second time by its worker. Forgetting gives nothing back: a
+ * reservation still pending then stays counted (a snap's is given back at its deadline before that).
+ */
+export const RESERVATION_TTL_SECONDS = 45 * 24 * 3600;
 
 /**
  * `heldIn`: the reservation id was pending already, counted in that month, not the one asked

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import Redis from 'ioredis';
-import { RedisUsageStore } from '../../services/billing/usage-store';
+import { RESERVATION_TTL_SECONDS, RedisUsageStore } from '../../services/billing/usage-store';
 import { REDIS_URL, quietLog, uniqueName } from '../support/backends';
 import { behavesAsAUsageStore, limits, reservation } from './usage-store-behaviour';
 
@@ -21,6 +21,12 @@ describe('Redis usage counters', () => {
       expect(await redis.hget(key, 'screenshots')).to.equal('1');
       const ttl = await redis.ttl(key);
       expect(ttl).to.be.within(10 * 24 * 3600 - 5, 10 * 24 * 3600);
+      // A job's reservation outlives its month's counter (kept until the 8th of the next month:
+      // at most 39 days), so a job that waited long is settled against it, not reserved again.
+      await store.reserve({ ...reservation('acct1', { screenshots: 1 }), id: 'job:waits' }, limits, expiresAt);
+      const held = await redis.ttl(`${prefix}resv:{acct1}:job:waits`);
+      expect(held).to.be.within(RESERVATION_TTL_SECONDS - 5, RESERVATION_TTL_SECONDS);
+      expect(RESERVATION_TTL_SECONDS).to.be.greaterThan(39 * 24 * 3600);
     } finally {
       redis.disconnect();
       await store.close();
