@@ -71,14 +71,56 @@ export function tiedBrowserBinary(chromeBin: string): string {
 
 let folder: string | null = null;
 
-/** This process's own folder for the launcher scripts (mkdtemp: mode 0700), removed when it exits. */
+/** The launcher scripts' folders: `snapservice-browser-<pid of the process that made it>-<random>`. */
+const FOLDER_PREFIX = 'snapservice-browser-';
+const FOLDER_OF = /^snapservice-browser-(\d+)-[A-Za-z0-9]+$/;
+
+/**
+ * This process's own folder for the launcher scripts (mkdtemp: mode 0700), removed when it
+ * exits; those a process killed before it could remove its own left (SIGKILL) are removed first.
+ */
 function ownFolder(): string {
   if (folder === null) {
-    const made = fs.mkdtempSync(path.join(os.tmpdir(), 'snapservice-browser-'));
+    removeFoldersOfEndedProcesses(os.tmpdir());
+    const made = fs.mkdtempSync(path.join(os.tmpdir(), `${FOLDER_PREFIX}${process.pid}-`));
     process.once('exit', () => fs.rmSync(made, { recursive: true, force: true }));
     folder = made;
   }
   return folder;
+}
+
+/** Removes the launcher folders in `dir` of this user whose process has ended; answers their names. */
+export function removeFoldersOfEndedProcesses(dir: string): string[] {
+  const removed: string[] = [];
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return removed;
+  }
+  for (const name of names) {
+    const pid = Number(FOLDER_OF.exec(name)?.[1] ?? Number.NaN);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || alive(pid)) continue;
+    const at = path.join(dir, name);
+    try {
+      if (fs.lstatSync(at).uid !== process.getuid?.()) continue;
+      fs.rmSync(at, { recursive: true, force: true });
+      removed.push(name);
+    } catch {
+      // Gone already (another process swept it), or not ours to remove.
+    }
+  }
+  return removed;
+}
+
+/** Whether a process with this id runs (one of another user's answers EPERM: it runs). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 function shellQuoted(text: string): string {

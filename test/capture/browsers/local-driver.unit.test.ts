@@ -9,7 +9,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { browserItself, canTieToProcess, tiedBrowserBinary } from '../../../services/capture/browsers/local-driver';
+import { spawnSync } from 'node:child_process';
+import { browserItself, canTieToProcess, removeFoldersOfEndedProcesses, tiedBrowserBinary } from '../../../services/capture/browsers/local-driver';
 import { tempDir } from '../../support/backends';
 
 describe('the local browser tied to its ChromeDriver', () => {
@@ -47,5 +48,28 @@ describe('the local browser tied to its ChromeDriver', () => {
     expect(path.dirname(script)).to.not.equal(os.tmpdir());
     expect(fs.readFileSync(script, 'utf8')).to.contain(`exec /usr/bin/setpriv --pdeathsig KILL -- '${binary}' "$@"`);
     expect(tiedBrowserBinary(file('launcher.sh', `#!/bin/sh\n${binary} "$@"\n`)), 'the same script for the same browser').to.equal(script);
+  });
+
+  it("removes the launcher folders a killed process left (its process has ended), never a running process's or anything else", () => {
+    const tmp = tempDir('launcher-folders-');
+    try {
+      // The id of a process that has ended.
+      const ended = spawnSync(process.execPath, ['-e', '']).pid as number;
+      const make = (name: string) => {
+        fs.mkdirSync(path.join(tmp, name));
+        fs.writeFileSync(path.join(tmp, name, 'browser-0123456789abcdef.sh'), '#!/bin/sh\n');
+      };
+      make(`snapservice-browser-${ended}-AbC123`);
+      make(`snapservice-browser-${process.pid}-XyZ789`);
+      make('snapservice-browser-1-init00');
+      make('snapservice-browser-Qw3rty');
+      make(`other-${ended}-AbC123`);
+      expect(removeFoldersOfEndedProcesses(tmp)).to.deep.equal([`snapservice-browser-${ended}-AbC123`]);
+      expect(fs.readdirSync(tmp).sort()).to.deep.equal(
+        [`other-${ended}-AbC123`, 'snapservice-browser-1-init00', `snapservice-browser-${process.pid}-XyZ789`, 'snapservice-browser-Qw3rty'].sort(),
+      );
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
   });
 });
