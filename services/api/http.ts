@@ -16,7 +16,18 @@ import type { Config } from '../shared/config';
 import { type AccountContext, call } from '../shared/contracts';
 import { type ErrorCode, ERROR_STATUS, serviceError, toEnvelope } from '../shared/errors';
 import { REPEATABLE_PARAMS } from '../shared/screenshot-options';
-import { MAX_HEAD_BYTES, MAX_PARAM_LENGTH, RouteMethods, clientErrorHandler, closingError, frameworkError, methodNotAllowed } from './protocol-errors';
+import {
+  MAX_HEAD_BYTES,
+  MAX_PARAM_LENGTH,
+  RouteMethods,
+  clientErrorHandler,
+  closingError,
+  connectHandler,
+  expectationHandler,
+  frameworkError,
+  jsonBodyProblem,
+  methodNotAllowed,
+} from './protocol-errors';
 import type { ParamShape, RawParams } from './request-schemas';
 import { inRequestContext, installRequestLog, requestIdOf } from './request-log';
 import { type ClientMarker, takeClientMarkers } from './client-compat';
@@ -249,6 +260,12 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
   });
   installRequestLog(app, log);
   app.addHook('onRoute', (opts) => methods.add(opts.url, opts.method));
+  // What Node answers itself otherwise: a bare 417 for an unknown Expect, a closed connection for CONNECT.
+  app.server.on('checkExpectation', expectationHandler);
+  app.server.on(
+    'connect',
+    connectHandler(() => methods.all()),
+  );
   const unused = unusedConnections(app.server);
   app.addHook('preClose', (done) => {
     closing = true;
@@ -280,14 +297,19 @@ export function buildHttpServer(broker: ServiceBroker, config: Readonly<Config>,
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);
+    let parsed: unknown;
     try {
-      done(null, JSON.parse(text));
+      parsed = JSON.parse(text);
     } catch (err) {
       done(
         serviceError('invalid_parameter', `The JSON body could not be parsed (${(err as Error).message}); send a valid JSON object.`) as unknown as Error,
         undefined,
       );
+      return;
     }
+    const problem = jsonBodyProblem(parsed);
+    if (problem) return done(serviceError('invalid_parameter', problem) as unknown as Error, undefined);
+    done(null, parsed);
   });
 
   for (const def of routes) {

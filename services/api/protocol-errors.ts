@@ -5,8 +5,9 @@
  * method the path does not take (405 with `Allow`), and a request that arrives while the
  * server closes. buildHttpServer (http.ts) wires them in.
  */
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { type ErrorCode, ERROR_STATUS, serviceError } from '../shared/errors';
 
@@ -93,6 +94,66 @@ export function clientErrorHandler(methods: () => string[]): (err: ParserError, 
     }
     answerOnSocket(socket, 'malformed_request', malformedNote(err, methods().join(', ')));
   };
+}
+
+/**
+ * The deepest a JSON body may nest (a request's deepest part, a structured field's definition
+ * inside an MCP call, is about a dozen levels). Deeper, a value is refused where it is read:
+ * writing it out for a note or for a tool call would exhaust the stack.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * What is wrong with a parsed JSON body that parsing accepts: nesting deeper than
+ * MAX_JSON_DEPTH, or a number too large for JSON's doubles (1e309 is read as Infinity). Walked
+ * without recursion, so no body can exhaust the stack here. Null when it is fine.
+ */
+export function jsonBodyProblem(body: unknown): string | null {
+  const stack: Array<[unknown, number]> = [[body, 1]];
+  while (stack.length) {
+    const [value, depth] = stack.pop() as [unknown, number];
+    if (typeof value === 'number' && !Number.isFinite(value)) {
+      return 'The JSON body holds a number too large to read (beyond about 1.8e308); send numbers in range.';
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (depth > MAX_JSON_DEPTH) {
+      return `The JSON body nests more than ${MAX_JSON_DEPTH} levels deep; no request of this API needs that many: send the parameters as the docs show them.`;
+    }
+    for (const child of Object.values(value)) if (typeof child === 'number' || (child !== null && typeof child === 'object')) stack.push([child, depth + 1]);
+  }
+  return null;
+}
+
+/**
+ * The server's 'checkExpectation' listener: a request whose Expect header is not 100-continue
+ * (Node otherwise answers a bare 417 with no body) gets the envelope, 400 malformed_request.
+ */
+export function expectationHandler(req: IncomingMessage, res: ServerResponse): void {
+  const expect = String(req.headers.expect ?? '').slice(0, 60);
+  const body = JSON.stringify({
+    success: false,
+    error_code: 'malformed_request',
+    note: `The Expect header "${expect}" asks for something this server does not do; send Expect: 100-continue, or no Expect header.`,
+  });
+  res.writeHead(ERROR_STATUS.malformed_request, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    connection: 'close',
+  });
+  res.end(body);
+}
+
+/**
+ * The server's 'connect' listener: CONNECT (a proxy's method, which no route takes) gets the
+ * envelope, 405, on the socket; Node otherwise closes the connection without an answer.
+ */
+export function connectHandler(methods: () => string[]): (req: IncomingMessage, socket: Duplex) => void {
+  return (_req, socket) =>
+    answerOnSocket(
+      socket as Socket,
+      'method_not_allowed',
+      `This API is not a proxy and takes no CONNECT; its methods are ${methods().join(', ')} (see /openapi.json).`,
+    );
 }
 
 /** Errors Fastify's router raises before any route, which bypass its error handler (its `frameworkErrors` option). */

@@ -54,7 +54,13 @@ const FIELD_PROBLEMS: Record<string, (value: string) => string | null> = {
 };
 
 function describe(value: unknown): string {
-  const s = typeof value === 'string' ? `"${value}"` : JSON.stringify(value);
+  let s: string | undefined;
+  try {
+    s = typeof value === 'string' ? `"${value}"` : JSON.stringify(value);
+  } catch {
+    // A value too deep to write out (the body's own depth is bounded where it is read: http.ts).
+    return Array.isArray(value) ? 'a list' : 'an object';
+  }
   return s === undefined ? String(value) : s.length > 60 ? `${s.slice(0, 57)}...` : s;
 }
 

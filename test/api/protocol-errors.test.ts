@@ -113,6 +113,36 @@ describe('http: answers refused before a route runs are in the envelope', () => 
     it('a malformed header is 400 malformed_request', async () => {
       expectEnvelope(await rawRequest(sys.base, 'GET /health HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n'), 400, 'malformed_request', 'Invalid header token');
     });
+
+    it('an Expect header other than 100-continue is 400 malformed_request (Node answered a bare 417), and CONNECT is 405 (Node closed the connection)', async () => {
+      const expectation = await rawRequest(sys.base, `POST /account_limits HTTP/1.1\r\nHost: x\r\nExpect: banana\r\nContent-Length: 0\r\n\r\n`);
+      expectEnvelope(expectation, 400, 'malformed_request', 'Expect header "banana"', '100-continue');
+      const connect = await rawRequest(sys.base, 'CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n');
+      expectEnvelope(connect, 405, 'method_not_allowed', 'not a proxy', 'GET', 'POST');
+    });
+  });
+
+  describe('JSON bodies parsing accepts', () => {
+    const post = (text: string) =>
+      fetch(`${sys.base}/snap`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: text }).then(
+        async (r) => ({ status: r.status, headers: r.headers, body: (await r.json()) as Record<string, unknown>, raw: Buffer.alloc(0) }),
+      );
+
+    it('nesting deeper than any request needs is 400 invalid_parameter (it was a 500: the note writing the value out ran out of stack)', async () => {
+      const deep = `{"url":${'['.repeat(10_000)}${']'.repeat(10_000)}}`;
+      expectEnvelope(await post(deep), 400, 'invalid_parameter', 'nests more than 64 levels');
+      // A body as deep as a real one passes on to the parameters' checks.
+      expectEnvelope(
+        await post(`{"url":"https://example.com","multi_step_actions":${'['.repeat(3)}${']'.repeat(3)}}`),
+        400,
+        'invalid_parameter',
+        'multi_step_actions',
+      );
+    });
+
+    it('a number too large for JSON (read as Infinity) is 400 invalid_parameter', async () => {
+      expectEnvelope(await post('{"url":"https://example.com","page_width":1e309}'), 400, 'invalid_parameter', 'too large to read');
+    });
   });
 
   describe('paths and methods', () => {
