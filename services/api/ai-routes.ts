@@ -9,7 +9,7 @@ import { Type } from '@sinclair/typebox';
 import { call, MODEL_RECORD_SCHEMA, OWN_AI_PROVIDERS, type OwnAiProvider, PROVIDER_RECORD_SCHEMA, UPSTREAMS } from '../shared/contracts';
 import { serviceError } from '../shared/errors';
 import { ownAiEnabled } from '../billing/public/plan-gates';
-import { textEnum } from '../shared/screenshot-options';
+import { PATTERN_RULE, textEnum } from '../shared/screenshot-options';
 import { ok, type RouteContext, type RouteDef, route } from './http';
 import { KEY_ONLY_PARAMS, objectParams, type ParamShape } from './request-schemas';
 
@@ -24,6 +24,11 @@ const PUT_KEY_PARAMS = objectParams(
       api_key: Type.String({
         minLength: 1,
         maxLength: 1000,
+        // Keys are printable ASCII; anything else (a control character, a space, a smart quote
+        // pasted with it) cannot go in the Authorization header, so it is refused here, not at
+        // the provider's answer.
+        pattern: '^[\\x21-\\x7E]+$',
+        [PATTERN_RULE]: 'an API key as the provider shows it: letters, digits and punctuation, without spaces, control characters or other characters',
         description: "The provider's API key: verified with the provider at once, stored encrypted, never returned.",
       }),
       default_model: Type.Optional({ ...MODEL_ID, description: 'Model for requests that name none; must be in the compatible list.' }),

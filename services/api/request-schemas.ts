@@ -30,6 +30,7 @@ import {
   optionSchema,
   encoderOptionProblem,
   geolocationProblem,
+  PATTERN_RULE,
   pdfOptionsProblem,
 } from '../shared/screenshot-options';
 import { invalidSelectorNote, SELECTOR_OPTIONS, selectorProblem } from '../shared/css-selectors';
@@ -223,6 +224,39 @@ export function checkConfigChanges(stored: Readonly<Record<string, unknown>>, ch
   checkRules({ ...stored, ...changes });
 }
 
+/** What each scalar JSON Schema type is called in a note. */
+const KIND_WORDS: Readonly<Record<string, string>> = { integer: 'a whole number', number: 'a number', string: 'text' };
+
+/**
+ * What ajv would take, coercing, though the caller meant something else, or answer second:
+ * - an unknown parameter, named before a missing one (ajv checks `required` first);
+ * - a JSON `true`/`false` for a number or text (ajv would store 1 or "true");
+ * - a whole number beyond 2^53 (JSON's doubles hold it rounded: 9007199254740993 is read
+ *   as ...992).
+ * Text from a query or a form never meets the last two: booleans are read from text only for
+ * boolean options, and numbers are ajv's to read. The unknown parameter comes back as ajv's
+ * error, so its note is the one ajv's would be; the others as a note.
+ */
+function looseValue(values: RawParams, properties: Record<string, unknown>, closed: boolean): ErrorObject | { param: string; note: string } | null {
+  for (const [name, value] of Object.entries(values)) {
+    const schema = properties[name] as { type?: unknown } | undefined;
+    if (!schema) {
+      if (!closed) continue;
+      return { keyword: 'additionalProperties', instancePath: '', schemaPath: '#/additionalProperties', params: { additionalProperty: name } };
+    }
+    const words = typeof schema.type === 'string' ? KIND_WORDS[schema.type] : undefined;
+    if (words === undefined) continue;
+    if (typeof value === 'boolean') return { param: name, note: `${name}: must be ${words}, got ${value}.` };
+    if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) {
+      return {
+        param: name,
+        note: `${name}: ${value} is beyond the whole numbers JSON holds exactly (2^53); send a smaller one${schema.type === 'string' ? ', or send it as text' : ''}.`,
+      };
+    }
+  }
+  return null;
+}
+
 /** The shape of the options a request kind accepts; its values are the table's types. */
 /** Where each shape's options are sent, for a note naming another shape's option. */
 const SHAPE_ENDPOINTS: Record<ShapeName, string> = {
@@ -252,8 +286,10 @@ function optionParams<S extends ShapeName>(shape: S): ParamShape<ShapeValues<S>>
     schema,
     parse(raw) {
       const values = normalise(raw, acceptedSet);
-      if (!validate(values)) {
-        const error = (validate.errors ?? [])[0] as ErrorObject;
+      const loose = looseValue(values, properties, schema.additionalProperties === false);
+      if (loose && 'note' in loose) throw serviceError(OPTIONS_BY_NAME.get(loose.param)?.errorCode ?? 'invalid_parameter', loose.note, { param: loose.param });
+      if (loose || !validate(values)) {
+        const error = loose ?? ((validate.errors ?? [])[0] as ErrorObject);
         const { param, note } = noteFor(error, values, accepted);
         const elsewhere = error.keyword === 'additionalProperties' && !error.instancePath ? elsewhereNote(shape, param, accepted) : null;
         if (elsewhere) throw serviceError('invalid_parameter', elsewhere, { param });
@@ -367,13 +403,19 @@ export function objectParams<T extends TObject>(schema: T, opts: { codes?: Recor
           .map(([k, v]) => [k, typeof v === 'string' ? v.trim() : v] as const)
           .filter(([, v]) => v !== '' && v !== undefined && v !== null),
       );
-      if (validate(values)) return values;
-      const error = (validate.errors ?? [])[0] as ErrorObject;
+      const loose = looseValue(values, schema.properties, schema.additionalProperties === false);
+      if (loose && 'note' in loose) throw serviceError(opts.codes?.[loose.param] || 'invalid_parameter', loose.note, { param: loose.param });
+      if (!loose && validate(values)) return values;
+      const error = loose ?? ((validate.errors ?? [])[0] as ErrorObject);
       const { param, note } = noteFor(error, values, accepted);
       if (param === opts.secret && error.keyword !== 'required') {
-        throw serviceError('invalid_parameter', `${param}: must be text of at most ${schema.properties[param]?.maxLength ?? 'a few hundred'} characters.`, {
-          param,
-        });
+        // Never quoted: the rule only.
+        const rule = (schema.properties[param] as Record<string, unknown> | undefined)?.[PATTERN_RULE];
+        const must =
+          error.keyword === 'pattern' && typeof rule === 'string'
+            ? rule
+            : `text of at most ${schema.properties[param]?.maxLength ?? 'a few hundred'} characters`;
+        throw serviceError('invalid_parameter', `${param}: must be ${must}.`, { param });
       }
       throw serviceError((values[param] !== undefined && opts.codes?.[param]) || 'invalid_parameter', note, { param });
     },

@@ -230,6 +230,13 @@ describe('own AI providers over HTTP (embedded mode, providers on local stand-in
       const odd = await put('anthropic', token, { api_key: { nested: fakes.anthropic.key } });
       expectEnvelope(odd, 400, 'invalid_parameter', 'api_key: must be text');
       expect(odd.body.note).not.to.contain(fakes.anthropic.key);
+      // A key with a character no key has (a NUL, a newline pasted with it): the caller's to fix,
+      // never quoted; it was a 502 "try again later" from the header the provider's SDK could not send.
+      for (const api_key of [`${fakes.anthropic.key}\u0000x`, `a\u0000b`, `${fakes.anthropic.key}\nx`, `${fakes.anthropic.key} x`]) {
+        const bad = await put('anthropic', token, { api_key });
+        expectEnvelope(bad, 400, 'invalid_parameter', 'api_key: must be an API key as the provider shows it');
+        expect(bad.body.note).not.to.contain(fakes.anthropic.key).and.not.contain('a\u0000b');
+      }
       expectEnvelope(
         await put('anthropic', token, { api_key: fakes.anthropic.key, default_upstream: 'meta' }),
         400,

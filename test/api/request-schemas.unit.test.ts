@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { shapeSchema, validateShape } from '../../services/api/request-schemas';
+import { Type } from '@sinclair/typebox';
+import { objectParams, shapeSchema, validateShape } from '../../services/api/request-schemas';
 import type { SnapOptions } from '../../services/shared/screenshot-options';
 import { errorOf } from '../support/errors';
 
@@ -63,6 +64,15 @@ describe('request schemas (generated from the option table)', () => {
       'analyze_image_with_ai: an analysis reads the captured image',
     ],
     ['a repeated query parameter', { wait: ['1', '2'] }, 'invalid_parameter', 'wait: must be'],
+    // JSON values ajv would coerce into something never sent (true into 1, a rounded integer).
+    ['a JSON true for a number', { page_width: true }, 'invalid_parameter', 'page_width: must be a whole number, got true.'],
+    ['a JSON false for text', { custom_title: false }, 'invalid_parameter', 'custom_title: must be text, got false.'],
+    [
+      'a whole number JSON cannot hold exactly',
+      { wait: 9007199254740993 },
+      'invalid_parameter',
+      'wait: 9007199254740992 is beyond the whole numbers JSON holds exactly',
+    ],
   ];
   for (const [what, params, code, fragment] of cases) {
     it(`rejects ${what} with ${code} and a note naming the parameter`, () => {
@@ -72,6 +82,22 @@ describe('request schemas (generated from the option table)', () => {
       expect(err.message).to.contain(fragment);
     });
   }
+
+  it('names an unknown parameter before a missing one (ajv checks required first)', () => {
+    const err = errorOf(() => validateShape('snap', { page_widht: '800' }));
+    expect(err.message).to.contain('Unknown parameter "page_widht"');
+  });
+
+  it('names an unknown parameter before a missing one, and refuses JSON true for a number, on the other endpoints too (objectParams)', () => {
+    const shape = objectParams(Type.Object({ host: Type.String(), port: Type.Optional(Type.Integer({ minimum: 1 })) }, { additionalProperties: false }), {
+      codes: { port: 'invalid_proxy' },
+    });
+    expect(errorOf(() => shape.parse({ page_widht: 1 })).message).to.contain('Unknown parameter "page_widht"');
+    const port = errorOf(() => shape.parse({ host: 'proxy.example.com', port: true }));
+    expect([port.type, port.message]).to.deep.equal(['invalid_proxy', 'port: must be a whole number, got true.']);
+    expect(errorOf(() => shape.parse({ host: 9007199254740993 })).message).to.contain('or send it as text');
+    expect(shape.parse({ host: 'proxy.example.com', port: '8080' })).to.deep.equal({ host: 'proxy.example.com', port: 8080 });
+  });
 
   it('keeps snap-only options out of configurations and schedule options out of snap', () => {
     const snap = shapeSchema('snap') as { properties: Record<string, unknown> };
