@@ -4,13 +4,16 @@ import type { ErrorObject } from 'ajv';
 import { serviceError } from '../shared/errors';
 import { MAX_PAGE_SIZE, type Paging, timestampToMs } from '../shared/paging';
 import { textEnum } from '../shared/screenshot-options';
-import { type ParamShape, type RawParams, ajv, noteFor } from './request-schemas';
+import { type ParamShape, type RawParams, ajv, looseValue, noteFor } from './request-schemas';
 
 const PAGING_DEFAULTS = { page: 1, limit: MAX_PAGE_SIZE, order: 'DESC' } as const;
 /** The highest page asked for: a million pages of 1000 is more than any account holds, and keeps the offset an exact integer. */
 const MAX_PAGE = 1_000_000;
 
-const timestamp = (description: string) => Type.Optional(Type.Number({ minimum: 0, description }));
+/** The last millisecond of the year 9999: no record is later, and a larger number is no date (a timestamp past it in seconds is too). */
+const LAST_TIMESTAMP_MS = 253_402_300_799_999;
+
+const timestamp = (description: string) => Type.Optional(Type.Number({ minimum: 0, maximum: LAST_TIMESTAMP_MS, description }));
 
 const PAGING_SCHEMA = Type.Object(
   {
@@ -32,8 +35,10 @@ export function parsePaging(raw: RawParams, others: readonly string[] = []): Pag
   const values: RawParams = {};
   for (const [k, v] of Object.entries(raw))
     if (v !== '' && v !== undefined && v !== null) values[k] = k === 'order' && typeof v === 'string' ? v.toUpperCase() : v;
-  if (!validate(values)) {
-    const { note } = noteFor((validate.errors ?? [])[0] as ErrorObject, values, [...Object.keys(PAGING_SCHEMA.properties), ...others]);
+  const loose = looseValue(values, PAGING_SCHEMA.properties, true);
+  if (loose && 'note' in loose) throw serviceError('invalid_parameter', loose.note);
+  if (loose || !validate(values)) {
+    const { note } = noteFor(loose ?? ((validate.errors ?? [])[0] as ErrorObject), values, [...Object.keys(PAGING_SCHEMA.properties), ...others]);
     throw serviceError('invalid_parameter', note);
   }
   const { page, limit, order } = { ...PAGING_DEFAULTS, ...values };

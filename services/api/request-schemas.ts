@@ -232,12 +232,14 @@ const KIND_WORDS: Readonly<Record<string, string>> = { integer: 'a whole number'
  * - an unknown parameter, named before a missing one (ajv checks `required` first);
  * - a JSON `true`/`false` for a number or text (ajv would store 1 or "true");
  * - a whole number beyond 2^53 (JSON's doubles hold it rounded: 9007199254740993 is read
- *   as ...992).
+ *   as ...992);
+ * - text for a number that reads as Infinity ("Infinity", "1e309"), which ajv coerces and
+ *   then checks against no minimum or maximum.
  * Text from a query or a form never meets the last two: booleans are read from text only for
  * boolean options, and numbers are ajv's to read. The unknown parameter comes back as ajv's
  * error, so its note is the one ajv's would be; the others as a note.
  */
-function looseValue(values: RawParams, properties: Record<string, unknown>, closed: boolean): ErrorObject | { param: string; note: string } | null {
+export function looseValue(values: RawParams, properties: Record<string, unknown>, closed: boolean): ErrorObject | { param: string; note: string } | null {
   for (const [name, value] of Object.entries(values)) {
     const schema = properties[name] as { type?: unknown } | undefined;
     if (!schema) {
@@ -247,6 +249,11 @@ function looseValue(values: RawParams, properties: Record<string, unknown>, clos
     const words = typeof schema.type === 'string' ? KIND_WORDS[schema.type] : undefined;
     if (words === undefined) continue;
     if (typeof value === 'boolean') return { param: name, note: `${name}: must be ${words}, got ${value}.` };
+    // ajv coerces "Infinity" and "1e309" to Infinity and then skips its minimum and maximum.
+    if (typeof value === 'string' && schema.type !== 'string') {
+      const n = Number(value.trim());
+      if (!Number.isNaN(n) && !Number.isFinite(n)) return { param: name, note: `${name}: must be a finite number, got "${value.slice(0, 40)}".` };
+    }
     if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) {
       return {
         param: name,

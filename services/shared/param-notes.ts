@@ -15,7 +15,8 @@ export function newAjv(): Ajv {
   // Coercion handles numbers given as text; defaults are filled by the consumers, so the
   // validated values stay "as given" for configurations that echo them. Verbose: an error
   // carries the schema it failed (a pattern's rule in words, PATTERN_RULE).
-  const instance = new Ajv({ allErrors: false, coerceTypes: true, useDefaults: false, strict: false, verbose: true });
+  // strictNumbers: Infinity and NaN (text "Infinity" coerces to one) are no number a parameter takes.
+  const instance = new Ajv({ allErrors: false, coerceTypes: true, useDefaults: false, strict: false, strictNumbers: true, verbose: true });
   instance.addFormat('http-url', (value: string) => {
     try {
       const u = new URL(value);

@@ -55,6 +55,11 @@ describe("http: a route's declared params are validated before its handler", () 
     // A page past any account's rows would make an offset SQLite refuses (1e20 * 1000), or lose its digits.
     ['/paged?page=99999999999999999999', 'page: must be at most 1000000'],
     ['/paged?page=1000001&limit=1', 'page: must be at most 1000000'],
+    // Numbers that are not (Infinity, NaN) or past any date a record can carry.
+    ['/paged?after=Infinity', 'after: must be a finite number, got "Infinity"'],
+    ['/paged?before=NaN', 'before: must be of type number'],
+    ['/paged?after=1e309', 'after: must be a finite number, got "1e309"'],
+    ['/paged?after_date=99999999999999999999999999', 'after_date: must be at most 253402300799999'],
   ] as const) {
     it(`answers ${url} with 400 and the shape's note, without running the handler`, async () => {
       const r = await get(url);

@@ -67,6 +67,9 @@ describe('request schemas (generated from the option table)', () => {
     // JSON values ajv would coerce into something never sent (true into 1, a rounded integer).
     ['a JSON true for a number', { page_width: true }, 'invalid_parameter', 'page_width: must be a whole number, got true.'],
     ['a JSON false for text', { custom_title: false }, 'invalid_parameter', 'custom_title: must be text, got false.'],
+    // ajv coerces text reading as Infinity and then checks no maximum (scale_factor Infinity was taken).
+    ['text for a number that reads as Infinity', { scale_factor: 'Infinity' }, 'invalid_parameter', 'scale_factor: must be a finite number, got "Infinity"'],
+    ['text for a number beyond any double', { latitude: '1e309', longitude: '1' }, 'invalid_parameter', 'latitude: must be a finite number, got "1e309"'],
     [
       'a whole number JSON cannot hold exactly',
       { wait: 9007199254740993 },
