@@ -422,7 +422,14 @@ export function toolRequest(tool: ResolvedTool, args: Record<string, unknown>): 
   for (const [name, p] of Object.entries(spec.pathArgs ?? {})) {
     const value = params[p.arg];
     delete params[p.arg];
-    if (typeof value !== 'string' || value.trim() === '') throw serviceError('invalid_parameter', `${p.arg} is required: ${p.description}`, { param: p.arg });
+    if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) {
+      throw serviceError('invalid_parameter', `${p.arg} is required: ${p.description}`, { param: p.arg });
+    }
+    if (typeof value !== 'string') {
+      throw serviceError('invalid_parameter', `${p.arg}: must be text (one id), got ${Array.isArray(value) ? 'a list' : typeof value}: ${p.description}`, {
+        param: p.arg,
+      });
+    }
     path = path.replace(`:${name}`, encodeURIComponent(value.trim()));
   }
   for (const [name, f] of Object.entries(spec.fixed ?? {})) {

@@ -37,6 +37,10 @@ describe('MCP tools: the table against the route table', () => {
     const err = errorOf(() => toolRequest(tool('delete_screenshot_config'), {}));
     expect([err.type, err.code]).to.deep.equal(['invalid_parameter', 400]);
     expect(err.message).to.contain('screenshot_configuration_id is required');
+    // Given, but not one id: said so, not "required".
+    const list = errorOf(() => toolRequest(tool('get_job_status'), { job_id: ['a', 'b'] }));
+    expect(list.type).to.equal('invalid_parameter');
+    expect(list.message).to.contain('job_id: must be text (one id), got a list');
   });
 
   it("sends a GET tool's arguments as query text", () => {
