@@ -235,9 +235,9 @@ const KIND_WORDS: Readonly<Record<string, string>> = { integer: 'a whole number'
  *   as ...992);
  * - text for a number that reads as Infinity ("Infinity", "1e309"), which ajv coerces and
  *   then checks against no minimum or maximum.
- * Text from a query or a form never meets the last two: booleans are read from text only for
- * boolean options, and numbers are ajv's to read. The unknown parameter comes back as ajv's
- * error, so its note is the one ajv's would be; the others as a note.
+ * The second and third come only from JSON bodies (text is read as a boolean only for a boolean
+ * option); the last only from text. The unknown parameter comes back as ajv's error, so its note
+ * is the one ajv's would be; the others as a note.
  */
 export function looseValue(values: RawParams, properties: Record<string, unknown>, closed: boolean): ErrorObject | { param: string; note: string } | null {
   for (const [name, value] of Object.entries(values)) {
