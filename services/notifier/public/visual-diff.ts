@@ -18,16 +18,12 @@
  * baseline's record): the new capture's rows are printed the same way, and only the baseline's
  * rows whose prints differ (with their margins) are decoded.
  */
-import pixelmatch from 'pixelmatch';
 import sharp from 'sharp';
 import type { Rect } from './change-alerts';
+import { offThread } from './visual-match';
 
-/** Side of the cells changed pixels are grouped by, in image pixels. */
-export const BOX_CELL = 16;
 /** Rows either side of the differing band that pixelmatch also reads (its anti-aliasing check looks 2 pixels away). */
 const BAND_MARGIN = 3;
-/** Most boxes an alert lists (the largest ones). */
-export const MAX_BOXES = 50;
 
 /** One capture as compared: its image (any format sharp reads) and the areas the page reported. */
 export interface VisualCapture {
@@ -235,107 +231,13 @@ function cut(r: DecodedArea, w: number, h: number): Buffer {
   return out;
 }
 
-/** pixelmatch's mark of a changed pixel in its diff mask (opaque red), as one 32-bit word. */
-const CHANGED = new Uint32Array(new Uint8Array([255, 0, 0, 255]).buffer)[0] as number;
-
-/** One 32-bit word per pixel of an RGBA buffer. */
-const words = (rgba: Uint8Array) => new Uint32Array(rgba.buffer, rgba.byteOffset, rgba.byteLength >> 2);
-
-/** Groups changed pixels (opaque red in pixelmatch's diff mask) into boxes (see the header). */
-export function changedBoxes(diff: Uint8Array, width: number, height: number, cell = BOX_CELL): Rect[] {
-  const cols = Math.ceil(width / cell);
-  const rows = Math.ceil(height / cell);
-  const marked = new Uint8Array(cols * rows);
-  const px = words(diff);
-  // The mask is zero but where pixels changed: a byte search (memchr) skips the rest at once.
-  const bytes = Buffer.from(diff.buffer, diff.byteOffset, width * height * 4);
-  for (let at = bytes.indexOf(255); at !== -1; at = bytes.indexOf(255, at)) {
-    const i = at >> 2;
-    at = (i + 1) << 2;
-    if (px[i] !== CHANGED) continue;
-    marked[((((i / width) | 0) / cell) | 0) * cols + (((i % width) / cell) | 0)] = 1;
-  }
-  const boxes: Rect[] = [];
-  const stack: number[] = [];
-  for (let start = 0; start < marked.length; start++) {
-    if (marked[start] !== 1) continue;
-    marked[start] = 2;
-    stack.push(start);
-    let cx0 = cols;
-    let cy0 = rows;
-    let cx1 = 0;
-    let cy1 = 0;
-    while (stack.length) {
-      const c = stack.pop() as number;
-      const cx = c % cols;
-      const cy = (c / cols) | 0;
-      cx0 = Math.min(cx0, cx);
-      cy0 = Math.min(cy0, cy);
-      cx1 = Math.max(cx1, cx);
-      cy1 = Math.max(cy1, cy);
-      for (let ny = Math.max(0, cy - 1); ny <= Math.min(rows - 1, cy + 1); ny++) {
-        for (let nx = Math.max(0, cx - 1); nx <= Math.min(cols - 1, cx + 1); nx++) {
-          const n = ny * cols + nx;
-          if (marked[n] === 1) {
-            marked[n] = 2;
-            stack.push(n);
-          }
-        }
-      }
-    }
-    // The bounds of the changed pixels inside the group's cells.
-    boxes.push(tighten(diff, width, height, cx0 * cell, cy0 * cell, Math.min(width, (cx1 + 1) * cell), Math.min(height, (cy1 + 1) * cell)));
-  }
-  boxes.sort((a, b) => b.width * b.height - a.width * a.height);
-  return boxes.slice(0, MAX_BOXES);
-}
-
-function tighten(diff: Uint8Array, width: number, _height: number, x0: number, y0: number, x1: number, y1: number): Rect {
-  const px = words(diff);
-  let minX = x1;
-  let minY = y1;
-  let maxX = x0;
-  let maxY = y0;
-  for (let y = y0; y < y1; y++) {
-    for (let x = x0; x < x1; x++) {
-      if (px[y * width + x] === CHANGED) {
-        if (x < minX) minX = x;
-        if (x > maxX) maxX = x;
-        if (y < minY) minY = y;
-        if (y > maxY) maxY = y;
-      }
-    }
-  }
-  return { x: minX, y: minY, width: maxX - minX + 1, height: maxY - minY + 1 };
-}
-
 /**
  * The diff image: the new capture faded to a quarter of its contrast over white, changed pixels
- * red, masked areas light grey; as PNG.
+ * red, masked areas light grey; as PNG. Drawn off the event loop (visual-match.ts: diffPixels).
  */
-export function drawDiff(imgNew: Uint8Array, mask: Uint8Array, ignoreMask: Uint8Array | undefined, width: number, height: number): Promise<Buffer> {
-  const out = Buffer.allocUnsafe(width * height * 4);
-  const marks = words(mask);
-  for (let i = 0, pos = 0; i < width * height; i++, pos += 4) {
-    if (marks[i] === CHANGED) {
-      out[pos] = 255;
-      out[pos + 1] = 0;
-      out[pos + 2] = 0;
-    } else if (ignoreMask?.[i]) {
-      out[pos] = 200;
-      out[pos + 1] = 200;
-      out[pos + 2] = 200;
-    } else {
-      // Luma, blended with white: 0.25 of the picture.
-      const y = 0.299 * (imgNew[pos] as number) + 0.587 * (imgNew[pos + 1] as number) + 0.114 * (imgNew[pos + 2] as number);
-      const v = 255 + (y - 255) * 0.25;
-      out[pos] = v;
-      out[pos + 1] = v;
-      out[pos + 2] = v;
-    }
-    out[pos + 3] = 255;
-  }
-  return sharp(out, { raw: { width, height, channels: 4 } })
+export async function drawDiff(imgNew: Uint8Array, mask: Uint8Array, ignoreMask: Uint8Array | undefined, width: number, height: number): Promise<Buffer> {
+  const out = await offThread('draw', { imgNew, mask, ...(ignoreMask ? { ignoreMask } : {}), width, height });
+  return sharp(Buffer.from(out.buffer, out.byteOffset, out.byteLength), { raw: { width, height, channels: 4 } })
     .png({ compressionLevel: 3, adaptiveFiltering: false })
     .toBuffer();
 }
@@ -476,18 +378,23 @@ async function compareDecoded(before: VisualCapture, after: VisualCapture, toler
   // Only the changed pixels are drawn (a mask, 5x cheaper than pixelmatch's whole diff image),
   // over the band only, and the ignore mask is made for the band only; the diff image is drawn
   // from them and the new capture when an alert asks for it.
-  const output = Buffer.alloc(bandHeight * row);
-  const changedPixels =
+  // pixelmatch and the grouping into boxes run off the event loop (visual-match.ts): over a
+  // page that changes everywhere they take seconds, which would stall every request of the process.
+  const band =
     bandHeight > 0
-      ? pixelmatch(imgNew.subarray(top * row, bottom * row), imgOld.subarray((top - old.top) * row, (bottom - old.top) * row), output, width, bandHeight, {
+      ? await offThread('match', {
+          imgNew: imgNew.subarray(top * row, bottom * row),
+          imgOld: imgOld.subarray((top - old.top) * row, (bottom - old.top) * row),
+          width,
+          height: bandHeight,
           threshold: tolerance,
-          diffMask: true,
           ...(rects.length ? { ignoreMask: maskRows(rects, width, top, bottom) } : {}),
         })
-      : 0;
+      : { changedPixels: 0, output: new Uint8Array(0), boxes: [] };
+  const { changedPixels, output } = band;
   const comparedPixels = width * height - masked;
   const changedPercent = comparedPixels > 0 ? Math.round((changedPixels / comparedPixels) * 100_000) / 1000 : 0;
-  const boxes = changedPixels > 0 ? changedBoxes(output, width, bandHeight).map((b) => ({ ...b, y: b.y + top })) : [];
+  const boxes = band.boxes.map((b) => ({ ...b, y: b.y + top }));
   return {
     changedPixels,
     comparedPixels,
@@ -497,7 +404,7 @@ async function compareDecoded(before: VisualCapture, after: VisualCapture, toler
     sizeChanged,
     diffPng: () => {
       const mask = Buffer.alloc(width * height * 4);
-      output.copy(mask, top * row);
+      mask.set(output, top * row);
       return drawDiff(imgNew, mask, rects.length ? maskRows(rects, width, 0, height) : undefined, width, height);
     },
     decodedAfter: b,

@@ -14,7 +14,6 @@ import sharp from 'sharp';
 import {
   type VisualCapture,
   VisualRasterCache,
-  changedBoxes,
   compareCaptures,
   decodeArea,
   printsFromText,
@@ -22,6 +21,7 @@ import {
   rowPrints,
   unionArea,
 } from '../../../services/notifier/public/visual-diff';
+import { changedBoxes } from '../../../services/notifier/public/visual-match';
 
 function page(opts: { price?: string; banner?: string; height?: number; width?: number; shiftY?: number } = {}): Buffer {
   const { price = '$10.00', banner = 'Welcome', height = 600, width = 800, shiftY = 0 } = opts;
