@@ -99,7 +99,8 @@ const WITHOUT_OWN_TESTS: Readonly<Record<string, string>> = {
   'capture/public/thumbnail-names.ts': 'in test/capture/jobs/files.unit.test.ts',
   // Notifier.
   'notifier/change-notifications.ts': 'the change notification lists, in test/notifier/change-alerts.test.ts',
-  'notifier/public/visual-match-worker.ts': "the pool's thread entry, run by every comparison in test/notifier/public/visual-match.unit.test.ts and visual-diff.unit.test.ts",
+  'notifier/public/visual-match-worker.ts':
+    "the pool's thread entry, run by every comparison in test/notifier/public/visual-match.unit.test.ts and visual-diff.unit.test.ts",
   'notifier/dispatcher.ts': "the sender's loop, in test/notifier/deliveries.test.ts and test/notifier/notifier-cluster.test.ts",
   'notifier/http-post.ts': 'the POST to a receiver under the egress policy, in test/notifier/deliveries.test.ts',
   'notifier/signing-secrets.ts': 'signing secrets, in test/notifier/deliveries.test.ts and test/notifier/admin-cli.test.ts',

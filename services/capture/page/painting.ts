@@ -117,8 +117,11 @@ const GLANCE_ROUNDING = 2;
  * it (its blocks averaged, each within its pixels' range: a JPEG decodes at that scale
  * directly, about 4 ms for 1280x800) tells most pictures with content at once: averages that
  * differ by more than the tolerance (and rounding) come from pixels that do. Only a picture
- * that still looks flat is read in full. (sharp's stats() took about 40 ms here: it also
- * measures sharpness and entropy.)
+ * that still looks flat is read in full, by sharp's stats() (each channel's range), off the
+ * event loop: a full-page picture of a page drawn in one colour is up to 7680x16000, and a
+ * JavaScript pass over its 368 MB of pixels held the process for about a second, every
+ * account's requests waiting (stats() costs more CPU at small sizes, about 40 ms at 1280x800,
+ * but only on libuv's threads).
  */
 export async function isOneColour(image: Buffer): Promise<boolean> {
   const { format, width, height } = headerOf(image) ?? (await sharp(image).metadata());
@@ -129,8 +132,8 @@ export async function isOneColour(image: Buffer): Promise<boolean> {
     .raw()
     .toBuffer({ resolveWithObject: true });
   if (widestRange(glance.data, glance.info.channels) > FLAT_TOLERANCE + GLANCE_ROUNDING) return false;
-  const full = await sharp(image).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-  return widestRange(full.data, full.info.channels) <= FLAT_TOLERANCE;
+  const { channels } = await sharp(image).removeAlpha().stats();
+  return channels.every((c) => c.max - c.min <= FLAT_TOLERANCE);
 }
 
 /**

@@ -47,6 +47,28 @@ describe('painting: blank pictures and web fonts (unit: the page stubbed)', () =
     expect(await isOneColour(dot)).to.equal(false);
   });
 
+  it('reads a large picture that looks flat in full off the event loop (a JavaScript pass held it for the whole read)', async () => {
+    // A full page drawn in one colour (a page whose text is in its background's colour).
+    const [width, height] = [3000, 6000];
+    const page = await sharp({ create: { width, height, channels: 3, background: { r: 255, g: 255, b: 255 } } })
+      .png({ compressionLevel: 9 })
+      .toBuffer();
+    expect(mayBeOneColour('png', width, height, page.length), 'small enough in bytes to be looked at').to.equal(true);
+    let last = performance.now();
+    let stall = 0;
+    const timer = setInterval(() => {
+      stall = Math.max(stall, performance.now() - last);
+      last = performance.now();
+    }, 5);
+    try {
+      expect(await isOneColour(page)).to.equal(true);
+      stall = Math.max(stall, performance.now() - last);
+    } finally {
+      clearInterval(timer);
+    }
+    expect(stall, `the event loop stalled ${Math.round(stall)} ms`).to.be.below(100);
+  });
+
   it('tells a page with content at a glance: a 1280x800 JPEG of one line of text in a few ms, not the 40 of a full read', async () => {
     const page = await sharp(
       Buffer.from(
