@@ -105,7 +105,13 @@ function cookieString(text: string): Item[] {
 /** One item of a headers or cookies list, in any accepted form, as {key, value} items. */
 function itemsOf(name: keyof typeof FORMS, item: unknown): unknown[] {
   if (typeof item === 'string') return name === 'headers' ? headerLines(item) : cookieString(item);
-  // {"key": "X", "value": "Y"} (with cookie attributes) is the spec's form; any other object maps names to values.
+  // {"key": "X", "value": "Y"} (with cookie attributes) is the spec's form; any other object maps names to values,
+  // except one with a "value" and no "key": an item written with another name for key ({"name": "X", "value": "Y"},
+  // as CDP and Puppeteer write cookies), which read as a map would send "name" and "value" themselves.
+  if (isPlainObject(item) && !('key' in item) && 'value' in item) {
+    const other = Object.keys(item).find((k) => k !== 'value');
+    invalid(name, `an item has "value" but no "key"${other ? ` (it has "${other.slice(0, 40)}")` : ''}: write each as {"key": "<name>", "value": "<value>"}`);
+  }
   if (isPlainObject(item) && !('key' in item)) return Object.entries(item).map(([key, v]) => ({ key, value: String(v) }));
   return [item];
 }

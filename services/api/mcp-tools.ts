@@ -430,7 +430,13 @@ export function toolRequest(tool: ResolvedTool, args: Record<string, unknown>): 
         param: p.arg,
       });
     }
-    path = path.replace(`:${name}`, encodeURIComponent(value.trim()));
+    let encoded: string;
+    try {
+      encoded = encodeURIComponent(value.trim());
+    } catch {
+      throw serviceError('invalid_parameter', `${p.arg}: holds a lone surrogate (text that is not valid Unicode): ${p.description}`, { param: p.arg });
+    }
+    path = path.replace(`:${name}`, encoded);
   }
   for (const [name, f] of Object.entries(spec.fixed ?? {})) {
     if (params[name] !== undefined && String(params[name]) !== String(f.value)) {

@@ -32,6 +32,7 @@ import {
   geolocationProblem,
   PATTERN_RULE,
   pdfOptionsProblem,
+  pictureSizeProblem,
 } from '../shared/screenshot-options';
 import { invalidSelectorNote, SELECTOR_OPTIONS, selectorProblem } from '../shared/css-selectors';
 import { actionList, keyValueList } from './client-shapes';
@@ -188,10 +189,22 @@ function normalise(raw: RawParams, accepted: ReadonlySet<string> = new Set()): R
  * after a PATCH (its stored options with the changes over them: checkConfigChanges), so what
  * would fail every capture is refused before anything is stored.
  */
-function checkRules(values: RawParams): void {
+export function checkRules(values: RawParams): void {
   const format = (values.image_format ?? OPTION_DEFAULTS.image_format) as string;
-  for (const problem of [pdfOptionsProblem(values, format), encoderOptionProblem(values, format), geolocationProblem(values)]) {
+  for (const problem of [pdfOptionsProblem(values, format), encoderOptionProblem(values, format), geolocationProblem(values), pictureSizeProblem(values)]) {
     if (problem) throw serviceError('invalid_parameter', problem.note, { param: problem.param });
+  }
+  if (format === 'pdf' && values.selectors !== undefined) {
+    throw serviceError(
+      'invalid_parameter',
+      'selectors: a PDF prints the page, not one element; send image_format png, jpeg or webp for an element, or leave selectors out.',
+      { param: 'selectors' },
+    );
+  }
+  if (values.disable_js === true && values.js_inject !== undefined) {
+    throw serviceError('invalid_parameter', "js_inject: runs in the page, and disable_js=true turns the page's scripts off; leave out one of the two.", {
+      param: 'js_inject',
+    });
   }
   if (values.hover_on_selected === true && values.selectors === undefined) {
     throw serviceError('invalid_parameter', 'hover_on_selected: requires selectors (the element to hover).', { param: 'hover_on_selected' });

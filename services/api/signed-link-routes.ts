@@ -29,12 +29,19 @@ import type { FileStore } from '../shared/storage';
 import { ok, paramsOfPairs, type PublicRouteContext, type RouteDef, publicRoute, route } from './http';
 import { KEY_ONLY_PARAMS, type ParamShape, type RawParams, SNAP_PARAMS, objectParams } from './request-schemas';
 import { SNAP_ANSWERS, SNAP_ERRORS, snap } from './snap-routes';
+import { MAX_HEAD_BYTES } from './protocol-errors';
 import type { SnapTiming } from '../capture/public/snap-timing';
 
 type JsonSchema = Record<string, unknown>;
 
 /** The latest expiry a link may be given: ten years ahead. */
 const MAX_EXPIRES_IN_SECONDS = 10 * 366 * 86_400;
+/**
+ * The longest query a signed link may have: GET /render reads its request line and headers
+ * within MAX_HEAD_BYTES, and a browser loading it as an image sends about 1-2 KB of headers; 8
+ * KB are left for them (and the signature).
+ */
+const MAX_LINK_QUERY = MAX_HEAD_BYTES - 8 * 1024;
 
 /** The note of a key found in a link: it would give the account away to whoever reads the page. */
 function keyInLink(name: string): Error {
@@ -255,6 +262,16 @@ export function signedLinkRoutes(store: FileStore, policy: TargetPolicy, timing:
         const pairs: Array<[string, string]> = [...ctx.params.pairs, [LINK_ACCOUNT_PARAM, account]];
         if (expires !== null) pairs.push([LINK_EXPIRES_PARAM, String(expires)]);
         const canonical = canonicalQuery(pairs);
+        // Its request line is what GET /render reads of it, with the browser's headers, within MAX_HEAD_BYTES: a longer link could never load.
+        if (canonical.length > MAX_LINK_QUERY) {
+          const [longest] = [...ctx.params.pairs].sort((a, b) => b[1].length - a[1].length)[0] ?? ['url'];
+          throw serviceError(
+            'invalid_parameter',
+            `The link's query would be ${canonical.length} characters; GET /render reads at most ${MAX_LINK_QUERY} (the request line and a browser's headers ` +
+              `together are limited to ${MAX_HEAD_BYTES / 1024} KB). Shorten ${longest}, the longest option, or capture with POST /snap instead.`,
+            { param: longest },
+          );
+        }
         const { signature } = await call(ctx.broker, 'billing.signLink', { accountId: account, canonical });
         return { success: true, url: `${baseUrl.replace(/\/+$/, '')}/render?${canonical}&${LINK_SIGNATURE_PARAM}=${signature}`, account, expires };
       },

@@ -23,7 +23,7 @@ import { PAGE_METADATA_SCHEMA, SNAP_ANSWER_SCHEMA, type SnapRecord, snapRecord }
 import { admission } from './spend-admission';
 import { takeSnap } from './capture-call';
 import { type RouteContext, type RouteDef, route } from './http';
-import { type ParamShape, type RawParams, SNAP_HTML_PARAMS, SNAP_PARAMS } from './request-schemas';
+import { type ParamShape, type RawParams, SNAP_HTML_PARAMS, SNAP_PARAMS, checkRules } from './request-schemas';
 
 async function readStored(store: FileStore, name: string | null): Promise<{ data: Buffer; contentType: string }> {
   const file = name ? await store.get(name) : null;
@@ -108,6 +108,8 @@ function snapVariant(fixed: Partial<SnapOptions>, required: Array<keyof SnapOpti
       for (const name of required) {
         if (values[name] === undefined) throw serviceError('invalid_parameter', `${name} is required: ${why}.`, { param: name });
       }
+      // The cross-option rules again, with the fixed values in (analyze_image_with_ai=true refuses html_only).
+      checkRules(values);
       return values as SnapOptions;
     },
   };

@@ -8,6 +8,7 @@
 
 import crypto from 'node:crypto';
 import { type Static, type TProperties, type TSchema, Type } from '@sinclair/typebox';
+import { findDevice } from './devices';
 import { serviceError } from './errors';
 import { DEFAULT_KEY_TEMPLATE, MAX_KEY_TEMPLATE, placeholderList } from './object-keys';
 import { MAX_STATUS_LIST } from './status-codes';
@@ -163,6 +164,37 @@ export function encoderOptionProblem(o: Readonly<Record<string, unknown>>, forma
     param: 'optimize_for_speed',
     note: `optimize_for_speed: changes how a PNG is encoded only; ${format} is encoded the same either way. Send image_format=png with it, or leave it out.`,
   };
+}
+
+/**
+ * The longest side of a picture in device pixels: the most sharp reads (its limit of 16 383 x
+ * 16 383 pixels) and about the most a browser draws. A full page's height is cut to fit it; a
+ * viewport larger than it, at its scale factor, is refused.
+ */
+export const MAX_PICTURE_SIDE_PX = 16_383;
+
+/**
+ * A viewport that, at its scale factor, makes a picture larger than MAX_PICTURE_SIDE_PX a side
+ * (page_width 7680 at scale_factor 3): the browser fails to draw it or the picture cannot be
+ * read, after the page's time is spent, so it is refused before. The sizes are the ones given,
+ * else the device preset's, else the defaults.
+ */
+export function pictureSizeProblem(o: Readonly<Record<string, unknown>>): { param: string; note: string } | null {
+  const device = typeof o.device === 'string' ? findDevice(o.device) : undefined;
+  const scale = Number(o.scale_factor ?? device?.scale_factor ?? 1);
+  for (const [name, side] of [
+    ['page_width', o.page_width ?? device?.width ?? OPTION_DEFAULTS.page_width],
+    ['page_height', o.page_height ?? device?.height ?? OPTION_DEFAULTS.page_height],
+  ] as const) {
+    const px = Number(side) * scale;
+    if (px > MAX_PICTURE_SIDE_PX) {
+      return {
+        param: o.scale_factor !== undefined ? 'scale_factor' : name,
+        note: `${name} ${side} at scale_factor ${scale} makes a picture ${Math.round(px)} px ${name === 'page_width' ? 'wide' : 'tall'}; the most is ${MAX_PICTURE_SIDE_PX} px: lower scale_factor or ${name}.`,
+      };
+    }
+  }
+  return null;
 }
 
 /**
@@ -646,8 +678,21 @@ export const OPTION_TABLE = [
       httpOnly: Type.Optional(Type.Boolean()),
     }),
   }),
-  option({ name: 'accept_language', schema: text(500), scope: 'capture', affectsCapture: true, description: 'Accept-Language the browser sends.' }),
-  option({ name: 'user_agent', schema: text(1000), scope: 'capture', affectsCapture: true, description: 'User agent string.' }),
+  // Sent as headers: a line break or another control character is refused as a header's value is (the browser refuses it).
+  option({
+    name: 'accept_language',
+    schema: Type.String({ maxLength: 500, format: 'header-value' }),
+    scope: 'capture',
+    affectsCapture: true,
+    description: 'Accept-Language the browser sends.',
+  }),
+  option({
+    name: 'user_agent',
+    schema: Type.String({ maxLength: 1000, format: 'header-value' }),
+    scope: 'capture',
+    affectsCapture: true,
+    description: 'User agent string.',
+  }),
   option({
     name: 'device',
     schema: Type.String({ maxLength: 100, format: 'device' }),

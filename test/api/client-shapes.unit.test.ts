@@ -95,6 +95,16 @@ describe('client shapes: headers and cookies in every form the clients send', ()
     expect(errorOf(() => snap({ cookies: 'Path=/; a=1' })).message).to.contain('"Path" comes before any cookie');
     expect(errorOf(() => snap({ headers: '[{"key": "X-A"' })).message).to.contain('headers: the JSON could not be parsed');
   });
+
+  it('refuses an item with a value and no key (CDP\'s {"name", "value"}), which read as a map sent headers "name" and "value"', () => {
+    expect(errorOf(() => snap({ headers: '[{"name":"X-Api-Key","value":"secret"}]' })).message).to.contain(
+      'headers: an item has "value" but no "key" (it has "name"): write each as {"key": "<name>", "value": "<value>"}',
+    );
+    expect(errorOf(() => snap({ cookies: [{ name: 'sid', value: 'abc' }] })).message).to.contain('cookies: an item has "value" but no "key"');
+    expect(errorOf(() => snap({ cookies: [{ value: 'v' }] })).message).to.contain('cookies: an item has "value" but no "key":');
+    // A map without "value" is still a map.
+    expect(snap({ headers: { 'X-A': '1' } }).headers).to.deep.equal([{ key: 'X-A', value: '1' }]);
+  });
 });
 
 describe('client shapes: multi_step_actions, booleans, numbers as text', () => {

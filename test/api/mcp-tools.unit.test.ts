@@ -41,6 +41,10 @@ describe('MCP tools: the table against the route table', () => {
     const list = errorOf(() => toolRequest(tool('get_job_status'), { job_id: ['a', 'b'] }));
     expect(list.type).to.equal('invalid_parameter');
     expect(list.message).to.contain('job_id: must be text (one id), got a list');
+    // Not valid Unicode (a lone surrogate): said so, not an internal error from encoding the path.
+    const surrogate = errorOf(() => toolRequest(tool('get_job_status'), { job_id: 'a\ud800' }));
+    expect([surrogate.type, surrogate.code]).to.deep.equal(['invalid_parameter', 400]);
+    expect(surrogate.message).to.contain('job_id: holds a lone surrogate');
   });
 
   it("sends a GET tool's arguments as query text", () => {

@@ -64,6 +64,25 @@ describe('request schemas (generated from the option table)', () => {
       'analyze_image_with_ai: an analysis reads the captured image',
     ],
     ['a repeated query parameter', { wait: ['1', '2'] }, 'invalid_parameter', 'wait: must be'],
+    // Sent as headers: the browser refuses a control character in them (it was a 500 after the page's time).
+    ['a line break in user_agent', { user_agent: 'a\rb' }, 'invalid_parameter', 'user_agent: "a\rb" holds a line break or another control character'],
+    ['a NUL in accept_language', { accept_language: 'en\u0000' }, 'invalid_parameter', 'accept_language: '],
+    // Larger than a picture can be (it was a 500 or a 502 "try again" after the page's time).
+    [
+      'a viewport too large at its scale factor',
+      { page_width: '7680', scale_factor: '3' },
+      'invalid_parameter',
+      'page_width 7680 at scale_factor 3 makes a picture 23040 px wide; the most is 16383 px',
+    ],
+    ['a device preset too tall at its scale', { device: 'iPhone 15 Pro', page_height: '7000' }, 'invalid_parameter', 'page_height 7000 at scale_factor 3'],
+    // Accepted and ignored before: a PDF prints the page; a script cannot run with scripts off.
+    ['selectors with a PDF', { image_format: 'pdf', selectors: 'h1' }, 'invalid_parameter', 'selectors: a PDF prints the page, not one element'],
+    [
+      'js_inject with disable_js',
+      { disable_js: 'true', js_inject: 'document.title = 1' },
+      'invalid_parameter',
+      'js_inject: runs in the page, and disable_js=true',
+    ],
     // JSON values ajv would coerce into something never sent (true into 1, a rounded integer).
     ['a JSON true for a number', { page_width: true }, 'invalid_parameter', 'page_width: must be a whole number, got true.'],
     ['a JSON false for text', { custom_title: false }, 'invalid_parameter', 'custom_title: must be text, got false.'],

@@ -168,6 +168,9 @@ describe('signed links: GET /render on a real Grid', function () {
     expectEnvelope(await api('POST', '/signed_links', { url: `${t.fx.origin}/plain`, signature: 'ab' }), 400, 'invalid_parameter', 'signature');
     expectEnvelope(await api('POST', '/signed_links', { url: `${t.fx.origin}/plain`, page_width: 'wide' }), 400, 'invalid_parameter', 'page_width');
     expectEnvelope(await api('POST', '/signed_links', { url: `${t.fx.origin}/plain`, expires: 1000 }), 400, 'invalid_parameter', 'expires');
+    // A link GET /render could never read (its request line past the head limit: it answered 431 telling to POST).
+    const long = await api('POST', '/signed_links', { url: `${t.fx.origin}/plain`, css_inject: `body{color:red}${' '.repeat(60_000)}` });
+    expectEnvelope(long, 400, 'invalid_parameter', 'Shorten css_inject, the longest option');
     expect(await used()).to.equal(before + 1);
   });
 

@@ -142,6 +142,16 @@ describe('one admission for everything that spends (api, billing, ai, proxy)', f
     expect(answers).to.deep.equal(Object.keys(endpoints).map((name) => [name, 503, 'ai_service_not_configured']));
   });
 
+  it("checks /snap_ai_analysis's options with its fixed analysis in: html_only is refused as on /snap (it was captured as HTML, charged, no analysis)", async () => {
+    const { access_token } = await sys.account('paid');
+    const r = await request<Body>(sys.base, 'POST', '/snap_ai_analysis', {
+      headers: auth(access_token),
+      json: { url: 'https://example.com', ai_prompt: 'What is it?', html_only: true },
+    });
+    expect([r.status, r.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
+    expect(r.body.note).to.contain('html_only=true captures none');
+  });
+
   it('documents in OpenAPI, for each of these routes, every code the admission answered', async () => {
     const doc = (
       await request<{ paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>> }>(sys.base, 'GET', '/openapi.json')
