@@ -91,7 +91,8 @@ describe('request schemas (generated from the option table)', () => {
     ['text for a number beyond any double', { latitude: '1e309', longitude: '1' }, 'invalid_parameter', 'latitude: must be a finite number, got "1e309"'],
     [
       'a whole number JSON cannot hold exactly',
-      { wait: 9007199254740993 },
+      // What JSON.parse makes of 9007199254740993: the double next to it.
+      { wait: JSON.parse('9007199254740993') as number },
       'invalid_parameter',
       'wait: 9007199254740992 is beyond the whole numbers JSON holds exactly',
     ],
@@ -117,7 +118,7 @@ describe('request schemas (generated from the option table)', () => {
     expect(errorOf(() => shape.parse({ page_widht: 1 })).message).to.contain('Unknown parameter "page_widht"');
     const port = errorOf(() => shape.parse({ host: 'proxy.example.com', port: true }));
     expect([port.type, port.message]).to.deep.equal(['invalid_proxy', 'port: must be a whole number, got true.']);
-    expect(errorOf(() => shape.parse({ host: 9007199254740993 })).message).to.contain('or send it as text');
+    expect(errorOf(() => shape.parse({ host: JSON.parse('9007199254740993') })).message).to.contain('or send it as text');
     expect(shape.parse({ host: 'proxy.example.com', port: '8080' })).to.deep.equal({ host: 'proxy.example.com', port: 8080 });
   });
 
