@@ -161,6 +161,28 @@ export const OVERLAY_PAGES: QualityPage[] = [
     },
   },
   {
+    name: 'consent-generic-wall',
+    mimics:
+      'a cookie wall of no known platform (a site’s own, a small vendor’s): a backdrop, a dialog saying it uses cookies, Reject all and Accept all, ' +
+      'the page locked; found by autoconsent’s heuristic rule, which runs in its second pass, 500 ms after the first',
+    routes: {
+      '/': {
+        body: doc(
+          article() +
+            '<div id="cookie-consent-wall" style="position:fixed;inset:0;background:rgba(0,0,0,0.6);z-index:1000"><div role="dialog" aria-label="Cookie consent" ' +
+            'style="position:fixed;left:200px;top:150px;width:400px;height:280px;background:rgb(230,230,230);font:16px sans-serif;padding:20px;box-sizing:border-box">' +
+            '<p>We use cookies to personalise content and ads.</p><button id="cc-reject">Reject all</button> <button id="cc-accept">Accept all</button></div></div>' +
+            "<script>document.body.style.overflow = 'hidden'; ['cc-reject', 'cc-accept'].forEach(function (id) { document.getElementById(id).onclick = function () { " +
+            "document.getElementById('cookie-consent-wall').remove(); document.body.style.overflow = ''; document.documentElement.dataset.consent = id; }; });</script>",
+        ),
+      },
+    },
+    params: NO_BANNERS,
+    async check(a) {
+      expectArticle(await a.picture());
+    },
+  },
+  {
     name: 'consent-usercentrics-wall',
     mimics: 'Usercentrics’s consent wall, drawn inside the open shadow root of #usercentrics-root, the page locked until a choice',
     routes: { '/': { body: doc(article() + USERCENTRICS_WALL, { head: '<style>body.overflowHidden{overflow:hidden}</style>' }) } },

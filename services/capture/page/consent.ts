@@ -126,7 +126,7 @@ interface Message {
   cmp?: string;
   result?: boolean;
   isCosmetic?: boolean;
-  state?: { lifecycle?: string };
+  state?: { lifecycle?: string; findCmpAttempts?: number };
 }
 
 export interface ConsentOutcome {
@@ -147,6 +147,8 @@ export class ConsentHandler {
   private readonly worldFrames = new Map<string, string>();
   private readonly mainContexts = new Map<string, Ctx>();
   private topLifecycle = 'loading';
+  /** The top frame's detection passes begun (autoconsent's findCmpAttempts): its heuristic rule runs on the second, 500 ms after the first. */
+  private topAttempts = 0;
   /** The top frame's isolated-world context. */
   private topContext: Ctx | null = null;
   private started = false;
@@ -265,6 +267,7 @@ export class ConsentHandler {
         if (top && m.state?.lifecycle) {
           if (m.state.lifecycle === 'started') this.started = true;
           this.topLifecycle = m.state.lifecycle;
+          this.topAttempts = Math.max(this.topAttempts, m.state.findCmpAttempts ?? 0);
         }
         break;
       case 'cmpDetected':
@@ -358,7 +361,11 @@ export class ConsentHandler {
       // Without scripts (disable_js) the content script's timers never fire: once it is idle,
       // whatever it found is all it will do.
       const waitsForTimers = this.cmpDetected !== null && !this.scriptsDisabled;
-      if (this.quiet && !waitsForTimers) break;
+      // Nothing found by the rules of the first pass: the heuristic rule (a wall of no known
+      // vendor, found by its words and buttons) runs in the second, 500 ms later; quiet before
+      // it, the banner would be taken with the page when the load was quick.
+      const heuristicToCome = this.cmpDetected === null && !this.scriptsDisabled && this.topAttempts < 2;
+      if (this.quiet && !waitsForTimers && !heuristicToCome) break;
       if (this.started && !this.quiet && !this.probing && !waitsForTimers) void this.probe();
       const until = this.popups.size > 0 ? cap(ACTION_MS) : this.cmpDetected ? cap(POPUP_MS) : cap(START_MS);
       const left = until - Date.now();
