@@ -20,6 +20,12 @@ const SECTIONS = PALETTE.slice(0, 4)
   .map((c) => `<section style="height:700px;background:${css(c)}"></section>`)
   .join('');
 
+/** Four sections of the palette, 600 px tall each, placed from `top` (absolutely, in a relative container). */
+const SECTIONS_AT = (top: number) =>
+  PALETTE.slice(0, 4)
+    .map((c, i) => box(c, 0, top + i * 600, 800, 600))
+    .join('');
+
 /** `count` images of the palette, 400x300 at x=100, the first at `top`, `spacing` apart, each answered `delayMs` late. */
 const imageColumn = (count: number, top: number, spacing: number, img: (c: Rgb) => string) =>
   PALETTE.slice(0, count)
@@ -305,6 +311,27 @@ export const FULLPAGE_PAGES: QualityPage[] = [
       const p = await a.picture();
       expectSize(p, 800, 2800);
       for (let i = 0; i < 4; i++) expectColour(p, 400, i * 700 + 350, PALETTE[i]!, `section ${i + 1}`);
+    },
+  },
+  {
+    name: 'fullpage-advanced-scroll-lock',
+    mimics: 'a slide-in (a newsletter, an offer) opened once the reader scrolls past 300 px, which locks the page the common way: body fixed at top: -scrollY',
+    routes: {
+      '/': {
+        body: doc(
+          `<div style="position:relative;height:2800px">${box(HEADER, 0, 0, 800, 80)}${SECTIONS_AT(200)}</div>` +
+            `<div id="slidein" style="display:none;position:fixed;right:20px;bottom:20px;width:200px;height:120px;background:${css(COLOURS.slate)}"></div>` +
+            "<script>let locked = false; addEventListener('scroll', () => { if (locked || scrollY < 300) return; locked = true; const y = scrollY; " +
+            "document.getElementById('slidein').style.display = 'block'; Object.assign(document.body.style, { position: 'fixed', top: `-${y}px`, width: '100%' }); });</script>",
+        ),
+      },
+    },
+    params: { fullpage_advanced: true },
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 2800);
+      expectColour(p, 400, 40, HEADER, 'the header, at the top of the page');
+      PALETTE.slice(0, 4).forEach((c, i) => expectColour(p, 400, 200 + i * 600 + 300, c, `section ${i + 1}, where the page has it`));
     },
   },
   {

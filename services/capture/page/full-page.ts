@@ -320,7 +320,34 @@ function afterRenderingUpdate(capMs: number): Promise<boolean> {
  * Scrolls one viewport down, never past `max`; says whether this is the bottom (of the
  * document or of what may be captured), or the page does not scroll at all.
  */
-function scrollDown(max: number): boolean {
+/**
+ * In the page, a step of the scroll pass: a viewport down (answers whether it is at the bottom),
+ * or, with `toTop`, back to the top. A page that locked its scrolling while it was scrolled (a
+ * slide-in or a modal opened on scroll, with the common helper: the body fixed at
+ * `top: -scrollY`) can no longer be scrolled, and keeps its content shifted up by where it was:
+ * the pass stalled there for its whole budget, and the page was drawn that far too high (a
+ * viewport blank). Such a lock is released first, through a stylesheet of our own (the DOM
+ * stays as the page made it), and the reader's place restored, as the helper does on unlock.
+ */
+function scrollDown(max: number, toTop = false): boolean {
+  let offset = 0;
+  const locked = [document.documentElement, document.body].filter((el): el is HTMLElement => {
+    if (!el) return false;
+    const style = getComputedStyle(el);
+    if (style.position !== 'fixed' || !(Number.parseFloat(style.top) < 0)) return false;
+    offset = Math.max(offset, -Number.parseFloat(style.top));
+    return true;
+  });
+  if (locked.length) {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(locked.map((el) => `${el === document.body ? 'body' : ':root'}{position:static !important;top:auto !important}`).join(''));
+    document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+    window.scrollTo({ top: offset, left: 0, behavior: 'instant' });
+  }
+  if (toTop) {
+    window.scrollTo({ top: 0, left: 0, behavior: 'instant' });
+    return true;
+  }
   const bottom = Math.min(max, Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0));
   const before = window.scrollY;
   window.scrollTo({ top: Math.min(before + window.innerHeight, bottom - window.innerHeight), left: 0, behavior: 'instant' });
@@ -540,7 +567,7 @@ async function scrollThrough(page: PageSession, net: NetworkWatch, o: SnapOption
       if (!(await page.run(moreBelow, max))) break;
     }
   }
-  await page.evaluate("window.scrollTo({ top: 0, left: 0, behavior: 'instant' })", false);
+  await page.run(scrollDown, max, true);
   await renderingUpdate(page, scripts);
   if (dwell) await sleep(Math.min(dwell, until - Date.now()));
 }
