@@ -322,7 +322,7 @@ export const FULLPAGE_PAGES: QualityPage[] = [
           `<div style="position:relative;height:2800px">${box(HEADER, 0, 0, 800, 80)}${SECTIONS_AT(200)}</div>` +
             `<div id="slidein" style="display:none;position:fixed;right:20px;bottom:20px;width:200px;height:120px;background:${css(COLOURS.slate)}"></div>` +
             "<script>let locked = false; addEventListener('scroll', () => { if (locked || scrollY < 300) return; locked = true; const y = scrollY; " +
-            "document.getElementById('slidein').style.display = 'block'; Object.assign(document.body.style, { position: 'fixed', top: `-${y}px`, width: '100%' }); });</script>",
+            "document.getElementById('slidein').style.display = 'block'; Object.assign(document.body.style, { position: 'fixed', top: -y + 'px', width: '100%' }); });</script>",
         ),
       },
     },
@@ -331,7 +331,7 @@ export const FULLPAGE_PAGES: QualityPage[] = [
       const p = await a.picture();
       expectSize(p, 800, 2800);
       expectColour(p, 400, 40, HEADER, 'the header, at the top of the page');
-      PALETTE.slice(0, 4).forEach((c, i) => expectColour(p, 400, 200 + i * 600 + 300, c, `section ${i + 1}, where the page has it`));
+      for (const [i, c] of PALETTE.slice(0, 4).entries()) expectColour(p, 400, 200 + i * 600 + 300, c, `section ${i + 1}, where the page has it`);
     },
   },
   {
