@@ -20,7 +20,7 @@
  */
 import sharp from 'sharp';
 import type { Rect } from './change-alerts';
-import { offThread } from './visual-match';
+import { offThread, ownPixels } from './visual-match';
 
 /** Rows either side of the differing band that pixelmatch also reads (its anti-aliasing check looks 2 pixels away). */
 const BAND_MARGIN = 3;
@@ -236,7 +236,13 @@ function cut(r: DecodedArea, w: number, h: number): Buffer {
  * red, masked areas light grey; as PNG. Drawn off the event loop (visual-match.ts: diffPixels).
  */
 export async function drawDiff(imgNew: Uint8Array, mask: Uint8Array, ignoreMask: Uint8Array | undefined, width: number, height: number): Promise<Buffer> {
-  const out = await offThread('draw', { imgNew, mask, ...(ignoreMask ? { ignoreMask } : {}), width, height });
+  const out = await offThread('draw', {
+    imgNew: ownPixels(imgNew),
+    mask: ownPixels(mask),
+    ...(ignoreMask ? { ignoreMask: ownPixels(ignoreMask) } : {}),
+    width,
+    height,
+  });
   return sharp(Buffer.from(out.buffer, out.byteOffset, out.byteLength), { raw: { width, height, channels: 4 } })
     .png({ compressionLevel: 3, adaptiveFiltering: false })
     .toBuffer();
@@ -383,12 +389,13 @@ async function compareDecoded(before: VisualCapture, after: VisualCapture, toler
   const band =
     bandHeight > 0
       ? await offThread('match', {
-          imgNew: imgNew.subarray(top * row, bottom * row),
-          imgOld: imgOld.subarray((top - old.top) * row, (bottom - old.top) * row),
+          // The band's rows only, copied to be moved (the decoded captures stay here: the next comparison's baseline).
+          imgNew: ownPixels(imgNew.subarray(top * row, bottom * row)),
+          imgOld: ownPixels(imgOld.subarray((top - old.top) * row, (bottom - old.top) * row)),
           width,
           height: bandHeight,
           threshold: tolerance,
-          ...(rects.length ? { ignoreMask: maskRows(rects, width, top, bottom) } : {}),
+          ...(rects.length ? { ignoreMask: ownPixels(maskRows(rects, width, top, bottom)) } : {}),
         })
       : { changedPixels: 0, output: new Uint8Array(0), boxes: [] };
   const { changedPixels, output } = band;

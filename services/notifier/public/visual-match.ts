@@ -162,10 +162,23 @@ type Tasks = typeof TASKS;
 
 let pool: Piscina | null = null;
 
-/** Runs a task in the pool's thread (started on demand), never on the event loop. */
+/**
+ * Runs a task in the pool's thread (started on demand), never on the event loop. Its pixel
+ * arrays are moved to the thread, not copied: each must own its whole ArrayBuffer (ownPixels),
+ * since a view is sent with all of the memory behind it (a band of rows of a decoded capture
+ * would send the whole capture), and a moved buffer is gone from this thread.
+ */
 export function offThread<K extends keyof Tasks>(name: K, task: Parameters<Tasks[K]>[0]): Promise<ReturnType<Tasks[K]>> {
   pool ??= new Piscina({ filename: path.join(__dirname, 'visual-match-worker.js'), minThreads: 0, maxThreads: 1, idleTimeout: IDLE_MS });
-  return pool.run(task, { name });
+  const transferList = Object.values(task)
+    .filter((v): v is Uint8Array => v instanceof Uint8Array)
+    .map((v) => v.buffer as ArrayBuffer);
+  return pool.run(task, { name, transferList });
+}
+
+/** A copy of `pixels` that owns its ArrayBuffer, to be moved to the pool's thread (offThread). */
+export function ownPixels(pixels: Uint8Array): Uint8Array {
+  return new Uint8Array(pixels);
 }
 
 /** Ends the pool's thread (a stopping process); the next task starts another. */
