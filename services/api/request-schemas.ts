@@ -189,20 +189,25 @@ function normalise(raw: RawParams, accepted: ReadonlySet<string> = new Set()): R
  * after a PATCH (its stored options with the changes over them: checkConfigChanges), so what
  * would fail every capture is refused before anything is stored.
  */
-export function checkRules(values: RawParams): void {
+export function checkRules(values: RawParams, changed?: ReadonlySet<string>): void {
   const format = (values.image_format ?? OPTION_DEFAULTS.image_format) as string;
-  for (const problem of [pdfOptionsProblem(values, format), encoderOptionProblem(values, format), geolocationProblem(values), pictureSizeProblem(values)]) {
+  for (const problem of [pdfOptionsProblem(values, format), encoderOptionProblem(values, format), geolocationProblem(values)]) {
     if (problem) throw serviceError('invalid_parameter', problem.note, { param: problem.param });
   }
-  if (format === 'pdf' && values.selectors !== undefined) {
+  // Rules a configuration stored before them may break: a PATCH is held to them only when it
+  // changes an option they read (a PATCH removes no option, so one that does not could never pass).
+  const touches = (...names: string[]) => !changed || names.some((name) => changed.has(name));
+  const size = touches('page_width', 'page_height', 'scale_factor', 'device') ? pictureSizeProblem(values) : null;
+  if (size) throw serviceError('invalid_parameter', size.note, { param: size.param });
+  if (format === 'pdf' && values.selectors !== undefined && touches('image_format', 'selectors')) {
     throw serviceError(
       'invalid_parameter',
       'selectors: a PDF prints the page, not one element; send image_format png, jpeg or webp for an element, or leave selectors out.',
       { param: 'selectors' },
     );
   }
-  if (values.disable_js === true && values.js_inject !== undefined) {
-    throw serviceError('invalid_parameter', "js_inject: runs in the page, and disable_js=true turns the page's scripts off; leave out one of the two.", {
+  if (values.disable_js === true && values.js_inject !== undefined && touches('disable_js', 'js_inject')) {
+    throw serviceError('invalid_parameter', "js_inject: runs in the page, and disable_js=true turns the page's scripts off; send one of the two.", {
       param: 'js_inject',
     });
   }
@@ -234,7 +239,7 @@ export function checkRules(values: RawParams): void {
  * the changes over them (as the scheduler merges them). Throws invalid_parameter naming the option.
  */
 export function checkConfigChanges(stored: Readonly<Record<string, unknown>>, changes: ConfigChanges): void {
-  checkRules({ ...stored, ...changes });
+  checkRules({ ...stored, ...changes }, new Set(Object.keys(changes)));
 }
 
 /** What each scalar JSON Schema type is called in a note. */

@@ -108,7 +108,12 @@ function snapVariant(fixed: Partial<SnapOptions>, required: Array<keyof SnapOpti
       for (const name of required) {
         if (values[name] === undefined) throw serviceError('invalid_parameter', `${name} is required: ${why}.`, { param: name });
       }
-      // The cross-option rules again, with the fixed values in (analyze_image_with_ai=true refuses html_only).
+      // The cross-option rules again, with the fixed values in; html_only is the one that can meet the fixed analysis.
+      if (fixed.analyze_image_with_ai === true && values.html_only === true) {
+        throw serviceError('invalid_parameter', `html_only: ${why}, reading the captured image, and html_only=true captures none; leave html_only out.`, {
+          param: 'html_only',
+        });
+      }
       checkRules(values);
       return values as SnapOptions;
     },

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Type } from '@sinclair/typebox';
-import { objectParams, shapeSchema, validateShape } from '../../services/api/request-schemas';
+import { type ConfigChanges, checkConfigChanges, objectParams, shapeSchema, validateShape } from '../../services/api/request-schemas';
 import type { SnapOptions } from '../../services/shared/screenshot-options';
 import { errorOf } from '../support/errors';
 
@@ -105,6 +105,17 @@ describe('request schemas (generated from the option table)', () => {
       expect(err.message).to.contain(fragment);
     });
   }
+
+  it('holds a PATCH to the rules stored configurations may predate only when it changes an option they read', () => {
+    // Stored before these rules (or accepted then): a PATCH removes no option, so an unrelated change must still pass.
+    const stored = { url: 'https://example.com', image_format: 'pdf', selectors: 'h1', disable_js: true, js_inject: 'x()', page_width: 7680, scale_factor: 3 };
+    expect(() => checkConfigChanges(stored, { scheduled_every: 2 } as ConfigChanges)).to.not.throw();
+    expect(errorOf(() => checkConfigChanges(stored, { selectors: 'h2' } as ConfigChanges)).message).to.contain('selectors: a PDF prints the page');
+    expect(errorOf(() => checkConfigChanges(stored, { js_inject: 'y()' } as ConfigChanges)).message).to.contain('js_inject: runs in the page');
+    expect(errorOf(() => checkConfigChanges(stored, { scale_factor: 4 } as ConfigChanges)).message).to.contain('page_width 7680 at scale_factor 4');
+    // And one that fixes them passes.
+    expect(() => checkConfigChanges(stored, { image_format: 'png', disable_js: false, scale_factor: 1 } as ConfigChanges)).to.not.throw();
+  });
 
   it('names an unknown parameter before a missing one (ajv checks required first)', () => {
     const err = errorOf(() => validateShape('snap', { page_widht: '800' }));
