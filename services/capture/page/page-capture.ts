@@ -295,8 +295,10 @@ interface Box {
   height: number;
   /** The image's CSS px per CSS px of the page: below 1 for a full page zoomed out as a phone shows it (documentExtent); 1 when absent. */
   zoom?: number;
-  /** An element's: whether it lies wholly within the viewport as the page is scrolled now. */
-  inView?: boolean;
+  /** An element's: whether it is larger than the viewport (no scroll shows it whole). */
+  larger?: boolean;
+  /** An element's: whether scrolling it into view moved it (so what it loads on sight may have started). */
+  moved?: boolean;
 }
 
 /**
@@ -308,10 +310,10 @@ interface Box {
 async function elementBox(page: PageSession, selector: string, scroll: boolean, whole?: SnapOptions): Promise<Box> {
   // Instant: a page's own `scroll-behavior: smooth` (Bootstrap's default) would leave it on its way, the box read mid-scroll.
   const read =
-    `(() => { const el = document.querySelector(${quote(selector)}); if (!el) return null; ${
+    `(() => { const el = document.querySelector(${quote(selector)}); if (!el) return null; const was = el.getBoundingClientRect(); ${
       scroll ? "el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' }); " : ''
     }const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height, ` +
-    'inView: r.top >= 0 && r.left >= 0 && r.bottom <= window.innerHeight && r.right <= window.innerWidth }; })()';
+    'larger: r.height > window.innerHeight || r.width > window.innerWidth, moved: r.top !== was.top || r.left !== was.left }; })()';
   const box = whole ? await drawWholePage<Box | null>(page, whole, read) : await page.evaluate<Box | null>(read, false);
   if (!box) throw serviceError('selector_not_found', `selectors: no element matches ${quote(selector)} on the page.`);
   if (box.width < 1 || box.height < 1) throw serviceError('selector_not_found', `selectors: the element matching ${quote(selector)} has no visible size.`);
@@ -601,7 +603,7 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
     if (o.selectors) {
       const scrolls = !fullpage || Boolean(o.hover_on_selected);
       clip = await elementBox(page, o.selectors, scrolls, fullpage ? o : undefined);
-      if (scrolls) {
+      if (scrolls && clip.moved) {
         // Scrolled into view: what that started (an observer's lazy images) loads before it is measured again and taken.
         watch.step = 'waiting for what the element loads in view';
         await loadInView(page, o, deadline);
@@ -610,7 +612,7 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
       if (o.hover_on_selected) {
         await hover(page, clip);
         clip = await elementBox(page, o.selectors, true);
-      } else if (!fullpage && !clip.inView) {
+      } else if (!fullpage && clip.larger) {
         // Larger than the screen (a long article, a form): no scroll shows it whole, and what is
         // fixed or sticky to the screen (a header) would be drawn across its middle. Cut out of
         // the page drawn whole from its top instead, as with fullpage (scrolled to first, so
