@@ -64,16 +64,34 @@ export function tiedBrowserBinary(chromeBin: string): string {
   if (!canTieToProcess()) return chromeBin;
   const script = `#!/bin/sh\n# Written by the screenshot service (services/capture/browsers/local-driver.ts).\nexec ${SETPRIV} --pdeathsig KILL -- ${shellQuoted(browserItself(chromeBin))} "$@"\n`;
   const digest = crypto.createHash('sha256').update(script).digest('hex').slice(0, 16);
-  const file = path.join(ownFolder(), `browser-${digest}.sh`);
-  if (!fs.existsSync(file)) fs.writeFileSync(file, script, { mode: 0o700 });
+  const dir = ownFolder();
+  const file = path.join(dir, `browser-${digest}.sh`);
+  if (!fs.existsSync(file)) {
+    // Made again if something removed it under us (a tmp cleaner).
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    fs.writeFileSync(file, script, { mode: 0o700 });
+  }
   return file;
 }
 
 let folder: string | null = null;
 
-/** The launcher scripts' folders: `snapservice-browser-<pid of the process that made it>-<random>`. */
+/**
+ * The launcher scripts' folders: `snapservice-browser-<pid namespace>-<pid of the process that
+ * made it>-<random>`. Whether a process has ended is only known within its pid namespace (a
+ * container sharing /tmp with another sees other process ids), so only folders of this one's are swept.
+ */
 const FOLDER_PREFIX = 'snapservice-browser-';
-const FOLDER_OF = /^snapservice-browser-(\d+)-[A-Za-z0-9]+$/;
+const FOLDER_OF = /^snapservice-browser-(\d+)-(\d+)-[A-Za-z0-9]+$/;
+
+/** This process's pid namespace (the inode of /proc/self/ns/pid), or '0' where it cannot be read: then no folder is swept. */
+function pidNamespace(): string {
+  try {
+    return /\[(\d+)\]/.exec(fs.readlinkSync('/proc/self/ns/pid'))?.[1] ?? '0';
+  } catch {
+    return '0';
+  }
+}
 
 /**
  * This process's own folder for the launcher scripts (mkdtemp: mode 0700), removed when it
@@ -82,16 +100,17 @@ const FOLDER_OF = /^snapservice-browser-(\d+)-[A-Za-z0-9]+$/;
 function ownFolder(): string {
   if (folder === null) {
     removeFoldersOfEndedProcesses(os.tmpdir());
-    const made = fs.mkdtempSync(path.join(os.tmpdir(), `${FOLDER_PREFIX}${process.pid}-`));
+    const made = fs.mkdtempSync(path.join(os.tmpdir(), `${FOLDER_PREFIX}${pidNamespace()}-${process.pid}-`));
     process.once('exit', () => fs.rmSync(made, { recursive: true, force: true }));
     folder = made;
   }
   return folder;
 }
 
-/** Removes the launcher folders in `dir` of this user whose process has ended; answers their names. */
-export function removeFoldersOfEndedProcesses(dir: string): string[] {
+/** Removes the launcher folders in `dir` of this user and pid namespace whose process has ended; answers their names. */
+export function removeFoldersOfEndedProcesses(dir: string, namespace = pidNamespace()): string[] {
   const removed: string[] = [];
+  if (namespace === '0') return removed;
   let names: string[];
   try {
     names = fs.readdirSync(dir);
@@ -99,8 +118,9 @@ export function removeFoldersOfEndedProcesses(dir: string): string[] {
     return removed;
   }
   for (const name of names) {
-    const pid = Number(FOLDER_OF.exec(name)?.[1] ?? Number.NaN);
-    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || alive(pid)) continue;
+    const [, ns, id] = FOLDER_OF.exec(name) ?? [];
+    const pid = Number(id ?? Number.NaN);
+    if (ns !== namespace || !Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || alive(pid)) continue;
     const at = path.join(dir, name);
     try {
       if (fs.lstatSync(at).uid !== process.getuid?.()) continue;

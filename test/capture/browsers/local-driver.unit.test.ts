@@ -59,15 +59,21 @@ describe('the local browser tied to its ChromeDriver', () => {
         fs.mkdirSync(path.join(tmp, name));
         fs.writeFileSync(path.join(tmp, name, 'browser-0123456789abcdef.sh'), '#!/bin/sh\n');
       };
-      make(`snapservice-browser-${ended}-AbC123`);
-      make(`snapservice-browser-${process.pid}-XyZ789`);
-      make('snapservice-browser-1-init00');
-      make('snapservice-browser-Qw3rty');
-      make(`other-${ended}-AbC123`);
-      expect(removeFoldersOfEndedProcesses(tmp)).to.deep.equal([`snapservice-browser-${ended}-AbC123`]);
-      expect(fs.readdirSync(tmp).sort()).to.deep.equal(
-        [`other-${ended}-AbC123`, 'snapservice-browser-1-init00', `snapservice-browser-${process.pid}-XyZ789`, 'snapservice-browser-Qw3rty'].sort(),
-      );
+      // This process's pid namespace, as the folders are named by it.
+      const ns = /\[(\d+)\]/.exec(fs.readlinkSync('/proc/self/ns/pid'))?.[1] as string;
+      const kept = [
+        `snapservice-browser-${ns}-${process.pid}-XyZ789`,
+        `snapservice-browser-${ns}-1-init00`,
+        // Another pid namespace's (a container sharing /tmp): whether its process ended is not known here.
+        `snapservice-browser-1${ns}-${ended}-AbC123`,
+        'snapservice-browser-Qw3rty',
+        `other-${ns}-${ended}-AbC123`,
+      ];
+      for (const name of [...kept, `snapservice-browser-${ns}-${ended}-AbC123`]) make(name);
+      expect(removeFoldersOfEndedProcesses(tmp)).to.deep.equal([`snapservice-browser-${ns}-${ended}-AbC123`]);
+      expect(fs.readdirSync(tmp).sort()).to.deep.equal(kept.sort());
+      // Where the namespace cannot be read, nothing is swept.
+      expect(removeFoldersOfEndedProcesses(tmp, '0')).to.deep.equal([]);
     } finally {
       fs.rmSync(tmp, { recursive: true, force: true });
     }
