@@ -119,6 +119,7 @@ describe('http: answers refused before a route runs are in the envelope', () => 
       expectEnvelope(expectation, 400, 'malformed_request', 'Expect header "banana"', '100-continue');
       const connect = await rawRequest(sys.base, 'CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n');
       expectEnvelope(connect, 405, 'method_not_allowed', 'not a proxy', 'GET', 'POST');
+      expect(connect.headers.get('allow')).to.contain('GET').and.contain('POST');
     });
   });
 
