@@ -30,8 +30,8 @@ interface ParserError extends Error {
   reason?: string;
 }
 
-/** An envelope written straight onto the socket: Node's parser has no request or reply to answer with. */
-function answerOnSocket(socket: Socket, code: ErrorCode, note: string): void {
+/** An envelope written straight onto the socket: Node's parser has no request or reply to answer with. `headers`: lines to add. */
+function answerOnSocket(socket: Socket, code: ErrorCode, note: string, headers: Record<string, string> = {}): void {
   // Node's own handler does the same: once a response on this socket has begun (keep-alive,
   // pipelining), nothing readable can follow it.
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
@@ -41,8 +41,11 @@ function answerOnSocket(socket: Socket, code: ErrorCode, note: string): void {
   }
   const status = ERROR_STATUS[code];
   const body = JSON.stringify({ success: false, error_code: code, note });
+  const extra = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n${extra}` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
   // Closing with unread bytes in the receive buffer (the rest of an over-long request) resets
@@ -148,12 +151,12 @@ export function expectationHandler(req: IncomingMessage, res: ServerResponse): v
  * envelope, 405, on the socket; Node otherwise closes the connection without an answer.
  */
 export function connectHandler(methods: () => string[]): (req: IncomingMessage, socket: Duplex) => void {
-  return (_req, socket) =>
-    answerOnSocket(
-      socket as Socket,
-      'method_not_allowed',
-      `This API is not a proxy and takes no CONNECT; its methods are ${methods().join(', ')} (see /openapi.json).`,
-    );
+  return (_req, socket) => {
+    const taken = methods().join(', ');
+    answerOnSocket(socket as Socket, 'method_not_allowed', `This API is not a proxy and takes no CONNECT; its methods are ${taken} (see /openapi.json).`, {
+      allow: taken,
+    });
+  };
 }
 
 /** Errors Fastify's router raises before any route, which bypass its error handler (its `frameworkErrors` option). */
