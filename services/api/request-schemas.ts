@@ -246,7 +246,8 @@ export function checkConfigChanges(stored: Readonly<Record<string, unknown>>, ch
 const KIND_WORDS: Readonly<Record<string, string>> = { integer: 'a whole number', number: 'a number', string: 'text' };
 
 /**
- * What ajv would take, coercing, though the caller meant something else, or answer second:
+ * What ajv would take, coercing, though the caller meant something else, or answer second,
+ * among the top-level parameters (values inside lists and objects are the option's own checks'):
  * - an unknown parameter, named before a missing one (ajv checks `required` first);
  * - a JSON `true`/`false` for a number or text (ajv would store 1 or "true");
  * - a whole number beyond 2^53 (JSON's doubles hold it rounded: 9007199254740993 is read

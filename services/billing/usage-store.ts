@@ -33,6 +33,9 @@ const RATE_WINDOWS_SWEPT_PAST = 10_000;
  */
 export const RESERVATION_TTL_SECONDS = 45 * 24 * 3600;
 
+/** How long the ledger keeps a counter change whose counter's own expiry is not known here. */
+const COUNTER_CHANGE_TTL_SECONDS = 24 * 3600;
+
 /**
  * `heldIn`: the reservation id was pending already, counted in that month, not the one asked
  * (a job reserved before a month ended, reserved again by its worker after): it is settled there.
@@ -335,7 +338,7 @@ export class MemoryUsageStore implements UsageStore {
       (change as CounterChange).added[kind] += sign * (amounts[i] ?? 0);
     });
     const expiresAt = this.usageByKey.get(key)?.expiresAt ?? 0;
-    change.expiresAt = Number.isFinite(expiresAt) ? expiresAt : this.now() + RESERVATION_TTL_SECONDS * 1000;
+    change.expiresAt = Number.isFinite(expiresAt) ? expiresAt : this.now() + COUNTER_CHANGE_TTL_SECONDS * 1000;
   }
 
   /** Notes a reservation settled: unwritten, it never reaches the ledger; kept there, its row goes. */

@@ -327,8 +327,10 @@ export class CapturePipeline {
     }
   }
 
-  /** A snap: its job cannot be taken over, so it completes, or fails with the error rethrown. */
-  /** A snap: recorded under `cacheKey` (captureKey with its targets), for a later snap's ttl. */
+  /**
+   * A snap: its job cannot be taken over, so it completes, or fails with the error rethrown. It
+   * is recorded under `cacheKey` (captureKey with its targets), for a later snap's ttl.
+   */
   async snap(job: LeasedJob, options: SnapOptions, turn: CaptureTurn | undefined, cacheKey: string): Promise<ScreenshotRef> {
     // Added to the ids of the request that waits for it.
     return withLogContext({ job_id: job.id }, async () => {

@@ -267,7 +267,8 @@ export class ConsentHandler {
         if (top && m.state?.lifecycle) {
           if (m.state.lifecycle === 'started') this.started = true;
           this.topLifecycle = m.state.lifecycle;
-          this.topAttempts = Math.max(this.topAttempts, m.state.findCmpAttempts ?? 0);
+          // A document the page navigated to starts its passes again.
+          this.topAttempts = m.state.findCmpAttempts ?? 0;
         }
         break;
       case 'cmpDetected':

@@ -317,19 +317,16 @@ function afterRenderingUpdate(capMs: number): Promise<boolean> {
 }
 
 /**
- * Scrolls one viewport down, never past `max`; says whether this is the bottom (of the
- * document or of what may be captured), or the page does not scroll at all.
- */
-/**
- * In the page, a step of the scroll pass: a viewport down (answers whether it is at the bottom),
- * or, with `toTop`, back to the top. A page that locked its scrolling while it was scrolled (a
+ * In the page, a step of the scroll pass: a viewport down, never past `max` (answers whether
+ * this is the bottom, of the document or of what may be captured, or the page does not scroll
+ * at all), or, with `toTop`, back to the top. A page that locked its scrolling while it was scrolled (a
  * slide-in or a modal opened on scroll, with the common helper: the body fixed at
  * `top: -scrollY`) can no longer be scrolled, and keeps its content shifted up by where it was:
  * the pass stalled there for its whole budget, and the page was drawn that far too high (a
  * viewport blank). Such a lock is released first, through a stylesheet of our own (the DOM
  * stays as the page made it), and the reader's place restored, as the helper does on unlock.
  */
-function scrollDown(max: number, toTop = false): boolean {
+function scrollStep(max: number, toTop = false): boolean {
   let offset = 0;
   const locked = [document.documentElement, document.body].filter((el): el is HTMLElement => {
     if (!el) return false;
@@ -558,7 +555,7 @@ async function scrollThrough(page: PageSession, net: NetworkWatch, o: SnapOption
   const max = maxCaptureHeight(o);
   const dwell = o.incremental_scroll ? INCREMENTAL_DWELL_MS : scripts && (await listensForScroll(page)) ? SCROLL_HANDLER_DWELL_MS : 0;
   for (;;) {
-    const atBottom = await page.run(scrollDown, max);
+    const atBottom = await page.run(scrollStep, max);
     await renderingUpdate(page, scripts);
     if (dwell) await sleep(Math.min(dwell, until - Date.now()));
     if (Date.now() + dwell >= until) break;
@@ -567,7 +564,7 @@ async function scrollThrough(page: PageSession, net: NetworkWatch, o: SnapOption
       if (!(await page.run(moreBelow, max))) break;
     }
   }
-  await page.run(scrollDown, max, true);
+  await page.run(scrollStep, max, true);
   await renderingUpdate(page, scripts);
   if (dwell) await sleep(Math.min(dwell, until - Date.now()));
 }

@@ -132,8 +132,9 @@ export async function isOneColour(image: Buffer): Promise<boolean> {
     .raw()
     .toBuffer({ resolveWithObject: true });
   if (widestRange(glance.data, glance.info.channels) > FLAT_TOLERANCE + GLANCE_ROUNDING) return false;
-  const { channels } = await sharp(image).removeAlpha().stats();
-  return channels.every((c) => c.max - c.min <= FLAT_TOLERANCE);
+  // stats() reads the input as it is (alpha included, whatever removeAlpha says): the colour channels only.
+  const { channels } = await sharp(image).stats();
+  return channels.slice(0, channels.length >= 3 ? 3 : 1).every((c) => c.max - c.min <= FLAT_TOLERANCE);
 }
 
 /**
