@@ -138,6 +138,36 @@ const webComponentModal = () =>
       `${css(MODAL_BUTTON)};font:20px sans-serif">Members save 20%</div></promo-dialog>`,
   );
 
+/**
+ * A cookie wall of no known platform (a site's own, a small vendor's): found by autoconsent's
+ * heuristic rule, which runs in its second pass, 500 ms after the first: with wait=0 the
+ * handling waits for it; with a longer wait it runs during the wait.
+ */
+function genericWall(wait: number): QualityPage {
+  return {
+    name: wait ? `consent-generic-wall-wait-${wait}` : 'consent-generic-wall',
+    mimics:
+      `a cookie wall of no known platform (a site's own, a small vendor's), wait=${wait}: a backdrop, a dialog saying it uses cookies, Reject all and ` +
+      'Accept all, the page locked',
+    routes: {
+      '/': {
+        body: doc(
+          article() +
+            '<div id="cookie-consent-wall" style="position:fixed;inset:0;background:rgba(0,0,0,0.6);z-index:1000"><div role="dialog" aria-label="Cookie consent" ' +
+            'style="position:fixed;left:200px;top:150px;width:400px;height:280px;background:rgb(230,230,230);font:16px sans-serif;padding:20px;box-sizing:border-box">' +
+            '<p>We use cookies to personalise content and ads.</p><button id="cc-reject">Reject all</button> <button id="cc-accept">Accept all</button></div></div>' +
+            "<script>document.body.style.overflow = 'hidden'; ['cc-reject', 'cc-accept'].forEach(function (id) { document.getElementById(id).onclick = function () { " +
+            "document.getElementById('cookie-consent-wall').remove(); document.body.style.overflow = ''; document.documentElement.dataset.consent = id; }; });</script>",
+        ),
+      },
+    },
+    params: { ...NO_BANNERS, wait },
+    async check(a) {
+      expectArticle(await a.picture());
+    },
+  };
+}
+
 export const OVERLAY_PAGES: QualityPage[] = [
   fixtureBanner('consent-onetrust', CONSENT_HOST, 'OneTrust’s cookie banner (most large sites): refused with "Reject All"'),
   fixtureBanner('consent-cmp-api', CMP_API_HOST, 'consentmanager’s banner, refused through the CMP’s JavaScript API'),
@@ -160,28 +190,8 @@ export const OVERLAY_PAGES: QualityPage[] = [
       expectArticle(await a.picture());
     },
   },
-  {
-    name: 'consent-generic-wall',
-    mimics:
-      'a cookie wall of no known platform (a site’s own, a small vendor’s): a backdrop, a dialog saying it uses cookies, Reject all and Accept all, ' +
-      'the page locked; found by autoconsent’s heuristic rule, which runs in its second pass, 500 ms after the first',
-    routes: {
-      '/': {
-        body: doc(
-          article() +
-            '<div id="cookie-consent-wall" style="position:fixed;inset:0;background:rgba(0,0,0,0.6);z-index:1000"><div role="dialog" aria-label="Cookie consent" ' +
-            'style="position:fixed;left:200px;top:150px;width:400px;height:280px;background:rgb(230,230,230);font:16px sans-serif;padding:20px;box-sizing:border-box">' +
-            '<p>We use cookies to personalise content and ads.</p><button id="cc-reject">Reject all</button> <button id="cc-accept">Accept all</button></div></div>' +
-            "<script>document.body.style.overflow = 'hidden'; ['cc-reject', 'cc-accept'].forEach(function (id) { document.getElementById(id).onclick = function () { " +
-            "document.getElementById('cookie-consent-wall').remove(); document.body.style.overflow = ''; document.documentElement.dataset.consent = id; }; });</script>",
-        ),
-      },
-    },
-    params: NO_BANNERS,
-    async check(a) {
-      expectArticle(await a.picture());
-    },
-  },
+  genericWall(0),
+  genericWall(800),
   {
     name: 'consent-usercentrics-wall',
     mimics: 'Usercentrics’s consent wall, drawn inside the open shadow root of #usercentrics-root, the page locked until a choice',

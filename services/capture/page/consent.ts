@@ -45,6 +45,12 @@ const START_MS = 2000;
 const POPUP_MS = 1500;
 /** Longest wait after load for an opt-out to complete. */
 const ACTION_MS = 5000;
+/**
+ * autoconsent's second detection pass, where its heuristic rule runs, comes 500 ms after the
+ * first: a capture that waits at least this long after the consent handling (its `wait`) lets
+ * it run then, and need not hold the handling for it.
+ */
+const HEURISTIC_PASS_MS = 600;
 /** Time left for the screenshot itself, whatever the consent handling still does. */
 const SAFETY_MS = 1500;
 
@@ -354,7 +360,7 @@ export class ConsentHandler {
    * Waits (bounded) after the load event for autoconsent to detect and dismiss a banner;
    * puts the pre-hiding back where a banner was found but not dismissed in time.
    */
-  async settle(deadline: number): Promise<ConsentOutcome> {
+  async settle(deadline: number, waitAfterMs = 0): Promise<ConsentOutcome> {
     const t0 = Date.now();
     const cap = (ms: number) => Math.min(t0 + ms, deadline - SAFETY_MS);
     for (;;) {
@@ -364,8 +370,9 @@ export class ConsentHandler {
       const waitsForTimers = this.cmpDetected !== null && !this.scriptsDisabled;
       // Nothing found by the rules of the first pass: the heuristic rule (a wall of no known
       // vendor, found by its words and buttons) runs in the second, 500 ms later; quiet before
-      // it, the banner would be taken with the page when the load was quick.
-      const heuristicToCome = this.cmpDetected === null && !this.scriptsDisabled && this.topAttempts < 2;
+      // it, the banner would be taken with the page when the load was quick and the wait after
+      // short (a longer wait lets it run then: waitAfterMs).
+      const heuristicToCome = this.cmpDetected === null && !this.scriptsDisabled && this.topAttempts < 2 && waitAfterMs < HEURISTIC_PASS_MS;
       if (this.quiet && !waitsForTimers && !heuristicToCome) break;
       if (this.started && !this.quiet && !this.probing && !waitsForTimers) void this.probe();
       const until = this.popups.size > 0 ? cap(ACTION_MS) : this.cmpDetected ? cap(POPUP_MS) : cap(START_MS);

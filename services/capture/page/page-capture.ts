@@ -514,7 +514,7 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
     parked ??= parkPointer(page, o);
     if (consent) {
       watch.step = 'dismissing the cookie banner (no_cookie_banners)';
-      await consent.settle(deadline);
+      await consent.settle(deadline, o.wait ?? DEFAULTS.wait);
     }
     // The page's final status and address with the drawing, when it had settled by then (drawingReadAtWaitFor).
     let drawnAtWaitFor: unknown;
