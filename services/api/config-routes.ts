@@ -140,6 +140,16 @@ export async function updateConfig(ctx: RouteContext<ConfigChanges>, policy: Tar
   const changes = ctx.params;
   const accountId = ctx.account.accountId;
   if (Object.keys(changes).length === 0) {
+    // Sent, but empty (null or ""): an empty value counts as absent, and a PATCH removes no option.
+    const emptied = Object.keys(ctx.raw).find((name) => ctx.raw[name] === null || ctx.raw[name] === '');
+    if (emptied) {
+      throw serviceError(
+        'invalid_parameter',
+        `${emptied}: an empty value (null or "") changes nothing: a PATCH adds and changes options and removes none. Send a new value, or ` +
+          'create the configuration again without it.',
+        { param: emptied },
+      );
+    }
     throw serviceError(
       'invalid_parameter',
       'No parameter to change arrived: send the options to change (such as url, wait or scheduled_screenshot=true with scheduled_every and ' +

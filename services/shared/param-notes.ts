@@ -96,7 +96,14 @@ export function noteFor(error: ErrorObject, data: unknown, allowed: string[]): {
     case 'type':
       return {
         param,
-        note: `${where}: must be ${p.type === 'integer' ? 'a whole number' : `of type ${String(p.type).replace(',', ' or ')}`}, got ${describe(got)}.`,
+        note: `${where}: must be ${
+          p.type === 'integer'
+            ? 'a whole number'
+            : `of type ${String(p.type)
+                .split(',')
+                .join(', ')
+                .replace(/, ([^,]+)$/, ' or $1')}`
+        }, got ${describe(got)}.`,
       };
     case 'enum':
       return { param, note: `${where}: must be one of ${(p.allowedValues as unknown[]).map((v) => String(v)).join(', ')}; got ${describe(got)}.` };

@@ -143,6 +143,10 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     const empty = await api('PATCH', `/screenshot_configs/${c.screenshot_configuration_id}`, {});
     expect([empty.status, empty.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
     expect(empty.body.note).to.contain('No parameter to change arrived');
+    // One sent empty (to remove it): said that a PATCH removes nothing.
+    const emptied = await api('PATCH', `/screenshot_configs/${c.screenshot_configuration_id}`, { selectors: null });
+    expect([emptied.status, emptied.body.error_code]).to.deep.equal([400, 'invalid_parameter']);
+    expect(emptied.body.note).to.contain('selectors: an empty value (null or "") changes nothing: a PATCH adds and changes options and removes none');
 
     await finished(c.job_id);
     const nextRun = (await row()).next_run_at_ms;

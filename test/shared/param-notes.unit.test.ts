@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { validateShape } from '../../services/api/request-schemas';
 import { checkStructuredFields } from '../../services/ai/structured-fields';
+import { noteFor } from '../../services/shared/param-notes';
 import type { ScreenshotOptions } from '../../services/shared/screenshot-options';
 import { errorOf } from '../support/errors';
 
@@ -29,6 +30,16 @@ describe('param notes', () => {
         'ai_structured_fields[0].name: "1st" must be a name of letters, digits and underscores, starting with a letter, e.g. product_name.',
       );
     });
+  });
+
+  it('names the types a value may have in words, the last after "or"', () => {
+    expect(noteFor({ keyword: 'type', instancePath: '/x', schemaPath: '', params: { type: 'string,number,boolean' } }, { x: [] }, [])).to.deep.equal({
+      param: 'x',
+      note: 'x: must be of type string, number or boolean, got [].',
+    });
+    expect(noteFor({ keyword: 'type', instancePath: '/x', schemaPath: '', params: { type: 'string' } }, { x: 1 }, []).note).to.equal(
+      'x: must be of type string, got 1.',
+    );
   });
 
   describe('fail_on_status: the value (or the entry at fault) once, the problem, one example', () => {
