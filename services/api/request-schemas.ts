@@ -242,6 +242,9 @@ export function checkConfigChanges(stored: Readonly<Record<string, unknown>>, ch
   checkRules({ ...stored, ...changes }, new Set(Object.keys(changes)));
 }
 
+/** A number as text: decimal, with an optional sign, fraction and exponent (not 0x10, 0b1 or 0o7, which JavaScript's Number reads too). */
+const DECIMAL = /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/;
+
 /** What each scalar JSON Schema type is called in a note. */
 const KIND_WORDS: Readonly<Record<string, string>> = { integer: 'a whole number', number: 'a number', string: 'text' };
 
@@ -253,7 +256,7 @@ const KIND_WORDS: Readonly<Record<string, string>> = { integer: 'a whole number'
  * - a whole number beyond 2^53 (JSON's doubles hold it rounded: 9007199254740993 is read
  *   as ...992);
  * - text for a number that reads as Infinity ("Infinity", "1e309"), which ajv coerces and
- *   then checks against no minimum or maximum.
+ *   then checks against no minimum or maximum, or that is not decimal ("0x10", read as 16).
  * The second and third come only from JSON bodies (text is read as a boolean only for a boolean
  * option); the last only from text. The unknown parameter comes back as ajv's error, so its note
  * is the one ajv's would be; the others as a note.
@@ -268,10 +271,14 @@ export function looseValue(values: RawParams, properties: Record<string, unknown
     const words = typeof schema.type === 'string' ? KIND_WORDS[schema.type] : undefined;
     if (words === undefined) continue;
     if (typeof value === 'boolean') return { param: name, note: `${name}: must be ${words}, got ${value}.` };
-    // ajv coerces "Infinity" and "1e309" to Infinity and then skips its minimum and maximum.
+    // ajv coerces "Infinity" and "1e309" to Infinity and then skips its minimum and maximum, and
+    // reads "0x10" as 16 (JavaScript's Number): a number as text is decimal here.
     if (typeof value === 'string' && schema.type !== 'string') {
       const n = Number(value.trim());
       if (!Number.isNaN(n) && !Number.isFinite(n)) return { param: name, note: `${name}: must be a finite number, got "${value.slice(0, 40)}".` };
+      if (!Number.isNaN(n) && !DECIMAL.test(value)) {
+        return { param: name, note: `${name}: must be ${words} written in decimal digits, got "${value.slice(0, 40)}".` };
+      }
     }
     if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) {
       return {

@@ -88,6 +88,7 @@ describe('request schemas (generated from the option table)', () => {
     ['a JSON false for text', { custom_title: false }, 'invalid_parameter', 'custom_title: must be text, got false.'],
     // ajv coerces text reading as Infinity and then checks no maximum (scale_factor Infinity was taken).
     ['text for a number that reads as Infinity', { scale_factor: 'Infinity' }, 'invalid_parameter', 'scale_factor: must be a finite number, got "Infinity"'],
+    ['a number as hexadecimal text', { wait: '0x10' }, 'invalid_parameter', 'wait: must be a whole number written in decimal digits, got "0x10"'],
     ['text for a number beyond any double', { latitude: '1e309', longitude: '1' }, 'invalid_parameter', 'latitude: must be a finite number, got "1e309"'],
     [
       'a whole number JSON cannot hold exactly',
