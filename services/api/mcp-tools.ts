@@ -14,6 +14,7 @@
 import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { serviceError } from '../shared/errors';
 import { ERROR_ENVELOPE_SCHEMA, type OpenApiDocument, type OpenApiOperation, openApiPath } from './http';
+import { MAX_PARAM_LENGTH } from './protocol-errors';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -427,6 +428,12 @@ export function toolRequest(tool: ResolvedTool, args: Record<string, unknown>): 
     }
     if (typeof value !== 'string') {
       throw serviceError('invalid_parameter', `${p.arg}: must be text (one id), got ${Array.isArray(value) ? 'a list' : typeof value}: ${p.description}`, {
+        param: p.arg,
+      });
+    }
+    // Longer than any id this API hands out: the route would answer for its path (a segment too long), not for the argument.
+    if (value.trim().length > MAX_PARAM_LENGTH) {
+      throw serviceError('not_found', `${p.arg}: no id is ${value.trim().length} characters long (at most ${MAX_PARAM_LENGTH}): ${p.description}`, {
         param: p.arg,
       });
     }

@@ -45,6 +45,10 @@ describe('MCP tools: the table against the route table', () => {
     const surrogate = errorOf(() => toolRequest(tool('get_job_status'), { job_id: 'a\ud800' }));
     expect([surrogate.type, surrogate.code]).to.deep.equal(['invalid_parameter', 400]);
     expect(surrogate.message).to.contain('job_id: holds a lone surrogate');
+    // Longer than any id: answered for the argument, not for the REST path it would make.
+    const long = errorOf(() => toolRequest(tool('get_job_status'), { job_id: 'j'.repeat(150) }));
+    expect([long.type, long.code]).to.deep.equal(['not_found', 404]);
+    expect(long.message).to.contain('job_id: no id is 150 characters long');
   });
 
   it("sends a GET tool's arguments as query text", () => {
