@@ -101,8 +101,22 @@ export async function captureNow(ctx: RouteContext, policy: TargetPolicy) {
   await START_ADMISSION.admit({ broker: ctx.broker, account: ctx.account, policy, given: existing.options });
   const jobId = randomId(12);
   const configId = await startJob(ctx, jobId, existing.options, async () => existing.ids.screenshot_config_id);
-  await call(ctx.broker, 'scheduler.noteJob', { configId, jobId });
+  await noteJob(ctx, configId, jobId);
   return { success: true, job_id: jobId, embed_url: existing.ids.embed_url };
+}
+
+/**
+ * Notes a started job as its configuration's latest. When the configuration was deleted while
+ * the job was being started (after the delete's sweep of its jobs), the job is withdrawn as the
+ * delete would have (deleted, its credit given back, anything it recorded removed) and the
+ * answer is the delete's: 404. A job started before the configuration's row went is swept by
+ * the delete itself (deleteConfig).
+ */
+async function noteJob(ctx: RouteContext, configId: string, jobId: string): Promise<void> {
+  const { broker, account } = ctx;
+  if ((await call(broker, 'scheduler.noteJob', { configId, jobId })).noted) return;
+  await call(broker, 'capture.deleteForConfig', { accountId: account.accountId, configId });
+  throw serviceError('not_found', `No screenshot configuration "${configId}" in this account: it was deleted while this capture was being started.`);
 }
 
 /**
@@ -121,7 +135,7 @@ export async function startSnapJob(ctx: RouteContext, policy: TargetPolicy, opti
     options as ConfigOptions,
     async () => (await call(broker, 'scheduler.snapConfig', { accountId: account.accountId, options, snapKey: captureKey(options) })).id,
   );
-  await call(broker, 'scheduler.noteJob', { configId, jobId });
+  await noteJob(ctx, configId, jobId);
   return jobId;
 }
 
@@ -158,15 +172,32 @@ export async function updateConfig(ctx: RouteContext<ConfigChanges>, policy: Tar
   }
   // The stored options, under the change, are what the configuration will run with (merged as the scheduler merges them):
   // what would fail every capture of it (PDF options on a JPEG, hover_on_selected with no selectors) is refused, nothing changed.
-  const stored = async () => {
-    const options = (await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' })).options;
-    checkConfigChanges(options, changes);
-    return options;
-  };
-  await CHANGE_ADMISSION.admit({ broker: ctx.broker, account: ctx.account, policy, given: changes, stored });
-  const v = await call(ctx.broker, 'scheduler.update', { accountId, id: ctx.path.id ?? '', input: { given: givenOptions(ctx.raw), options: changes } });
-  return { success: true, config: v.config };
+  // The update stores the change only over the options checked here: when another change was stored meanwhile, it is read
+  // and checked again (two PATCHes side by side, each fine alone, could together make what neither check saw).
+  for (let attempt = 1; ; attempt++) {
+    let checked: ConfigOptions | undefined;
+    const stored = async () => {
+      checked = (await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' })).options;
+      checkConfigChanges(checked, changes);
+      return checked;
+    };
+    await CHANGE_ADMISSION.admit({ broker: ctx.broker, account: ctx.account, policy, given: changes, stored });
+    try {
+      const v = await call(ctx.broker, 'scheduler.update', {
+        accountId,
+        id: ctx.path.id ?? '',
+        input: { given: givenOptions(ctx.raw), options: changes },
+        checked,
+      });
+      return { success: true, config: v.config };
+    } catch (err) {
+      if (attempt >= PATCH_ATTEMPTS || (err as { type?: unknown }).type !== 'configuration_changed') throw err;
+    }
+  }
 }
+
+/** How often a PATCH is checked again when other changes keep arriving in between (then configuration_changed, 409). */
+const PATCH_ATTEMPTS = 3;
 
 async function listConfigs(ctx: RouteContext<Paging>) {
   const paging = ctx.params;
@@ -178,9 +209,13 @@ async function listConfigs(ctx: RouteContext<Paging>) {
 export async function deleteConfig(ctx: RouteContext) {
   const accountId = ctx.account.accountId;
   const v = await call(ctx.broker, 'scheduler.get', { accountId, id: ctx.path.id ?? '' });
-  await call(ctx.broker, 'capture.deleteForConfig', { accountId, configId: v.ids.screenshot_config_id });
-  await call(ctx.broker, 'notifier.deleteForConfig', { accountId, configId: v.ids.screenshot_config_id });
-  await call(ctx.broker, 'scheduler.remove', { accountId, id: v.ids.screenshot_config_id });
+  const configId = v.ids.screenshot_config_id;
+  await call(ctx.broker, 'capture.deleteForConfig', { accountId, configId });
+  await call(ctx.broker, 'notifier.deleteForConfig', { accountId, configId });
+  await call(ctx.broker, 'scheduler.remove', { accountId, id: configId });
+  // A job started (capture-now, a schedule's slot) between the sweep above and the row's end is swept now;
+  // one started later finds no configuration to note it under and withdraws itself (noteJob).
+  await call(ctx.broker, 'capture.deleteForConfig', { accountId, configId });
   return { success: true, deleted: true, screenshot_configuration: configView(v) };
 }
 
@@ -291,7 +326,7 @@ export function configRoutes(store: FileStore, policy: TargetPolicy): RouteDef[]
       tag: 'configurations',
       params: CONFIG_UPDATE_PARAMS,
       response: ok({ config: CONFIG_RECORD_SCHEMA.properties.config }),
-      errors: [...CONFIG_ERRORS, 'ai_provider_unsupported', ...CHANGE_ADMISSION.errors],
+      errors: [...CONFIG_ERRORS, 'ai_provider_unsupported', 'configuration_changed', ...CHANGE_ADMISSION.errors],
       handler: (ctx) => updateConfig(ctx, policy),
     }),
     route({

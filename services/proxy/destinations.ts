@@ -87,9 +87,11 @@ export class StorageDestinations {
     }
   }
 
+  /** 404 when it is not there, or no longer (another request removed it first). */
   async remove(accountId: string, nameOrId: string): Promise<ResultOf<'proxy.removeDestination'>> {
     const row = await this.stored(accountId, nameOrId);
-    return { removed: await this.deps.repository.remove(accountId, row.id), name: row.name };
+    if (!(await this.deps.repository.remove(accountId, row.id))) throw serviceError('not_found', `No storage destination "${nameOrId}" in this account.`);
+    return { removed: true, name: row.name };
   }
 
   /** store_to before any credit: 400 storage_destination_not_found when the account has no such destination; else what it points to. */

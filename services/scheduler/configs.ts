@@ -50,6 +50,11 @@ function scheduleColumns(o: ConfigOptions, at: number) {
 }
 
 /** A snap's options about its answer alone, which its configuration does not show. */
+/** The options a configuration's captures run with (rows from before capture_options kept them in options). */
+function runOptions(row: ConfigRow): ConfigOptions {
+  return JSON.parse(row.capture_options ?? row.options) as ConfigOptions;
+}
+
 const ANSWER_ONLY: ReadonlySet<string> = new Set(['json', 'ttl']);
 
 export class ConfigRepository {
@@ -94,7 +99,7 @@ export class ConfigRepository {
     const row = await this.own(accountId, id);
     return {
       ...this.view(row),
-      options: JSON.parse(row.capture_options ?? row.options) as ConfigOptions,
+      options: runOptions(row),
       next_run_at_ms: row.next_run_at_ms === null ? null : Number(row.next_run_at_ms),
     };
   }
@@ -104,13 +109,24 @@ export class ConfigRepository {
    * scheduled_screenshot=true makes the configuration one-time; including it keeps (or
    * makes) it scheduled. A changed schedule is anchored anew; an unchanged one keeps its
    * slots. New options apply to the next capture.
+   *
+   * `checked`, when given, is the configuration's options as the caller read and checked the
+   * change against (what `get` answered): when another change was stored since, nothing is
+   * written and configuration_changed is thrown, so two PATCHes checked side by side cannot
+   * together store a combination neither check saw.
    */
-  async update({ accountId, id, input }: ParamsOf<'scheduler.update'>): Promise<ConfigView> {
+  async update({ accountId, id, input, checked }: ParamsOf<'scheduler.update'>): Promise<ConfigView> {
     return this.db.transaction(async (trx) => {
       let q = trx('screenshot_configs').where({ id, account_id: accountId }).first();
       if (isMysql(trx)) q = q.forUpdate();
       const row = (await q) as ConfigRow | undefined;
       if (!row) throw serviceError('not_found', `No screenshot configuration "${id}" in this account.`);
+      if (checked !== undefined && JSON.stringify(runOptions(row)) !== JSON.stringify(checked)) {
+        throw serviceError(
+          'configuration_changed',
+          `The screenshot configuration "${id}" was changed by another request while this change was checked; send it again.`,
+        );
+      }
       const given = { ...(JSON.parse(row.options) as Record<string, unknown>), ...input.given };
       const options = { ...(JSON.parse(row.capture_options ?? '{}') as ConfigOptions), ...input.options };
       if (input.options.scheduled_screenshot !== true) {
@@ -141,14 +157,17 @@ export class ConfigRepository {
     return { configs: items, has_more };
   }
 
+  /** Deletes the configuration; 404 when it is not (or no longer: another request deleted it first) there. */
   async remove(accountId: string, id: string): Promise<ConfigView> {
     const row = await this.own(accountId, id);
-    await this.db('screenshot_configs').where({ id: row.id }).delete();
+    const n = await this.db('screenshot_configs').where({ id: row.id }).delete();
+    if (n === 0) throw serviceError('not_found', `No screenshot configuration "${id}" in this account.`);
     return this.view(row);
   }
 
-  async noteJob(configId: string, jobId: string): Promise<void> {
-    await this.db('screenshot_configs').where({ id: configId }).update({ last_job_id: jobId });
+  /** Notes the configuration's latest job; false when the configuration is gone (deleted meanwhile). */
+  async noteJob(configId: string, jobId: string): Promise<boolean> {
+    return (await this.db('screenshot_configs').where({ id: configId }).update({ last_job_id: jobId })) === 1;
   }
 
   /** What a public embed needs of a configuration (any account's: its id is the secret). */

@@ -33,6 +33,8 @@ export interface ScheduleRunnerDeps {
   db: Knex;
   /** Hands a job to capture (capture.enqueue, idempotent by job id). */
   enqueue(job: ParamsOf<'capture.enqueue'>): Promise<unknown>;
+  /** Withdraws the jobs of a configuration deleted meanwhile (capture.deleteForConfig: deleted, their credits given back). */
+  withdraw(of: ParamsOf<'capture.deleteForConfig'>): Promise<unknown>;
   now: () => number;
   log: { warn(msg: string): void };
 }
@@ -93,8 +95,7 @@ export class ScheduleRunner {
       await Promise.all(
         claimed.map(async ({ row, jobId }) => {
           try {
-            await this.handOver(row, jobId);
-            started.push({ configId: row.id, jobId });
+            if (await this.handOver(row, jobId)) started.push({ configId: row.id, jobId });
           } catch (err) {
             // Capture may have recorded the job all the same (an answer that timed out): the
             // slot's mark stays, under this job's id, and once it lapses the job is handed over
@@ -135,8 +136,12 @@ export class ScheduleRunner {
     );
   }
 
-  /** Hands a claimed slot's job to capture (idempotent by job id), then clears the slot's mark. */
-  private async handOver(row: ClaimedRow, jobId: string): Promise<void> {
+  /**
+   * Hands a claimed slot's job to capture (idempotent by job id), then clears the slot's mark.
+   * A configuration deleted between the claim and the hand-over, after its delete swept its
+   * jobs, has no mark to clear: the job handed over is withdrawn (false then).
+   */
+  private async handOver(row: ClaimedRow, jobId: string): Promise<boolean> {
     await this.deps.enqueue({
       accountId: row.account_id,
       configId: row.id,
@@ -144,7 +149,10 @@ export class ScheduleRunner {
       kind: 'scheduled',
       options: JSON.parse(row.capture_options ?? '{}') as ConfigOptions,
     });
-    await this.pending.end({ id: row.id, leaseToken: jobId });
+    if (await this.pending.end({ id: row.id, leaseToken: jobId })) return true;
+    if (await this.db('screenshot_configs').where({ id: row.id }).first('id')) return true; // another scheduler handed it over and cleared it
+    await this.deps.withdraw({ accountId: row.account_id, configId: row.id });
+    return false;
   }
 
   /**
@@ -165,7 +173,7 @@ export class ScheduleRunner {
     const recovered: Started = [];
     for (const row of stale) {
       try {
-        await this.handOver(row, row.pending_job_id);
+        if (!(await this.handOver(row, row.pending_job_id))) continue;
         recovered.push({ configId: row.id, jobId: row.pending_job_id });
         this.deps.log.warn(`handed over the scheduled capture ${row.pending_job_id} of ${row.id}, left behind by a scheduler that stopped`);
       } catch (err) {

@@ -39,17 +39,20 @@ export function schedulerService(deps: SchedulerDeps): ServiceUnit<SchedulerHand
       update: (ctx) => configs.update(ctx.params),
       list: (ctx) => configs.list(ctx.params),
       remove: (ctx) => configs.remove(ctx.params.accountId, ctx.params.id),
-      noteJob: async (ctx) => {
-        await configs.noteJob(ctx.params.configId, ctx.params.jobId);
-        return { ok: true as const };
-      },
+      noteJob: async (ctx) => ({ noted: await configs.noteJob(ctx.params.configId, ctx.params.jobId) }),
       embedInfo: (ctx) => configs.embedInfo(ctx.params.id),
       snapConfig: (ctx) => configs.snapConfig(ctx.params),
     },
     created() {
       const db = database.knex;
       configs = new ConfigRepository(db, config, now);
-      runner = new ScheduleRunner({ db, now, log: this.logger, enqueue: (job) => call(this.broker, 'capture.enqueue', job) });
+      runner = new ScheduleRunner({
+        db,
+        now,
+        log: this.logger,
+        enqueue: (job) => call(this.broker, 'capture.enqueue', job),
+        withdraw: (of) => call(this.broker, 'capture.deleteForConfig', of),
+      });
     },
     started() {
       if (deps.autoTick !== false) runner.start(config.schedulerTickSeconds);

@@ -413,10 +413,12 @@ export interface Actions {
   'scheduler.create': [{ accountId: string; input: ConfigInput; jobId: string }, ConfigView];
   /** With the options it runs with and its next scheduled run (epoch ms; null when not scheduled), as the scheduler computed it. */
   'scheduler.get': [{ accountId: string; id: string }, ConfigView & { options: ConfigOptions; next_run_at_ms?: number | null }];
-  'scheduler.update': [{ accountId: string; id: string; input: ConfigChangeInput }, ConfigView];
+  /** With `checked` (the options the change was checked against, as get answered them): configuration_changed when they are no longer stored. */
+  'scheduler.update': [{ accountId: string; id: string; input: ConfigChangeInput; checked?: ConfigOptions }, ConfigView];
   'scheduler.list': [{ accountId: string; paging: Paging }, { configs: ConfigView[]; has_more: boolean }];
   'scheduler.remove': [{ accountId: string; id: string }, ConfigView];
-  'scheduler.noteJob': [{ configId: string; jobId: string }, { ok: true }];
+  /** noted: false when the configuration is gone (deleted while its job was being started). */
+  'scheduler.noteJob': [{ configId: string; jobId: string }, { noted: boolean }];
   'scheduler.embedInfo': [{ id: string }, { placeholder_url: string | null }];
   /**
    * The unscheduled configuration a snap is recorded under (created on its first snap); with `jobId`, that job is noted as
@@ -498,7 +500,7 @@ export interface Actions {
   /** By name or id; 404 not_found for another account's. */
   'proxy.getDestination': [{ accountId: string; nameOrId: string }, StorageDestinationRecord];
   'proxy.testDestination': [{ accountId: string; nameOrId: string }, { destination: StorageDestinationRecord; result: { key: string; ms: number } }];
-  'proxy.removeDestination': [{ accountId: string; nameOrId: string }, { removed: boolean; name: string }];
+  'proxy.removeDestination': [{ accountId: string; nameOrId: string }, { removed: true; name: string }];
   /**
    * Refuses (400 storage_destination_not_found) a store_to that names no destination of the
    * account, before any credit; `identity`: what it points to (CaptureTargets, for ttl reuse).

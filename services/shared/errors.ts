@@ -20,6 +20,8 @@ export const ERROR_STATUS = {
   // input
   invalid_parameter: 400,
   not_found: 404,
+  /** A PATCH whose configuration another request changed while it was checked (the api tries again first). */
+  configuration_changed: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   // the request itself, refused before any route runs (services/api/protocol-errors.ts)

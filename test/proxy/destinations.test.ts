@@ -98,4 +98,18 @@ describe('storage destinations: the egress policy before connecting, the secret 
     // Another account does not see it.
     expect((await errorOfAsync(() => destinations(true).get('acct_b', 'internal'))).type).to.equal('not_found');
   });
+
+  it('removes a destination once: removals side by side answer it removed once and 404 to the rest', async () => {
+    const created = await destinations(true).create({ accountId: 'acct_c', input: { ...input(`http://127.0.0.1:${port}`), name: 'twice' } });
+    expect(created.destination.name).to.equal('twice');
+    // Each reads the row before either deletes it (one connection: the reads are queued first).
+    const answers = await Promise.allSettled([0, 1, 2].map(() => destinations(true).remove('acct_c', 'twice')));
+    expect(answers.filter((a) => a.status === 'fulfilled').map((a) => (a as PromiseFulfilledResult<unknown>).value)).to.deep.equal([
+      { removed: true, name: 'twice' },
+    ]);
+    expect(answers.filter((a) => a.status === 'rejected').map((a) => ((a as PromiseRejectedResult).reason as { type: string }).type)).to.deep.equal([
+      'not_found',
+      'not_found',
+    ]);
+  });
 });

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import knex, { type Knex } from 'knex';
 import sharp from 'sharp';
+import sinon from 'sinon';
 import { call } from '../../services/shared/contracts';
 import { knexConfig } from '../../services/shared/database';
 import { captureKey } from '../../services/shared/screenshot-options';
@@ -198,6 +199,78 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     await finished(box.job_id);
   });
 
+  /**
+   * Runs `before` once, just before the first call of `action` that the system's broker makes
+   * (the api's calls go through it): what another request does in between, placed exactly there.
+   */
+  function beforeCall(action: string, meanwhile: () => Promise<unknown>): sinon.SinonStub {
+    const original = sys.broker.call.bind(sys.broker);
+    let done = false;
+    return sinon.stub(sys.broker, 'call').callsFake((async (name: string, ...rest: unknown[]) => {
+      if (name === action && !done) {
+        done = true;
+        await meanwhile();
+      }
+      return (original as (...a: unknown[]) => unknown)(name, ...rest);
+    }) as never);
+  }
+  const usage = async () => ((await api('GET', '/account_limits')).body.results as Body).screenshot_current_month_usage as number;
+
+  it('a PATCH stored while another was being checked is checked again over it: two changes each fine alone are not stored together', async () => {
+    const url = `${fx.origin}/plain?patch-race`;
+    const c = await create({ url });
+    await finished(c.job_id);
+    // Another PATCH (image_format=pdf) is stored between this one's check (selectors on a JPEG: fine) and its update.
+    const other = beforeCall('scheduler.update', async () => {
+      other.restore();
+      const r = await api('PATCH', `/screenshot_configs/${c.screenshot_configuration_id}`, { image_format: 'pdf' });
+      expect(r.status, JSON.stringify(r.body)).to.equal(200);
+    });
+    const r = await api('PATCH', `/screenshot_configs/${c.screenshot_configuration_id}`, { selectors: '#box' });
+    sinon.restore();
+    expect([r.status, r.body.error_code], JSON.stringify(r.body)).to.deep.equal([400, 'invalid_parameter']);
+    expect(String(r.body.note)).to.contain('selectors: a PDF prints the page');
+    const stored = (await api('GET', `/screenshot_configs/${c.screenshot_configuration_id}`)).body.config as Body;
+    expect(stored).to.include({ image_format: 'pdf' });
+    expect(stored).to.not.have.property('selectors');
+  });
+
+  it('a capture-now started while its configuration is deleted leaves no job, screenshot or charge behind', async () => {
+    const rows = async (configId: string) => [
+      Number((await db('jobs').where({ config_id: configId }).count({ n: '*' }))[0]!.n),
+      Number((await db('screenshots').where({ config_id: configId }).count({ n: '*' }))[0]!.n),
+    ];
+    // 1. The whole delete lands between capture-now's reading of the configuration and its job's start: answered 404.
+    const first = await create({ url: `${fx.origin}/plain?capture-delete-1` });
+    await finished(first.job_id);
+    const id1 = first.screenshot_configuration_id;
+    let deleted: Body = {};
+    beforeCall('capture.enqueue', async () => {
+      deleted = (await api('DELETE', `/screenshot_configs/${id1}`)).body;
+    });
+    const before1 = await usage();
+    const late = await api('POST', `/screenshot_configs/${id1}/capture`);
+    sinon.restore();
+    expect(deleted.deleted).to.equal(true);
+    expect([late.status, late.body.error_code], JSON.stringify(late.body)).to.deep.equal([404, 'not_found']);
+    expect(await rows(id1)).to.deep.equal([0, 0]);
+    expect(await usage()).to.equal(before1);
+    // 2. A capture-now started in full between the delete's sweep of the jobs and the row's end: swept by the delete.
+    const second = await create({ url: `${fx.origin}/plain?capture-delete-2` });
+    await finished(second.job_id);
+    const id2 = second.screenshot_configuration_id;
+    let started: Body = {};
+    beforeCall('scheduler.remove', async () => {
+      started = (await api('POST', `/screenshot_configs/${id2}/capture`)).body;
+    });
+    const removed = await api('DELETE', `/screenshot_configs/${id2}`);
+    sinon.restore();
+    expect(started.job_id, JSON.stringify(started)).to.be.a('string');
+    expect(removed.body.deleted, JSON.stringify(removed.body)).to.equal(true);
+    expect(await rows(id2)).to.deep.equal([0, 0]);
+    expect((await api('GET', `/jobs/${String(started.job_id)}`)).status).to.equal(404);
+  });
+
   it('geolocation: a PATCH completing stored coordinates is taken, one leaving a coordinate alone is refused; a stored half position fails its capture, never read as 0', async () => {
     const url = `${fx.origin}/plain`;
     const placed = await create({ url, latitude: 48.85, longitude: 2.35 });
@@ -341,6 +414,16 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect(await db('screenshots').where({ config_id: c.screenshot_configuration_id }).count({ n: '*' })).to.deep.equal([{ n: 0 }]);
     expect((await api('GET', `/screenshot_configs/${c.screenshot_configuration_id}`)).status).to.equal(404);
     expect((await api('GET', `/jobs/${c.job_id}`)).status).to.equal(404);
+    // Removals side by side (each reads the row before either deletes it): one removes it, the other answers 404.
+    const { account_id: accountId } = await sys.account('paid');
+    const twice = await call(sys.broker, 'scheduler.create', {
+      accountId,
+      input: { given: { url: 'https://example.com/' }, options: { url: 'https://example.com/' } },
+      jobId: 'jobtwice0001',
+    });
+    const id = twice.ids.screenshot_config_id;
+    const removals = await Promise.allSettled([0, 1].map(() => call(sys.broker, 'scheduler.remove', { accountId, id })));
+    expect(removals.map((r) => (r.status === 'fulfilled' ? 'removed' : (r.reason as { type: string }).type)).sort()).to.deep.equal(['not_found', 'removed']);
   });
 
   it("notes the job given with a snap's configuration lookup, on the configuration it creates and on the one it finds", async () => {

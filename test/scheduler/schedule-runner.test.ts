@@ -24,7 +24,9 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
     let database: Parameters<typeof acquireDatabase>[0];
     let clock: number;
     const log = { warn: () => undefined };
-    const runner = (enqueue: Enqueue) => new ScheduleRunner({ db, enqueue, now: () => clock, log });
+    type Withdraw = sinon.SinonStub<[ParamsOf<'capture.deleteForConfig'>], Promise<unknown>>;
+    const runner = (enqueue: Enqueue, withdraw: Withdraw = sinon.stub<[ParamsOf<'capture.deleteForConfig'>], Promise<unknown>>().resolves()) =>
+      new ScheduleRunner({ db, enqueue, withdraw, now: () => clock, log });
 
     /** `n` configurations scheduled every minute, anchored at T0 - 1 min, so due at T0. */
     async function dueConfigs(n: number): Promise<string[]> {
@@ -62,6 +64,20 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       sinon.restore();
       await releaseDatabase(database);
       await cleanup();
+    });
+
+    it('withdraws the job of a configuration deleted between its claim and its hand-over (after its delete swept its jobs)', async () => {
+      const [gone, kept] = await dueConfigs(2);
+      // The delete lands while capture is being handed the job: its sweep ran before, its row goes now.
+      const enqueue: Enqueue = sinon.stub<[ParamsOf<'capture.enqueue'>], Promise<unknown>>().callsFake(async (job) => {
+        if (job.configId === gone) await db('screenshot_configs').where({ id: gone }).delete();
+        return { job_id: job.jobId };
+      });
+      const withdraw: Withdraw = sinon.stub<[ParamsOf<'capture.deleteForConfig'>], Promise<unknown>>().resolves({ screenshots: 0 });
+      const started = await runner(enqueue, withdraw).tick();
+      expect(started.map((s) => s.configId)).to.deep.equal([kept]);
+      expect(withdraw.callCount).to.equal(1);
+      expect(withdraw.firstCall.args[0]).to.deep.equal({ accountId: 'acct1', configId: gone });
     });
 
     it('starts one job per due configuration, in batches until none is due, and moves each to its next slot', async () => {
