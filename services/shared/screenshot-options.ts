@@ -989,13 +989,23 @@ export interface CaptureTargets {
   proxy?: string;
 }
 
+/** The options that make a capture what it is, by name (so the rows' order changes no key). */
+const AFFECTS_CAPTURE = ROWS.filter((x) => x.affectsCapture).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+
 /**
- * Identity of a capture: the URL and every capture-affecting option, defaults filled in, and
- * (for ttl reuse) what its store_to and custom_proxy_id point to. Equal keys mean
- * interchangeable captures (ttl reuse); equal keys without targets, the same snap configuration.
+ * Identity of a capture: the URL and every capture-affecting option whose value is not its
+ * default (one given at its default is the same capture as one left out), by name, and (for
+ * ttl reuse) what its store_to and custom_proxy_id point to. Equal keys mean interchangeable
+ * captures (ttl reuse); equal keys without targets, the same snap configuration. An option
+ * added later, at its default, changes no key (db/migrations/20261130230001_capture_keys_by_difference.ts
+ * moved the keys stored before to this form).
  */
 export function captureKey(o: SnapOptions, targets: CaptureTargets = {}): string {
-  const values: unknown[] = ROWS.filter((x) => x.affectsCapture).map((x) => [x.name, (o as Record<string, unknown>)[x.name] ?? x.default ?? null]);
+  const values: unknown[] = [];
+  for (const x of AFFECTS_CAPTURE) {
+    const value = (o as Record<string, unknown>)[x.name] ?? x.default ?? null;
+    if (JSON.stringify(value) !== JSON.stringify(x.default ?? null)) values.push([x.name, value]);
+  }
   // Appended only when named, so a capture with neither keeps the key it always had.
   if (targets.destination !== undefined) values.push(['store_to→', targets.destination]);
   if (targets.proxy !== undefined) values.push(['custom_proxy_id→', targets.proxy]);
