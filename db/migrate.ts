@@ -12,7 +12,7 @@
  */
 import knex from 'knex';
 import { type Config, loadConfig } from '../services/shared/config';
-import { acquireDatabase, migrateLatest, releaseDatabase } from '../services/shared/database';
+import { acquireDatabase, KNEX_LOG, migrateLatest, releaseDatabase } from '../services/shared/database';
 
 /** The named lock every migrator of this database takes its turn under. */
 const LOCK_NAME = 'snapservice_migrate';
@@ -21,7 +21,7 @@ const LOCK_WAIT_SECONDS = 300;
 
 async function migrateUnderLock(database: Extract<Config['database'], { client: 'mysql2' }>): Promise<string[]> {
   // One connection: GET_LOCK belongs to the session that took it.
-  const session = knex({ client: 'mysql2', connection: database.url, pool: { min: 1, max: 1 } });
+  const session = knex({ client: 'mysql2', connection: database.url, pool: { min: 1, max: 1 }, log: KNEX_LOG });
   try {
     const since = Date.now();
     for (let told = false; ; told = true) {

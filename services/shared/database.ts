@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import type { Config } from './config';
+import { formatLine, logRecord } from './logging';
 
 const MIGRATIONS_DIR = path.join(__dirname, '..', '..', 'db', 'migrations');
 
@@ -40,6 +41,24 @@ export function keepStatements(conn: Pick<SqliteConnection, 'prepare'>): void {
 }
 
 /**
+ * Knex's own messages (a connection that could not be made, a deprecation): one JSON log line
+ * each on stderr, its first line only. Knex's default writes them with console.log, a stack
+ * over many lines, on stdout, where the service's log is JSON lines and the admin CLI's answer
+ * is all there is.
+ */
+export const KNEX_LOG: NonNullable<Knex.Config['log']> = {
+  warn: (message: unknown) => knexLine('warn', message),
+  error: (message: unknown) => knexLine('error', message),
+  deprecate: (method: string, alternative: string) => knexLine('warn', `${method} is deprecated; use ${alternative}`),
+  debug: () => undefined,
+};
+
+function knexLine(level: 'warn' | 'error', message: unknown): void {
+  const text = message instanceof Error ? message.message : String(message);
+  process.stderr.write(`${formatLine(logRecord(level, [text.split('\n')[0] ?? ''], { mod: 'database' }), 'json')}\n`);
+}
+
+/**
  * Knex's options for the database. A failed statement's error quotes its SQL with `?` in place
  * of the values (compileSqlOnError: false): the values may be a webhook URL, a page's cookies or
  * other user data, and such an error reaches the logs.
@@ -57,6 +76,7 @@ export function knexConfig(database: Config['database']): Knex.Config {
       connection: { filename: database.filename },
       useNullAsDefault: true,
       compileSqlOnError: false,
+      log: KNEX_LOG,
       migrations,
       pool: {
         // WAL lets readers proceed while one writer commits; busy_timeout waits instead of
@@ -79,6 +99,7 @@ export function knexConfig(database: Config['database']): Knex.Config {
     connection: { uri: database.url, timezone: 'Z', supportBigNumbers: true, bigNumberStrings: false } as Knex.MySql2ConnectionConfig,
     pool: { min: 0, max: 10 },
     compileSqlOnError: false,
+    log: KNEX_LOG,
     migrations,
   };
 }

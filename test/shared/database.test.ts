@@ -7,7 +7,8 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { STATEMENTS_KEPT, acquireDatabase, keepStatements, releaseDatabase } from '../../services/shared/database';
+import knex from 'knex';
+import { STATEMENTS_KEPT, acquireDatabase, keepStatements, knexConfig, releaseDatabase } from '../../services/shared/database';
 import { tempDir } from '../support/backends';
 
 describe('database: SQLite statements kept by their text', () => {
@@ -76,6 +77,34 @@ describe('database: SQLite statements kept by their text', () => {
       expect(err?.message).not.to.include('SlackTokenXyz123');
     } finally {
       await releaseDatabase(database);
+    }
+  });
+
+  it("writes Knex's own warnings as one JSON log line on stderr, nothing on stdout (a database that cannot be reached)", async () => {
+    // Port 1 on loopback: nothing listens, the connection is refused at once.
+    const db = knex({ ...knexConfig({ client: 'mysql2', url: 'mysql://root:hunter2@127.0.0.1:1/nothing' }), acquireConnectionTimeout: 2_000 });
+    const out = sinon.stub(process.stdout, 'write').returns(true);
+    const err = sinon.stub(process.stderr, 'write').returns(true);
+    try {
+      const failed = await db
+        .raw('SELECT 1')
+        .then(() => null)
+        .catch((e: Error) => e);
+      expect(failed?.message).to.include('ECONNREFUSED');
+    } finally {
+      out.restore();
+      err.restore();
+      await db.destroy();
+    }
+    const mine = (calls: sinon.SinonSpyCall[]) => calls.map((c) => String(c.args[0])).filter((line) => /Acquire connection|ECONNREFUSED/.test(line));
+    expect(mine(out.getCalls()), 'stdout').to.deep.equal([]);
+    const lines = mine(err.getCalls());
+    expect(lines).to.have.length.greaterThan(0);
+    for (const line of lines) {
+      expect(line.endsWith('\n') && !line.slice(0, -1).includes('\n'), line).to.equal(true);
+      const record = JSON.parse(line) as Record<string, unknown>;
+      expect(record).to.include({ level: 'warn', module: 'database' });
+      expect(String(record.msg)).to.include('Acquire connection error').and.not.include('hunter2');
     }
   });
 });
