@@ -45,6 +45,36 @@ an account may run at once; --queue: how many more it may have waiting for a bro
 
 class UsageError extends Error {}
 
+/** Each command's flags and how many words follow it (real-locations test: a name of any length). */
+const COMMANDS: Readonly<Record<string, { flags: readonly string[]; words: number | 'any' }>> = {
+  'accounts create': { flags: ['plan', 'addons', 'json'], words: 0 },
+  'accounts list': { flags: ['json'], words: 0 },
+  'accounts set-plan': { flags: ['plan', 'addons', 'json'], words: 1 },
+  'keys rotate': { flags: ['json'], words: 1 },
+  'plans list': { flags: ['json'], words: 0 },
+  'plans set': { flags: ['screenshots', 'paid', 'concurrency', 'queue', 'json'], words: 1 },
+  'webhook-secret show': { flags: ['json'], words: 1 },
+  'webhook-secret rotate': { flags: ['json'], words: 1 },
+  'real-locations list': { flags: ['json'], words: 0 },
+  'real-locations test': { flags: ['json'], words: 'any' },
+};
+
+/**
+ * A command's flags and words as its usage line says, before anything starts: a flag it does
+ * not take (a typo, `--plna paid`) or a word too many would otherwise be ignored, and the
+ * command done without it.
+ */
+function checkCommand(key: string, words: string[], flags: Record<string, string | true>): void {
+  const command = COMMANDS[key];
+  if (!command) throw new UsageError(`Unknown command "${key}"`);
+  const unknown = Object.keys(flags).filter((name) => !command.flags.includes(name));
+  if (unknown.length) {
+    throw new UsageError(`${key} takes no --${unknown[0]}; its options: ${command.flags.map((name) => `--${name}`).join(', ')}`);
+  }
+  const extra = command.words === 'any' ? [] : words.slice(2 + command.words);
+  if (extra.length) throw new UsageError(`${key}: unexpected "${extra.join(' ')}"`);
+}
+
 function parseArgs(argv: string[]): { words: string[]; flags: Record<string, string | true> } {
   const words: string[] = [];
   const flags: Record<string, string | true> = {};
@@ -109,10 +139,13 @@ async function main(): Promise<number> {
   const { words, flags } = parseArgs(process.argv.slice(2));
   const json = flags.json === true;
   const [group, command, target] = words;
-  if (!group || flags.help) {
+  if (flags.help) {
     console.log(USAGE);
-    return group ? 0 : 1;
+    return 0;
   }
+  if (!group) throw new UsageError('No command given.');
+  const key = `${group} ${command ?? ''}`.trim();
+  checkCommand(key, words, flags);
   const base = loadConfig();
   // The notifier runs without sending (no poll, nothing pumped): the CLI only reads and rotates secrets.
   const services: Array<'billing' | 'notifier' | 'proxy'> =
@@ -127,11 +160,10 @@ async function main(): Promise<number> {
   );
   const print = (value: unknown, human: () => string) => console.log(json ? JSON.stringify(value, null, 2) : human());
   try {
-    const key = `${group} ${command ?? ''}`.trim();
     switch (key) {
       case 'accounts create': {
         const addons = parseAddons(flag(flags, 'addons', false) ?? '');
-        const created = await call(broker, 'billing.createAccount', { plan: flag(flags, 'plan', false) ?? 'free', addons });
+        const created = await call(broker, 'billing.createAccount', { plan: flag(flags, 'plan', true) as string, addons });
         print(created, () => `account_id:   ${created.account_id}\naccess_token: ${created.access_token}\n(The token is shown only now; store it safely.)`);
         return 0;
       }

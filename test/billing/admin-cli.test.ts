@@ -34,6 +34,34 @@ describe('admin CLI: plans set and plans list', function () {
     }
   });
 
+  it('refuses a flag its command does not take, a word too many and a missing --plan, before doing anything; --help answers 0', async () => {
+    const b = await backendConfig('sqlite', { SERVICES: 'billing' });
+    try {
+      const env = { ...process.env, ...b.env, LOG_LEVEL: 'warn' };
+      const admin = (...args: string[]) =>
+        spawnSync(process.execPath, [path.resolve(__dirname, '..', '..', 'bin', 'admin.js'), ...args], { env, encoding: 'utf8' });
+      for (const [args, says] of [
+        [['accounts', 'create', '--plna', 'paid', '--json'], 'accounts create takes no --plna; its options: --plan, --addons, --json'],
+        [['accounts', 'create', '--json'], '--plan is required'],
+        [['plans', 'set', 'pro', '--screnshots', '5'], 'plans set takes no --screnshots'],
+        [['keys', 'rotate', 'acct1', 'acct2'], 'keys rotate: unexpected "acct2"'],
+        [[], 'No command given.'],
+      ] as Array<[string[], string]>) {
+        const r = admin(...args);
+        expect([r.status, r.stdout], args.join(' ')).to.deep.equal([2, '']);
+        expect(r.stderr, args.join(' ')).to.contain(says).and.contain('Usage: npm run --silent admin');
+      }
+      // Nothing was done: no account made, no plan "pro".
+      expect(JSON.parse(admin('accounts', 'list', '--json').stdout)).to.deep.equal([]);
+      expect(admin('plans', 'list').stdout).to.not.contain('pro');
+      const help = admin('--help');
+      expect(help.status).to.equal(0);
+      expect(help.stdout).to.contain('accounts create --plan <plan>');
+    } finally {
+      await b.cleanup();
+    }
+  });
+
   it('stops on a configuration error without quoting the password in a URL', () => {
     const bad = spawnSync(process.execPath, [path.resolve(__dirname, '..', '..', 'bin', 'admin.js'), 'plans', 'list'], {
       env: { ...process.env, REDIS_URL: 'http://:RedisPw123@127.0.0.1:6379' },
