@@ -153,8 +153,11 @@ describe('web console: accessibility (axe-core) and the keyboard', function () {
     await driver.manage().deleteAllCookies();
     await open('/console/sign-in');
     const actions = () => driver.actions({ async: true });
-    // The key field has the focus; type the key and press Enter.
-    expect(await (await driver.switchTo().activeElement()).getAttribute('id')).to.equal('key');
+    // The key field has the focus (autofocus is applied at the page's first rendering update after
+    // it loads, which a busy machine may not have run yet); type the key and press Enter.
+    const focused = async () => (await driver.switchTo().activeElement()).getAttribute('id');
+    await driver.wait(async () => (await focused()) === 'key', 5_000).catch(() => undefined);
+    expect(await focused()).to.equal('key');
     await actions().sendKeys(key, Key.ENTER).perform();
     await driver.wait(async () => new URL(await driver.getCurrentUrl()).pathname === '/console', 10_000);
     await driver.wait(until.elementLocated(By.css('h1')), 10_000);
