@@ -99,7 +99,7 @@ export const PROXY_ROUTES: RouteDef[] = [
     tag: 'proxies',
     params: KEY_ONLY_PARAMS,
     response: ok({ proxy: TESTED_PROXY_SCHEMA, result: PROXY_TEST_RESULT_SCHEMA }),
-    errors: ['not_found', 'invalid_proxy', ...GATES, ...TEST_FAILURES],
+    errors: ['not_found', 'invalid_proxy', ...GATES, ...TEST_FAILURES, 'secret_unreadable'],
     handler: testProxy,
   }),
   route({

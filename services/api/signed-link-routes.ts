@@ -232,7 +232,7 @@ export function signedLinkRoutes(store: FileStore, policy: TargetPolicy, timing:
       tag: 'signed links',
       params: KEY_ONLY_PARAMS,
       response: ok(SIGNING_SECRET_SCHEMA.properties),
-      errors: ['invalid_parameter', 'secrets_not_configured'],
+      errors: ['invalid_parameter', 'secrets_not_configured', 'secret_unreadable'],
       handler: async (ctx) => ({ success: true, ...(await call(ctx.broker, 'billing.linkSecret', { accountId: ctx.account.accountId })) }),
     }),
     route({
@@ -255,7 +255,7 @@ export function signedLinkRoutes(store: FileStore, policy: TargetPolicy, timing:
       tag: 'signed links',
       params: SIGNED_LINK_PARAMS,
       response: ok(SIGNED_LINK_SCHEMA.properties),
-      errors: ['invalid_parameter', 'secrets_not_configured'],
+      errors: ['invalid_parameter', 'secrets_not_configured', 'secret_unreadable'],
       handler: async (ctx) => {
         const account = ctx.account.accountId;
         const { expires } = ctx.params;

@@ -64,7 +64,7 @@ export const WEBHOOK_ROUTES: RouteDef[] = [
     tag: 'webhooks',
     params: KEY_ONLY_PARAMS,
     response: ok({ secret: Type.String() }),
-    errors: ['invalid_parameter', 'secrets_not_configured'],
+    errors: ['invalid_parameter', 'secrets_not_configured', 'secret_unreadable'],
     handler: async (ctx) => ({ success: true, ...(await call(ctx.broker, 'notifier.webhookSecret', { accountId: ctx.account.accountId })) }),
   }),
   route({

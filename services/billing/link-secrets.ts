@@ -14,7 +14,10 @@ export class LinkSecrets {
   private readonly secrets: RotatingSecrets;
 
   constructor(db: Knex, box: SecretBox, now: () => number) {
-    this.secrets = new RotatingSecrets(db, box, now, 'link_signing_secrets', newLinkSecret, LINK_ROTATION_OVERLAP_MS);
+    this.secrets = new RotatingSecrets(db, box, now, 'link_signing_secrets', newLinkSecret, LINK_ROTATION_OVERLAP_MS, {
+      what: "The account's link signing secret",
+      storeAgain: 'make a new one with POST /signing_secret/rotate (links signed with the old one stop working)',
+    });
   }
 
   /** The account's current secret (made on first use). */

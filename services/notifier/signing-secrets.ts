@@ -12,7 +12,10 @@ export class SigningSecrets {
   private readonly secrets: RotatingSecrets;
 
   constructor(db: Knex, box: SecretBox, now: () => number) {
-    this.secrets = new RotatingSecrets(db, box, now, 'webhook_secrets', newSigningSecret, ROTATION_OVERLAP_MS);
+    this.secrets = new RotatingSecrets(db, box, now, 'webhook_secrets', newSigningSecret, ROTATION_OVERLAP_MS, {
+      what: "The account's webhook signing secret",
+      storeAgain: 'make a new one with POST /webhook_secret/rotate and give it to your receivers',
+    });
   }
 
   /** The account's secrets that sign now (the current one is made when the account has none). */

@@ -137,8 +137,25 @@ export class StorageDestinations {
     return row;
   }
 
+  /** Its record; a GCS key sealed under another SECRETS_KEY shows no client_email (using it says why). */
   private async record(row: DestinationRow): Promise<StorageDestinationRecord> {
-    return destinationRecord(row, row.type === 'gcs' ? clientEmailOf(this.deps.secrets.open(row.secret_encrypted)) : null);
+    let clientEmail: string | null = null;
+    if (row.type === 'gcs') {
+      try {
+        clientEmail = clientEmailOf(this.openSecret(row));
+      } catch (err) {
+        if ((err as { type?: string }).type !== 'secret_unreadable') throw err;
+      }
+    }
+    return destinationRecord(row, clientEmail);
+  }
+
+  private openSecret(row: DestinationRow): string {
+    return this.deps.secrets.open(
+      row.secret_encrypted,
+      `The credentials stored for storage destination "${row.name}"`,
+      `create it again (DELETE, then POST /storage_destinations)`,
+    );
   }
 
   private fieldsOf(row: DestinationRow): DestinationFields {
@@ -149,7 +166,7 @@ export class StorageDestinations {
       region: row.region,
       bucket: row.bucket,
       access_key_id: row.access_key_id,
-      secret: this.deps.secrets.open(row.secret_encrypted),
+      secret: this.openSecret(row),
     };
   }
 

@@ -157,7 +157,13 @@ export class Proxies {
       if (admission.unresolvable) throw serviceError('proxy_host_not_found', `The proxy's host ${row.host} ${admission.reason}.`);
       throw serviceError('invalid_proxy', `host: ${row.host} ${admission.reason}; proxies at private or internal addresses are refused.`);
     }
-    const password = row.password_encrypted ? this.secrets.open(row.password_encrypted) : null;
+    const password = row.password_encrypted
+      ? this.secrets.open(
+          row.password_encrypted,
+          `The password stored for proxy ${row.id}`,
+          `store the proxy again with PUT /proxies (id ${row.id}, with its password)`,
+        )
+      : null;
     return upstreamUrl(row, admission.address, password);
   }
 

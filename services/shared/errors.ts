@@ -20,6 +20,8 @@ export const ERROR_STATUS = {
   // input
   invalid_parameter: 400,
   not_found: 404,
+  /** A stored secret (a proxy's password, a destination's credentials, a signing secret) sealed under another SECRETS_KEY: store it again. */
+  secret_unreadable: 412,
   /** A PATCH whose configuration another request changed while it was checked (the api tries again first). */
   configuration_changed: 409,
   payload_too_large: 413,

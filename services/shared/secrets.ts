@@ -128,8 +128,21 @@ export class SecretBox {
     return encryptSecret(plain, this.currentKey());
   }
 
-  /** Throws when the key cannot open it (the deployment's key changed since it was sealed). */
-  open(sealed: string): string {
-    return decryptSecret(sealed, this.currentKey());
+  /**
+   * Opens a sealed secret. One sealed under another key (SECRETS_KEY changed since) cannot be
+   * read: 412 secret_unreadable, whose note says what it is and how to store it again (`what`,
+   * `storeAgain`), never a 500.
+   */
+  open(sealed: string, what = 'A secret stored on this server', storeAgain = 'store it again'): string {
+    const key = this.currentKey();
+    try {
+      return decryptSecret(sealed, key);
+    } catch {
+      throw serviceError(
+        'secret_unreadable',
+        `${what} can no longer be read: it was sealed under another SECRETS_KEY than the server runs with now. ${storeAgain[0]?.toUpperCase()}${storeAgain.slice(1)} ` +
+          '(or ask the operator to restore the key it was stored under).',
+      );
+    }
   }
 }

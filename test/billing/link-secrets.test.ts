@@ -95,4 +95,24 @@ describe('link signing secrets', () => {
     expect(await secrets.verify('acct_2', Q, old)).to.equal(false);
     expect(await secrets.verify('acct_2', Q, linkSignature(rotated.secret, Q))).to.equal(true);
   });
+
+  it('a secret sealed under another SECRETS_KEY answers 412 secret_unreadable saying how to make a new one; a rotation makes one, the old left out', async () => {
+    await secrets.current('acct_key_changed');
+    const dir = (await migratedSqlite()).dir;
+    const otherKey = new LinkSecrets(
+      db,
+      new SecretBox({ secretsKey: 'cd'.repeat(32), dataDir: dir, database: { client: 'better-sqlite3', filename: ':memory:' } }),
+      () => clock.now,
+    );
+    const err = await otherKey.current('acct_key_changed').then(
+      () => null,
+      (e: { type: string; code: number; message: string }) => e,
+    );
+    expect(err).to.include({ type: 'secret_unreadable', code: 412 });
+    expect(err?.message).to.contain("The account's link signing secret can no longer be read").and.contain('POST /signing_secret/rotate');
+    // The rotation opens nothing old; the new secret works, and the old one (unreadable) is not among those that verify.
+    const rotated = await otherKey.rotate('acct_key_changed', false);
+    expect(await otherKey.current('acct_key_changed')).to.equal(rotated.secret);
+    expect(await otherKey.verify('acct_key_changed', Q, linkSignature(rotated.secret, Q))).to.equal(true);
+  });
 });

@@ -50,4 +50,16 @@ describe('SecretBox', () => {
     expect(err.message).to.contain('SECRETS_KEY');
     expect(errorOf(() => box.open('v1:a:b:c')).type).to.equal('secrets_not_configured');
   });
+
+  it('a secret sealed under another key answers 412 secret_unreadable, saying what it is and how to store it again', () => {
+    const sealed = new SecretBox(loadConfig({ DATA_DIR: dir, SECRETS_KEY: 'cd'.repeat(32) })).seal('proxy-password');
+    const other = new SecretBox(loadConfig({ DATA_DIR: dir, SECRETS_KEY: 'ef'.repeat(32) }));
+    const err = errorOf(() => other.open(sealed, 'The password stored for proxy 3', 'store the proxy again with PUT /proxies'));
+    expect(err).to.include({ type: 'secret_unreadable', code: 412 });
+    expect(err.message).to.equal(
+      'The password stored for proxy 3 can no longer be read: it was sealed under another SECRETS_KEY than the server runs with now. ' +
+        'Store the proxy again with PUT /proxies (or ask the operator to restore the key it was stored under).',
+    );
+    expect(errorOf(() => other.open('not-sealed')).type).to.equal('secret_unreadable');
+  });
 });
