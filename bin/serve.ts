@@ -23,10 +23,12 @@ const START_STOP_MS = 30_000;
  */
 async function withPortPicked(env: NodeJS.ProcessEnv): Promise<NodeJS.ProcessEnv> {
   if (env.PORT?.trim() !== '0' || env.BASE_URL) return env;
+  // Read (and checked) as the service reads it: a bad HOST is a configuration error here too.
+  const { host } = loadConfig(env);
   const probe = net.createServer();
   await new Promise<void>((resolve, reject) => {
     probe.once('error', reject);
-    probe.listen(0, env.HOST?.trim() || '0.0.0.0', resolve);
+    probe.listen(0, host, resolve);
   });
   const { port } = probe.address() as net.AddressInfo;
   await new Promise((resolve) => probe.close(resolve));

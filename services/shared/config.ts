@@ -3,6 +3,7 @@
  * start-up and the result is frozen; a bad value stops the process with a message that
  * names the variable. Both running modes (embedded and full stack) come from here.
  */
+import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -168,7 +169,7 @@ export interface Config {
     extraArgs: string[];
     /** The egress gateway every browser context uses as its proxy (DESIGN section 5); null when EGRESS_GATEWAY=off. */
     gateway: GatewayConfig | null;
-    /** DNS servers the egress policy asks (EGRESS_DNS_SERVERS, host or host:port, comma separated); empty: the system resolver. */
+    /** DNS servers the egress policy asks (EGRESS_DNS_SERVERS: IP addresses, each with or without a port, comma separated); empty: the system resolver. */
     dnsServers: string[];
     /** Addresses or CIDR ranges the egress policy lets through although private (EGRESS_ALLOW_ADDRESSES): an internal site meant to be captured. */
     allowAddresses: string[];
@@ -239,10 +240,21 @@ function url(env: Env, name: string, protocols: string[]): string | null {
   return raw.replace(/\/+$/, '');
 }
 
-/** CHROME_EXTRA_ARGS: a JSON array of flags (for flags containing spaces), or flags separated by spaces. */
+/**
+ * An address to listen on (HOST, EGRESS_GATEWAY_BIND): an IP address, or localhost. Any other
+ * name would be looked up when the server starts, and a name that does not resolve would fail
+ * there without naming the variable (or, for the gateway, keep the instance unready for good).
+ */
+function bindAddress(env: Env, name: string, fallback: string): string {
+  const raw = str(env, name);
+  if (raw === null) return fallback;
+  if (net.isIP(raw) || raw.toLowerCase() === 'localhost') return raw;
+  throw new ConfigError(`${name} must be an IP address to listen on (such as 0.0.0.0, 127.0.0.1 or ::) or localhost, got "${raw}"`);
+}
+
 function gatewayConfig(env: Env): GatewayConfig | null {
   if (!bool(env, 'EGRESS_GATEWAY', true)) return null;
-  const bindHost = str(env, 'EGRESS_GATEWAY_BIND') ?? '127.0.0.1';
+  const bindHost = bindAddress(env, 'EGRESS_GATEWAY_BIND', '127.0.0.1');
   // Listening on every interface: the browsers are elsewhere (Grid nodes), and reach this
   // instance by its host name unless told otherwise (in Docker, the container's host name is
   // its short id, which the network resolves, one per scaled instance).
@@ -255,7 +267,6 @@ function gatewayConfig(env: Env): GatewayConfig | null {
   };
 }
 
-/** MCP_INTROSPECTION_CLIENT_ID and _SECRET: both or neither. No message here may quote the secret. */
 /** The proxies whose forwarding headers are believed: by default those on loopback and private networks (an ingress, a sidecar), never a client on the internet. */
 export const DEFAULT_TRUST_PROXY = 'loopback,linklocal,uniquelocal';
 
@@ -263,13 +274,27 @@ function trustProxy(env: Env): Config['trustProxy'] {
   const raw = str(env, 'TRUST_PROXY') ?? DEFAULT_TRUST_PROXY;
   if (raw === 'true' || raw === 'false') return raw === 'true';
   const entries = raw.split(',').map((e) => e.trim());
-  const bad = entries.find((e) => !/^(loopback|linklocal|uniquelocal|[0-9a-fA-F.:]+(\/\d{1,3})?)$/.test(e));
-  if (bad !== undefined) {
-    throw new ConfigError(`TRUST_PROXY: "${bad}" is not an address, a CIDR, loopback, linklocal or uniquelocal; or use true or false`);
+  for (const e of entries) {
+    if (e === 'loopback' || e === 'linklocal' || e === 'uniquelocal') continue;
+    // Express's hop count: proxy-addr would read it as an address (1 is 0.0.0.1) and trust no actual proxy.
+    if (/^\d+$/.test(e)) {
+      throw new ConfigError(
+        `TRUST_PROXY: "${e}" is a number, and hop counts are not supported; list the proxies' addresses or CIDRs (e.g. 10.0.0.0/8), or loopback, linklocal, uniquelocal`,
+      );
+    }
+    const [address = '', bits, ...more] = e.split('/');
+    const family = net.isIP(address);
+    // proxy-addr takes prefix lengths from 1 (a /0 is everyone: true).
+    if (!family || more.length > 0 || (bits !== undefined && (!/^\d{1,3}$/.test(bits) || Number(bits) < 1 || Number(bits) > (family === 6 ? 128 : 32)))) {
+      throw new ConfigError(
+        `TRUST_PROXY: "${e}" is not an IP address, a CIDR (prefix 1 to 32 for IPv4, 1 to 128 for IPv6), loopback, linklocal or uniquelocal; or use true or false`,
+      );
+    }
   }
   return entries.join(',');
 }
 
+/** MCP_INTROSPECTION_CLIENT_ID and _SECRET: both or neither. No message here may quote the secret. */
 function introspectionClient(env: Env): Config['introspectionClient'] {
   const id = str(env, 'MCP_INTROSPECTION_CLIENT_ID');
   const secret = str(env, 'MCP_INTROSPECTION_CLIENT_SECRET');
@@ -306,6 +331,73 @@ function addressRanges(env: Env, name: string): string[] {
   return ranges;
 }
 
+/**
+ * EGRESS_DNS_SERVERS: IP addresses, each with or without a port (10.0.0.2, 10.0.0.2:53, fd00::53,
+ * [fd00::53]:53), as dns.Resolver's setServers takes them: it takes no names (the resolver
+ * would need DNS to find its DNS server), and a port 0 aborts the process.
+ */
+function dnsServers(env: Env): string[] {
+  const servers = list(env, 'EGRESS_DNS_SERVERS');
+  for (const s of servers) {
+    if (net.isIP(s)) continue;
+    const m = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(s) ?? /^([^:[\]]+):(\d{1,5})$/.exec(s);
+    const family = m ? net.isIP(m[1] as string) : 0;
+    const port = m?.[2] === undefined ? 53 : Number(m[2]);
+    if (!m || family !== (s.startsWith('[') ? 6 : 4) || port < 1 || port > 65535) {
+      throw new ConfigError(
+        `EGRESS_DNS_SERVERS: "${s}" is not an IP address, with or without a port (e.g. 10.0.0.2, 10.0.0.2:5353 or [fd00::53]:53); host names cannot be used`,
+      );
+    }
+  }
+  return servers;
+}
+
+/**
+ * TRANSPORTER: the NATS server(s) the processes meet at, nats://host:port, several separated by
+ * commas (a cluster). NATS is the transporter this project installs and tests; Moleculer would
+ * refuse anything else only when the broker starts, with a stack trace naming no variable.
+ */
+function transporter(env: Env): string | null {
+  const raw = str(env, 'TRANSPORTER');
+  if (raw === null) return null;
+  for (const part of raw.split(',').map((p) => p.trim())) {
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(part);
+    } catch {
+      parsed = null;
+    }
+    if (parsed === null || parsed.protocol !== 'nats:' || parsed.hostname === '') {
+      throw new ConfigError(`TRANSPORTER must be a NATS address, nats://host:port (several separated by commas), got ${quoted(raw)}`);
+    }
+  }
+  return raw;
+}
+
+/**
+ * CHROME_BIN or CHROMEDRIVER_BIN as set, when this process starts them itself (embedded mode
+ * with the capture service): a file it may run. Unset, the defaults are not checked here (the
+ * setup script installs them); a path that is wrong would otherwise keep every browser slot
+ * failing, the instance never ready, with no line naming the path.
+ */
+function executableFile(env: Env, name: string, what: string): void {
+  const file = str(env, name);
+  if (file === null) return;
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(file);
+  } catch {
+    throw new ConfigError(`${name}: there is no ${what} at "${file}"; set it to the ${what}'s path, or unset it for the default`);
+  }
+  if (!stat.isFile()) throw new ConfigError(`${name}: "${file}" is not a file; set it to the ${what}'s path, or unset it for the default`);
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+  } catch {
+    throw new ConfigError(`${name}: "${file}" is not executable by this process; set it to the ${what}'s path, or unset it for the default`);
+  }
+}
+
+/** CHROME_EXTRA_ARGS: a JSON array of flags (for flags containing spaces), or flags separated by spaces. */
 function chromeArgs(env: Env): string[] {
   const raw = str(env, 'CHROME_EXTRA_ARGS');
   if (raw === null) return [];
@@ -453,11 +545,16 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   const opsPort = str(env, 'OPS_PORT') === null ? null : int(env, 'OPS_PORT', 0, 0, 65535);
   const sessions = int(env, 'CAPTURE_SESSIONS', 2, 1, 256);
   const webhookConcurrency = int(env, 'WEBHOOK_CONCURRENCY', 8, 1, 256);
+  // On a Grid, CHROME_BIN is a path on the nodes and ChromeDriver is theirs: nothing here to check.
+  if (seleniumUrl === null && services.includes('capture')) {
+    executableFile(env, 'CHROME_BIN', 'browser');
+    executableFile(env, 'CHROMEDRIVER_BIN', 'ChromeDriver');
+  }
   const config: Config = {
     port,
     opsPort,
     stopOnStdinEnd: bool(env, 'STOP_ON_STDIN_END', false),
-    host: str(env, 'HOST') ?? '0.0.0.0',
+    host: bindAddress(env, 'HOST', '0.0.0.0'),
     baseUrl,
     cdnUrl: url(env, 'CDN_URL', ['http:', 'https:']) ?? `${baseUrl}/cdn`,
     appUrl: url(env, 'APP_URL', ['http:', 'https:']) ?? baseUrl,
@@ -466,7 +563,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     migrateOnStart: bool(env, 'MIGRATE_ON_START', database.client === 'better-sqlite3'),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisPrefix: str(env, 'REDIS_PREFIX') ?? 'snap:',
-    transporter: str(env, 'TRANSPORTER'),
+    transporter: transporter(env),
     namespace: str(env, 'NAMESPACE') ?? '',
     nodeId: str(env, 'NODE_ID'),
     services: services as ServiceName[],
@@ -527,7 +624,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       gridCdp: gridCdpOf(env),
       extraArgs: chromeArgs(env),
       gateway: gatewayConfig(env),
-      dnsServers: list(env, 'EGRESS_DNS_SERVERS'),
+      dnsServers: dnsServers(env),
       allowAddresses: addressRanges(env, 'EGRESS_ALLOW_ADDRESSES'),
     },
   };

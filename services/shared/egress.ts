@@ -20,7 +20,7 @@ export { isBlockedAddress };
 /** What `admit` decides about a host: the one address to connect to, or why not. */
 export type Admission = { allowed: true; address: string; family: 4 | 6 } | { allowed: false; reason: string; address: string | null; unresolvable?: boolean };
 
-/** Resolves names with the given DNS servers (host or host:port), A and AAAA records. */
+/** Resolves names with the given DNS servers (IP addresses, each with or without a port: EGRESS_DNS_SERVERS), A and AAAA records. */
 export function resolverLookup(servers: string[], timeoutMs = 5_000): (host: string) => Promise<string[]> {
   const resolver = new dns.Resolver({ timeout: timeoutMs, tries: 2 });
   resolver.setServers(servers);

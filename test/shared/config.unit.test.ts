@@ -1,5 +1,8 @@
 import { expect } from 'chai';
+import dns from 'node:dns';
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { loadConfig, loadMcpStdioConfig } from '../../services/shared/config';
 
 describe('config', () => {
@@ -50,7 +53,101 @@ describe('config', () => {
     expect(loadConfig({}).capture.chromeBin).to.equal('/usr/bin/chromium-headless-shell');
     expect(loadConfig({ SELENIUM_URL: 'http://hub:4444' }).capture.chromeBin).to.equal(null);
     expect(loadConfig({ SELENIUM_URL: 'http://hub:4444', CHROME_BIN: '/opt/chrome/chrome' }).capture.chromeBin).to.equal('/opt/chrome/chrome');
-    expect(loadConfig({ CHROME_BIN: '/usr/bin/chromium' }).capture.chromeBin).to.equal('/usr/bin/chromium');
+    expect(loadConfig({ CHROME_BIN: process.execPath }).capture.chromeBin).to.equal(process.execPath);
+  });
+
+  describe('CHROME_BIN and CHROMEDRIVER_BIN, when set for browsers this process starts', () => {
+    let dir: string;
+    before(() => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'config-bins-'));
+      fs.writeFileSync(path.join(dir, 'not-executable'), '#!/bin/sh\n', { mode: 0o644 });
+    });
+    after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+    for (const name of ['CHROME_BIN', 'CHROMEDRIVER_BIN'] as const) {
+      it(`stops with a message naming ${name} when the file is missing, a folder or not executable`, () => {
+        expect(() => loadConfig({ [name]: '/nonexistent/chrome' })).to.throw(new RegExp(`^${name}: there is no \\w+ at "/nonexistent/chrome"`));
+        expect(() => loadConfig({ [name]: dir })).to.throw(`${name}: "${dir}" is not a file`);
+        // Without an execute bit, not even root may run it.
+        expect(() => loadConfig({ [name]: path.join(dir, 'not-executable') })).to.throw(`${name}: "${path.join(dir, 'not-executable')}" is not executable`);
+        expect(loadConfig({ [name]: process.execPath }).capture).to.include(
+          name === 'CHROME_BIN' ? { chromeBin: process.execPath } : { chromedriverBin: process.execPath },
+        );
+      });
+    }
+
+    it('leaves the defaults and paths used elsewhere unchecked: unset, on a Grid, or in a process without capture', () => {
+      expect(loadConfig({}).capture.chromedriverBin).to.equal('/usr/bin/chromedriver');
+      expect(
+        loadConfig({ SELENIUM_URL: 'http://hub:4444', CHROME_BIN: '/opt/chrome/chrome', CHROMEDRIVER_BIN: '/nonexistent/chromedriver' }).capture.chromeBin,
+      ).to.equal('/opt/chrome/chrome');
+      expect(loadConfig({ SERVICES: 'api,billing', CHROME_BIN: '/nonexistent/chrome' }).capture.chromeBin).to.equal('/nonexistent/chrome');
+    });
+  });
+
+  it('refuses a TRUST_PROXY entry that is not an address, a CIDR within its family, or a named range, and a hop count', () => {
+    expect(loadConfig({}).trustProxy).to.equal('loopback,linklocal,uniquelocal');
+    expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).to.equal(true);
+    expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).to.equal(false);
+    expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,203.0.113.7,fd00::/8,::1,2001:db8::/128' }).trustProxy).to.equal(
+      'loopback,10.0.0.0/8,203.0.113.7,fd00::/8,::1,2001:db8::/128',
+    );
+    for (const bad of ['cafe', 'dead:beef:cafe', '10.0.0.0/99', '10.0.0.0/33', '10.0.0.0/0', 'fd00::/129', '10.0.0.1/8/8', '999.1.1.1', 'proxy.internal']) {
+      expect(() => loadConfig({ TRUST_PROXY: bad }), bad).to.throw(`TRUST_PROXY: "${bad}" is not an IP address, a CIDR`);
+    }
+    expect(() => loadConfig({ TRUST_PROXY: '1' })).to.throw('TRUST_PROXY: "1" is a number, and hop counts are not supported');
+    expect(() => loadConfig({ TRUST_PROXY: 'loopback,2' })).to.throw("hop counts are not supported; list the proxies' addresses");
+  });
+
+  it('listens (HOST, EGRESS_GATEWAY_BIND) on an IP address or localhost, and stops naming the variable otherwise', () => {
+    expect(loadConfig({}).host).to.equal('0.0.0.0');
+    for (const host of ['127.0.0.1', '::', '::1', 'localhost']) {
+      expect(loadConfig({ HOST: host }).host).to.equal(host);
+      expect(loadConfig({ EGRESS_GATEWAY_BIND: host }).capture.gateway?.bindHost).to.equal(host);
+    }
+    for (const bad of ['not_a_host', '999.1.1.1', 'example.com', '[::1]']) {
+      expect(() => loadConfig({ HOST: bad }), bad).to.throw(
+        `HOST must be an IP address to listen on (such as 0.0.0.0, 127.0.0.1 or ::) or localhost, got "${bad}"`,
+      );
+      expect(() => loadConfig({ EGRESS_GATEWAY_BIND: bad }), bad).to.throw(`EGRESS_GATEWAY_BIND must be an IP address to listen on`);
+    }
+    // Off, the gateway's bind address is not read.
+    expect(loadConfig({ EGRESS_GATEWAY: 'off', EGRESS_GATEWAY_BIND: '999.1.1.1' }).capture.gateway).to.equal(null);
+  });
+
+  it("takes EGRESS_DNS_SERVERS as IP addresses with or without a port, as the resolver's setServers does, and refuses names", () => {
+    const good = ['10.0.0.2', '10.0.0.2:5353', 'fd00::53', '[fd00::53]', '[fd00::53]:53', '127.0.0.1:65535'];
+    const servers = loadConfig({ EGRESS_DNS_SERVERS: good.join(', ') }).capture.dnsServers;
+    expect(servers).to.deep.equal(good);
+    expect(() => new dns.Resolver().setServers(servers)).not.to.throw();
+    for (const bad of [
+      'localhost',
+      'dns.internal:53',
+      '999.1.1.1',
+      '10.0.0.2:0',
+      '10.0.0.2:65536',
+      '10.0.0.2:',
+      'fd00::53:99999',
+      '[10.0.0.2]:53',
+      '[fd00::53]:0',
+    ]) {
+      expect(() => loadConfig({ EGRESS_DNS_SERVERS: `10.0.0.2,${bad}` }), bad).to.throw(
+        `EGRESS_DNS_SERVERS: "${bad}" is not an IP address, with or without a port`,
+      );
+    }
+  });
+
+  it('takes TRANSPORTER as one or several nats:// addresses, and stops naming it otherwise (without quoting a password)', () => {
+    expect(loadConfig({ TRANSPORTER: 'nats://127.0.0.1:4222' }).transporter).to.equal('nats://127.0.0.1:4222');
+    expect(loadConfig({ TRANSPORTER: 'nats://user:pw@nats-1:4222,nats://user:pw@nats-2:4222' }).transporter).to.equal(
+      'nats://user:pw@nats-1:4222,nats://user:pw@nats-2:4222',
+    );
+    for (const bad of ['bogus', 'nast://127.0.0.1:4222', 'redis://127.0.0.1:6379', 'NATS', 'nats://', 'nats://127.0.0.1:4222,tcp://x']) {
+      expect(() => loadConfig({ TRANSPORTER: bad }), bad).to.throw('TRANSPORTER must be a NATS address, nats://host:port (several separated by commas)');
+    }
+    expect(() => loadConfig({ TRANSPORTER: 'nast://app:S3cretPw@nats:4222' }))
+      .to.throw('"nast://[REDACTED]@nats:4222"')
+      .that.satisfies((e: Error) => !e.message.includes('S3cretPw'));
   });
 
   it("leaves the AI providers at their SDKs' public endpoints and AI calls at 60 s unless told otherwise", () => {
