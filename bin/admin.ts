@@ -214,6 +214,10 @@ async function main(): Promise<number> {
         const number = (name: string) => {
           const raw = flag(flags, name, false);
           if (raw !== undefined && !/^\d+$/.test(raw)) throw new UsageError(`--${name} must be a whole number, got "${raw}"`);
+          // Beyond 2^53 a number is no longer held exactly: it would be stored rounded.
+          if (raw !== undefined && !Number.isSafeInteger(Number(raw))) {
+            throw new UsageError(`--${name} is too large: at most ${Number.MAX_SAFE_INTEGER}, got ${raw}`);
+          }
           return raw === undefined ? undefined : Number(raw);
         };
         const paidFlag = flag(flags, 'paid', false);

@@ -88,6 +88,7 @@ export class AccountRepository {
     }
     for (const { field, min, max } of PLAN_NUMBERS) {
       const v = plan[field];
+      if (v !== undefined && Number.isInteger(v) && v > max) throw serviceError('invalid_parameter', `${field} is too large: at most ${max}.`);
       if (v !== undefined && (!Number.isInteger(v) || v < min || v > max)) {
         throw serviceError('invalid_parameter', `${field} must be a whole number from ${min}${max === Number.MAX_SAFE_INTEGER ? ' up' : ` to ${max}`}.`);
       }

@@ -78,6 +78,7 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
       expect((await refused({ max_concurrent: 0 })).message).to.equal('max_concurrent must be a whole number from 1 to 10000.');
       expect((await refused({ max_queued: -1 })).message).to.equal('max_queued must be a whole number from 0 to 10000.');
       expect((await refused({ max_queued: 1.5 })).type).to.equal('invalid_parameter');
+      expect((await refused({ screenshot_limit: 1e20 })).message).to.equal('screenshot_limit is too large: at most 9007199254740991.');
       const missing = await repo.upsertPlan({ name: 'nothing', max_concurrent: 2 }).catch((e) => e);
       expect(missing.message).to.equal('A new plan needs screenshot_limit (there is no plan "nothing" yet).');
       expect((await repo.plan('team')).max_concurrent).to.equal(4);

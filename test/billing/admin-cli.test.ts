@@ -29,6 +29,16 @@ describe('admin CLI: plans set and plans list', function () {
       });
       expect(zero.status).to.equal(2);
       expect(zero.stderr).to.contain('max_concurrent must be a whole number from 1 to 10000.');
+      const huge = spawnSync(
+        process.execPath,
+        [path.resolve(__dirname, '..', '..', 'bin', 'admin.js'), 'plans', 'set', 'paid', '--screenshots', '99999999999999999999'],
+        {
+          env: { ...process.env, ...env },
+          encoding: 'utf8',
+        },
+      );
+      expect(huge.status).to.equal(2);
+      expect(huge.stderr).to.contain('--screenshots is too large: at most 9007199254740991, got 99999999999999999999');
     } finally {
       await b.cleanup();
     }
