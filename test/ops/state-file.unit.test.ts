@@ -1,6 +1,7 @@
 /**
  * stack.json is rewritten every second while other commands read it: a reader in another
  * process, reading as fast as it can while the file is rewritten, never finds it cut short.
+ * It holds the run's SECRETS_KEY and DATABASE_URL: only its owner may read it.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -41,5 +42,22 @@ describe('the stack state file', function () {
     expect(reads, 'reads made').to.be.greaterThan(1000);
     expect(writes, 'writes made').to.be.greaterThan(100);
     expect(bad, `of ${reads} reads during ${writes} writes`).to.equal(0);
+  });
+
+  it('is readable and writable by its owner only (0600), also where it replaces a file anyone could read', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'state-file-'));
+    const file = path.join(dir, 'stack.json');
+    const umask = process.umask(0o022);
+    try {
+      fs.writeFileSync(file, '{}', { mode: 0o644 });
+      writeStateFile(file, { env: { SECRETS_KEY: 'k' } });
+      expect(fs.statSync(file).mode & 0o777).to.equal(0o600);
+      writeStateFile(file, { env: { SECRETS_KEY: 'k2' } });
+      expect(fs.statSync(file).mode & 0o777).to.equal(0o600);
+      expect(fs.readdirSync(dir)).to.deep.equal(['stack.json']);
+    } finally {
+      process.umask(umask);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
