@@ -5,18 +5,22 @@
  *   npm run stack -- stop          stop it; no process is left behind
  *   npm run stack -- status        what runs, with process ids
  *   npm run stack -- admin ARGS    the admin CLI against the stack's database (accounts create ...)
- *   npm run stack -- run           in the foreground, until Ctrl-C
+ *   npm run stack -- run           in the foreground, until Ctrl-C (status, admin and stop work with it too)
  *
  * Settings (environment): STACK_DIR (data/stack), STACK_PORT (3000), STACK_MYSQL_URL,
  * STACK_REDIS_URL, STACK_NATS_URL, STACK_CAPTURE_INSTANCES (2), STACK_SCHEDULERS (2),
  * STACK_GRID_NODES (2), STACK_CAPTURE_SESSIONS (2); any other variable of the service
  * (ALLOW_PRIVATE_NETWORKS, EGRESS_ALLOW_ADDRESSES, SERVICE_AI_*, LOG_LEVEL, GRID_CDP, ...) is passed
- * to every service process.
+ * to every service process. A setting that cannot be used is refused before anything starts (exit 2).
+ *
+ * stack.json (mode 0600: it holds the run's SECRETS_KEY and DATABASE_URL) names the running
+ * supervisor; one whose supervisor died without stopping (SIGKILL, the OOM killer) is cleared
+ * by the next `stop` or start, which drop the run's database it names.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { STACK_DEFAULTS, Stack, type StackOptions } from '../ops/stack';
+import { STACK_DEFAULTS, Stack, type StackOptions, dropStackDatabase, stackDatabaseName } from '../ops/stack';
 import { writeStateFile } from '../ops/state-file';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -28,6 +32,8 @@ interface State {
   pid: number;
   url: string;
   ready: boolean;
+  /** The run's database URL, from the moment it is made (dropped by whoever finds the supervisor gone). */
+  database?: string;
   env?: Record<string, string>;
   processes?: Record<string, number>;
   grid?: { url: string; pids: number[] };
@@ -37,18 +43,20 @@ interface State {
 function positive(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1) fail(`${name} must be a whole number of at least 1, got "${raw}"`);
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) fail(`${name} must be a whole number of at least 1, got "${raw}"`, 2);
   return Number(raw);
 }
 
-function fail(message: string): never {
+/** Prints the message and exits: 2 for a setting that cannot be used (as the service's and the admin CLI's configuration errors), else 1. */
+function fail(message: string, code = 1): never {
   console.error(message);
-  process.exit(1);
+  process.exit(code);
 }
 
+/** The stack's settings from the environment; exits 2 with the first that cannot be used. */
 function options(): StackOptions {
   const port = process.env.STACK_PORT ?? String(STACK_DEFAULTS.port);
-  if (!/^\d+$/.test(port) || Number(port) > 65535) fail(`STACK_PORT must be a port number, got "${port}"`);
+  if (!/^\d+$/.test(port) || Number(port) > 65535) fail(`STACK_PORT must be a port number, got "${port}"`, 2);
   return {
     ...STACK_DEFAULTS,
     dir: DIR,
@@ -99,25 +107,71 @@ function groupMembers(pgid: number): number[] {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The supervisor: runs the stack until SIGTERM or SIGINT, keeping stack.json up to date. */
-async function supervise(): Promise<void> {
+/**
+ * What a supervisor that died without stopping the stack (SIGKILL, the OOM killer) left: its
+ * state file, and its run's database (its services and Grid stop themselves). Drops the
+ * database the state file names, only if it is one the stack made (snapstack_…), removes the
+ * file, and says so in one line. Exits 1, keeping the file, if the database cannot be dropped.
+ */
+async function clearStale(state: State): Promise<void> {
+  const url = state.database ?? state.env?.DATABASE_URL;
+  const name = url ? stackDatabaseName(url) : null;
+  let dropped = 'no database to drop';
+  if (url && name) {
+    try {
+      await dropStackDatabase(url);
+      dropped = `dropped its database ${name}`;
+    } catch (err) {
+      fail(
+        `The stack's supervisor (pid ${state.pid}) is gone, and its database ${name} could not be dropped: ${(err as Error).message}; run npm run stack -- stop again once MariaDB answers (${STATE} is kept)`,
+      );
+    }
+  } else if (url) {
+    dropped = 'its database is not one the stack made, so it is left';
+  }
+  fs.rmSync(STATE, { force: true });
+  console.log(`The stack's supervisor (pid ${state.pid}) had gone without stopping it: ${dropped}, removed ${STATE}.`);
+}
+
+/**
+ * The supervisor: runs the stack until SIGTERM or SIGINT, keeping stack.json up to date.
+ * `foreground` (npm run stack -- run): its output is the terminal's, and a stack that does
+ * not start is said there (the background supervisor leaves it in stack.json for `start`).
+ */
+async function supervise(foreground: boolean): Promise<void> {
   const write = (s: State) => writeStateFile(STATE, s);
   const opts = options();
+  fs.mkdirSync(DIR, { recursive: true, mode: 0o700 });
   let stack: Stack | null = null;
+  let database: string | undefined;
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
     stopping = true;
     await stack?.stop();
+    // Stopped while it started: the run's database, if made, goes (what else started stops itself with this process).
+    if (!stack && database) await dropStackDatabase(database).catch((err) => opts.log(`[stack] its database was not dropped: ${err.message}`));
     fs.rmSync(STATE, { force: true });
     process.exit(0);
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  write({ pid: process.pid, url: `http://127.0.0.1:${opts.port}`, ready: false });
+  const starting = (): State => ({ pid: process.pid, url: `http://127.0.0.1:${opts.port}`, ready: false, database });
+  write(starting());
   try {
-    stack = await Stack.start(opts);
+    stack = await Stack.start({
+      ...opts,
+      onDatabase: (url) => {
+        database = url;
+        write(starting());
+      },
+    });
   } catch (err) {
+    // Stack.start stopped what it had started and dropped its database.
+    if (foreground) {
+      fs.rmSync(STATE, { force: true });
+      fail(`The stack did not start: ${(err as Error).message}`);
+    }
     write({ pid: process.pid, url: '', ready: false, error: (err as Error).message });
     process.exit(1);
   }
@@ -128,6 +182,7 @@ async function supervise(): Promise<void> {
       pid: process.pid,
       url: s.url,
       ready: true,
+      database: s.databaseUrl,
       env: {
         DATABASE_URL: s.databaseUrl,
         REDIS_URL: opts.redisUrl,
@@ -145,12 +200,22 @@ async function supervise(): Promise<void> {
   setInterval(snapshot, 1_000);
 }
 
-async function start(): Promise<void> {
+/** Refuses to start a second stack over the same STACK_DIR; clears what a dead supervisor left. */
+async function notRunning(): Promise<void> {
   const state = readState();
   if (state && alive(state.pid)) fail(`The stack already runs (supervisor pid ${state.pid}, ${state.url}); stop it with: npm run stack -- stop`);
-  fs.mkdirSync(DIR, { recursive: true });
+  if (state && !state.error) await clearStale(state);
+}
+
+async function start(): Promise<void> {
+  // Checked here, where the operator reads it, not in the detached supervisor.
+  options();
+  await notRunning();
+  fs.mkdirSync(DIR, { recursive: true, mode: 0o700 });
   fs.rmSync(STATE, { force: true });
   const out = fs.openSync(SUPERVISOR_LOG, 'a');
+  // The log is appended to run after run: a failure shows this run's part only.
+  const logFrom = fs.fstatSync(out).size;
   // Its own process group and session: the terminal's Ctrl-C does not reach it; stop does.
   const child = spawn(process.execPath, [__filename, 'supervise'], { detached: true, stdio: ['ignore', out, out] });
   child.unref();
@@ -167,7 +232,7 @@ async function start(): Promise<void> {
     }
     if (s?.error || !alive(child.pid as number)) {
       fail(
-        `The stack did not start: ${s?.error ?? 'the supervisor exited'}\n--- ${SUPERVISOR_LOG} ---\n${fs.readFileSync(SUPERVISOR_LOG, 'utf8').slice(-4000)}`,
+        `The stack did not start: ${s?.error ?? 'the supervisor exited'}\n--- ${SUPERVISOR_LOG} (this run) ---\n${logSince(logFrom).slice(-4000).trimEnd()}`,
       );
     }
     await sleep(500);
@@ -175,9 +240,16 @@ async function start(): Promise<void> {
   fail(`The stack did not get ready within 240 s; see ${SUPERVISOR_LOG}`);
 }
 
+function logSince(offset: number): string {
+  const text = fs.readFileSync(SUPERVISOR_LOG);
+  return text.subarray(Math.min(offset, text.length)).toString('utf8');
+}
+
 async function stop(): Promise<void> {
   const state = readState();
+  if (state && !alive(state.pid) && !state.error) return clearStale(state);
   if (!state || !alive(state.pid)) {
+    // None, or a supervisor's whose stack did not start (it stopped what it had started).
     fs.rmSync(STATE, { force: true });
     console.log('The stack is not running.');
     return;
@@ -227,14 +299,12 @@ async function main(): Promise<void> {
     case 'admin':
       return admin(rest);
     case 'supervise':
-      return supervise();
-    case 'run': {
-      const stack = await Stack.start(options());
-      const quit = () => void stack.stop().then(() => process.exit(0));
-      process.once('SIGINT', quit);
-      process.once('SIGTERM', quit);
-      return;
-    }
+      return supervise(false);
+    case 'run':
+      // The background supervisor's work in this process: stack.json included, for status, admin and stop.
+      options();
+      await notRunning();
+      return supervise(true);
     default:
       fail(`Unknown command "${command}": use start (default), stop, status, admin ... or run`);
   }

@@ -50,6 +50,8 @@ export interface StackOptions {
   /** Starts a service process again when it dies on its own (default true). */
   restart: boolean;
   log: (line: string) => void;
+  /** Told the run's database URL as soon as the database is made, before anything else starts (a supervisor records it, to drop it should it die). */
+  onDatabase?: (databaseUrl: string) => void;
 }
 
 export const STACK_DEFAULTS: Omit<StackOptions, 'dir' | 'log'> = {
@@ -142,6 +144,7 @@ export class Stack {
     }
     const dbUrl = new URL(o.mysqlUrl);
     dbUrl.pathname = `/${dbName}`;
+    o.onDatabase?.(dbUrl.toString());
     if (o.port === 0) o.port = await freePort();
     const stack = new Stack(o, runId, dbUrl.toString(), `stack${runId}:`, `stack${runId}`, crypto.randomBytes(32).toString('hex'), null);
     try {
@@ -291,6 +294,37 @@ export class Stack {
     })();
     return this.stopping;
   }
+}
+
+/** The database a stack's run made (`snapstack_<run id>`) named by a database URL, or null for any other. */
+export function stackDatabaseName(databaseUrl: string): string | null {
+  let name: string;
+  try {
+    name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1));
+  } catch {
+    return null;
+  }
+  return /^snapstack_[0-9a-z]+$/.test(name) ? name : null;
+}
+
+/**
+ * Drops the database of a stack's run whose supervisor died without stopping it (SIGKILL, the
+ * OOM killer), on the server and as the user its URL names. Only a database the stack makes
+ * (stackDatabaseName): any other URL is refused. Returns the database's name.
+ */
+export async function dropStackDatabase(databaseUrl: string): Promise<string> {
+  const name = stackDatabaseName(databaseUrl);
+  if (!name) throw new Error('not a database the stack made (snapstack_…)');
+  const server = new URL(databaseUrl);
+  server.pathname = '/';
+  // Quiet: a connection that fails is the caller's one line to say, not knex's stack trace.
+  const admin = knex({ client: 'mysql2', connection: server.toString(), log: { warn: () => undefined } });
+  try {
+    await admin.raw(`DROP DATABASE IF EXISTS \`${name}\``);
+  } finally {
+    await admin.destroy();
+  }
+  return name;
 }
 
 /** SIGTERM, then SIGKILL if it has not exited within `graceMs`; resolves when it has exited. */
