@@ -14,7 +14,7 @@ import { type NotifierDeps, type NotifierHandle, notifierService } from '../serv
 import { proxyService } from '../services/proxy/proxy.service';
 import { type SchedulerDeps, type SchedulerHandle, schedulerService } from '../services/scheduler/scheduler.service';
 import type { Config } from '../services/shared/config';
-import { migrateLatest } from '../services/shared/database';
+import { migrateLatest, pendingMigrations } from '../services/shared/database';
 import { tuneHeap } from './heap';
 
 export interface SystemOverrides {
@@ -57,9 +57,33 @@ export async function stopSystem(system: System): Promise<void> {
   await broker.stop();
 }
 
+/**
+ * Without MIGRATE_ON_START (the full stack's default, where `npm run migrate` runs once before the
+ * services), a database that has not run this code's migrations is refused at start: its
+ * services would answer from tables that are not there yet (a webhook delivery failing on a
+ * column, the usage ledger's table missing) with nothing saying to migrate. A database that
+ * cannot be reached (or not within 5 s) is left to the services, which say so as they start.
+ */
+async function refuseUnmigrated(database: Config['database']): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const pending = await Promise.race([
+    pendingMigrations(database).catch(() => null),
+    new Promise<null>((resolve) => {
+      timer = setTimeout(() => resolve(null), 5_000);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (!pending?.length) return;
+  throw new Error(
+    `the database has not run ${pending.length} migration${pending.length === 1 ? '' : 's'} of this release (${pending[0]}${pending.length > 1 ? ', …' : ''}): ` +
+      'run `npm run migrate` with the same DATABASE_URL first (the migrate step of docker-compose and the Kubernetes init container do), or set MIGRATE_ON_START=true',
+  );
+}
+
 export async function startSystem(config: Readonly<Config>, overrides: SystemOverrides = {}): Promise<System> {
   tuneHeap();
   if (config.migrateOnStart) await migrateLatest(config.database);
+  else await refuseUnmigrated(config.database);
   const broker = new ServiceBroker(brokerOptions(config, overrides.logStream));
   const runs = (name: Config['services'][number]) => config.services.includes(name);
   const system: System = { broker, api: null, capture: null, scheduler: null, notifier: null };

@@ -145,6 +145,21 @@ export async function migrateLatest(database: Config['database']): Promise<strin
 }
 
 /**
+ * The migrations of this code the database has not run: none when it is up to date, or ahead
+ * (a release before this one, still running during a roll-out, finds migrations it does not
+ * know: allowed, as operations.md says each migration stays compatible with the release before).
+ */
+export async function pendingMigrations(database: Config['database']): Promise<string[]> {
+  const db = acquireDatabase(database);
+  try {
+    const [, pending] = (await db.migrate.list({ disableMigrationsListValidation: true })) as [unknown[], Array<string | { file: string }>];
+    return pending.map((m) => (typeof m === 'string' ? m : m.file));
+  } finally {
+    await releaseDatabase(database);
+  }
+}
+
+/**
  * True on MySQL/MariaDB (the full stack), false on SQLite (embedded): row locks (FOR UPDATE,
  * SKIP LOCKED) exist only there; SQLite serialises writers anyway. Takes a Knex, a
  * transaction or a query builder.

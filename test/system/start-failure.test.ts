@@ -9,6 +9,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
+import knex from 'knex';
+import { knexConfig } from '../../services/shared/database';
 import { tempDir } from '../support/backends';
 
 const SERVE = path.resolve(__dirname, '..', '..', 'bin', 'serve.js');
@@ -51,6 +53,29 @@ describe('serve.js that cannot start names its node on the fatal line', function
     const line = JSON.parse(r.stderr.trim().split('\n').at(-1) as string) as Record<string, unknown>;
     expect(line).to.include({ level: 'fatal', node: 'api-7', module: 'serve' });
     expect(line.msg).to.match(/^Failed to start: listen EADDRINUSE/);
+  });
+});
+
+describe('serve.js on a database that has not run its migrations', function () {
+  this.timeout(60_000);
+
+  it('without MIGRATE_ON_START, refuses to start, naming the migration not run and saying to run npm run migrate', async () => {
+    const dataDir = tempDir();
+    try {
+      const database = { client: 'better-sqlite3' as const, filename: path.join(dataDir, 'snapservice.sqlite') };
+      // As the release before left it: every migration but this release's last.
+      const db = knex(knexConfig(database));
+      await db.migrate.latest();
+      const [done] = (await db.migrate.list()) as [Array<{ name: string }>];
+      const last = done.at(-1)?.name as string;
+      await db.migrate.down();
+      await db.destroy();
+      const r = await serve({ DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', SERVICES: 'api,billing', MIGRATE_ON_START: 'false', LOG_FORMAT: 'json' });
+      expect(r.status, r.stderr).to.equal(1);
+      expect(r.stderr).to.include(`the database has not run 1 migration of this release (${last})`).and.include('run `npm run migrate`');
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 
