@@ -45,11 +45,11 @@ an account may run at once; --queue: how many more it may have waiting for a bro
 
 class UsageError extends Error {}
 
-/** Each command's flags and how many words follow it (real-locations test: a name of any length). */
-const COMMANDS: Readonly<Record<string, { flags: readonly string[]; words: number | 'any' }>> = {
-  'accounts create': { flags: ['plan', 'addons', 'json'], words: 0 },
+/** Each command's flags (those it requires among them) and how many words follow it (real-locations test: a name of any length). */
+const COMMANDS: Readonly<Record<string, { flags: readonly string[]; required?: readonly string[]; words: number | 'any' }>> = {
+  'accounts create': { flags: ['plan', 'addons', 'json'], required: ['plan'], words: 0 },
   'accounts list': { flags: ['json'], words: 0 },
-  'accounts set-plan': { flags: ['plan', 'addons', 'json'], words: 1 },
+  'accounts set-plan': { flags: ['plan', 'addons', 'json'], required: ['plan'], words: 1 },
   'keys rotate': { flags: ['json'], words: 1 },
   'plans list': { flags: ['json'], words: 0 },
   'plans set': { flags: ['screenshots', 'paid', 'concurrency', 'queue', 'json'], words: 1 },
@@ -73,6 +73,7 @@ function checkCommand(key: string, words: string[], flags: Record<string, string
   }
   const extra = command.words === 'any' ? [] : words.slice(2 + command.words);
   if (extra.length) throw new UsageError(`${key}: unexpected "${extra.join(' ')}"`);
+  for (const name of command.required ?? []) flag(flags, name, true);
 }
 
 function parseArgs(argv: string[]): { words: string[]; flags: Record<string, string | true> } {

@@ -18,6 +18,7 @@ import fs from 'node:fs';
 import type { Socket } from 'node:net';
 import path from 'node:path';
 import knex from 'knex';
+import { KNEX_LOG } from '../services/shared/database';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -136,7 +137,7 @@ export class Stack {
     fs.mkdirSync(path.join(o.dir, 'data'), { recursive: true });
     const runId = `${Date.now().toString(36)}${crypto.randomBytes(3).toString('hex')}`;
     const dbName = `snapstack_${runId}`;
-    const admin = knex({ client: 'mysql2', connection: o.mysqlUrl });
+    const admin = knex({ client: 'mysql2', connection: o.mysqlUrl, log: KNEX_LOG });
     try {
       await admin.raw(`CREATE DATABASE \`${dbName}\``);
     } finally {
@@ -282,14 +283,7 @@ export class Stack {
         await Promise.all(group.map((i) => stopProcess(i.child, 45_000)));
       }
       await this.grid?.stop();
-      if (dropDatabase) {
-        const admin = knex({ client: 'mysql2', connection: this.options.mysqlUrl });
-        try {
-          await admin.raw(`DROP DATABASE IF EXISTS \`${new URL(this.databaseUrl).pathname.slice(1)}\``);
-        } finally {
-          await admin.destroy();
-        }
-      }
+      if (dropDatabase) await dropStackDatabase(this.databaseUrl);
       this.options.log('[stack] stopped');
     })();
     return this.stopping;

@@ -110,11 +110,14 @@ export async function captureNow(ctx: RouteContext, policy: TargetPolicy) {
  * the job was being started (after the delete's sweep of its jobs), the job is withdrawn as the
  * delete would have (deleted, its credit given back, anything it recorded removed) and the
  * answer is the delete's: 404. A job started before the configuration's row went is swept by
- * the delete itself (deleteConfig).
+ * the delete itself (deleteConfig). Only an explicit `noted: false` withdraws: a scheduler of
+ * the release before (still running during a roll-out) answers `{ ok: true }`. (A job that a
+ * worker finished in the milliseconds between its start and this withdrawal stays charged, its
+ * screenshot deleted with the configuration, as a delete after it finished would leave it.)
  */
 async function noteJob(ctx: RouteContext, configId: string, jobId: string): Promise<void> {
   const { broker, account } = ctx;
-  if ((await call(broker, 'scheduler.noteJob', { configId, jobId })).noted) return;
+  if ((await call(broker, 'scheduler.noteJob', { configId, jobId })).noted !== false) return;
   await call(broker, 'capture.deleteForConfig', { accountId: account.accountId, configId });
   throw serviceError('not_found', `No screenshot configuration "${configId}" in this account: it was deleted while this capture was being started.`);
 }

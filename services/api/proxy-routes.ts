@@ -79,7 +79,7 @@ export const PROXY_ROUTES: RouteDef[] = [
     tag: 'proxies',
     params: PUT_PARAMS,
     response: ok({ proxy: STORED_PROXY_RECORD_SCHEMA, result: Type.Union([PROXY_TEST_RESULT_SCHEMA, Type.Null()]) }),
-    errors: ['invalid_parameter', 'invalid_proxy', 'not_found', ...GATES, ...TEST_FAILURES, 'secrets_not_configured'],
+    errors: ['invalid_parameter', 'invalid_proxy', 'not_found', ...GATES, ...TEST_FAILURES, 'secrets_not_configured', 'secret_unreadable'],
     handler: putProxy,
   }),
   route({

@@ -11,7 +11,8 @@ import { call } from '../shared/contracts';
 import type { CaptureTargets, ScreenshotOptions } from '../shared/screenshot-options';
 
 /** What checkRouteOptions refuses, for the errors of the routes that run it. */
-export const ROUTE_CHECK_ERRORS = ['invalid_parameter', 'custom_proxy_not_found', 'storage_destination_not_found'] as const;
+/** What naming a route can answer (secret_unreadable: the named proxy's password or destination's credentials were sealed under another SECRETS_KEY). */
+export const ROUTE_CHECK_ERRORS = ['invalid_parameter', 'custom_proxy_not_found', 'storage_destination_not_found', 'secret_unreadable'] as const;
 
 /** Checks them, and answers what the store_to and own proxy named point to now (for the capture's ttl key). */
 export async function checkRouteOptions(

@@ -112,7 +112,7 @@ export const STORAGE_ROUTES: RouteDef[] = [
     tag: 'storage',
     params: KEY_ONLY_PARAMS,
     response: ok({ storage_destination: STORAGE_DESTINATION_SCHEMA, result: STORAGE_TEST_RESULT_SCHEMA }),
-    errors: ['not_found', 'invalid_storage_destination', ...TEST_FAILURES],
+    errors: ['not_found', 'invalid_storage_destination', ...TEST_FAILURES, 'secret_unreadable'],
     handler: testDestination,
   }),
   route({

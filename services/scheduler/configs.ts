@@ -49,12 +49,12 @@ function scheduleColumns(o: ConfigOptions, at: number) {
   };
 }
 
-/** A snap's options about its answer alone, which its configuration does not show. */
 /** The options a configuration's captures run with (rows from before capture_options kept them in options). */
 function runOptions(row: ConfigRow): ConfigOptions {
   return JSON.parse(row.capture_options ?? row.options) as ConfigOptions;
 }
 
+/** A snap's options about its answer alone, which its configuration does not show. */
 const ANSWER_ONLY: ReadonlySet<string> = new Set(['json', 'ttl']);
 
 export class ConfigRepository {
@@ -165,7 +165,10 @@ export class ConfigRepository {
     return this.view(row);
   }
 
-  /** Notes the configuration's latest job; false when the configuration is gone (deleted meanwhile). */
+  /**
+   * Notes the configuration's latest job; false when the configuration is gone (deleted meanwhile).
+   * The count is of rows matched, also on MySQL (mysql2 connects with FOUND_ROWS), and the job id is new anyway.
+   */
   async noteJob(configId: string, jobId: string): Promise<boolean> {
     return (await this.db('screenshot_configs').where({ id: configId }).update({ last_job_id: jobId })) === 1;
   }

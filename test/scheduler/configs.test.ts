@@ -50,6 +50,8 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     db = knex(knexConfig(b.config.database));
     token = (await sys.account('paid')).access_token;
   });
+  // A stub left by a test that failed before its own restore would change every later test's calls.
+  afterEach(() => sinon.restore());
   after(async () => {
     await db?.destroy();
     await sys?.stop();
@@ -233,6 +235,32 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     const stored = (await api('GET', `/screenshot_configs/${c.screenshot_configuration_id}`)).body.config as Body;
     expect(stored).to.include({ image_format: 'pdf' });
     expect(stored).to.not.have.property('selectors');
+  });
+
+  it('a PATCH whose configuration other changes keep changing while it is checked answers 409 configuration_changed after three rounds, nothing of it stored', async () => {
+    const url = `${fx.origin}/plain?patch-busy`;
+    const c = await create({ url });
+    await finished(c.job_id);
+    const id = c.screenshot_configuration_id;
+    // Before each of this PATCH's updates, another change is stored (as a busy script's PATCHes would be).
+    const original = sys.broker.call.bind(sys.broker);
+    let round = 0;
+    sinon.stub(sys.broker, 'call').callsFake((async (name: string, ...rest: unknown[]) => {
+      if (name === 'scheduler.update' && (rest[0] as { checked?: unknown }).checked !== undefined && round < 10) {
+        round++;
+        await db('screenshot_configs')
+          .where({ id })
+          .update({ capture_options: JSON.stringify({ url, wait: round }) });
+      }
+      return (original as (...a: unknown[]) => unknown)(name, ...rest);
+    }) as never);
+    const r = await api('PATCH', `/screenshot_configs/${id}`, { page_width: 900 });
+    sinon.restore();
+    expect([r.status, r.body.error_code], JSON.stringify(r.body)).to.deep.equal([409, 'configuration_changed']);
+    expect(String(r.body.note)).to.contain('changed by another request while this change was checked; send it again');
+    expect(round).to.equal(3);
+    const row = await db('screenshot_configs').where({ id }).first('capture_options');
+    expect(JSON.parse(row.capture_options as string)).to.deep.equal({ url, wait: 3 });
   });
 
   it('a capture-now started while its configuration is deleted leaves no job, screenshot or charge behind', async () => {

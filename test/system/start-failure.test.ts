@@ -70,9 +70,22 @@ describe('serve.js on a database that has not run its migrations', function () {
       const last = done.at(-1)?.name as string;
       await db.migrate.down();
       await db.destroy();
-      const r = await serve({ DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', SERVICES: 'api,billing', MIGRATE_ON_START: 'false', LOG_FORMAT: 'json' });
+      const env = (dir: string) => ({ DATA_DIR: dir, HOST: '127.0.0.1', PORT: '0', SERVICES: 'api,billing', MIGRATE_ON_START: 'false', LOG_FORMAT: 'json' });
+      const r = await serve(env(dataDir));
       expect(r.status, r.stderr).to.equal(1);
       expect(r.stderr).to.include(`the database has not run 1 migration of this release (${last})`).and.include('run `npm run migrate`');
+      // On an empty database it refuses too, and writes nothing: making Knex's tables is the migrator's, under its lock.
+      const empty = tempDir();
+      try {
+        const none = await serve({ ...env(empty) });
+        expect(none.status, none.stderr).to.equal(1);
+        expect(none.stderr).to.match(/the database has not run \d+ migrations of this release/);
+        const opened = knex(knexConfig({ client: 'better-sqlite3', filename: path.join(empty, 'snapservice.sqlite') }));
+        expect(await opened.schema.hasTable('knex_migrations')).to.equal(false);
+        await opened.destroy();
+      } finally {
+        fs.rmSync(empty, { recursive: true, force: true });
+      }
     } finally {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }

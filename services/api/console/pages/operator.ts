@@ -90,7 +90,7 @@ ${
 <select id="plan-${i}" name="plan">${plans.map((p) => html`<option value="${p.name}"${p.name === a.plan ? html` selected` : ''}>${p.name}</option>`)}</select>
 <button type="submit">Change<span class="visually-hidden"> the plan of ${a.account_id}</span></button></form></td></tr>`,
       )}</tbody></table></div>`
-    : html`<p>No accounts yet (<code>npm run admin -- accounts create</code>).</p>`
+    : html`<p>No accounts yet (<code>npm run --silent admin -- accounts create --plan free</code>).</p>`
 }
 </section>
 <section aria-labelledby="plans-h">
