@@ -990,7 +990,9 @@ export interface CaptureTargets {
 }
 
 /** The options that make a capture what it is, by name (so the rows' order changes no key). */
-const AFFECTS_CAPTURE = ROWS.filter((x) => x.affectsCapture).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+const AFFECTS_CAPTURE = ROWS.filter((x) => x.affectsCapture)
+  .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  .map((x) => ({ name: x.name, defaultText: JSON.stringify(x.default ?? null) }));
 
 /**
  * Identity of a capture: the URL and every capture-affecting option whose value is not its
@@ -1003,8 +1005,9 @@ const AFFECTS_CAPTURE = ROWS.filter((x) => x.affectsCapture).sort((a, b) => (a.n
 export function captureKey(o: SnapOptions, targets: CaptureTargets = {}): string {
   const values: unknown[] = [];
   for (const x of AFFECTS_CAPTURE) {
-    const value = (o as Record<string, unknown>)[x.name] ?? x.default ?? null;
-    if (JSON.stringify(value) !== JSON.stringify(x.default ?? null)) values.push([x.name, value]);
+    const value = (o as Record<string, unknown>)[x.name];
+    // Left out, or given at its default: the same capture.
+    if (value !== undefined && value !== null && JSON.stringify(value) !== x.defaultText) values.push([x.name, value]);
   }
   // Appended only when named, so a capture with neither keeps the key it always had.
   if (targets.destination !== undefined) values.push(['store_to→', targets.destination]);
