@@ -96,7 +96,9 @@ describe('fair sharing of the browsers between accounts', function () {
     expect(refused).to.have.length(7);
     for (const r of refused) {
       expect(r.body).to.deep.include({ success: false, error_code: 'concurrency_limit_reached' });
-      expect(r.body.note).to.contain('max_concurrent 1, max_queued 2');
+      expect(r.body.note)
+        .to.contain('already has 3 captures running or waiting for a browser')
+        .and.contain('max_concurrent 1 running and max_queued 2 waiting');
       expect(Number(r.headers.get('retry-after'))).to.be.at.least(1);
     }
     // Refusals cost nothing; each capture done costs one screenshot.

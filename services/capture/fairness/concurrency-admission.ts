@@ -95,8 +95,9 @@ export class ConcurrencyAdmission {
       const retryAfter = this.retryAfter();
       throw serviceError(
         'concurrency_limit_reached',
-        `This account already has ${outcome.running} captures running and ${outcome.waiting} waiting for a browser, the most its plan allows ` +
-          `(max_concurrent ${maxConcurrent}, max_queued ${maxQueued}); retry after ${retryAfter} seconds, or send fewer at once.`,
+        // In all, not split: between one capture's end and the next one's start a count may read 0 running, 9 waiting.
+        `This account already has ${outcome.running + outcome.waiting} captures running or waiting for a browser, the most its plan allows ` +
+          `(max_concurrent ${maxConcurrent} running and max_queued ${maxQueued} waiting); retry after ${retryAfter} seconds, or send fewer at once.`,
         { retryAfter },
       );
     }
