@@ -107,10 +107,15 @@ describe('serve.js signalled while its start never ends', function () {
     const dataDir = tempDir();
     child = spawn(process.execPath, [SERVE], {
       env: { ...process.env, DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', SERVICES: 'api,billing', TRANSPORTER: `nats://127.0.0.1:${port}` },
-      stdio: 'ignore',
+      stdio: ['ignore', 'pipe', 'ignore'],
     });
     try {
-      await new Promise((r) => setTimeout(r, 2_000));
+      // Its first log line comes from the broker it starts, after its signal handlers are set
+      // (a fixed wait could signal a process still loading its modules, on a busy machine).
+      const running = child;
+      await new Promise<void>((resolve) => running.stdout?.once('data', () => resolve()));
+      running.stdout?.resume();
+      await new Promise((r) => setTimeout(r, 1_000));
       const started = child;
       expect(started.exitCode, 'still starting').to.equal(null);
       const signalled = Date.now();
