@@ -88,7 +88,6 @@ const WITHOUT_OWN_TESTS: Readonly<Record<string, string>> = {
     "an account's 429s, in test/capture/fair-sharing.test.ts and with the real pool in test/capture/browsers/browser-pool.unit.test.ts",
   'capture/page/consent.ts': 'consent walls, in test/capture/page/blocking.test.ts, test/capture/real-web.test.ts and the quality corpus',
   'capture/page/cross-site-frames.ts': 'cross-site frames in full pages, in test/capture/real-web.test.ts and test/capture/snap.test.ts',
-  'capture/page/page-capture.ts': "one page's capture: every capture test (test/capture/snap.test.ts, real-web.test.ts, page/full-page.test.ts)",
   'capture/page/page-reading.ts': "research's reading of a page, in test/ai/domain-research.test.ts",
   'capture/page/visual-regions.ts':
     'the region and masks of visual change steps, measured in the real Chromium: test/notifier/public/visual-alerts.test.ts (layout shift, masked carousel and clock)',

@@ -6,6 +6,9 @@
  * cost stays off the request's path. It watches its browser while a capture runs, and
  * closes the browser itself when it is quit (BrowserPool decides when).
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Builder, type WebDriver } from 'selenium-webdriver';
 import chrome from 'selenium-webdriver/chrome';
 import MANDATORY_CHROME_ARGS from '../../../grid/config/chrome-args.json';
@@ -116,6 +119,8 @@ export class BrowserSlot {
   userAgent = '';
   /** The WebDriver session's id (on a Grid, how its node's slots name it). */
   sessionId = '';
+  /** A local browser's profile folder (profileFolderOf), removed when it quits; null on a Grid. */
+  profileFolder: string | null = null;
   /** This slot's egress gateway: every context it creates uses it as its proxy. */
   gateway: EgressGateway | null = null;
   /** The viewport the next prepared page is set up for: the one the last capture asked for. */
@@ -297,6 +302,28 @@ export class BrowserSlot {
     this.cdp.close();
     await this.driver.quit().catch(() => undefined);
     await this.gateway?.close().catch(() => undefined);
+    if (this.profileFolder) removeProfile(this.profileFolder);
+  }
+}
+
+/**
+ * The profile folder ChromeDriver made for a local browser (capabilities' chrome.userDataDir:
+ * org.chromium.Chromium.scoped_dir.* in the temporary folder), which neither it nor the browser
+ * removes: about 1 MB left by every browser started, replaced or stopped. Only a folder of that
+ * name in the temporary folder is answered (a profile given in CHROME_EXTRA_ARGS is the operator's).
+ */
+export function profileFolderOf(capabilities: { get(name: string): unknown }): string | null {
+  const dir = (capabilities.get('chrome') as { userDataDir?: unknown } | undefined)?.userDataDir;
+  if (typeof dir !== 'string' || path.dirname(dir) !== os.tmpdir() || !path.basename(dir).startsWith('org.chromium.Chromium.scoped_dir.')) return null;
+  return dir;
+}
+
+/** Removes a local browser's profile folder once it has quit. */
+function removeProfile(dir: string): void {
+  try {
+    fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  } catch {
+    // A file the browser still held as it ended: nothing more to do here.
   }
 }
 
@@ -324,6 +351,7 @@ export async function launchSession(opts: LaunchOptions, id: number): Promise<Br
   if (opts.chromeBin) options.setChromeBinaryPath(opts.seleniumUrl ? opts.chromeBin : tiedBrowserBinary(opts.chromeBin));
   if (opts.seleniumUrl && opts.owner) options.set(SESSION_OWNER_CAPABILITY, opts.owner);
   let builder = new Builder().forBrowser('chrome').setChromeOptions(options);
+  let profileFolder: string | null = null;
   if (opts.seleniumUrl) builder = builder.usingServer(opts.seleniumUrl);
   else builder = builder.setChromeService(localDriverService(opts.chromedriverBin));
   const driver = await builder.build();
@@ -331,8 +359,11 @@ export async function launchSession(opts: LaunchOptions, id: number): Promise<Br
     const router =
       opts.cdpRouter ?? new CdpRouter({ seleniumUrl: opts.seleniumUrl, gridCdp: opts.gridCdp ?? 'direct' }, { open: (url) => CdpConnection.open(url) });
     const sessionId = (await driver.getSession()).getId();
-    const { cdp, route } = await router.connect({ id: sessionId, capabilities: await driver.getCapabilities(), windowHandle: () => driver.getWindowHandle() });
+    const capabilities = await driver.getCapabilities();
+    profileFolder = opts.seleniumUrl ? null : profileFolderOf(capabilities);
+    const { cdp, route } = await router.connect({ id: sessionId, capabilities, windowHandle: () => driver.getWindowHandle() });
     const slot = new BrowserSlot(driver, cdp, id);
+    slot.profileFolder = profileFolder;
     slot.sessionId = sessionId;
     slot.cdpRoute = route;
     slot.gridSeesWebDriverOnly = route === 'direct' && opts.seleniumUrl !== null;
@@ -354,6 +385,7 @@ export async function launchSession(opts: LaunchOptions, id: number): Promise<Br
     return slot;
   } catch (err) {
     await driver.quit().catch(() => undefined);
+    if (profileFolder) removeProfile(profileFolder);
     throw err;
   }
 }

@@ -450,10 +450,19 @@ export class BrowserHiccup extends Error {
   }
 }
 
-/** A CDP error that is the browser's transient failure (BrowserHiccup's kind), or null. */
-function hiccupOf(err: unknown): BrowserHiccup | null {
+/**
+ * A CDP error that is the browser's transient failure (BrowserHiccup's kind), or null. "Not
+ * attached to an active page": the page's document was being replaced under the screenshot (a
+ * page that reloads itself without end, `<meta http-equiv=refresh content=0>`); it was a 500,
+ * and the browser was thrown away for it.
+ */
+export function hiccupOf(err: unknown): BrowserHiccup | null {
   if (browserGone(err)) return new BrowserHiccup('target_closed', err as Error);
-  if (err instanceof CdpError && /^Page\.(captureScreenshot|printToPDF)$/.test(err.method) && /Internal error|Unable to capture/i.test(err.message)) {
+  if (
+    err instanceof CdpError &&
+    /^Page\.(captureScreenshot|printToPDF)$/.test(err.method) &&
+    /Internal error|Unable to capture|Not attached to an active page/i.test(err.message)
+  ) {
     return new BrowserHiccup('screenshot_failed', err);
   }
   return null;
