@@ -124,6 +124,7 @@ function snapVariant(fixed: Partial<SnapOptions>, required: Array<keyof SnapOpti
 export const CAPTURE_FAILURES: ErrorCode[] = [
   'page_load_failed',
   'page_crashed',
+  'page_unresponsive',
   'selector_not_found',
   'action_failed',
   'capture_rule_failed',

@@ -88,6 +88,8 @@ export const ERROR_STATUS = {
   page_load_failed: 422,
   /** The page's renderer crashed or was killed for memory (the browser itself is fine). */
   page_crashed: 422,
+  /** The page's own script held its renderer (it answered no trivial script for 15 s): page-watch.ts. */
+  page_unresponsive: 422,
   selector_not_found: 422,
   action_failed: 422,
   /** A fail-on rule of the capture matched (fail_on_status, fail_if_selector_*, fail_if_content_*): the note names the rule and what was seen. */

@@ -93,7 +93,8 @@ const WITHOUT_OWN_TESTS: Readonly<Record<string, string>> = {
     'the region and masks of visual change steps, measured in the real Chromium: test/notifier/public/visual-alerts.test.ts (layout shift, masked carousel and clock)',
   'capture/page/page-session.ts':
     'the CDP session every page module shares, in test/capture/page/painting.unit.test.ts and test/capture/browsers/browser-slot.unit.test.ts',
-  'capture/page/page-watch.ts': 'dialogs, popups, crashes and lifecycle, in test/capture/real-web.test.ts',
+  'capture/page/page-watch.ts':
+    'dialogs, popups, crashes and lifecycle, in test/capture/real-web.test.ts; pages that never rest, in the quality corpus (test/quality/pages-failures.ts)',
   'capture/page/request-guard.ts': "a page's requests checked, in test/capture/isolation.test.ts and test/capture/egress-gateway.test.ts",
   'capture/public/thumbnail-names.ts': 'in test/capture/jobs/files.unit.test.ts',
   // Notifier.

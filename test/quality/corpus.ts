@@ -33,7 +33,7 @@ export const SNAP_DEFAULTS: Record<string, SnapParam> = { wait: 0, ttl: 0, page_
 export const DEFAULT_CONCURRENCY = 3;
 
 /** The service's own limit on one capture (CAPTURE_TIMEOUT_MS); the runner gives up on an answer a little after it. */
-const CAPTURE_TIMEOUT_MS = 30_000;
+const CAPTURE_TIMEOUT_MS = 40_000;
 
 export interface PageResult {
   name: string;

@@ -111,15 +111,25 @@ export const FAILURE_PAGES: QualityPage[] = [
   {
     name: 'renderer-out-of-memory',
     mimics: 'a page whose script allocates without end (a runaway loop, a leaking single-page app) until its renderer is killed for memory',
-    routes: { '/': { body: doc(`${content()}<script>const a = []; for (;;) a.push(new Array(1e7).fill(1.5));</script>`) } },
-    // Filling the renderer's heap (capped at 1 GB for the corpus: corpus.ts) takes a few seconds
-    // on a quiet machine and about 11 s on a slow one, more than the default 10 s navigation
-    // bound under load (the page draws nothing meanwhile, so the bound would answer
-    // page_load_failed first): the bound is raised so the crash is what ends it.
+    // The script allocates 240 MB a task and yields between tasks, as a leak does (a script that
+    // never yields is page_unresponsive first on a slow machine: script-never-ends), while an
+    // image that never answers holds the load event, so the capture is still waiting for it
+    // when the renderer dies. Filling the renderer's heap (capped at 1 GB for the corpus:
+    // corpus.ts) takes a few seconds on a quiet machine and over 10 s on a loaded one, more than
+    // the default navigation bound, which is raised so the crash is what ends it.
+    routes: {
+      '/': ({ origins }) => ({
+        body: doc(
+          `${content()}<img src="${origins.other}/renderer-out-of-memory/pixel.gif" width="1" height="1">` +
+            '<script>const a = []; const grow = () => { for (let i = 0; i < 3; i++) a.push(new Array(1e7).fill(1.5)); setTimeout(grow, 0); }; grow();</script>',
+        ),
+      }),
+    },
+    otherRoutes: { '/pixel.gif': { never: 'silent', body: '' } },
     params: { navigation_timeout: 25_000 },
     check(a) {
       expectError(a, 422, 'page_crashed');
-      // Before the corpus's capture budget (30 s) ran out: the crash answered, not the budget.
+      // Before the raised navigation bound (25 s) ran out: the crash answered, not a bound.
       // The heap fills in the page's own time, near the navigation bound on a loaded machine.
       expectWithin(a, 29_000, 'a renderer that ran out of memory');
     },
@@ -220,6 +230,56 @@ export const FAILURE_PAGES: QualityPage[] = [
       expectError(a, 422, 'page_load_failed');
       if (!/navigated itself \d+ times/.test(String(a.body?.note))) throw new Error(`the note does not say the page kept navigating: ${a.body?.note}`);
       expectWithin(a, 4_000, 'a page that keeps redirecting itself, with navigation_timeout=2000');
+    },
+  },
+  {
+    name: 'refresh-loop',
+    mimics: 'a page that reloads itself for good once loaded (a meta refresh of 0 s left on a maintenance or "please wait" page)',
+    routes: { '/': { body: doc(content(), { head: '<meta http-equiv="refresh" content="0">' }) } },
+    // Without a wait, the first document can be taken before its refresh: a right picture too.
+    params: { wait: 1_000 },
+    check(a) {
+      expectError(a, 422, 'page_load_failed');
+      if (!/navigated itself \d+ times/.test(String(a.body?.note))) throw new Error(`the note does not say the page kept navigating: ${a.body?.note}`);
+      // Not at the end of the capture's budget (40 s here), holding the browser meanwhile.
+      expectWithin(a, 10_000, 'a page that reloads itself without end');
+    },
+  },
+  {
+    name: 'refresh-every-second',
+    mimics: 'a page that refreshes itself every second (a dashboard, a queue status, a live score page), captured after a wait of 3 s',
+    routes: { '/': { body: doc(content(), { head: '<meta http-equiv="refresh" content="1">' }) } },
+    params: { wait: 3_000 },
+    async check(a) {
+      await expectContent(a);
+    },
+  },
+  {
+    name: 'script-never-ends',
+    mimics: 'a script that never ends once the page has loaded (a broken polling loop, a crypto miner), freezing the tab',
+    // The loop starts once the page has loaded and drawn; the capture's wait ends after it has.
+    routes: { '/': { body: doc(`${content()}<script>addEventListener('load', () => setTimeout(() => { for (;;) {} }, 200));</script>`) } },
+    params: { wait: 1_000 },
+    check(a) {
+      expectError(a, 422, 'page_unresponsive');
+      // Not at the end of the capture's budget (40 s here): 30 s without an answer, probed from the capture's 3rd second.
+      expectWithin(a, 38_000, 'a page whose script never ends');
+    },
+  },
+  {
+    name: 'script-busy-in-bursts',
+    mimics: 'a heavy web app whose script works in long tasks (1.5 s each) for 12 s and yields between them, captured after a wait of 10 s',
+    routes: {
+      '/': {
+        body: doc(
+          `${content()}<script>const end = Date.now() + 12000; const burst = () => { const t = Date.now() + 1500; while (Date.now() < t) {} ` +
+            "if (Date.now() < end) setTimeout(burst, 20); }; addEventListener('load', () => setTimeout(burst, 20));</script>",
+        ),
+      },
+    },
+    params: { wait: 10_000 },
+    async check(a) {
+      await expectContent(a);
     },
   },
   {

@@ -238,7 +238,7 @@ export class CaptureEngine {
     );
     inTime.catch(() => undefined);
     try {
-      return await Promise.race([inTime, overrun, watch.crashed]);
+      return await Promise.race([inTime, overrun, watch.failed]);
     } finally {
       clearTimeout(timer);
       watch.stop();

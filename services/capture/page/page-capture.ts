@@ -170,6 +170,7 @@ async function navigate(page: PageSession, url: string, bound: NavigationBound):
   const left = watch.documents;
   const failedBefore = gateway?.failures.length ?? 0;
   guard.beforeNavigation();
+  watch.expectNavigation();
   const sent = page.send<{ errorText?: string; loaderId?: string }>('Page.navigate', { url });
   sent.catch(() => undefined);
   const nav = await Promise.race([sent, sleep(by - Date.now()).then(() => null)]);

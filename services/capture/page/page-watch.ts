@@ -10,6 +10,12 @@
  *   capture is always of its own tab, and a popup would only take CPU from it.
  * - A crash of the page's renderer (out of memory, killed) fails the capture at once with
  *   page_crashed, instead of leaving its commands unanswered until the time budget runs out.
+ * - A page that cannot come to rest fails the capture as soon as that is clear, not at the end
+ *   of its budget, holding a browser that other captures wait for: one that replaces its own
+ *   document without end (a `<meta http-equiv=refresh content=0>`, a script that reloads it),
+ *   SELF_NAVIGATIONS times within SELF_NAVIGATION_WINDOW_MS, with page_load_failed; one whose
+ *   own script holds its renderer (a loop that never ends), which answers no trivial script
+ *   for UNRESPONSIVE_MS, with page_unresponsive.
  * - The page's loading, from the lifecycle events of the main frame's current document: what
  *   wait_until waits for, whether anything was drawn (first paint), and how often the
  *   page navigated itself.
@@ -44,9 +50,34 @@ export const DIALOG_ANSWER: Readonly<Record<string, boolean>> = { alert: true, b
 
 type Params = Record<string, unknown>;
 
+/**
+ * Documents the page may begin of itself (beyond those the capture navigated to) within
+ * SELF_NAVIGATION_WINDOW_MS before it counts as reloading itself without end. A page that
+ * refreshes itself every second, or a chain of a few script redirects, stays well under it.
+ */
+export const SELF_NAVIGATIONS = 20;
+export const SELF_NAVIGATION_WINDOW_MS = 10_000;
+/**
+ * How long the page's renderer may leave a trivial script unanswered before the page counts as
+ * unresponsive: a single task of its own script running this long freezes the tab for a person
+ * too (nothing can be clicked, scrolled or typed). The page's layout and the capture's own
+ * reading of it hold the renderer too: a 100 000-element table on a machine running 4 times
+ * more than its cores left the question unanswered for 15 s, so the bound is half the default
+ * capture budget, which such a page rarely meets and would need most of anyway. Probed only
+ * in captures that run longer than PROBE_AFTER_MS, once every PROBE_EVERY_MS, so a capture of
+ * an ordinary page sends none.
+ */
+export const UNRESPONSIVE_MS = 30_000;
+const PROBE_AFTER_MS = 3_000;
+const PROBE_EVERY_MS = 1_000;
+
 export class PageWatch {
-  /** Rejects with page_crashed when the page's renderer crashes (never resolves). */
-  readonly crashed: Promise<never>;
+  /**
+   * Rejects when the page cannot be captured, whatever the capture is waiting for: page_crashed
+   * when its renderer crashes, page_load_failed when it reloads itself without end,
+   * page_unresponsive when its script holds its renderer (never resolves).
+   */
+  readonly failed: Promise<never>;
   /** Dialogs answered, by type. */
   readonly dialogs: Record<string, number> = {};
   popupsClosed = 0;
@@ -54,6 +85,12 @@ export class PageWatch {
   step = 'preparing the page';
   /** Documents the main frame has started during the capture (1 for a page that did not navigate itself). */
   documents = 0;
+  /** When the documents the page began of itself began (epoch ms), the last SELF_NAVIGATIONS of them. */
+  private readonly selfStarts: number[] = [];
+  /** Documents the capture itself navigated to (expectNavigation), which the page did not begin. */
+  private navigationsSent = 0;
+  private probeTimer: NodeJS.Timeout | undefined;
+  private readonly fail: (err: Error) => void;
   private loader: string | null = null;
   private events = new Set<string>();
   private readonly changed = new Set<() => void>();
@@ -63,11 +100,13 @@ export class PageWatch {
   private readonly frameSetups: Array<(sessionId: string) => Promise<unknown>> = [];
 
   private constructor(private readonly page: PageSession) {
-    let crash!: (err: Error) => void;
-    this.crashed = new Promise<never>((_, reject) => {
-      crash = reject;
+    let fail!: (err: Error) => void;
+    this.failed = new Promise<never>((_, reject) => {
+      fail = reject;
     });
-    this.crashed.catch(() => undefined);
+    this.failed.catch(() => undefined);
+    this.fail = fail;
+    this.probeTimer = setTimeout(() => this.probe(), PROBE_AFTER_MS);
     const { cdp, sessionId } = page;
     this.offs.push(
       cdp.on('Page.javascriptDialogOpening', (p, sid) => {
@@ -96,7 +135,7 @@ export class PageWatch {
         cdp.send('Target.closeTarget', { targetId: info.targetId }).catch(() => undefined);
       }),
       cdp.on('Inspector.targetCrashed', (_p, sid) => {
-        if (sid === sessionId) crash(serviceError('page_crashed', this.crashNote()));
+        if (sid === sessionId) fail(serviceError('page_crashed', this.crashNote()));
       }),
       cdp.on('Page.lifecycleEvent', (p, sid) => {
         if (sid !== sessionId || p.frameId !== page.mainFrameId) return;
@@ -146,6 +185,58 @@ export class PageWatch {
     );
   }
 
+  /** The capture is about to navigate the page (Page.navigate): the document that follows is not the page's own doing. */
+  expectNavigation(): void {
+    this.navigationsSent++;
+  }
+
+  /** A document begun while none of the capture's navigations was pending: the page navigated itself. */
+  private begun(): void {
+    if (this.documents <= this.navigationsSent) return;
+    const now = Date.now();
+    this.selfStarts.push(now);
+    if (this.selfStarts.length > SELF_NAVIGATIONS) this.selfStarts.shift();
+    const first = this.selfStarts[0] as number;
+    if (this.selfStarts.length < SELF_NAVIGATIONS || now - first > SELF_NAVIGATION_WINDOW_MS) return;
+    const seconds = Math.max(0.1, Math.round((now - first) / 100) / 10);
+    this.fail(
+      serviceError(
+        'page_load_failed',
+        `The page never came to rest to be captured: it navigated itself ${SELF_NAVIGATIONS} times in ${seconds} s (a refresh or a script that ` +
+          'reloads it, or sends it back and forth, without end); nothing was charged. Check the page in a browser.',
+      ),
+    );
+  }
+
+  /**
+   * Asks the page's renderer for a trivial script, again PROBE_EVERY_MS after each answer; a
+   * question left unanswered for UNRESPONSIVE_MS fails the capture with page_unresponsive.
+   * Any answer counts, an error included (a document being replaced is still a renderer at work).
+   */
+  private probe(): void {
+    const hung = setTimeout(() => {
+      this.fail(
+        serviceError(
+          'page_unresponsive',
+          `The page's own script kept its renderer busy for ${UNRESPONSIVE_MS / 1000} s without a break (it answered no trivial script meanwhile: ` +
+            `a loop that never ends, or work that freezes the tab for a person too), while ${this.step}; nothing was charged. Check the page in a browser.`,
+        ),
+      );
+    }, UNRESPONSIVE_MS);
+    this.probeTimer = hung;
+    this.page.evaluate<number>('1', false).then(
+      () => this.probed(hung),
+      () => this.probed(hung),
+    );
+  }
+
+  private probed(hung: NodeJS.Timeout): void {
+    clearTimeout(hung);
+    // Stopped meanwhile: no probe after the capture.
+    if (this.probeTimer !== hung) return;
+    this.probeTimer = setTimeout(() => this.probe(), PROBE_EVERY_MS);
+  }
+
   private lifecycle(p: Params): void {
     const loader = String(p.loaderId);
     if (p.name === 'init') {
@@ -153,6 +244,7 @@ export class PageWatch {
       this.loader = loader;
       this.events = new Set();
       this.documents++;
+      this.begun();
     } else if (loader !== this.loader) {
       // The prepared about:blank's late events (networkIdle), or a document already replaced.
       return;
@@ -201,6 +293,8 @@ export class PageWatch {
   }
 
   stop(): void {
+    clearTimeout(this.probeTimer);
+    this.probeTimer = undefined;
     for (const off of this.offs.splice(0)) off();
     this.changed.clear();
   }

@@ -18,7 +18,7 @@ import type { SnapOptions } from '../../../services/shared/screenshot-options';
 
 const OPTIONS: SnapOptions = { url: 'https://example.com/' };
 const OUTPUT: CaptureOutput = { image: Buffer.from('jpeg'), contentType: 'image/jpeg' };
-const TIMEOUT_MS = 30_000;
+const TIMEOUT_MS = 60_000;
 
 const pageOf = (id: number): PreparedPage => ({
   contextId: `context-${id}`,
@@ -267,7 +267,7 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     await clock.tickAsync(1);
     const err = await settled;
     expect(err?.type).to.equal('capture_timeout');
-    expect(err?.message).to.contain('longer than 30 seconds and was stopped while preparing the page');
+    expect(err?.message).to.contain(`longer than ${TIMEOUT_MS / 1000} seconds and was stopped while preparing the page`);
     sinon.assert.calledOnceWithExactly(slot.recycle, pageOf(1), sinon.match.number, undefined);
     sinon.assert.calledOnceWithExactly(pool.release, slot);
     // An overrun is the page's doing: the browser stays in service.
@@ -278,8 +278,12 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     const clock = sinon.useFakeTimers();
     const { slot } = stubSlot(1);
     pool.acquire.resolves(slot);
-    // The renderer is busy: the timeout's note waits a second for it to answer a trivial script...
-    (slot.cdp as sinon.SinonStubbedInstance<CdpConnection>).send.withArgs('Runtime.evaluate').returns(new Promise(() => undefined));
+    // The renderer turns busy just before the deadline (busy longer, the page would be answered
+    // page_unresponsive first): the timeout's note waits a second for it to answer a trivial script...
+    const busyFrom = Date.now() + TIMEOUT_MS - 500;
+    (slot.cdp as sinon.SinonStubbedInstance<CdpConnection>).send
+      .withArgs('Runtime.evaluate')
+      .callsFake(() => (Date.now() < busyFrom ? Promise.resolve({ result: { value: 1 } }) : new Promise(() => undefined)));
     // ...while the page's work fails a moment after the deadline (its own bound ran out with it).
     runPage.callsFake(() => new Promise((_, reject) => setTimeout(() => reject(serviceError('page_load_failed', 'The page drew nothing.')), TIMEOUT_MS + 5)));
     const settled = engine.capture(OPTIONS).then(
@@ -290,6 +294,27 @@ describe('CaptureEngine (unit: pool, browsers and page stubbed)', () => {
     const err = await settled;
     expect(err?.type).to.equal('capture_timeout');
     expect(err?.message).to.contain("the page's own script kept its renderer busy");
+  });
+
+  it('answers page_unresponsive, long before the deadline, when the renderer leaves a trivial script unanswered for 30 s', async () => {
+    const clock = sinon.useFakeTimers();
+    const { slot } = stubSlot(1);
+    pool.acquire.resolves(slot);
+    const send = (slot.cdp as sinon.SinonStubbedInstance<CdpConnection>).send;
+    // Answered for the first 5 s (the probes from the 3rd second on), then never.
+    const busyFrom = Date.now() + 5_000;
+    send.withArgs('Runtime.evaluate').callsFake(() => (Date.now() < busyFrom ? Promise.resolve({ result: { value: 1 } }) : new Promise(() => undefined)));
+    runPage.returns(new Promise(() => undefined));
+    const settled = engine.capture(OPTIONS).then(
+      () => null,
+      (e: Error & { type?: string }) => e,
+    );
+    await clock.tickAsync(5_000 + 30_000 + 1_100);
+    const err = await settled;
+    expect(err?.type).to.equal('page_unresponsive');
+    expect(err?.message).to.contain('busy for 30 s');
+    // Probed once a second while it answered: a capture of an ordinary page (under 3 s) sends none.
+    expect(send.withArgs('Runtime.evaluate').callCount).to.be.within(3, 4);
   });
 
   it("replaces a browser whose failure is its own (no error code), not one that failed on the page's account", async () => {
