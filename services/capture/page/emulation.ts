@@ -4,7 +4,7 @@
  * All of it is set on the capture's own page, which lives in its own browser context (a
  * fresh one per capture), so nothing of it reaches the next capture on the same browser.
  */
-import { type Device, findDevice } from '../../shared/devices';
+import { type Device, clientHintsOf, findDevice } from '../../shared/devices';
 import { serviceError } from '../../shared/errors';
 import type { SnapOptions } from '../../shared/screenshot-options';
 import type { PageSession } from './page-session';
@@ -45,13 +45,38 @@ export function mobileMetrics(o: Pick<SnapOptions, 'device'>, width: number, hei
 }
 
 /**
- * setUserAgentOverride's client hints when the user agent sent is the preset's own (a user
- * agent given with user_agent claims no client hints: they would contradict it).
+ * setUserAgentOverride's parameters besides the user agent, for one the options set (theirs or
+ * a preset's): navigator.platform as the browser it names reports it (an iPhone's page would
+ * otherwise read "Linux x86_64"), and the client hints when the user agent is the preset's
+ * own (a user agent given with user_agent claims none: they would contradict it).
  */
-export function clientHintsParams(o: Pick<SnapOptions, 'device' | 'user_agent'>): Params {
+export function userAgentParams(o: Pick<SnapOptions, 'device' | 'user_agent'>): Params {
+  if (o.user_agent === undefined) return {};
+  const platform = navigatorPlatformOf(o.user_agent);
   const device = deviceOf(o);
-  if (!device?.client_hints || (o.user_agent !== undefined && o.user_agent !== device.user_agent)) return {};
-  return { userAgentMetadata: device.client_hints };
+  const hints = device?.client_hints && o.user_agent === device.user_agent ? { userAgentMetadata: device.client_hints } : {};
+  return { ...(platform ? { platform } : {}), ...hints };
+}
+
+/** navigator.platform in the browser a user agent names; '' for one it does not name (the browser's own is kept). */
+export function navigatorPlatformOf(userAgent: string): string {
+  const device = /\((iPhone|iPad|iPod)\b/.exec(userAgent);
+  if (device) return device[1]!;
+  if (/Android/.test(userAgent)) return 'Linux armv8l';
+  if (/Windows/.test(userAgent)) return 'Win32';
+  if (/Macintosh|Mac OS X/.test(userAgent)) return 'MacIntel';
+  if (/CrOS|X11|Linux/.test(userAgent)) return 'Linux x86_64';
+  return '';
+}
+
+/**
+ * A user agent the options set that names no Chromium browser (Safari, Firefox, Chrome on iOS,
+ * which is Safari's engine, or an agent of the caller's own): the page must find no
+ * navigator.userAgentData, as in those browsers. Chromium has no setting for that, so a
+ * script removes it before the page's own run (in the page and its same-site frames).
+ */
+export function hidesUserAgentData(o: Pick<SnapOptions, 'user_agent'>): boolean {
+  return o.user_agent !== undefined && clientHintsOf(o.user_agent, false) === null;
 }
 
 /** The emulation commands the options ask for besides the viewport and the user agent (none for a plain capture). */
@@ -62,5 +87,6 @@ export function emulate(page: PageSession, o: SnapOptions): Array<Promise<unknow
   if (o.reduced_motion) features.push({ name: 'prefers-reduced-motion', value: 'reduce' });
   if (features.length || o.media_type) steps.push(page.send('Emulation.setEmulatedMedia', { media: o.media_type ?? '', features }));
   if (deviceOf(o)?.touch) steps.push(page.send('Emulation.setTouchEmulationEnabled', { enabled: true, maxTouchPoints: 5 }));
+  if (hidesUserAgentData(o)) steps.push(page.send('Page.addScriptToEvaluateOnNewDocument', { source: 'delete Navigator.prototype.userAgentData;' }));
   return steps;
 }

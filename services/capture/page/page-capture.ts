@@ -24,7 +24,7 @@ import { NetworkWatch, documentHeight, drawWholePage, loadInView, loadWholePage,
 import { printPdf, printsOnPaper, refuseStrayPdfOptions } from './pdf';
 import { DEFAULTS, type PageSession, browserGone, deviceMetrics, insertStyle, quote, sameViewport, sleep, viewportOf, waitForSelector } from './page-session';
 import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './request-guard';
-import { clientHintsParams, emulate, mobileMetrics, withDevice } from './emulation';
+import { emulate, mobileMetrics, userAgentParams, withDevice } from './emulation';
 import { type OverlayEntry, checkSelectors, clearOverlays, wantsOverlays, withChatBlocking } from './overlays';
 import { OUTCOME_IN_PAGE, type PageOutcome, checkRules, hasRules, outcomeOf, statusRuleBefore } from './capture-rules';
 import { type DocumentObserver, type PageMetadata, networkCommand, observeDocument, readText, wantsText } from './page-text';
@@ -72,7 +72,7 @@ async function prepare(page: PageSession, o: SnapOptions, userAgent: string): Pr
       page.send('Emulation.setUserAgentOverride', {
         userAgent: o.user_agent ?? userAgent,
         ...(o.accept_language ? { acceptLanguage: o.accept_language } : {}),
-        ...clientHintsParams(o),
+        ...userAgentParams(o),
       }),
     );
   }

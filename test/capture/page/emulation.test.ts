@@ -28,7 +28,7 @@ const PAGES: Record<string, string> = {
   '/device': page(
     '',
     '<pre id="seen"></pre><script>document.getElementById("seen").textContent = JSON.stringify({ ua: navigator.userAgent, dpr: devicePixelRatio, ' +
-      'coarse: matchMedia("(pointer: coarse)").matches, touch: navigator.maxTouchPoints, width: innerWidth, height: innerHeight, ' +
+      'coarse: matchMedia("(pointer: coarse)").matches, touch: navigator.maxTouchPoints, width: innerWidth, height: innerHeight, platform: navigator.platform, ' +
       'hints: navigator.userAgentData ? { mobile: navigator.userAgentData.mobile, platform: navigator.userAgentData.platform } : null });</script>',
   ),
   // A page written for desktops only (no meta viewport): a mobile browser lays it out 980 px wide and zooms it out.
@@ -42,6 +42,7 @@ interface Seen {
   touch: number;
   width: number;
   height: number;
+  platform: string;
   hints: { mobile: boolean; platform: string } | null;
 }
 
@@ -97,6 +98,7 @@ describe('emulation: dark_mode, reduced_motion, media_type and device presets', 
     expect(seen.touch).to.be.greaterThan(0);
     expect([seen.width, seen.height]).to.deep.equal([360, 732]);
     expect(seen.hints).to.deep.equal({ mobile: true, platform: 'Android' });
+    expect(seen.platform).to.equal('Linux armv8l');
     expect(seenHeaders.at(-1)?.['sec-ch-ua-mobile']).to.equal('?1');
     expect(seenHeaders.at(-1)?.['sec-ch-ua-platform']).to.equal('"Android"');
 
@@ -111,6 +113,20 @@ describe('emulation: dark_mode, reduced_motion, media_type and device presets', 
     expect(after.coarse).to.equal(false);
     expect(after.dpr).to.equal(1);
     expect(after.ua).not.to.equal(pixel9.user_agent);
+  });
+
+  it('device=iPhone 15 Pro: the page sees Safari on an iPhone (navigator.platform "iPhone", no navigator.userAgentData, no client hints)', async () => {
+    seenHeaders.length = 0;
+    const seen = await seenBy({ device: 'iPhone 15 Pro' });
+    expect(seen.ua).to.contain('iPhone');
+    expect(seen.platform).to.equal('iPhone');
+    // What a page's "is this a phone?" check reads first: Safari has no userAgentData.
+    expect(seen.hints).to.equal(null);
+    expect(seenHeaders.at(-1)?.['sec-ch-ua-mobile']).to.equal(undefined);
+    // The next capture on the same browser sees the browser's own again.
+    const after = await seenBy({});
+    expect(after.platform).to.equal('Linux x86_64');
+    expect(after.hints).not.to.equal(null);
   });
 
   it('page_width, page_height, scale_factor and user_agent given with a device override the preset', async () => {
