@@ -6,6 +6,7 @@
  *   const { startGrid } = require('./grid/grid');
  *   const grid = await startGrid({ mode: 'standalone', maxSessions: 2, port: 0, log: console.log });
  *   // grid.url === 'http://127.0.0.1:<port>'  → new Builder().usingServer(grid.url)...
+ *   await grid.restartHub();                    // hub mode: the hub SIGKILLed and started again (tests)
  *   await grid.stop();                          // idempotent
  *
  *   node grid/grid.js start [--mode standalone|hub] [--nodes N] [--max-sessions M] [--port P]
@@ -239,8 +240,11 @@ async function startGrid(opts = {}) {
     mode,
     nodes: mode === 'hub' ? nodes : 1,
     maxSessions,
-    pids: grid.procs.map((p) => p.child.pid),
+    get pids() {
+      return grid.procs.map((p) => p.child.pid);
+    },
     stop: () => grid.stop(),
+    restartHub: () => grid.restartHub({ url, nodes, timeoutMs: o.timeoutMs }),
   };
 }
 
@@ -352,7 +356,7 @@ class GridProcesses {
     });
     fs.closeSync(fd);
     child.unref();
-    const rec = { name, child, logFile, exited: false, code: null };
+    const rec = { name, args, child, logFile, exited: false, code: null };
     child.on('exit', (code, signal) => {
       rec.exited = true;
       rec.code = signal || code;
@@ -400,6 +404,28 @@ class GridProcesses {
       log(`[grid] stopped ${this.url}`);
     })();
     return this.stopping;
+  }
+
+  /**
+   * Hub mode: kills the hub (SIGKILL, as a crash or an evicted pod ends it) and starts it
+   * again on the same ports; resolves once its nodes have registered with it again. The new
+   * hub knows none of the sessions the old one had started.
+   */
+  async restartHub({ url, nodes, timeoutMs }) {
+    const i = this.procs.findIndex((p) => p.name === 'hub');
+    if (i < 0) throw new Error('restartHub: this Grid has no hub (standalone mode)');
+    const old = this.procs[i];
+    killGroup(old.child.pid, 'SIGKILL');
+    const deadline = Date.now() + 10000;
+    while (groupAlive(old.child.pid) && Date.now() < deadline) await sleep(50);
+    this.procs.splice(i, 1);
+    const hub = this.launch('hub', old.args);
+    // launch() appends: the hub stays first (pids[0]), and stop() still ends it last.
+    this.procs.splice(this.procs.indexOf(hub), 1);
+    this.procs.splice(i, 0, hub);
+    this.writePidFile();
+    // Nodes, not readiness: a node whose slots the old hub's sessions still hold registers busy.
+    await waitReady(url, { timeoutMs, minNodes: nodes, intervalMs: 200, nodesOnly: true, giveUp: () => hub.exited && `hub exited (${hub.code})` });
   }
 
   /** Stops what started and throws why, with the tail of each process's log. */

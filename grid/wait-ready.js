@@ -41,10 +41,11 @@ function getStatus(url, timeoutMs) {
 
 /**
  * @param {string} baseUrl  e.g. http://127.0.0.1:4444 (a trailing /status or /wd/hub is tolerated)
- * @param {{timeoutMs?: number, minNodes?: number, intervalMs?: number, giveUp?: () => string | undefined}} [opts]
+ * @param {{timeoutMs?: number, minNodes?: number, intervalMs?: number, nodesOnly?: boolean, giveUp?: () => string | undefined}} [opts]
  *   giveUp: asked before every poll; a reason (e.g. the Grid process exited) rejects with it at once.
+ *   nodesOnly: minNodes nodes UP is enough, whether or not a slot is free (ready).
  */
-async function waitReady(baseUrl, { timeoutMs = 60000, minNodes = 1, intervalMs = 500, giveUp = () => undefined } = {}) {
+async function waitReady(baseUrl, { timeoutMs = 60000, minNodes = 1, intervalMs = 500, nodesOnly = false, giveUp = () => undefined } = {}) {
   const base = baseUrl.replace(/\/+$/, '').replace(/\/status$/, '');
   const statusUrl = `${base}/status`;
   const deadline = Date.now() + timeoutMs;
@@ -59,7 +60,7 @@ async function waitReady(baseUrl, { timeoutMs = 60000, minNodes = 1, intervalMs 
       const up = nodes.filter((n) => n.availability === 'UP').length;
       last = `ready=${v.ready}, nodes UP=${up}${v.message ? `, "${v.message}"` : ''}`;
       // A plain chromedriver/standalone node may not list nodes: then trust `ready`.
-      if (v.ready === true && (up >= minNodes || !Array.isArray(v.nodes))) return v;
+      if (nodesOnly ? up >= minNodes : v.ready === true && (up >= minNodes || !Array.isArray(v.nodes))) return v;
     } catch (err) {
       last = err.message;
     }

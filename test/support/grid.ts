@@ -11,6 +11,8 @@ export interface Grid {
   /** Process group leaders: the hub (or the standalone server), then node 1, node 2, ... */
   pids: number[];
   stop(): Promise<void>;
+  /** Hub mode: SIGKILLs the hub and starts it again on the same ports; resolves once its nodes have registered again. */
+  restartHub(): Promise<void>;
 }
 
 export const gridModule = require(path.resolve(__dirname, '..', '..', '..', 'grid', 'grid.js')) as {
@@ -84,9 +86,23 @@ export async function gridBrowserDirs(gridUrl: string): Promise<string[]> {
 
 /** SIGKILLs a browser (and its renderers) as a crash or the kernel's OOM killer would; throws when none was running. */
 export function killBrowser(userDataDir: string): void {
-  // pkill's pattern is an extended regular expression: the folder taken literally, and whole.
+  execFileSync('pkill', ['-KILL', '-f', '--', browserPattern(userDataDir)]);
+}
+
+/** Whether a process of the browser with this user-data directory (it or one of its renderers) is running. */
+export function browserRunning(userDataDir: string): boolean {
+  try {
+    execFileSync('pgrep', ['-f', '--', browserPattern(userDataDir)]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** pkill's and pgrep's pattern is an extended regular expression: the folder taken literally, and whole. */
+function browserPattern(userDataDir: string): string {
   const literal = userDataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  execFileSync('pkill', ['-KILL', '-f', '--', `--user-data-dir=${literal}( |$)`]);
+  return `--user-data-dir=${literal}( |$)`;
 }
 
 export async function stopSharedGrid(): Promise<void> {

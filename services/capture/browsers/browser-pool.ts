@@ -410,6 +410,15 @@ export class BrowserPool {
         this.log.warn(`Browser session ${slot.id} is gone (${err.message}); replacing it.`);
         this.retire(slot);
       });
+      // The Grid no longer knows the session (its hub restarted): its slot there counts as free,
+      // so the browser is ended (quit closes it over CDP) and replaced, after its capture when busy.
+      slot.onSessionUnknown((err) => {
+        if (this.closed || !this.slots.includes(slot)) return;
+        const when = slot.busy ? ' once its capture ends' : '';
+        const server = this.launch.seleniumUrl ? 'the Grid' : 'its ChromeDriver';
+        this.log.warn(`Browser session ${slot.id} is no longer known to ${server} (${err.message.split('\n')[0]}); closing and replacing it${when}.`);
+        this.retire(slot);
+      });
       slot.prepareNext();
       this.dispatch();
     } catch (err) {
@@ -427,6 +436,8 @@ export class BrowserPool {
       if (slot.busy || slot.broken || Date.now() - slot.lastActive < this.opts.keepAliveMs) continue;
       slot.lastUsed = Date.now();
       slot.ping().catch((err: Error) => {
+        // An unknown session is said and retired by its own listener (launchSlot).
+        if (slot.unknown) return;
         this.log.warn(`Browser session ${slot.id} stopped answering (${err.message}); replacing it.`);
         this.retire(slot);
       });

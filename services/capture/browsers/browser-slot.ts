@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Builder, type WebDriver } from 'selenium-webdriver';
+import { Builder, type WebDriver, error as webdriverError } from 'selenium-webdriver';
 import chrome from 'selenium-webdriver/chrome';
 import MANDATORY_CHROME_ARGS from '../../../grid/config/chrome-args.json';
 import { CdpConnection } from '../page/cdp';
@@ -80,6 +80,14 @@ export interface LaunchOptions {
   cdpRouter?: CdpRouter<CdpConnection> | null;
 }
 
+/**
+ * The WebDriver server knows no such session: a Grid whose hub restarted since it was started
+ * (the new hub answers 404 invalid session id), or a ChromeDriver that ended it.
+ */
+export function isUnknownSession(err: unknown): boolean {
+  return err instanceof webdriverError.NoSuchSessionError;
+}
+
 /** A target (tab in its own window) in a fresh browser context, attached in flat mode. */
 export interface PreparedPage {
   contextId: string;
@@ -131,6 +139,9 @@ export class BrowserSlot {
   gridSeesWebDriverOnly = false;
   /** When the last WebDriver command was answered. */
   lastContact = Date.now();
+  /** Why the WebDriver server no longer knows the session (set once, by ping); null while it does. */
+  unknown: Error | null = null;
+  private readonly unknownListeners: Array<(err: Error) => void> = [];
 
   constructor(
     readonly driver: WebDriver,
@@ -152,9 +163,29 @@ export class BrowserSlot {
     this.cdp.onClose(listener);
   }
 
-  /** Any WebDriver command: keeps the session from being reaped by the Grid; fails when the browser is gone. */
+  /**
+   * Called once when a WebDriver command is answered that the session is unknown. On a Grid
+   * whose hub restarted, the browser runs on and its CDP socket (straight to it) still works,
+   * but the Grid counts its slot free and gives it to another session, and its node ends the
+   * session's ChromeDriver at its session timeout and leaves the browser running: the slot has
+   * to be replaced and its browser closed over CDP (quit), the only way left to reach it.
+   */
+  onSessionUnknown(listener: (err: Error) => void): void {
+    this.unknownListeners.push(listener);
+  }
+
+  /** Any WebDriver command: keeps the session from being reaped by the Grid; fails when the browser is gone or the session unknown. */
   async ping(): Promise<void> {
-    await this.driver.getWindowHandle();
+    try {
+      await this.driver.getWindowHandle();
+    } catch (err) {
+      if (isUnknownSession(err) && !this.unknown) {
+        this.unknown = err as Error;
+        this.broken = true;
+        for (const listener of this.unknownListeners) listener(this.unknown);
+      }
+      throw err;
+    }
     this.lastContact = Date.now();
   }
 
@@ -175,7 +206,9 @@ export class BrowserSlot {
     const timer = setInterval(() => {
       if (this.probing || this.cdp.closed) return;
       if (this.gridSeesWebDriverOnly && Date.now() - this.lastContact >= GRID_KEEPALIVE_MS) {
-        // The capture's CDP traffic bypasses the Grid: a WebDriver command keeps its session (a failure shows in the probe below).
+        // The capture's CDP traffic bypasses the Grid: a WebDriver command keeps its session. A
+        // session it finds unknown is reported by ping (onSessionUnknown); any other failure
+        // shows in the probe below if the browser stops answering, and the next keepalive tries again.
         this.lastContact = Date.now();
         this.ping().catch(() => undefined);
       }

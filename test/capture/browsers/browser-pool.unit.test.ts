@@ -22,6 +22,8 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
   let launched: StubSlot[];
   /** The listener each slot's onLost was given, by slot id. */
   let lostListeners: Map<number, (err: Error) => void>;
+  /** The listener each slot's onSessionUnknown was given, by slot id. */
+  let unknownListeners: Map<number, (err: Error) => void>;
   /** Which slots have their next page ready (BrowserSlot.hasReadyPage), by slot id. */
   let ready: Set<number>;
   let launcher: sinon.SinonStub<[LaunchOptions, number], Promise<BrowserSlot>>;
@@ -33,6 +35,7 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
     Object.assign(slot, { id, busy: false, broken: false, lastUsed: Date.now() });
     sinon.stub(slot, 'hasReadyPage').get(() => ready.has(id));
     slot.onLost.callsFake((listener) => void lostListeners.set(id, listener));
+    slot.onSessionUnknown.callsFake((listener) => void unknownListeners.set(id, listener));
     slot.quit.resolves();
     slot.ping.resolves();
     launched.push(slot);
@@ -78,6 +81,7 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
     clock = sinon.useFakeTimers();
     launched = [];
     lostListeners = new Map();
+    unknownListeners = new Map();
     ready = new Set();
     launcher = sinon.stub<[LaunchOptions, number], Promise<BrowserSlot>>().callsFake(async (_opts, id) => stubSlot(id));
     log = { warn: sinon.stub(), info: sinon.stub() };
@@ -252,6 +256,31 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
     sinon.assert.calledOnce(slot.quit);
     expect(log.warn.firstCall.args[0]).to.equal('Browser session 1 is gone (CDP connection closed); replacing it.');
     expect(await pool.acquire()).to.equal(launched[1]);
+  });
+
+  it('closes and replaces a browser whose session the Grid no longer knows (its hub restarted): an idle one at once, a busy one after its capture', async () => {
+    await startPool({ sessions: 2 });
+    const [idle, busy] = launched as [StubSlot, StubSlot];
+    ready.add(busy.id);
+    expect(await pool.acquire()).to.equal(busy);
+    const unknown = new Error('Unable to find session with ID: 1\nBuild info: version: 4.20.0');
+    // BrowserSlot.ping marks the slot broken as it reports the unknown session.
+    for (const slot of [idle, busy]) {
+      Object.assign(slot, { broken: true, unknown });
+      unknownListeners.get(slot.id)!(unknown);
+    }
+    await settle();
+    sinon.assert.calledOnce(idle.quit);
+    sinon.assert.notCalled(busy.quit);
+    expect(log.warn.args.map(([m]) => m)).to.deep.equal([
+      'Browser session 1 is no longer known to the Grid (Unable to find session with ID: 1); closing and replacing it.',
+      'Browser session 2 is no longer known to the Grid (Unable to find session with ID: 1); closing and replacing it once its capture ends.',
+    ]);
+    pool.release(busy);
+    await settle();
+    sinon.assert.calledOnce(busy.quit);
+    expect(launcher.args.map(([, id]) => id)).to.deep.equal([1, 2, 3, 4]);
+    expect(pool.stats).to.deep.equal({ sessions: 2, busy: 0, queued: 0 });
   });
 
   it('pings idle browsers so the Grid keeps their sessions, and replaces one that does not answer', async () => {

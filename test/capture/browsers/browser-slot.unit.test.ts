@@ -5,7 +5,7 @@
  * and the watchdog that finds a silent browser) are checked in milliseconds.
  */
 import { expect } from 'chai';
-import { WebDriver } from 'selenium-webdriver';
+import { WebDriver, error as webdriverError } from 'selenium-webdriver';
 import sinon from 'sinon';
 import { BrowserSlot, GRID_KEEPALIVE_MS, MAX_DISPOSAL_WAIT_MS } from '../../../services/capture/browsers/browser-slot';
 import { CdpConnection } from '../../../services/capture/page/cdp';
@@ -227,6 +227,33 @@ describe('BrowserSlot (unit: browser stubbed)', () => {
     expect(slot.lastActive).to.equal(Date.now());
     unwatch();
   });
+  it('while watching, reports a session the Grid no longer knows (a keepalive answered NoSuchSessionError) once, and no other failure', async () => {
+    const unknown = sinon.stub();
+    slot.onSessionUnknown(unknown);
+    slot.gridSeesWebDriverOnly = true;
+    slot.lastContact = Date.now();
+    const unwatch = slot.watch();
+    // The hub down for a moment: the keepalive fails, nothing more happens.
+    driver.getWindowHandle.rejects(new Error('ECONNREFUSED connect ECONNREFUSED 127.0.0.1:4444'));
+    await clock.tickAsync(GRID_KEEPALIVE_MS);
+    sinon.assert.calledOnce(driver.getWindowHandle);
+    sinon.assert.notCalled(unknown);
+    expect(slot.broken).to.equal(false);
+    // A new hub, which knows none of the old one's sessions.
+    const err = new webdriverError.NoSuchSessionError('Unable to find session with ID: 1');
+    driver.getWindowHandle.rejects(err);
+    await clock.tickAsync(GRID_KEEPALIVE_MS);
+    sinon.assert.calledTwice(driver.getWindowHandle);
+    sinon.assert.calledOnceWithExactly(unknown, err);
+    expect(slot.unknown).to.equal(err);
+    expect(slot.broken).to.equal(true);
+    // The browser itself still answers: its connection stays open for quit to close it over.
+    sinon.assert.notCalled(cdp.close);
+    await clock.tickAsync(GRID_KEEPALIVE_MS);
+    sinon.assert.calledOnce(unknown);
+    unwatch();
+  });
+
   it('on quit, no longer holds a used context back for its answer', async () => {
     const used = await slot.takePage();
     void slot.recycle(used, 5_000, new Promise<void>(() => undefined));
