@@ -7,11 +7,12 @@
  * All at 800x600 (page_width, page_height), PNG, wait=0.
  */
 import { COLOURS, type QualityPage, type Rgb, css, doc, solidDoc, solidSvg } from './page';
-import { expectColour, expectSize, rowsOf } from './picture';
+import { expectColour, expectFilled, expectSize, rowsOf } from './picture';
 
 const HEADER: Rgb = COLOURS.blue;
 const SUBNAV: Rgb = COLOURS.pink;
 const PARTS: Rgb[] = [COLOURS.red, COLOURS.green, COLOURS.yellow];
+const BANDS: Rgb[] = [COLOURS.orange, COLOURS.green, COLOURS.teal, COLOURS.indigo, COLOURS.brown];
 const SMOOTH = '<style>html{scroll-behavior:smooth}</style>';
 
 /** No row of column `x` of the picture has `colour`. */
@@ -48,6 +49,121 @@ export const ELEMENT_PAGES: QualityPage[] = [
       expectNowhere(p, 400, SUBNAV, 'the sticky navigation');
     },
   },
+  {
+    name: 'element-in-scroller-fullpage',
+    mimics:
+      'a block inside a box that scrolls on its own (a chat log, a table with a scroll bar), captured alone with fullpage, the page going on below the box',
+    routes: {
+      '/': {
+        body: doc(
+          `<div style="height:400px;overflow:auto"><div style="height:1000px"></div><div id="t" style="height:200px;background:${css(COLOURS.blue)}"></div></div>` +
+            `<div style="height:2000px;background:${css(COLOURS.yellow)}"></div>`,
+        ),
+      },
+    },
+    params: { selectors: '#t', fullpage: true },
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 800, 200);
+      expectFilled(p, { x: 5, y: 5, w: 790, h: 190 }, COLOURS.blue, 'the block in the scrolling box', 40);
+    },
+  },
+  {
+    name: 'element-in-carousel-fullpage',
+    mimics:
+      'the third slide of a carousel whose track scrolls sideways (overflow-x: auto, as Swiper in CSS mode and most hand-made sliders), captured alone with fullpage',
+    routes: {
+      '/': {
+        body: doc(
+          '<div style="height:100px"></div><div style="display:flex;width:800px;overflow-x:auto">' +
+            [COLOURS.red, COLOURS.green, COLOURS.blue]
+              .map((c, i) => `<div id="s${i + 1}" style="flex:0 0 600px;height:300px;background:${css(c)}"></div>`)
+              .join('') +
+            '</div><div style="height:1500px"></div>',
+        ),
+      },
+    },
+    params: { selectors: '#s3', fullpage: true },
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 600, 300);
+      expectFilled(p, { x: 5, y: 5, w: 590, h: 290 }, COLOURS.blue, 'the third slide', 40);
+    },
+  },
+  {
+    name: 'element-in-app-panel-fullpage',
+    mimics:
+      'a single-page app whose own panel scrolls (html, body 100% tall, #app { overflow: auto }, as many dashboards and webmail do), a card far down it captured alone with fullpage',
+    routes: {
+      '/': {
+        body: doc(
+          '<div id="app" style="height:100%;overflow:auto"><div style="height:1500px"></div>' +
+            `<div id="target" style="width:400px;height:200px;background:${css(COLOURS.green)}"></div><div style="height:1500px"></div></div>`,
+          { head: '<style>html,body{height:100%;overflow:hidden}</style>' },
+        ),
+      },
+    },
+    params: { selectors: '#target', fullpage: true },
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 400, 200);
+      expectFilled(p, { x: 5, y: 5, w: 390, h: 190 }, COLOURS.green, 'the card in the panel', 40);
+    },
+  },
+  {
+    name: 'element-taller-than-app-panel',
+    mimics:
+      'a single-page app whose own panel scrolls under a sticky header inside it (html, body 100% tall and overflow hidden, #app { overflow: auto }), a report taller than the screen captured alone',
+    routes: {
+      '/': {
+        body: doc(
+          '<div id="app" style="height:100%;overflow:auto">' +
+            `<header style="position:sticky;top:0;height:60px;background:${css(COLOURS.red)};z-index:5"></header><div style="height:300px"></div>` +
+            `<div id="bigt" style="width:700px">${BANDS.map((c) => `<div style="height:400px;background:${css(c)}"></div>`).join('')}</div>` +
+            '<div style="height:1000px"></div></div>',
+          { head: '<style>html,body{height:100%;overflow:hidden}</style>' },
+        ),
+      },
+    },
+    params: { selectors: '#bigt' },
+    async check(a) {
+      const p = await a.picture();
+      expectSize(p, 700, 2000);
+      BANDS.forEach((c, i) => {
+        expectColour(p, 350, i * 400 + 10, c, `band ${i + 1}, at its top`);
+        expectColour(p, 350, i * 400 + 390, c, `band ${i + 1}, at its bottom`);
+      });
+      expectNowhere(p, 350, COLOURS.red, 'the sticky header');
+    },
+  },
+  ...[
+    { name: 'element-nearly-screen-tall-sticky-header', bar: `position:sticky;top:0;height:60px` },
+    { name: 'element-nearly-screen-tall-fixed-header', bar: `position:fixed;top:0;left:0;right:0;height:70px` },
+  ].map(
+    ({ name, bar }): QualityPage => ({
+      name,
+      mimics: 'a product card or a form almost as tall as the screen, below the fold under a header that stays on the screen, captured alone',
+      routes: {
+        '/': {
+          body: doc(
+            `<header style="${bar};background:${css(HEADER)};z-index:10"></header><div style="height:1200px"></div>` +
+              `<div id="card" style="width:600px">${PARTS.map((c) => `<div style="height:190px;background:${css(c)}"></div>`).join('')}</div>` +
+              '<div style="height:1200px"></div>',
+          ),
+        },
+      },
+      params: { selectors: '#card' },
+      async check(a) {
+        const p = await a.picture();
+        expectSize(p, 600, 570);
+        PARTS.forEach((c, i) => {
+          expectColour(p, 300, i * 190 + 5, c, `part ${i + 1}, at its top`);
+          expectColour(p, 300, i * 190 + 185, c, `part ${i + 1}, at its bottom`);
+        });
+        expectNowhere(p, 300, HEADER, 'the header');
+      },
+    }),
+  ),
   {
     name: 'smooth-scroll-element-lazy',
     mimics:

@@ -166,11 +166,17 @@ function imagesLoading(): number {
  * - backgrounds fixed to the screen, painted on the first screen only, scroll with their
  *   element (background-attachment), or are made as tall as the page (a fixed layer behind
  *   the content over the whole screen).
+ * - for an element cut out of the page (`element`, a selector), the elements that scroll around
+ *   it (a box with a scroll bar, a carousel's track, an app's own panel) show it: one that
+ *   scrolls vertically and is shorter than it is drawn whole, as the body is; the others are
+ *   scrolled so it is in their view (the least that does, its start where it is larger than
+ *   their box). Left at their own scroll position, they clip it, and the box read is where it
+ *   would be if nothing did.
  * Through a stylesheet of our own in document.adoptedStyleSheets, with structural selectors:
  * the page's DOM (and its HTML, for html_only) stays as the page made it. Says how many
  * elements of each it changed.
  */
-function drawAsScrolled(max: number): { skipped: number; fixed: number; stuck: number; bodyScrolls: boolean } {
+function drawAsScrolled(max: number, element: string | null): { skipped: number; fixed: number; stuck: number; bodyScrolls: boolean } {
   // The element's place in its tree: from the root in the document; in a shadow tree from its
   // top (an element with no parent element there).
   const pathOf = (el: Element): string => {
@@ -214,6 +220,34 @@ function drawAsScrolled(max: number): { skipped: number; fixed: number; stuck: n
     }
     sheet.insertRule(`${pathOf(el)}{${declarations}}`, sheet.cssRules.length);
   };
+  const target = element === null ? null : document.querySelector(element);
+  if (target) {
+    const clips = (v: string): boolean => !['visible', 'clip'].includes(v);
+    const scrollers: Element[] = [];
+    for (let e = target.parentElement; e && e !== document.body && e !== document.documentElement; e = e.parentElement) {
+      const s = getComputedStyle(e);
+      if (clips(s.overflowY) || clips(s.overflowX)) scrollers.push(e);
+    }
+    // Drawn whole first (the innermost one's height can change what overflows the outer ones);
+    // the body is looked at below, with them drawn. Only what a person can scroll: a box cut
+    // short on purpose (overflow: hidden, a "read more" fold) stays cut.
+    const tall = target.getBoundingClientRect().height;
+    const open = scrollers.filter((e) => ['auto', 'scroll'].includes(getComputedStyle(e).overflowY) && tall > e.clientHeight + 1);
+    for (const e of open) rule(e, 'overflow-y:visible !important;overflow-x:clip !important');
+    // Innermost first: scrolling an outer one moves the inner one with the element. Instant, past a smooth scroll-behavior.
+    for (const e of scrollers) {
+      if (open.includes(e)) continue;
+      const r = target.getBoundingClientRect();
+      const b = e.getBoundingClientRect();
+      const top = b.top + e.clientTop;
+      const left = b.left + e.clientLeft;
+      const by = (start: number, end: number, from: number, size: number): number =>
+        end - start > size || start < from ? start - from : end > from + size ? end - from - size : 0;
+      const dy = by(r.top, r.bottom, top, e.clientHeight);
+      const dx = by(r.left, r.right, left, e.clientWidth);
+      if (dx || dy) e.scrollBy({ top: dy, left: dx, behavior: 'instant' });
+    }
+  }
   const skipped: Element[] = [];
   const fixed: Element[] = [];
   const stuck: Element[] = [];
@@ -521,16 +555,17 @@ async function growUntilLoaded(page: PageSession, net: NetworkWatch, o: SnapOpti
  * Just before the image of a full page (after wait and the clearing of overlays, so a launcher
  * or bar the page added meanwhile is placed too): draws the page as a person scrolling it sees
  * it (drawAsScrolled) and measures it (documentExtent), in one call, the one that measures it
- * for the image anyway. `then`: an expression evaluated after them instead of the measure.
+ * for the image anyway. `then`: an expression evaluated after them instead of the measure;
+ * `element`: the selector of the element cut out of it, which the elements scrolling around it show.
  */
 export function drawWholePage(page: PageSession, o: SnapOptions): Promise<{ height: number; zoom: number }>;
-export function drawWholePage<T>(page: PageSession, o: SnapOptions, then: string): Promise<T>;
-export function drawWholePage(page: PageSession, o: SnapOptions, then?: string): Promise<unknown> {
+export function drawWholePage<T>(page: PageSession, o: SnapOptions, then: string, element: string): Promise<T>;
+export function drawWholePage(page: PageSession, o: SnapOptions, then?: string, element?: string): Promise<unknown> {
   const measure = then ?? inPageCall(documentExtent);
   // A PDF on paper is printed as a browser prints the page: a bar fixed to the bottom of the
   // screen on every sheet (moved to the end of the document, it was on the last one only).
   if (printsOnPaper(o)) return page.evaluate(measure, false);
-  return page.evaluate(`(${inPageCall(drawAsScrolled, maxCaptureHeight(o))}, ${measure})`, false);
+  return page.evaluate(`(${inPageCall(drawAsScrolled, maxCaptureHeight(o), element ?? null)}, ${measure})`, false);
 }
 
 /** Whether the page listens for scroll events on the window or the document (CDP's getEventListeners). */

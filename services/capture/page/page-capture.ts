@@ -22,7 +22,19 @@ import { CdpError } from './cdp';
 import { type PageReading, READ_PAGE } from './page-reading';
 import { NetworkWatch, documentHeight, drawWholePage, loadInView, loadWholePage, maxCaptureHeight, wantsWholePage } from './full-page';
 import { printPdf, printsOnPaper, refuseStrayPdfOptions } from './pdf';
-import { DEFAULTS, type PageSession, browserGone, deviceMetrics, insertStyle, quote, sameViewport, sleep, viewportOf, waitForSelector } from './page-session';
+import {
+  DEFAULTS,
+  type PageSession,
+  browserGone,
+  deviceMetrics,
+  inPageCall,
+  insertStyle,
+  quote,
+  sameViewport,
+  sleep,
+  viewportOf,
+  waitForSelector,
+} from './page-session';
 import { type RequestGuard, admitUrl, guardRequests, urlNotAllowed } from './request-guard';
 import { emulate, mobileMetrics, userAgentParams, withDevice } from './emulation';
 import { type OverlayEntry, checkSelectors, clearOverlays, wantsOverlays, withChatBlocking } from './overlays';
@@ -296,26 +308,58 @@ interface Box {
   height: number;
   /** The image's CSS px per CSS px of the page: below 1 for a full page zoomed out as a phone shows it (documentExtent); 1 when absent. */
   zoom?: number;
-  /** An element's: whether it is larger than the viewport (no scroll shows it whole). */
+  /**
+   * An element's, read where it was scrolled into view: whether no scroll shows it whole, and
+   * uncovered: larger than the viewport, or with something fixed or sticky to the screen (a
+   * header) over its edges once scrolled there (almost as tall as the viewport).
+   */
   larger?: boolean;
   /** An element's: whether scrolling it into view moved it (so what it loads on sight may have started). */
   moved?: boolean;
 }
 
 /**
+ * Runs in the page: the box of the element matching `selector` in the document, or null. `scroll`:
+ * scrolled into the middle of the viewport first (instant: a page's own `scroll-behavior:
+ * smooth`, Bootstrap's default, would leave it on its way, the box read mid-scroll).
+ */
+function readElementBox(selector: string, scroll: boolean): Box | null {
+  const el = document.querySelector(selector);
+  if (!el) return null;
+  const was = el.getBoundingClientRect();
+  if (scroll) el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+  const r = el.getBoundingClientRect();
+  const box = { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height, moved: r.top !== was.top || r.left !== was.left };
+  let larger = r.height > window.innerHeight || r.width > window.innerWidth;
+  // Something fixed or sticky drawn over the element's top or bottom row where it now is (a
+  // header, a bar): what hides it there is on the element's picture. A hit on the element, on
+  // what is inside it or on what holds it (the element lets the pointer through) hides nothing.
+  const fixedOrSticky = (e: Element | null): boolean => {
+    for (; e; e = e.parentElement) if (['fixed', 'sticky'].includes(getComputedStyle(e).position)) return true;
+    return false;
+  };
+  if (scroll && !larger) {
+    const ys = [Math.max(r.top, 0) + 1, Math.min(r.bottom, window.innerHeight) - 1];
+    const xs = [r.left + 1, (r.left + r.right) / 2, r.right - 1].map((x) => Math.min(Math.max(x, 0), window.innerWidth - 1));
+    larger = ys.some((y) =>
+      xs.some((x) => {
+        const hit = document.elementFromPoint(x, y);
+        return hit !== null && !el.contains(hit) && !hit.contains(el) && fixedOrSticky(hit);
+      }),
+    );
+  }
+  return { ...box, larger };
+}
+
+/**
  * The element's box in the document. `scroll` brings it into view first (for the pointer,
  * and where the element is captured as it is seen); a full-page capture leaves the page at
  * its top and cuts the element out of the whole page, drawn as scrolled (`whole`: its options;
- * drawWholePage, in the same call).
+ * drawWholePage, in the same call, which also has what scrolls around the element show it).
  */
 async function elementBox(page: PageSession, selector: string, scroll: boolean, whole?: SnapOptions): Promise<Box> {
-  // Instant: a page's own `scroll-behavior: smooth` (Bootstrap's default) would leave it on its way, the box read mid-scroll.
-  const read =
-    `(() => { const el = document.querySelector(${quote(selector)}); if (!el) return null; const was = el.getBoundingClientRect(); ${
-      scroll ? "el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' }); " : ''
-    }const r = el.getBoundingClientRect(); return { x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height, ` +
-    'larger: r.height > window.innerHeight || r.width > window.innerWidth, moved: r.top !== was.top || r.left !== was.left }; })()';
-  const box = whole ? await drawWholePage<Box | null>(page, whole, read) : await page.evaluate<Box | null>(read, false);
+  const read = inPageCall(readElementBox, selector, scroll);
+  const box = whole ? await drawWholePage<Box | null>(page, whole, read, selector) : await page.evaluate<Box | null>(read, false);
   if (!box) throw serviceError('selector_not_found', `selectors: no element matches ${quote(selector)} on the page.`);
   if (box.width < 1 || box.height < 1) throw serviceError('selector_not_found', `selectors: the element matching ${quote(selector)} has no visible size.`);
   return box;
@@ -623,10 +667,11 @@ export async function capturePage(ctx: CaptureContext, asked: SnapOptions): Prom
         await hover(page, clip);
         clip = await elementBox(page, o.selectors, true);
       } else if (!fullpage && clip.larger) {
-        // Larger than the screen (a long article, a form): no scroll shows it whole, and what is
-        // fixed or sticky to the screen (a header) would be drawn across its middle. Cut out of
-        // the page drawn whole from its top instead, as with fullpage (scrolled to first, so
-        // what it loads on sight has loaded).
+        // Larger than the screen (a long article, a form), or under a header fixed or sticky to the
+        // screen once scrolled to (as tall as the screen less the header): no scroll shows it
+        // whole, and what is fixed or sticky would be drawn across it. Cut out of the page drawn
+        // whole from its top instead, as with fullpage (scrolled to first, so what it loads on
+        // sight has loaded); what scrolls around it shows it (drawAsScrolled).
         await page.evaluate("window.scrollTo({ top: 0, left: 0, behavior: 'instant' })", false);
         clip = await elementBox(page, o.selectors, false, o);
       }
