@@ -1,9 +1,10 @@
 /**
- * The api's call to capture for a snap (/snap, /snap_html, and the MCP tools, which are REST
- * requests), taken again on another capture instance when the one running it disappears
- * (killed, its machine gone) before its answer comes: within the request's own budget, under
- * the same job and the same place in its account's counts and in the fair order, for the one
- * credit reserved around it (docs/operations.md, "Faults it survives").
+ * The api's calls to capture for a snap (/snap, /snap_html, and the MCP tools, which are REST
+ * requests): its ttl lookup and its capture, each taken again on another capture instance when
+ * the one it went to disappears (killed, its machine gone, the transporter restarting) before
+ * its answer comes: within the request's own budget, a capture under the same job and the same
+ * place in its account's counts and in the fair order, for the one credit reserved around it
+ * (docs/operations.md, "Faults it survives").
  *
  * Found out fast: while a call waits on a capture instance in another process, that instance
  * is pinged (Moleculer's PING, answered by its transit layer whatever its captures are doing)
@@ -15,8 +16,8 @@
  * taken over), never recorded twice.
  */
 import type { Context, ServiceBroker } from 'moleculer';
-import { type AccountContext, type ScreenshotRef, call } from '../shared/contracts';
-import { serviceError } from '../shared/errors';
+import { type AccountContext, type ParamsOf, type ScreenshotRef, call } from '../shared/contracts';
+import { isUnavailable, serviceError } from '../shared/errors';
 import type { CaptureTargets, SnapOptions } from '../shared/screenshot-options';
 import { randomId } from '../shared/secrets';
 import { takeAgain } from '../shared/take-again';
@@ -27,10 +28,14 @@ export const PING_EVERY_MS = 500;
 export const PONG_WITHIN_MS = 1_500;
 /** A snap is taken again only with at least this much of its budget left. */
 const MIN_LEFT_MS = 2_000;
-/** The most attempts of one snap (instances dying one after another). */
-const MAX_ATTEMPTS = 3;
-/** While no capture instance is there to take it, the next attempt waits this long. */
+/**
+ * While no capture instance is there to take it, the next attempt waits this long. Attempts go
+ * on for as long as the budget lasts: a transporter's restart (NATS down for seconds) drops
+ * every instance from this node's registry until they reconnect and are found again.
+ */
 const NONE_THERE_PAUSE_MS = 500;
+/** How long a give-up (capture.abandon) is asked again while no capture instance can take it. */
+export const ABANDON_RETRY_MS = 30_000;
 
 /** Moleculer's node catalog, as far as used here (0.14: `broker.registry.nodes`, untyped). */
 interface NodeCatalog {
@@ -108,33 +113,78 @@ function lossOf(err: unknown): Loss | null {
   return null;
 }
 
+/** A call to capture taken again while what ran it disappears and `deadline` leaves time for it. */
+function onSomeInstance<T>(broker: ServiceBroker, attempt: (n: number) => Promise<T>, deadline: number, answer: (loss: Loss) => Error): Promise<T> {
+  const watch = watchOf(broker);
+  return takeAgain((n) => watch.follow(attempt(n)), {
+    lost: lossOf,
+    refuse: () => (deadline - Date.now() < MIN_LEFT_MS ? 'late' : null),
+    pauseMs: (loss) => (loss === 'none' ? NONE_THERE_PAUSE_MS : 0),
+    answer,
+  });
+}
+
+/**
+ * The snap's ttl lookup (capture.findRecent), balanced over the capture instances like its
+ * capture: one that disappears under it (killed, not yet dropped from the registry) is left
+ * for another within the snap's budget, ending at `deadline`, rather than failing the snap.
+ */
+export function findRecentSnap(broker: ServiceBroker, params: ParamsOf<'capture.findRecent'>, deadline: number): Promise<ScreenshotRef | null> {
+  return onSomeInstance(
+    broker,
+    () => call(broker, 'capture.findRecent', params),
+    deadline,
+    () =>
+      serviceError('capacity_exhausted', "No capture instance answered within this capture's time budget; nothing was charged. Retry shortly.", {
+        retryAfter: 5,
+      }),
+  );
+}
+
 /**
  * The snap's capture (capture.take), taken again while its instance disappears under it and
- * time is left; `budgetMs` is the request's (a capture's wait for a browser and its own time).
+ * time is left; `budgetMs` is the request's (a capture's wait for a browser and its own time),
+ * counted from `since` (the request's arrival, its place in the fair order).
  */
 export function takeSnap(
   broker: ServiceBroker,
   snap: { account: AccountContext; options: SnapOptions; targets: CaptureTargets },
   budgetMs: number,
+  since: number = Date.now(),
 ): Promise<ScreenshotRef> {
-  const watch = watchOf(broker);
   const jobId = randomId(12);
-  const since = Date.now();
-  const deadline = since + budgetMs;
-  return takeAgain((attempt) => watch.follow(call(broker, 'capture.take', { ...snap, jobId, attempt, since })), {
-    lost: lossOf,
-    refuse: (_loss, attempts) => (attempts >= MAX_ATTEMPTS ? 'attempts' : deadline - Date.now() < MIN_LEFT_MS ? 'late' : null),
-    pauseMs: (loss) => (loss === 'none' ? NONE_THERE_PAUSE_MS : 0),
-    answer: (loss, why) => {
+  return onSomeInstance(
+    broker,
+    (attempt) => call(broker, 'capture.take', { ...snap, jobId, attempt, since }),
+    since + budgetMs,
+    (loss) => {
       const what =
         loss === 'gone'
           ? 'The capture instance running this capture stopped'
           : 'No capture instance is running to take this capture, after one stopped under it';
-      const note = `${what}, and no other could take it ${why === 'late' ? 'within its time budget' : `in ${MAX_ATTEMPTS} attempts`}; nothing was charged. Retry shortly.`;
-      // Its job fails with this answer and its place in the account's counts is given back now
-      // (not when its lease runs out); if no instance is there to do it, the lease does.
-      void call(broker, 'capture.abandon', { accountId: snap.account.accountId, jobId, errorCode: 'capacity_exhausted', note }).catch(() => undefined);
+      const note = `${what}, and no other could take it within its time budget; nothing was charged. Retry shortly.`;
+      void abandon(broker, { accountId: snap.account.accountId, jobId, errorCode: 'capacity_exhausted', note });
       return serviceError('capacity_exhausted', note, { retryAfter: 5 });
     },
-  });
+  );
+}
+
+/**
+ * Its job fails with the answer given and its place in the account's counts is given back now
+ * (not when its lease runs out); a capture that completed meanwhile is withdrawn, as its
+ * request was told it failed and its credit is given back (SnapDesk.abandon). Asked again while
+ * no capture instance can take it (the transporter restarting), for ABANDON_RETRY_MS; then the
+ * job's lease ends it if its instance is gone. Never throws.
+ */
+function abandon(broker: ServiceBroker, params: ParamsOf<'capture.abandon'>): Promise<void> {
+  const giveUpAt = Date.now() + ABANDON_RETRY_MS;
+  return takeAgain(() => call(broker, 'capture.abandon', params), {
+    lost: (err) => (isUnavailable(err) ? (err as Error) : null),
+    refuse: () => (Date.now() >= giveUpAt ? 'late' : null),
+    pauseMs: (_err, attempts) => Math.min(250 * 2 ** (attempts - 1), 4_000),
+    answer: (err) => err,
+  }).then(
+    () => undefined,
+    (err: Error) => broker.logger.error(`capture.abandon of snap job ${params.jobId} (account ${params.accountId}) failed: ${err.message}`),
+  );
 }

@@ -21,7 +21,7 @@ import type { FileStore } from '../shared/storage';
 import { parseThumbnailName } from '../capture/public/thumbnail-names';
 import { PAGE_METADATA_SCHEMA, SNAP_ANSWER_SCHEMA, type SnapRecord, snapRecord } from '../capture/public/screenshot-records';
 import { admission } from './spend-admission';
-import { takeSnap } from './capture-call';
+import { findRecentSnap, takeSnap } from './capture-call';
 import { type RouteContext, type RouteDef, route } from './http';
 import { type ParamShape, type RawParams, SNAP_HTML_PARAMS, SNAP_PARAMS, checkRules } from './request-schemas';
 
@@ -64,9 +64,11 @@ export async function snap(ctx: RouteContext<unknown>, store: FileStore, policy:
   const { targets } = await SNAP_ADMISSION.admit({ broker, account, policy, given: options });
   const features = requestedFeatures(options);
   const ttl = options.ttl ?? OPTION_DEFAULTS.ttl;
+  // The snap's budget counts from here: a lookup taken again (its instance gone) spends of it.
+  const since = Date.now();
   if (ttl > 0) {
     const cacheKey = captureKey(options, targets);
-    const cached = await call(broker, 'capture.findRecent', { accountId: account.accountId, cacheKey, since: Date.now() - ttl * 1000 });
+    const cached = await findRecentSnap(broker, { accountId: account.accountId, cacheKey, since: since - ttl * 1000 }, since + timing.budgetMs);
     if (cached) return answer(ctx, store, cached, options, 'HIT');
   }
   const ref = await withCaptureCredits(
@@ -74,7 +76,7 @@ export async function snap(ctx: RouteContext<unknown>, store: FileStore, policy:
     // Settled within its deadline unless this request's process stopped; billing then gives it back.
     { account, amounts: { screenshots: 1 }, features, settleWithinMs: timing.settleWithinMs },
     billsAiCredits(options),
-    () => takeSnap(broker, { account, options, targets }, timing.budgetMs),
+    () => takeSnap(broker, { account, options, targets }, timing.budgetMs, since),
     {
       analysed: (taken) => taken.ai?.ai_analyzed === true,
     },

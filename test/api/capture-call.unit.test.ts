@@ -2,12 +2,15 @@
  * The api's call to capture for a snap (services/api/capture-call.ts) with the broker stubbed
  * (sinon): an instance left pinging unanswered is taken for gone; a snap whose instance went
  * away is taken again under the same job and arrival time, and given up cleanly when no time
- * is left. The same with real processes killed: test/system/instance-death-cluster.test.ts.
+ * is left (and its job then given up, asked again while no instance can take that); a snap's
+ * ttl lookup taken again the same way. The same with real processes killed and the
+ * transporter restarted: test/system/instance-death-cluster.test.ts,
+ * test/system/snap-faults-cluster.test.ts.
  */
 import { expect } from 'chai';
 import { Errors, type ServiceBroker } from 'moleculer';
 import sinon from 'sinon';
-import { NodeWatch, PING_EVERY_MS, PONG_WITHIN_MS, takeSnap } from '../../services/api/capture-call';
+import { NodeWatch, PING_EVERY_MS, PONG_WITHIN_MS, findRecentSnap, takeSnap } from '../../services/api/capture-call';
 import type { AccountContext, ScreenshotRef } from '../../services/shared/contracts';
 import { serviceError } from '../../services/shared/errors';
 
@@ -17,6 +20,8 @@ const SNAP = { account: ACCOUNT, options: { url: 'https://example.test/' }, targ
 
 /** What a call whose capture instance disappeared fails with (Moleculer's, when the node is dropped). */
 const rejected = () => new Errors.RequestRejectedError({ action: 'capture.take', nodeID: 'cap-1' });
+/** What a call fails with while no capture instance is known (the transporter reconnecting). */
+const noneThere = () => new Errors.ServiceNotAvailableError({ action: 'capture.take' });
 
 function stubBroker() {
   const disconnected = sinon.stub();
@@ -87,6 +92,54 @@ describe("the api's call to capture (unit: the broker stubbed)", () => {
     const abandon = broker.call.args.find((a) => a[0] === 'capture.abandon');
     const take = broker.call.args.find((a) => a[0] === 'capture.take')?.[1] as { jobId: string } | undefined;
     expect(abandon?.[1]).to.deep.include({ accountId: 'acc', jobId: take?.jobId, errorCode: 'capacity_exhausted' });
+  });
+
+  it('keeps taking a snap again while no instance is there (a transporter restarting), until one answers within its budget', async () => {
+    const clock = sinon.useFakeTimers();
+    const { broker, as } = stubBroker();
+    // Its instance dropped, then six attempts with none known (3 s): more than three attempts.
+    broker.call.onFirstCall().callsFake(() => pendingOn('cap-1', Promise.reject(rejected())));
+    for (let n = 1; n <= 6; n++) broker.call.onCall(n).callsFake(() => Promise.reject(noneThere()));
+    broker.call.onCall(7).callsFake(() => pendingOn('cap-1', Promise.resolve(REF)));
+    const taken = takeSnap(as, SNAP, 60_000);
+    await clock.tickAsync(10_000);
+    expect(await taken).to.equal(REF);
+    const attempts = broker.call.args.filter((a) => a[0] === 'capture.take').map((a) => (a[1] as { attempt: number }).attempt);
+    expect(attempts).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(broker.call.args.some((a) => a[0] === 'capture.abandon')).to.equal(false);
+  });
+
+  it('gives up when the budget runs out with no instance there, and asks capture.abandon again until an instance takes it', async () => {
+    const clock = sinon.useFakeTimers();
+    const { broker, as } = stubBroker();
+    let abandons = 0;
+    broker.call.callsFake((action: string) => {
+      if (action === 'capture.take') return Promise.reject(noneThere());
+      abandons++;
+      return abandons < 3 ? Promise.reject(noneThere()) : Promise.resolve({ ok: true });
+    });
+    const taken = takeSnap(as, SNAP, 5_000).then(
+      () => null,
+      (e: Error & { type?: string }) => e,
+    );
+    await clock.tickAsync(5_000);
+    const err = await taken;
+    expect(err?.type).to.equal('capacity_exhausted');
+    expect(err?.message).to.match(/no other could take it within its time budget; nothing was charged/);
+    await clock.tickAsync(5_000);
+    expect(abandons, 'capture.abandon asked until an instance took it').to.equal(3);
+  });
+
+  it("takes a snap's ttl lookup whose instance went away again on another", async () => {
+    const { broker, as } = stubBroker();
+    broker.call.onFirstCall().callsFake(() => pendingOn('cap-1', Promise.reject(rejected())));
+    broker.call.onSecondCall().callsFake(() => pendingOn('cap-2', Promise.resolve(REF)));
+    const params = { accountId: 'acc', cacheKey: 'k', since: 1 };
+    expect(await findRecentSnap(as, params, Date.now() + 60_000)).to.equal(REF);
+    expect(broker.call.args.map((a) => [a[0], a[1]])).to.deep.equal([
+      ['capture.findRecent', params],
+      ['capture.findRecent', params],
+    ]);
   });
 
   it("passes the capture's own answer on as it is", async () => {

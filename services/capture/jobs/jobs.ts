@@ -181,11 +181,26 @@ export class JobQueue {
     return { leased: await this.start(job) };
   }
 
-  /** Fails a snap's job whoever holds it (the api gave up on it: its instance disappeared and no other could take it in time). */
-  async abandon(accountId: string, jobId: string, errorCode: string, note: string): Promise<void> {
-    await this.db('jobs')
-      .where({ id: jobId, account_id: accountId, kind: 'snap', status: 'running' })
-      .update({ status: 'failed', error_code: errorCode, note, lease_token: null, finished_at_ms: this.now() });
+  /**
+   * Fails a snap's job whoever holds it (the api gave up on it: its instance disappeared and no
+   * other could take it in time), in the caller's transaction when given. One that completed
+   * before the api heard of it (its answer lost with the transporter) fails too: its request
+   * was answered that it failed and was not charged. Returns that job's screenshot id, for the
+   * caller to withdraw; null for a job that was running (or had failed, or is unknown).
+   */
+  async abandon(accountId: string, jobId: string, errorCode: string, note: string, trx: Knex | Knex.Transaction = this.db): Promise<number | null> {
+    // Read, then failed from the state read: a running job its instance completes between the two is read again.
+    for (;;) {
+      const row = (await trx('jobs')
+        .where({ id: jobId, account_id: accountId, kind: 'snap' })
+        .whereIn('status', ['running', 'completed'])
+        .first('status', 'screenshot_id')) as Pick<JobRow, 'status' | 'screenshot_id'> | undefined;
+      if (!row) return null;
+      const n = await trx('jobs')
+        .where({ id: jobId, account_id: accountId, kind: 'snap', status: row.status })
+        .update({ status: 'failed', error_code: errorCode, note, screenshot_id: null, lease_token: null, finished_at_ms: this.now() });
+      if (n === 1) return row.status === 'completed' && row.screenshot_id !== null ? Number(row.screenshot_id) : null;
+    }
   }
 
   /**

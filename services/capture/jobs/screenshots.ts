@@ -231,6 +231,16 @@ export class ScreenshotRepository {
     return row ? this.toRef(row) : null;
   }
 
+  /** Deletes one screenshot (inside the caller's transaction when given); returns its files, to delete after the row, or null when there was none. */
+  async withdraw(id: number, trx: Knex | Knex.Transaction = this.db): Promise<StoredFiles | null> {
+    const files = (await trx('screenshots').where({ id }).first('image_name', 'thumb_name', 'html_name', 'content_type', 'markdown_name', 'metadata_name')) as
+      | StoredFiles
+      | undefined;
+    if (!files) return null;
+    await trx('screenshots').where({ id }).delete();
+    return files;
+  }
+
   /** The files of a configuration's screenshots, to delete after their rows. */
   async filesOfConfig(accountId: string, configId: string): Promise<StoredFiles[]> {
     return this.db('screenshots')

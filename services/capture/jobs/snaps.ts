@@ -83,9 +83,19 @@ export class SnapDesk {
     }
   }
 
-  /** The api gave up on a snap: its job fails with this answer and its place in the counts is given back. */
+  /**
+   * The api gave up on a snap: its job fails with this answer and its place in the counts is
+   * given back. A capture that completed before the api heard of it is withdrawn (its row, then
+   * its files): the request was told it failed and its credit is given back, so it is neither
+   * listed nor reused within ttl.
+   */
   async abandon(accountId: string, jobId: string, errorCode: string, note: string): Promise<void> {
-    await this.deps.queue.abandon(accountId, jobId, errorCode, note);
+    const { db, queue, screenshots, files } = this.deps;
+    const withdrawn = await db.transaction(async (trx) => {
+      const screenshotId = await queue.abandon(accountId, jobId, errorCode, note, trx);
+      return screenshotId === null ? null : screenshots.withdraw(screenshotId, trx);
+    });
+    if (withdrawn) await files.remove(withdrawn);
     await this.deps.admission.release({ id: jobId, accountId });
   }
 

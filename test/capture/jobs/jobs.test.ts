@@ -165,15 +165,20 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     expect(await queue.find('acc', 's4')).to.deep.include({ status: 'running' });
   });
 
-  it("fails a snap's job the api gave up on, whoever holds it, and never a finished one", async () => {
+  it("fails a snap's job the api gave up on, whoever holds it, a completed one too (its screenshot id returned, to withdraw), and never a failed one", async () => {
     const running = await queue.start({ id: 's5', accountId: 'acc', configId: 'cfg' });
-    await queue.abandon('acc', 's5', 'capacity_exhausted', 'its instance stopped');
+    expect(await queue.abandon('acc', 's5', 'capacity_exhausted', 'its instance stopped')).to.equal(null);
     expect(await queue.find('acc', 's5')).to.deep.include({ status: 'failed', error_code: 'capacity_exhausted', note: 'its instance stopped' });
     expect(await queue.complete(running, record(running))).to.equal(null);
+    // Completed before the api heard of it (its answer lost with the transporter): the request was told it failed.
     const done = await queue.start({ id: 's6', accountId: 'acc', configId: 'cfg' });
-    await queue.complete(done, record(done));
-    await queue.abandon('acc', 's6', 'capacity_exhausted', 'late');
-    expect(await queue.find('acc', 's6')).to.deep.include({ status: 'completed' });
+    const screenshotId = await queue.complete(done, record(done));
+    expect(await queue.abandon('acc', 's6', 'capacity_exhausted', 'late')).to.equal(screenshotId);
+    expect(await queue.find('acc', 's6')).to.deep.include({ status: 'failed', error_code: 'capacity_exhausted', note: 'late', screenshot_id: null });
+    const failed = await queue.start({ id: 's6b', accountId: 'acc', configId: 'cfg' });
+    await queue.fail(failed, 'page_load_failed', 'no page');
+    expect(await queue.abandon('acc', 's6b', 'capacity_exhausted', 'late')).to.equal(null);
+    expect(await queue.find('acc', 's6b')).to.deep.include({ status: 'failed', error_code: 'page_load_failed' });
   });
 
   it("fails a snap's job whose lease ran out (its process stopped mid-capture), and no other: a renewed one, a finished one and a queued job's are left", async () => {

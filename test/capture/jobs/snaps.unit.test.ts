@@ -35,7 +35,10 @@ function setup() {
     steps.push('start');
     return { ...o, leaseToken: 't' };
   });
-  queue.abandon.callsFake(async () => void steps.push('abandon'));
+  queue.abandon.callsFake(async () => {
+    steps.push('abandon');
+    return null;
+  });
   queue.deleteForConfig.callsFake(async () => {
     steps.push('jobs deleted');
     return [];
@@ -134,7 +137,24 @@ describe('SnapDesk (collaborators stubbed)', () => {
     const t = setup();
     await t.desk.abandon('acc', 'j1', 'capacity_exhausted', 'gone');
     expect(t.steps).to.deep.equal(['abandon', 'release']);
-    expect(t.queue.abandon.firstCall.args).to.deep.equal(['acc', 'j1', 'capacity_exhausted', 'gone']);
+    expect(t.queue.abandon.firstCall.args.slice(0, 4)).to.deep.equal(['acc', 'j1', 'capacity_exhausted', 'gone']);
+    expect(t.files.remove.called).to.equal(false);
+  });
+
+  it('withdraws the screenshot of a snap given up on that completed meanwhile (its row, then its files)', async () => {
+    const t = setup();
+    t.queue.abandon.callsFake(async () => {
+      t.steps.push('abandon');
+      return 7;
+    });
+    t.screenshots.withdraw.callsFake(async () => {
+      t.steps.push('screenshot withdrawn');
+      return { image_name: 'a.png' } as never;
+    });
+    await t.desk.abandon('acc', 'j1', 'capacity_exhausted', 'gone');
+    expect(t.steps).to.deep.equal(['abandon', 'screenshot withdrawn', 'file removed', 'release']);
+    expect(t.screenshots.withdraw.firstCall.args[0]).to.equal(7);
+    expect(t.files.remove.firstCall.args[0]).to.deep.equal({ image_name: 'a.png' });
   });
 
   it('forgets a configuration being deleted (here and, announced, on every instance), deletes its rows before its files, and announces a job it queues', async () => {
