@@ -3,7 +3,9 @@
  * reader) for its page sizes, its page count, where its text sits and what its header and
  * footer say. A long local page whose end loads when scrolled into view shows that a PDF on
  * paper loads lazy content first, as a full page does; a page with a bar fixed to the bottom of
- * the screen, that the bar is printed on every sheet, as a browser prints it.
+ * the screen, that the bar is printed on every sheet, as a browser prints it. With fullpage, the
+ * one sheet is the page as the full-page image shows it: screens sized on the viewport keep its
+ * height (printing lays them out at the sheet's), what is fixed is where the image has it.
  */
 import { expect } from 'chai';
 import { pageCount } from '../../../services/capture/page/pdf';
@@ -61,6 +63,34 @@ const TALL =
   Array.from({ length: 20 }, (_, i) => `<section><p>Part ${i + 1}</p></section>`).join('') +
   '</body></html>';
 
+// Screens sized on the viewport's height: a full-screen header (100vh), one at least as tall
+// (min-height in svh), one of half the screen less 100 px (dvh), then parts of 400 px each.
+const HEROES = (parts: number) =>
+  '<!DOCTYPE html><html><head><meta charset="utf-8"><style>html,body{margin:0;padding:0;font:20px sans-serif}' +
+  'section{height:400px;background:#eef}</style></head><body>' +
+  '<div style="height:100vh;background:rgb(0,128,255)">Hero</div>' +
+  '<div style="min-height:100svh;background:rgb(255,140,0)">Second screen</div>' +
+  '<div style="height:calc(50dvh - 100px);background:#ccc">Third</div>' +
+  Array.from({ length: parts }, (_, i) => `<section><p style="margin:0">Part ${i + 1}</p></section>`).join('') +
+  '</body></html>';
+
+// A page sized on its root (html and body 100% high, a section 100% of the body) and a sidebar
+// fixed from the top to the bottom of the screen.
+const ROOT_SIZED =
+  '<!DOCTYPE html><html><head><meta charset="utf-8"><style>html,body{margin:0;padding:0;height:100%;font:20px sans-serif}' +
+  'section{height:400px;background:#eef}</style></head><body>' +
+  '<div style="height:100%;background:rgb(0,128,255)">Hero</div>' +
+  Array.from({ length: 5 }, (_, i) => `<section><p style="margin:0">Part ${i + 1}</p></section>`).join('') +
+  '<nav style="position:fixed;top:0;bottom:0;right:0;width:100px;background:#333;color:#fff;display:flex;flex-direction:column;justify-content:flex-end">Side end</nav>' +
+  '</body></html>';
+
+// Fixed to the lower half of the screen by its top (a notice 700 px down) rather than by its bottom.
+const TOP_FIXED =
+  '<!DOCTYPE html><html><head><meta charset="utf-8"><style>html,body{margin:0;padding:0;font:20px sans-serif}' +
+  'section{height:700px;background:#eef}</style></head><body>' +
+  Array.from({ length: 4 }, (_, i) => `<section><p style="margin:0">Part ${i + 1}</p></section>`).join('') +
+  '<div style="position:fixed;left:0;top:700px;height:50px;background:rgb(20,30,110);color:#fff">Notice</div></body></html>';
+
 describe('PDF options, read back from the PDF (real Grid)', function () {
   this.timeout(60_000);
   const t = snapSuite({ ALLOW_PRIVATE_NETWORKS: 'true', CAPTURE_SESSIONS: '2' });
@@ -71,6 +101,9 @@ describe('PDF options, read back from the PDF (real Grid)', function () {
       if (r.path === '/long') return { body: LONG };
       if (r.path === '/fixed-bar') return { body: FIXED_BAR };
       if (r.path === '/tall') return { body: TALL };
+      if (r.path === '/heroes') return { body: HEROES(Number(new URLSearchParams(r.query).get('parts') ?? 6)) };
+      if (r.path === '/root-sized') return { body: ROOT_SIZED };
+      if (r.path === '/top-fixed') return { body: TOP_FIXED };
       if (r.path === '/more') {
         lazyAsked++;
         return { body: 'Loaded when scrolled to', headers: { 'content-type': 'text/plain' } };
@@ -108,6 +141,67 @@ describe('PDF options, read back from the PDF (real Grid)', function () {
     const parts = pages[0]!.text.map((x) => x.str);
     expect(parts).to.include('Part 1').and.include('Part 16');
     expect(parts).to.not.include('Part 17');
+  });
+
+  /** Where each text item's line starts on a one-sheet PDF: CSS px down from the sheet's top (the text's baseline, less the line's ascent). */
+  const linesDown = (page: PdfPage) => new Map(page.text.map((x) => [x.str, (page.height - x.y) / 0.75 - 18] as const));
+  const fullPagePdf = async (path: string) => {
+    const r = await t.snap({ url: `${site.origin}${path}`, image_format: 'pdf', fullpage: true, page_width: 1280, page_height: 800 });
+    expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
+    const pages = await readPdf(r.raw);
+    expect(pages, 'one sheet').to.have.length(1);
+    return pages[0] as PdfPage;
+  };
+
+  it('with fullpage, screens sized on the viewport (vh, svh, dvh) keep the viewport height on the sheet, which is as tall as the page seen on the screen', async () => {
+    const sheet = await fullPagePdf('/heroes?parts=6');
+    // 800 + 800 + 300 + 6 x 400 px, as the full-page image has it (the sheet laid out at its own
+    // height made each screen the sheet's height, and the parts went onto sheets of their own).
+    expect(sheet.height).to.be.closeTo(points(4300 / 96), TOL);
+    const at = linesDown(sheet);
+    const expected: Array<[string, number]> = [
+      ['Hero', 0],
+      ['Second screen', 800],
+      ['Third', 1600],
+      ['Part 1', 1900],
+      ['Part 6', 3900],
+    ];
+    for (const [text, top] of expected) expect(at.get(text), `${text}: ${JSON.stringify([...at])}`).to.be.closeTo(top, 4);
+  });
+
+  it('with fullpage, a page with a full-screen header taller than the maximum: the sheet is cut at it, the header a screen tall', async () => {
+    const sheet = await fullPagePdf('/heroes?parts=50');
+    expect(sheet.height).to.be.closeTo(points(16_000 / 96), TOL);
+    const at = linesDown(sheet);
+    expect(at.get('Part 1'), JSON.stringify([...at].slice(0, 6))).to.be.closeTo(1900, 4);
+    // Part 36 starts at 1900 + 35 x 400 = 15 900 px, on the sheet; part 37 at 16 300, past its end.
+    expect(at.get('Part 36')).to.be.closeTo(15_900, 4);
+    expect(at.has('Part 37')).to.equal(false);
+  });
+
+  it('with fullpage, a root sized to the screen (height: 100%) and a sidebar fixed from top to bottom keep their screen heights on the sheet', async () => {
+    const sheet = await fullPagePdf('/root-sized');
+    expect(sheet.height).to.be.closeTo(points(2800 / 96), TOL);
+    const at = linesDown(sheet);
+    expect(at.get('Part 1'), JSON.stringify([...at])).to.be.closeTo(800, 4);
+    // The sidebar's text ends its 800 px (as on the first screen of the full-page image).
+    expect(at.get('Side end'), JSON.stringify([...at])).to.be.closeTo(800 - 23, 6);
+  });
+
+  it('with fullpage, a bar fixed to the bottom of the screen is once at the bottom of the sheet, as in the full-page image', async () => {
+    const sheet = await fullPagePdf('/fixed-bar');
+    const bars = sheet.text.filter((x) => x.str.includes('Add to cart'));
+    expect(bars, sheet.text.map((x) => x.str).join(' ')).to.have.length(1);
+    // Its line starts within the bar's 50 CSS px (37.5 pt) above the sheet's bottom.
+    expect(bars[0]?.y).to.be.within(0, 40);
+    expect(sheet.text.map((x) => x.str)).to.include('Part 4');
+  });
+
+  it('with fullpage, an element fixed in the lower half of the screen by its top (which the sheet leaves there) is at the bottom of the sheet, as in the full-page image', async () => {
+    const sheet = await fullPagePdf('/top-fixed');
+    const at = linesDown(sheet);
+    // 700 px down the screen: 100 px above the bottom of the last screen of 2 800 px.
+    expect(at.get('Notice'), JSON.stringify([...at])).to.be.closeTo(2700, 4);
   });
 
   it('pdf_paper_format=a4 prints the whole document on A4 sheets, content loaded on scrolling loaded first', async () => {
