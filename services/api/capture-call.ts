@@ -28,12 +28,19 @@ export const PING_EVERY_MS = 500;
 export const PONG_WITHIN_MS = 1_500;
 /** A snap is taken again only with at least this much of its budget left. */
 const MIN_LEFT_MS = 2_000;
-/**
- * While no capture instance is there to take it, the next attempt waits this long. Attempts go
- * on for as long as the budget lasts: a transporter's restart (NATS down for seconds) drops
- * every instance from this node's registry until they reconnect and are found again.
- */
+/** While no capture instance is there to take it, the next attempt waits this long. */
 const NONE_THERE_PAUSE_MS = 500;
+/**
+ * How long after a capture instance was last heard of (it answered a call, or was lost under
+ * one) none being known is waited out, within the budget: a transporter's restart drops every
+ * instance from this node's registry until they reconnect and are found again (NATS down 2.2 s:
+ * found again within 4 s). With none heard of for longer (no capture tier running at all), the
+ * call is answered after NONE_THERE_ATTEMPTS, about a second.
+ */
+const NONE_THERE_PATIENCE_MS = 10_000;
+const NONE_THERE_ATTEMPTS = 3;
+/** When a capture instance was last heard of by each broker's calls. */
+const heardAt = new WeakMap<ServiceBroker, number>();
 /** How long a give-up (capture.abandon) is asked again while no capture instance can take it. */
 export const ABANDON_RETRY_MS = 30_000;
 
@@ -113,16 +120,42 @@ function lossOf(err: unknown): Loss | null {
   return null;
 }
 
-/** A call to capture taken again while what ran it disappears and `deadline` leaves time for it. */
-function onSomeInstance<T>(broker: ServiceBroker, attempt: (n: number) => Promise<T>, deadline: number, answer: (loss: Loss) => Error): Promise<T> {
+/**
+ * A call to capture taken again while what ran it disappears and `deadline` leaves time for it
+ * ('late' when it does not), and while none is known if one was heard of lately ('none' when not).
+ */
+function onSomeInstance<T>(
+  broker: ServiceBroker,
+  attempt: (n: number) => Promise<T>,
+  deadline: number,
+  answer: (loss: Loss, why: 'late' | 'none') => Error,
+): Promise<T> {
   const watch = watchOf(broker);
-  return takeAgain((n) => watch.follow(attempt(n)), {
-    lost: lossOf,
-    refuse: () => (deadline - Date.now() < MIN_LEFT_MS ? 'late' : null),
-    pauseMs: (loss) => (loss === 'none' ? NONE_THERE_PAUSE_MS : 0),
-    answer,
-  });
+  const heard = () => heardAt.set(broker, Date.now());
+  const forgotten = () => Date.now() - (heardAt.get(broker) ?? Number.NEGATIVE_INFINITY) > NONE_THERE_PATIENCE_MS;
+  return takeAgain(
+    (n) =>
+      watch.follow(attempt(n)).then(
+        (value) => {
+          heard();
+          return value;
+        },
+        (err: unknown) => {
+          if (lossOf(err) !== 'none') heard();
+          throw err;
+        },
+      ),
+    {
+      lost: lossOf,
+      refuse: (loss, n) => (deadline - Date.now() < MIN_LEFT_MS ? 'late' : loss === 'none' && n >= NONE_THERE_ATTEMPTS && forgotten() ? 'none' : null),
+      pauseMs: (loss) => (loss === 'none' ? NONE_THERE_PAUSE_MS : 0),
+      answer,
+    },
+  );
 }
+
+/** The note of a snap given up on because no capture instance is known, nor was lately (none running). */
+const NO_INSTANCE = 'No capture instance is running to take this capture; nothing was charged. Retry shortly.';
 
 /**
  * The snap's ttl lookup (capture.findRecent), balanced over the capture instances like its
@@ -134,10 +167,14 @@ export function findRecentSnap(broker: ServiceBroker, params: ParamsOf<'capture.
     broker,
     () => call(broker, 'capture.findRecent', params),
     deadline,
-    () =>
-      serviceError('capacity_exhausted', "No capture instance answered within this capture's time budget; nothing was charged. Retry shortly.", {
-        retryAfter: 5,
-      }),
+    (_loss, why) =>
+      serviceError(
+        'capacity_exhausted',
+        why === 'none' ? NO_INSTANCE : "No capture instance answered within this capture's time budget; nothing was charged. Retry shortly.",
+        {
+          retryAfter: 5,
+        },
+      ),
   );
 }
 
@@ -157,12 +194,13 @@ export function takeSnap(
     broker,
     (attempt) => call(broker, 'capture.take', { ...snap, jobId, attempt, since }),
     since + budgetMs,
-    (loss) => {
+    (loss, why) => {
       const what =
         loss === 'gone'
           ? 'The capture instance running this capture stopped'
           : 'No capture instance is running to take this capture, after one stopped under it';
-      const note = `${what}, and no other could take it within its time budget; nothing was charged. Retry shortly.`;
+      const note =
+        why === 'none' && loss === 'none' ? NO_INSTANCE : `${what}, and no other could take it within its time budget; nothing was charged. Retry shortly.`;
       void abandon(broker, { accountId: snap.account.accountId, jobId, errorCode: 'capacity_exhausted', note });
       return serviceError('capacity_exhausted', note, { retryAfter: 5 });
     },

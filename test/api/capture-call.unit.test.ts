@@ -113,6 +113,8 @@ describe("the api's call to capture (unit: the broker stubbed)", () => {
     const clock = sinon.useFakeTimers();
     const { broker, as } = stubBroker();
     let abandons = 0;
+    // Its instance lost under it (the transporter restarting), then none known for the rest of the budget.
+    broker.call.onFirstCall().callsFake(() => pendingOn('cap-1', Promise.reject(rejected())));
     broker.call.callsFake((action: string) => {
       if (action === 'capture.take') return Promise.reject(noneThere());
       abandons++;
@@ -128,6 +130,21 @@ describe("the api's call to capture (unit: the broker stubbed)", () => {
     expect(err?.message).to.match(/no other could take it within its time budget; nothing was charged/);
     await clock.tickAsync(5_000);
     expect(abandons, 'capture.abandon asked until an instance took it').to.equal(3);
+  });
+
+  it('answers at once, after three attempts, when no capture instance was heard of lately (none running at all)', async () => {
+    const clock = sinon.useFakeTimers();
+    const { broker, as } = stubBroker();
+    broker.call.callsFake(() => Promise.reject(noneThere()));
+    const looked = findRecentSnap(as, { accountId: 'acc', cacheKey: 'k', since: 1 }, Date.now() + 60_000).then(
+      () => null,
+      (e: Error & { type?: string }) => e,
+    );
+    await clock.tickAsync(1_500);
+    const err = await looked;
+    expect(err?.type).to.equal('capacity_exhausted');
+    expect(err?.message).to.equal('No capture instance is running to take this capture; nothing was charged. Retry shortly.');
+    expect(broker.call.callCount).to.equal(3);
   });
 
   it("takes a snap's ttl lookup whose instance went away again on another", async () => {
