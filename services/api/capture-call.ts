@@ -39,6 +39,12 @@ const NONE_THERE_PAUSE_MS = 500;
  */
 const NONE_THERE_PATIENCE_MS = 10_000;
 const NONE_THERE_ATTEMPTS = 3;
+/**
+ * The most capture instances one call may be lost with: a request whose own work stops its
+ * instance (the process runs out of memory on it) must not take down one instance after another
+ * for the whole of its budget.
+ */
+const MAX_LOST = 3;
 /** When a capture instance was last heard of by each broker's calls. */
 const heardAt = new WeakMap<ServiceBroker, number>();
 /** How long a give-up (capture.abandon) is asked again while no capture instance can take it. */
@@ -120,19 +126,25 @@ function lossOf(err: unknown): Loss | null {
   return null;
 }
 
+/** Why a call to capture was given up: its budget ran out, no instance is known nor was lately, or MAX_LOST stopped under it. */
+type GiveUp = 'late' | 'none' | 'lost';
+
 /**
- * A call to capture taken again while what ran it disappears and `deadline` leaves time for it
- * ('late' when it does not), and while none is known if one was heard of lately ('none' when not).
+ * A call to capture taken again while what ran it disappears (at most MAX_LOST times) and
+ * `deadline` leaves time for it, and while none is known if one was heard of lately.
+ * `answer` is also told whether any attempt reached an instance (a job may exist there).
  */
 function onSomeInstance<T>(
   broker: ServiceBroker,
   attempt: (n: number) => Promise<T>,
   deadline: number,
-  answer: (loss: Loss, why: 'late' | 'none') => Error,
+  answer: (loss: Loss, why: GiveUp, reached: boolean) => Error,
 ): Promise<T> {
   const watch = watchOf(broker);
   const heard = () => heardAt.set(broker, Date.now());
   const forgotten = () => Date.now() - (heardAt.get(broker) ?? Number.NEGATIVE_INFINITY) > NONE_THERE_PATIENCE_MS;
+  let lost = 0;
+  let reached = false;
   return takeAgain(
     (n) =>
       watch.follow(attempt(n)).then(
@@ -141,15 +153,25 @@ function onSomeInstance<T>(
           return value;
         },
         (err: unknown) => {
-          if (lossOf(err) !== 'none') heard();
+          const loss = lossOf(err);
+          if (loss !== 'none') reached = true;
+          // Heard of: an instance that answered, or one lost under the call (it was there until then).
+          if (loss === 'gone') {
+            heard();
+            lost++;
+          }
           throw err;
         },
       ),
     {
       lost: lossOf,
-      refuse: (loss, n) => (deadline - Date.now() < MIN_LEFT_MS ? 'late' : loss === 'none' && n >= NONE_THERE_ATTEMPTS && forgotten() ? 'none' : null),
+      refuse: (loss, n): GiveUp | null => {
+        if (deadline - Date.now() < MIN_LEFT_MS) return 'late';
+        if (loss === 'gone' && lost >= MAX_LOST) return 'lost';
+        return loss === 'none' && n >= NONE_THERE_ATTEMPTS && forgotten() ? 'none' : null;
+      },
       pauseMs: (loss) => (loss === 'none' ? NONE_THERE_PAUSE_MS : 0),
-      answer,
+      answer: (loss, why) => answer(loss, why, reached),
     },
   );
 }
@@ -194,14 +216,19 @@ export function takeSnap(
     broker,
     (attempt) => call(broker, 'capture.take', { ...snap, jobId, attempt, since }),
     since + budgetMs,
-    (loss, why) => {
+    (loss, why, reached) => {
       const what =
         loss === 'gone'
           ? 'The capture instance running this capture stopped'
           : 'No capture instance is running to take this capture, after one stopped under it';
       const note =
-        why === 'none' && loss === 'none' ? NO_INSTANCE : `${what}, and no other could take it within its time budget; nothing was charged. Retry shortly.`;
-      void abandon(broker, { accountId: snap.account.accountId, jobId, errorCode: 'capacity_exhausted', note });
+        why === 'none' && !reached
+          ? NO_INSTANCE
+          : why === 'lost'
+            ? `${what}, and ${MAX_LOST} capture instances in turn stopped under it (this page may be what stops them); nothing was charged.`
+            : `${what}, and no other could take it within its time budget; nothing was charged. Retry shortly.`;
+      // No job to give up where no attempt reached an instance.
+      if (reached) void abandon(broker, { accountId: snap.account.accountId, jobId, errorCode: 'capacity_exhausted', note });
       return serviceError('capacity_exhausted', note, { retryAfter: 5 });
     },
   );

@@ -88,7 +88,7 @@ export const ERROR_STATUS = {
   page_load_failed: 422,
   /** The page's renderer crashed or was killed for memory (the browser itself is fine). */
   page_crashed: 422,
-  /** The page's own script held its renderer (it answered no trivial script for 15 s): page-watch.ts. */
+  /** The page's own script held its renderer (it answered no trivial script for 30 s, or half the capture's budget when longer): page-watch.ts. */
   page_unresponsive: 422,
   selector_not_found: 422,
   action_failed: 422,

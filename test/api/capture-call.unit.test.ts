@@ -147,6 +147,33 @@ describe("the api's call to capture (unit: the broker stubbed)", () => {
     expect(broker.call.callCount).to.equal(3);
   });
 
+  it('gives a snap up once three instances in turn stopped under it, whatever budget is left (a page that stops them)', async () => {
+    const { broker, as } = stubBroker();
+    broker.call.callsFake((action: string) => (action === 'capture.take' ? pendingOn('cap-1', Promise.reject(rejected())) : Promise.resolve({ ok: true })));
+    const err = await takeSnap(as, SNAP, 60_000).then(
+      () => null,
+      (e: Error & { type?: string }) => e,
+    );
+    expect(err?.type).to.equal('capacity_exhausted');
+    expect(err?.message).to.contain('3 capture instances in turn stopped under it');
+    expect(broker.call.args.filter((a) => a[0] === 'capture.take')).to.have.length(3);
+    expect(broker.call.args.some((a) => a[0] === 'capture.abandon')).to.equal(true);
+  });
+
+  it('gives up a snap no instance ever took without asking capture to abandon a job it never had', async () => {
+    const clock = sinon.useFakeTimers();
+    const { broker, as } = stubBroker();
+    broker.call.callsFake(() => Promise.reject(noneThere()));
+    const taken = takeSnap(as, SNAP, 60_000).then(
+      () => null,
+      (e: Error & { type?: string }) => e,
+    );
+    await clock.tickAsync(1_500);
+    expect((await taken)?.message).to.equal('No capture instance is running to take this capture; nothing was charged. Retry shortly.');
+    await clock.tickAsync(5_000);
+    expect(broker.call.args.every((a) => a[0] === 'capture.take')).to.equal(true);
+  });
+
   it("takes a snap's ttl lookup whose instance went away again on another", async () => {
     const { broker, as } = stubBroker();
     broker.call.onFirstCall().callsFake(() => pendingOn('cap-1', Promise.reject(rejected())));

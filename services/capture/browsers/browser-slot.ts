@@ -218,6 +218,9 @@ export class BrowserSlot {
         .then(
           () => undefined,
           (err: Error) => {
+            // A session the Grid no longer knows is no browser gone: it answers over its own
+            // socket, and is replaced after its capture (ping told onSessionUnknown).
+            if (isUnknownSession(err)) return;
             this.broken = true;
             this.cdp.close(`CDP connection closed: the browser stopped answering (${err.message.split('\n')[0]})`);
           },

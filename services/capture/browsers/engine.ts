@@ -218,7 +218,7 @@ export class CaptureEngine {
     gateway: GatewayCapture | null,
   ): Promise<CaptureOutput> {
     const session = new PageSession(slot.cdp, page.sessionId, page.contextId, page.targetId, page.mainFrameId, page.viewport);
-    const watch = PageWatch.start(session);
+    const watch = PageWatch.start(session, this.timeoutMs);
     let timer: NodeJS.Timeout | undefined;
     // From the deadline on, the answer is the timeout's, whatever the page's work says while its note is made.
     let late = false;

@@ -26,6 +26,7 @@
 import type { Knex } from 'knex';
 import type { CaptureJobKind, JobKind, JobStatus, ScreenshotRef } from '../../shared/contracts';
 import { isErrorCode, isUnavailable, serviceError } from '../../shared/errors';
+import { isMysql } from '../../shared/database';
 import type { SnapOptions } from '../../shared/screenshot-options';
 import { type LeaseColumns, Leases, newLeaseToken } from '../../shared/lease';
 import { type ClassTurns, inTurnOrder } from '../fairness/fair-queue';
@@ -189,12 +190,13 @@ export class JobQueue {
    * caller to withdraw; null for a job that was running (or had failed, or is unknown).
    */
   async abandon(accountId: string, jobId: string, errorCode: string, note: string, trx: Knex | Knex.Transaction = this.db): Promise<number | null> {
-    // Read, then failed from the state read: a running job its instance completes between the two is read again.
+    // Read, then failed from the state read: a running job its instance completes between the two
+    // is read again. Locked on MySQL, where a plain read inside a transaction would answer the
+    // same snapshot for ever (REPEATABLE READ) and the loop never end.
     for (;;) {
-      const row = (await trx('jobs')
-        .where({ id: jobId, account_id: accountId, kind: 'snap' })
-        .whereIn('status', ['running', 'completed'])
-        .first('status', 'screenshot_id')) as Pick<JobRow, 'status' | 'screenshot_id'> | undefined;
+      let read = trx('jobs').where({ id: jobId, account_id: accountId, kind: 'snap' }).whereIn('status', ['running', 'completed']);
+      if (isMysql(trx)) read = read.forUpdate();
+      const row = (await read.first('status', 'screenshot_id')) as Pick<JobRow, 'status' | 'screenshot_id'> | undefined;
       if (!row) return null;
       const n = await trx('jobs')
         .where({ id: jobId, account_id: accountId, kind: 'snap', status: row.status })

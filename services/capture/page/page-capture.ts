@@ -334,8 +334,9 @@ function readElementBox(selector: string, scroll: boolean): Box | null {
   // Something fixed or sticky drawn over the element's top or bottom row where it now is (a
   // header, a bar): what hides it there is on the element's picture. A hit on the element, on
   // what is inside it or on what holds it (the element lets the pointer through) hides nothing.
+  // Up to what holds the element too: inside a sticky header or a fixed dialog, a neighbour is no cover.
   const fixedOrSticky = (e: Element | null): boolean => {
-    for (; e; e = e.parentElement) if (['fixed', 'sticky'].includes(getComputedStyle(e).position)) return true;
+    for (; e && !e.contains(el); e = e.parentElement) if (['fixed', 'sticky'].includes(getComputedStyle(e).position)) return true;
     return false;
   };
   if (scroll && !larger) {

@@ -63,7 +63,8 @@ export const SELF_NAVIGATION_WINDOW_MS = 10_000;
  * too (nothing can be clicked, scrolled or typed). The page's layout and the capture's own
  * reading of it hold the renderer too: a 100 000-element table on a machine running 4 times
  * more than its cores left the question unanswered for 15 s, so the bound is half the default
- * capture budget, which such a page rarely meets and would need most of anyway. Probed only
+ * capture budget (half the capture's own when that is longer: PageWatch.start), which such a
+ * page rarely meets and would need most of anyway. Probed only
  * in captures that run longer than PROBE_AFTER_MS, once every PROBE_EVERY_MS, so a capture of
  * an ordinary page sends none.
  */
@@ -99,7 +100,10 @@ export class PageWatch {
   readonly frames = new Set<string>();
   private readonly frameSetups: Array<(sessionId: string) => Promise<unknown>> = [];
 
-  private constructor(private readonly page: PageSession) {
+  private constructor(
+    private readonly page: PageSession,
+    private readonly unresponsiveMs: number,
+  ) {
     let fail!: (err: Error) => void;
     this.failed = new Promise<never>((_, reject) => {
       fail = reject;
@@ -144,8 +148,9 @@ export class PageWatch {
     );
   }
 
-  static start(page: PageSession): PageWatch {
-    return new PageWatch(page);
+  /** `budgetMs`: the capture's time budget; a renderer is unresponsive after half of it, at least UNRESPONSIVE_MS. */
+  static start(page: PageSession, budgetMs = 0): PageWatch {
+    return new PageWatch(page, Math.max(UNRESPONSIVE_MS, budgetMs / 2));
   }
 
   /** The page's own session, or one of its out-of-process frames'. */
@@ -210,7 +215,7 @@ export class PageWatch {
 
   /**
    * Asks the page's renderer for a trivial script, again PROBE_EVERY_MS after each answer; a
-   * question left unanswered for UNRESPONSIVE_MS fails the capture with page_unresponsive.
+   * question left unanswered for `unresponsiveMs` fails the capture with page_unresponsive.
    * Any answer counts, an error included (a document being replaced is still a renderer at work).
    */
   private probe(): void {
@@ -218,11 +223,11 @@ export class PageWatch {
       this.fail(
         serviceError(
           'page_unresponsive',
-          `The page's own script kept its renderer busy for ${UNRESPONSIVE_MS / 1000} s without a break (it answered no trivial script meanwhile: ` +
+          `The page's own script kept its renderer busy for ${Math.round(this.unresponsiveMs / 1000)} s without a break (it answered no trivial script meanwhile: ` +
             `a loop that never ends, or work that freezes the tab for a person too), while ${this.step}; nothing was charged. Check the page in a browser.`,
         ),
       );
-    }, UNRESPONSIVE_MS);
+    }, this.unresponsiveMs);
     this.probeTimer = hung;
     this.page.evaluate<number>('1', false).then(
       () => this.probed(hung),
