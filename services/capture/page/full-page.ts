@@ -643,26 +643,10 @@ export function drawWholePage(page: PageSession, o: SnapOptions, then?: string, 
  * About 80 ms more for 2 000 elements, 300 ms for 6 000 (measured on 2 cores).
  */
 async function drawOnSheet(page: PageSession, o: SnapOptions, measure: string): Promise<unknown> {
-  const r = await page.send<{ result: { objectId?: string }; exceptionDetails?: { text: string; exception?: { description?: string } } }>('Runtime.evaluate', {
-    expression: inPageCall(drawAsScrolled, maxCaptureHeight(o), null, true),
-    returnByValue: false,
-  });
-  if (r.exceptionDetails) throw new Error(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text);
   // None when the page is no taller than the viewport: the sheet is the viewport.
-  const objectId = r.result.objectId;
+  const objectId = await page.evaluateToObject(inPageCall(drawAsScrolled, maxCaptureHeight(o), null, true));
   if (objectId) {
-    const call = async <T>(functionDeclaration: string): Promise<T> => {
-      const c = await page.send<{ result: { value?: T }; exceptionDetails?: { text: string; exception?: { description?: string } } }>(
-        'Runtime.callFunctionOn',
-        {
-          objectId,
-          functionDeclaration,
-          returnByValue: true,
-        },
-      );
-      if (c.exceptionDetails) throw new Error(c.exceptionDetails.exception?.description ?? c.exceptionDetails.text);
-      return c.result.value as T;
-    };
+    const call = <T>(functionDeclaration: string): Promise<T> => page.callOn<T>(objectId, functionDeclaration);
     try {
       await layOutAt(page, o, await call<number>('function () { return this.sheet; }'));
       try {

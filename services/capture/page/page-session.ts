@@ -30,8 +30,14 @@ export const sameViewport = (a: Viewport, b: Viewport): boolean => a.width === b
 export const deviceMetrics = (v: Viewport): Params => ({ width: v.width, height: v.height, deviceScaleFactor: v.scale, mobile: false });
 
 interface EvalResult<T> {
-  result: { value?: T; type: string; subtype?: string };
+  result: { value?: T; type: string; subtype?: string; objectId?: string };
   exceptionDetails?: { text: string; exception?: { description?: string } };
+}
+
+/** The value of an evaluation, or its exception thrown as an Error with the page's message. */
+function evaluated<T>(r: EvalResult<T>): T {
+  if (r.exceptionDetails) throw new Error(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text);
+  return r.result.value as T;
 }
 
 /** A JavaScript string literal of s, for expressions sent to the page and for notes. */
@@ -96,10 +102,24 @@ export class PageSession {
     return this.evaluateAsVisitor<T>(inPageCall(fn, ...args), false);
   }
 
+  /**
+   * Evaluates an expression and keeps its object in the page (a remote object, a look as
+   * evaluate) for callOn; undefined when it is not an object. The caller releases it
+   * (Runtime.releaseObject).
+   */
+  async evaluateToObject(expression: string): Promise<string | undefined> {
+    const r = await this.send<EvalResult<unknown>>('Runtime.evaluate', { expression, returnByValue: false });
+    evaluated(r);
+    return r.result.objectId;
+  }
+
+  /** Calls a function in the page with `this` the object evaluateToObject kept, and returns its value. */
+  async callOn<T>(objectId: string, functionDeclaration: string): Promise<T> {
+    return evaluated(await this.send<EvalResult<T>>('Runtime.callFunctionOn', { objectId, functionDeclaration, returnByValue: true }));
+  }
+
   private async evaluateAs<T>(expression: string, awaitPromise: boolean, userGesture: boolean): Promise<T> {
-    const r = await this.send<EvalResult<T>>('Runtime.evaluate', { expression, returnByValue: true, awaitPromise, userGesture });
-    if (r.exceptionDetails) throw new Error(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text);
-    return r.result.value as T;
+    return evaluated(await this.send<EvalResult<T>>('Runtime.evaluate', { expression, returnByValue: true, awaitPromise, userGesture }));
   }
 }
 
