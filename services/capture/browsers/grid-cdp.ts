@@ -192,9 +192,15 @@ export class CdpRouter<C extends CdpSocket> {
     return { cdp, route: 'direct', url };
   }
 
+  /**
+   * Logs a reason the first time it is met: its numbers (a browser's port, a node's address)
+   * left out of what is remembered, so that the set stays as small as the reasons are few,
+   * whatever number of sessions meet them.
+   */
   private sayOnce(message: string): void {
-    if (this.said.has(message)) return;
-    this.said.add(message);
+    const reason = message.replace(/\d+/g, '#');
+    if (this.said.has(reason)) return;
+    this.said.add(reason);
     this.deps.log?.info(message);
   }
 }

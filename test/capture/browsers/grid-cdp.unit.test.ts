@@ -97,6 +97,17 @@ describe('CdpRouter (unit: Grid and browser stubbed)', () => {
     expect(log.info.firstCall.args[0]).to.match(/is not the session's/);
   });
 
+  it("direct, each session's browser at another port not the session's: said once, not once per port", async () => {
+    targets = ['OTHER'];
+    const r = router('direct');
+    for (const port of [41517, 41518, 41519]) {
+      const own = caps({ 'se:cdp': SE_CDP, 'goog:chromeOptions': { debuggerAddress: `localhost:${port}` } });
+      expect(await r.connect(session(own))).to.include({ route: 'relay', url: SE_CDP });
+    }
+    sinon.assert.calledOnce(log.info);
+    expect(log.info.firstCall.args[0]).to.match(/the browser at port 41517 of this host is not the session's/);
+  });
+
   it("direct, the Grid's GraphQL or the browser not answering: the relay", async () => {
     fetchFn.rejects(new Error('connect ECONNREFUSED'));
     expect(await router('direct').connect(session())).to.include({ route: 'relay', url: SE_CDP });
