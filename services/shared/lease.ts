@@ -153,9 +153,14 @@ export class Leases extends LeasedRows {
   /**
    * One claim at `at`, in one transaction: `pick` reads the candidate rows (no more than the
    * claim may take), locked with SKIP LOCKED as above; `take` leases the ones it takes with
-   * `grant` and returns what the claim gives out. A row `take` does not grant stays as it was.
+   * `grant` and returns what the claim gives out (reading or writing more in `trx`, the claim's
+   * transaction, where it needs to). A row `take` does not grant stays as it was.
    */
-  claim<R, T>(pick: (trx: Knex.Transaction) => Knex.QueryBuilder, take: (rows: R[], grant: Grant) => Promise<T>, at: number = this.now()): Promise<T> {
+  claim<R, T>(
+    pick: (trx: Knex.Transaction) => Knex.QueryBuilder,
+    take: (rows: R[], grant: Grant, trx: Knex.Transaction) => Promise<T>,
+    at: number = this.now(),
+  ): Promise<T> {
     return this.db.transaction(async (trx) => {
       const rows = (await skipLocked(pick(trx))) as R[];
       const grant: Grant = async (id, set = {}, token = newLeaseToken()) => {
@@ -164,7 +169,7 @@ export class Leases extends LeasedRows {
           .update({ ...set, [this.tokenColumn]: token, [this.timeColumn]: this.stamp(at) });
         return token;
       };
-      return take(rows, grant);
+      return take(rows, grant, trx);
     });
   }
 
