@@ -97,6 +97,7 @@ const WITHOUT_OWN_TESTS: Readonly<Record<string, string>> = {
     'dialogs, popups, crashes and lifecycle, in test/capture/real-web.test.ts; pages that never rest, in the quality corpus (test/quality/pages-failures.ts)',
   'capture/page/request-guard.ts': "a page's requests checked, in test/capture/isolation.test.ts and test/capture/egress-gateway.test.ts",
   'capture/public/thumbnail-names.ts': 'in test/capture/jobs/files.unit.test.ts',
+  'capture/public/scheduled-waiting.ts': "a configuration's waiting scheduled job, read in the scheduler's claim: test/scheduler/schedule-runner.test.ts",
   // Notifier.
   'notifier/change-notifications.ts': 'the change notification lists, in test/notifier/change-alerts.test.ts',
   'notifier/public/visual-match-worker.ts':
