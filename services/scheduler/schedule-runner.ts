@@ -3,7 +3,12 @@
  * LOCKED on MySQL), moves each to its next slot and starts one capture job. Any number of
  * scheduler instances may run: a due slot is claimed by exactly one. The next run is
  * stored, so schedules survive restarts; after downtime a configuration captures once (the
- * next slot is the first one after now). A slot's job is marked pending in the claim's
+ * next slot is the first one after now). The same holds while the capture workers are behind:
+ * a slot that falls due while its configuration's previous scheduled job still waits (marked
+ * pending here, or queued in capture and not yet started) is skipped, moved on as after
+ * downtime, so a configuration has at most one scheduled job waiting; one whose previous job is
+ * running is queued. The check is made in the claim's transaction, on the locked row, so two
+ * schedulers never both queue one. A slot's job is marked pending in the claim's
  * transaction and handed to capture after it, so a scheduler that dies in between loses no
  * slot: another hands the job over later, under the same id.
  *
@@ -12,6 +17,7 @@
  */
 import type { Knex } from 'knex';
 import schedule from 'node-schedule';
+import { scheduledJobsWaiting } from '../capture/public/scheduled-waiting';
 import type { ParamsOf } from '../shared/contracts';
 import type { ConfigOptions } from '../shared/screenshot-options';
 import { type LeaseColumns, Leases } from '../shared/lease';
@@ -36,12 +42,21 @@ export interface ScheduleRunnerDeps {
   /** Withdraws the jobs of a configuration deleted meanwhile (capture.deleteForConfig: deleted, their credits given back). */
   withdraw(of: ParamsOf<'capture.deleteForConfig'>): Promise<unknown>;
   now: () => number;
-  log: { warn(msg: string): void };
+  log: { warn(msg: string): void; info(msg: string): void };
 }
 
 export type Started = Array<{ configId: string; jobId: string }>;
 
 type ClaimedRow = Pick<ConfigRow, 'id' | 'account_id' | 'capture_options'>;
+
+/** A due configuration as its claim reads it: with its slot's job mark, set while a job is claimed and not yet handed over. */
+type DueRow = ConfigRow & { pending_job_id: string | null };
+
+/** A claim's outcome: the slots whose job it marked pending, and those it skipped (the configuration's previous scheduled job still waits). */
+interface Claimed {
+  jobs: Array<{ row: DueRow; jobId: string }>;
+  skipped: Array<{ configId: string; waitingJobId: string }>;
+}
 
 /** A slot's pending job as a lease: the job's id its token, its time when it was marked. */
 const PENDING_LEASE: LeaseColumns = { table: 'screenshot_configs', token: 'pending_job_id', time: { since: 'job_pending_since_ms' } };
@@ -91,7 +106,13 @@ export class ScheduleRunner {
     const at = this.deps.now();
     const started = await this.recoverPending(at);
     for (let round = 0; round < MAX_BATCHES_PER_TICK; round++) {
-      const claimed = await this.claimDue(at);
+      const { jobs: claimed, skipped } = await this.claimDue(at);
+      if (skipped.length > 0) {
+        const which = skipped.map((s) => `${s.configId} (waiting: ${s.waitingJobId})`).join(', ');
+        this.deps.log.info(
+          `skipped the due slot of ${skipped.length} scheduled configuration(s) whose previous scheduled capture has not started yet (moved to their next slot, nothing queued or charged): ${which}`,
+        );
+      }
       await Promise.all(
         claimed.map(async ({ row, jobId }) => {
           try {
@@ -105,13 +126,21 @@ export class ScheduleRunner {
           }
         }),
       );
-      if (claimed.length < TICK_BATCH) break;
+      if (claimed.length + skipped.length < TICK_BATCH) break;
     }
     return started;
   }
 
-  /** One batch of due configurations, moved to their next slot with their job marked pending, in one transaction. */
-  private claimDue(at: number): Promise<Array<{ row: ConfigRow; jobId: string }>> {
+  /**
+   * One batch of due configurations, moved to their next slot in one transaction: each with its
+   * job marked pending, but for one whose previous scheduled job still waits (its mark not yet
+   * cleared by a hand-over, or queued in capture and not started), whose slot is skipped.
+   * Both are read on the rows the claim locked, which other schedulers pass by, so no other
+   * queues a job of them meanwhile; and after the lock: a hand-over clears its mark only once
+   * capture has recorded the job, so a mark read cleared means the job is there to be read (on
+   * MySQL the jobs are the transaction's first plain read, its snapshot taken then).
+   */
+  private claimDue(at: number): Promise<Claimed> {
     return this.pending.claim(
       (trx) =>
         trx('screenshot_configs')
@@ -119,14 +148,24 @@ export class ScheduleRunner {
           .where('next_run_at_ms', '<=', at)
           .orderBy('next_run_at_ms')
           .limit(TICK_BATCH)
-          .select('id', 'account_id', 'capture_options', 'scheduled_every', 'scheduled_interval', 'schedule_anchor_ms', 'next_run_at_ms'),
-      async (due: ConfigRow[], grant) => {
-        const out: Array<{ row: ConfigRow; jobId: string }> = [];
+          .select('id', 'account_id', 'capture_options', 'scheduled_every', 'scheduled_interval', 'schedule_anchor_ms', 'next_run_at_ms', 'pending_job_id'),
+      async (due: DueRow[], grant, trx) => {
+        const out: Claimed = { jobs: [], skipped: [] };
+        const queued = await scheduledJobsWaiting(
+          trx,
+          due.filter((r) => !r.pending_job_id).map((r) => r.id),
+        );
         for (const row of due) {
-          const jobId = randomId(12);
           const next = nextRunAfter(Number(row.schedule_anchor_ms), Number(row.scheduled_every), row.scheduled_interval as Interval, at);
+          const waitingJobId = row.pending_job_id ?? queued.get(row.id);
+          if (waitingJobId) {
+            await trx('screenshot_configs').where('id', row.id).update({ next_run_at_ms: next });
+            out.skipped.push({ configId: row.id, waitingJobId });
+            continue;
+          }
+          const jobId = randomId(12);
           await grant(row.id, { next_run_at_ms: next, last_job_id: jobId }, jobId);
-          out.push({ row, jobId });
+          out.jobs.push({ row, jobId });
         }
         return out;
       },

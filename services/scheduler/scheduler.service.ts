@@ -1,8 +1,9 @@
 /**
  * scheduler: owns screenshot_configs. Configuration CRUD and the unscheduled configuration
  * each snap belongs to (configs.ts), and schedules: node-schedule ticks, each claiming the
- * due configurations and starting one capture job per slot (schedule-runner.ts). Any
- * number of scheduler instances may run: a due slot is claimed by exactly one.
+ * due configurations and starting one capture job per slot, none while the configuration's
+ * previous scheduled job still waits (schedule-runner.ts). Any number of scheduler instances
+ * may run: a due slot is claimed by exactly one.
  */
 import type { Config } from '../shared/config';
 import { call } from '../shared/contracts';
