@@ -57,6 +57,24 @@ function runOptions(row: ConfigRow): ConfigOptions {
 /** A snap's options about its answer alone, which its configuration does not show. */
 const ANSWER_ONLY: ReadonlySet<string> = new Set(['json', 'ttl']);
 
+/**
+ * A /snap_html document (up to BODY_LIMIT_BYTES) is stored once: in capture_options, which its
+ * captures run with. The options shown keep its place with null, and show it from there
+ * (docs/decisions/2026-12-01-snap-html-document-stored-once.md). A row written before keeps the
+ * document in both, and is shown as it is.
+ */
+const DOCUMENT = 'html_content';
+
+/** The options a configuration shows: as given, its document (when it has one) taken from capture_options. */
+function shownOptions(row: Pick<ConfigRow, 'options' | 'capture_options'>): Record<string, unknown> {
+  const shown = JSON.parse(row.options) as Record<string, unknown>;
+  if (shown[DOCUMENT] !== null) return shown;
+  const document = (JSON.parse(row.capture_options ?? '{}') as Record<string, unknown>)[DOCUMENT];
+  if (typeof document === 'string') shown[DOCUMENT] = document;
+  else delete shown[DOCUMENT];
+  return shown;
+}
+
 export class ConfigRepository {
   constructor(
     private readonly db: Knex,
@@ -66,7 +84,7 @@ export class ConfigRepository {
 
   private view(row: ConfigRow): ConfigView {
     return {
-      config: JSON.parse(row.options) as Record<string, unknown>,
+      config: shownOptions(row),
       ids: { last_job_id: row.last_job_id, screenshot_config_id: row.id, embed_url: embedUrl(this.links, row.id) },
       created_at: String(Number(row.created_at_ms)),
     };
@@ -188,8 +206,12 @@ export class ConfigRepository {
   async snapConfig({ accountId, options, snapKey, jobId }: ParamsOf<'scheduler.snapConfig'>): Promise<ResultOf<'scheduler.snapConfig'>> {
     // What it shows leaves out how the snap was answered (json, and ttl, its reuse), which a
     // configuration does not take, so it can be sent back (PATCH) as read. html_only stays:
-    // it decides what the configuration's captures make.
-    const shown = Object.fromEntries(Object.entries(options).filter(([name]) => !ANSWER_ONLY.has(name)));
+    // it decides what the configuration's captures make. A document is kept in capture_options alone.
+    const shown = Object.fromEntries(
+      Object.entries(options)
+        .filter(([name]) => !ANSWER_ONLY.has(name))
+        .map(([name, value]) => [name, name === DOCUMENT ? null : value]),
+    );
     const created = {
       id: randomId(12),
       account_id: accountId,

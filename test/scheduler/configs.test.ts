@@ -10,7 +10,7 @@ import sharp from 'sharp';
 import sinon from 'sinon';
 import { call } from '../../services/shared/contracts';
 import { knexConfig } from '../../services/shared/database';
-import { captureKey } from '../../services/shared/screenshot-options';
+import { INLINE_DOCUMENT_URL, captureKey } from '../../services/shared/screenshot-options';
 import { backendConfig } from '../support/backends';
 import { CAPTURE_SERVICES } from '../support/capture-helpers';
 import { type FixtureServer, startFixtures } from '../support/fixtures';
@@ -491,6 +491,48 @@ describe('screenshot configurations, jobs, archive and embed', function () {
     expect(read).to.deep.equal({ url: options.url, wait: 0, page_width: 640 });
     const back = await api('PATCH', `/screenshot_configs/${id}`, { ...read, page_width: 800 }, account.access_token);
     expect(back.status, JSON.stringify(back.body)).to.equal(200);
+  });
+
+  it('keeps a /snap_html document once, in the options its captures run with, and shows it there; a row stored with it twice reads the same', async () => {
+    const account = await sys.account('paid');
+    const document = (text: string) => `<!doctype html><p>${text}</p><!--${'x'.repeat(10_000)}-->`;
+    const snapOf = async (html: string) => {
+      const options = { html_content: html, json: true, ttl: 0, wait: 0, url: INLINE_DOCUMENT_URL };
+      const { id } = await call(sys.broker, 'scheduler.snapConfig', { accountId: account.account_id, options, snapKey: captureKey(options) });
+      return id;
+    };
+    const stored = async (id: string) => (await db('screenshot_configs').where({ id }).first('options', 'capture_options')) as Record<string, string>;
+    const read = async (id: string) => (await api('GET', `/screenshot_configs/${id}`, undefined, account.access_token)).body.config as Body;
+    const runWith = async (id: string) => (await call(sys.broker, 'scheduler.get', { accountId: account.account_id, id })).options as Body;
+
+    const html = document('kept once');
+    const id = await snapOf(html);
+    const row = await stored(id);
+    expect(row.options).to.not.contain('kept once');
+    expect(JSON.parse(row.capture_options!).html_content).to.equal(html);
+    expect(await read(id)).to.deep.equal({ html_content: html, wait: 0, url: INLINE_DOCUMENT_URL });
+    expect((await runWith(id)).html_content).to.equal(html);
+    // A PATCH keeps it once, and answers it.
+    const patched = await api('PATCH', `/screenshot_configs/${id}`, { wait: 1 }, account.access_token);
+    expect(patched.status, JSON.stringify(patched.body)).to.equal(200);
+    expect(patched.body.config).to.deep.equal({ html_content: html, wait: 1, url: INLINE_DOCUMENT_URL });
+    expect((await stored(id)).options).to.not.contain('kept once');
+    expect(await read(id)).to.deep.equal({ html_content: html, wait: 1, url: INLINE_DOCUMENT_URL });
+    expect(await runWith(id)).to.include({ html_content: html, wait: 1 });
+
+    // A row as the release before wrote it: the document in the options shown too.
+    const before = document('stored twice');
+    const old = await snapOf(before);
+    const oldCapture = JSON.parse((await stored(old)).capture_options!) as Body;
+    await db('screenshot_configs')
+      .where({ id: old })
+      .update({ options: JSON.stringify({ html_content: before, wait: 0, url: INLINE_DOCUMENT_URL }) });
+    expect(await read(old)).to.deep.equal({ html_content: before, wait: 0, url: INLINE_DOCUMENT_URL });
+    expect(await runWith(old)).to.deep.equal(oldCapture);
+    const oldPatched = await api('PATCH', `/screenshot_configs/${old}`, { page_width: 640 }, account.access_token);
+    expect(oldPatched.status, JSON.stringify(oldPatched.body)).to.equal(200);
+    expect(oldPatched.body.config).to.deep.equal({ html_content: before, wait: 0, url: INLINE_DOCUMENT_URL, page_width: 640 });
+    expect(await runWith(old)).to.include({ html_content: before, page_width: 640 });
   });
 
   it("answers 404 for another account's configuration and job", async () => {
