@@ -7,12 +7,16 @@
  * refresh or a script navigation to the internal address is refused as a refused page.
  */
 import { expect } from 'chai';
+import knex, { type Knex } from 'knex';
+import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { knexConfig } from '../../services/shared/database';
+import { INLINE_DOCUMENT_URL } from '../../services/shared/screenshot-options';
 import { imageSize, pixel, screenshotsUsed, startCaptureSystem } from '../support/capture-helpers';
 import { type DnsServer, startDnsServer } from '../support/dns-server';
 import { expectEnvelope } from '../support/errors';
-import { qs, request } from '../support/http';
+import { jobFinished, qs, request } from '../support/http';
 
 interface Site {
   port: number;
@@ -43,6 +47,23 @@ async function serve(host: string): Promise<Site> {
         server.close(() => r());
       }),
   };
+}
+
+/** Every text value of every table: its bytes, and how many times it holds `token`. */
+async function storedText(db: Knex, token: string): Promise<{ bytes: number; copies: number }> {
+  const tables = (await db('sqlite_master').where({ type: 'table' }).pluck('name')) as string[];
+  let bytes = 0;
+  let copies = 0;
+  for (const table of tables) {
+    for (const row of (await db(table).select()) as Array<Record<string, unknown>>) {
+      for (const value of Object.values(row)) {
+        if (typeof value !== 'string') continue;
+        bytes += Buffer.byteLength(value);
+        copies += value.split(token).length - 1;
+      }
+    }
+  }
+  return { bytes, copies };
 }
 
 const doc = (body: string, head = '') =>
@@ -169,6 +190,47 @@ describe('/snap_html: a given document rendered through the egress gateway', fun
       expect(await used()).to.equal(before);
     });
   }
+
+  it('keeps a document once in the database, its configuration shown with it and captured again from it', async () => {
+    const db = knex(knexConfig(sys.sys.config.database));
+    try {
+      // About 300 KB, holding a token once: each copy of the document stored holds it once.
+      const token = `copy-${crypto.randomUUID()}`;
+      const html = doc(`<div style="width:100%;height:100vh;background:rgb(0,0,255)"><p>${token}</p></div><!--${'x'.repeat(300_000)}-->`);
+      const before = await storedText(db, token);
+      const r = await post({ html_content: html, json: true, page_width: 400, page_height: 300, image_format: 'png' });
+      expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
+      const after = await storedText(db, token);
+      expect(after.copies, 'copies of the document stored').to.equal(1);
+      expect(after.bytes - before.bytes, 'bytes stored by the snap').to.be.below(html.length + 20_000);
+
+      // Its configuration shows the document as the snap gave it (json and ttl, about the answer, left out).
+      const id = r.body.screenshot_configuration_id as string;
+      const auth = { authorization: `Bearer ${sys.token}` };
+      const shown = { html_content: html, page_width: 400, page_height: 300, image_format: 'png', wait: 0, url: INLINE_DOCUMENT_URL };
+      const read = await request(sys.sys.base, 'GET', `/screenshot_configs/${id}`, { headers: auth });
+      expect(read.status).to.equal(200);
+      expect(read.body.config).to.deep.equal(shown);
+      const listed = await request(sys.sys.base, 'GET', '/screenshot_configs?limit=100', { headers: auth });
+      const entry = (listed.body.screenshot_configurations as Array<{ config: unknown; ids: { screenshot_config_id: string } }>).find(
+        (c) => c.ids.screenshot_config_id === id,
+      );
+      expect(entry?.config).to.deep.equal(shown);
+
+      // Captured again (capture-now, as a schedule does) from what is kept: the same document.
+      const now = await request(sys.sys.base, 'POST', `/screenshot_configs/${id}/capture`, { headers: auth });
+      expect(now.status, JSON.stringify(now.body)).to.equal(200);
+      const done = await jobFinished(sys.sys.base, sys.token, now.body.job_id as string);
+      expect(done.body.status, JSON.stringify(done.body)).to.equal('completed');
+      const link = (done.body.screenshot as { direct_link: string }).direct_link;
+      const image = Buffer.from(await (await fetch(link)).arrayBuffer());
+      expect(await pixel(image, 200, 250)).to.deep.equal([0, 0, 255]);
+      // Its job ended, the configuration's copy is the one left.
+      expect((await storedText(db, token)).copies, 'copies of the document stored after capture-now').to.equal(1);
+    } finally {
+      await db.destroy();
+    }
+  });
 
   it('refuses what it cannot do: no html_content, a url beside it', async () => {
     expectEnvelope(await post({}), 400, 'invalid_parameter', 'html_content is required');

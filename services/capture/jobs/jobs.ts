@@ -89,6 +89,13 @@ export async function whileRenewing<T>(queue: Pick<JobQueue, 'renew'>, job: Leas
   }
 }
 
+/**
+ * What an ended job no longer keeps: its options, read only by its claim (an ended job is never
+ * claimed again). A configuration's job holds its configuration's options, a /snap_html
+ * document among them (up to BODY_LIMIT_BYTES); kept for every capture, they would pile up.
+ */
+const ENDED = { options: null } as const;
+
 /** A claimable job as its claim reads it. */
 interface ClaimRow {
   id: string;
@@ -330,12 +337,12 @@ export class JobQueue {
    */
   async complete(job: LeasedJob, record: (trx: Knex.Transaction) => Promise<number>): Promise<number | null> {
     // The record first, then the job completed under its lease, in one transaction: a lost lease rolls the record back.
-    return this.lease.endWith(job, record, (screenshotId) => ({ status: 'completed', screenshot_id: screenshotId, finished_at_ms: this.now() }));
+    return this.lease.endWith(job, record, (screenshotId) => ({ status: 'completed', screenshot_id: screenshotId, finished_at_ms: this.now(), ...ENDED }));
   }
 
   /** Fails the job while this worker holds the lease; false when the lease was lost. */
   async fail(job: LeasedJob, errorCode: string, note: string): Promise<boolean> {
-    return this.lease.end(job, { status: 'failed', error_code: errorCode, note, finished_at_ms: this.now() });
+    return this.lease.end(job, { status: 'failed', error_code: errorCode, note, finished_at_ms: this.now(), ...ENDED });
   }
 
   /** Gives a job back to the queue (e.g. when this instance is shutting down). */

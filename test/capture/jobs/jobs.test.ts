@@ -124,6 +124,22 @@ describe('JobQueue (SQLite, controlled clock)', () => {
     expect(await queue.claim(turns)).to.equal(null);
   });
 
+  it('keeps a job’s options until it ends, completed or failed (a /snap_html document among them is not kept once per capture), and a released one’s', async () => {
+    const options = async (id: string) => ((await db('jobs').where({ id }).first('options')) as { options: string | null }).options;
+    await enqueue('j1');
+    await enqueue('j2');
+    await enqueue('j3');
+    const [one, two, three] = [await queue.claim(turns), await queue.claim(turns), await queue.claim(turns)];
+    await queue.release(three!);
+    expect(await options('j3')).to.equal(JSON.stringify({ url: 'https://example.test/j3' }));
+    expect(await queue.claim(turns)).to.deep.include({ id: 'j3', options: { url: 'https://example.test/j3' } });
+    await queue.complete(one!, record(one!));
+    await queue.fail(two!, 'page_load_failed', 'x');
+    expect([await options('j1'), await options('j2')]).to.deep.equal([null, null]);
+    expect(await queue.find('acc', 'j1')).to.deep.include({ status: 'completed' });
+    expect(await queue.find('acc', 'j2')).to.deep.include({ status: 'failed' });
+  });
+
   it('gives a released job back to the queue', async () => {
     await enqueue('j1');
     const job = await queue.claim(turns);
