@@ -153,7 +153,7 @@ export class ScheduleRunner {
         const out: Claimed = { jobs: [], skipped: [] };
         const queued = await scheduledJobsWaiting(
           trx,
-          due.filter((r) => !r.pending_job_id).map((r) => r.id),
+          due.filter((r) => !r.pending_job_id),
         );
         for (const row of due) {
           const next = nextRunAfter(Number(row.schedule_anchor_ms), Number(row.scheduled_every), row.scheduled_interval as Interval, at);

@@ -9,14 +9,25 @@
  */
 import type { Knex } from 'knex';
 
-/** Of `configIds`, those with a scheduled job queued and not yet started, each with that job's id, read in the caller's transaction. */
-export async function scheduledJobsWaiting(db: Knex | Knex.Transaction, configIds: readonly string[]): Promise<Map<string, string>> {
+/**
+ * Of `configs`, those with a scheduled job queued and not yet started, each with that job's id,
+ * read in the caller's transaction. Read through the queue's own index (status, kind, account):
+ * the waiting jobs of the configurations' accounts, not every job a configuration ever had.
+ */
+export async function scheduledJobsWaiting(
+  db: Knex | Knex.Transaction,
+  configs: ReadonlyArray<{ id: string; account_id: string }>,
+): Promise<Map<string, string>> {
   const waiting = new Map<string, string>();
-  if (configIds.length === 0) return waiting;
-  const rows = (await db('jobs').whereIn('config_id', configIds).where({ kind: 'scheduled', status: 'queued' }).select('config_id', 'id')) as Array<{
-    config_id: string;
-    id: string;
-  }>;
+  if (configs.length === 0) return waiting;
+  const rows = (await db('jobs')
+    .where({ status: 'queued', kind: 'scheduled' })
+    .whereIn('account_id', [...new Set(configs.map((c) => c.account_id))])
+    .whereIn(
+      'config_id',
+      configs.map((c) => c.id),
+    )
+    .select('config_id', 'id')) as Array<{ config_id: string; id: string }>;
   for (const r of rows) if (!waiting.has(r.config_id)) waiting.set(r.config_id, r.id);
   return waiting;
 }
