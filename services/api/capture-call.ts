@@ -118,9 +118,16 @@ function watchOf(broker: ServiceBroker): NodeWatch {
 /** Why a call to capture did not reach an answer: its instance went away, or none is there. */
 type Loss = 'gone' | 'none';
 
-/** Moleculer's answers for a call whose node went away under it, and for a service nobody offers now. */
+/**
+ * Moleculer's answers for a call whose node went away under it, and for a service nobody offers
+ * now, about capture's own action: the same answer about a call capture made (the scheduler or
+ * billing missing under a capture) is that capture's answer, passed on as it is, not a sign
+ * that no capture instance runs.
+ */
 function lossOf(err: unknown): Loss | null {
-  const type = (err as { type?: unknown } | null)?.type;
+  const e = err as { type?: unknown; data?: { action?: unknown } } | null;
+  const type = e?.type;
+  if (typeof e?.data?.action !== 'string' || !e.data.action.startsWith('capture.')) return null;
   if (type === 'REQUEST_REJECTED') return 'gone';
   if (type === 'SERVICE_NOT_AVAILABLE' || type === 'SERVICE_NOT_FOUND') return 'none';
   return null;

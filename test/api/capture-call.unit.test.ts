@@ -186,6 +186,19 @@ describe("the api's call to capture (unit: the broker stubbed)", () => {
     ]);
   });
 
+  it('passes on as it is a service missing under the capture (the scheduler stopped), not taken for no capture instance running', async () => {
+    const { broker, as } = stubBroker();
+    const missing = new Errors.ServiceNotAvailableError({ action: 'scheduler.snapConfig' });
+    broker.call.callsFake(() => pendingOn('cap-1', Promise.reject(missing)));
+    expect(
+      await takeSnap(as, SNAP, 60_000).then(
+        () => null,
+        (e: Error) => e,
+      ),
+    ).to.equal(missing);
+    sinon.assert.calledOnce(broker.call);
+  });
+
   it("passes the capture's own answer on as it is", async () => {
     const { broker, as } = stubBroker();
     const failed = serviceError('page_load_failed', 'The page could not be loaded.');
