@@ -87,6 +87,8 @@ export class BrowserPool {
   private dispatchAgain = false;
   private blockedRetry: NodeJS.Timeout | null = null;
   private gateWarnedAt = 0;
+  /** Accounts whose turn came with a browser free and whose plan let no more start then (stats). */
+  private readonly heldByOwnLimit = new Set<string>();
   private starting = 0;
   private nextId = 1;
   private closed = false;
@@ -128,8 +130,18 @@ export class BrowserPool {
     this.keepAlive.unref();
   }
 
+  /**
+   * `queued`: the captures waiting for a browser, what another browser would start: not the job
+   * worker's ask, nor the captures of an account its own plan holds back (at its limit when a
+   * browser was last free for it), which wait for their account's captures, not for a browser
+   * (capture_queue_depth, /pressure; an autoscaler reads them).
+   */
   get stats(): { sessions: number; busy: number; queued: number } {
-    return { sessions: this.slots.length, busy: this.slots.filter((s) => s.busy).length, queued: this.queue.count((w) => !isWorkerAsk(w.claim)) };
+    return {
+      sessions: this.slots.length,
+      busy: this.slots.filter((s) => s.busy).length,
+      queued: this.queue.count((w) => !isWorkerAsk(w.claim) && !this.heldByOwnLimit.has(w.accountId)),
+    };
   }
 
   /** Sessions whose CDP socket goes straight to their browser, not through the Grid's relay (GRID_CDP). */
@@ -244,9 +256,11 @@ export class BrowserPool {
                   this.gateWarnedAt = Date.now();
                   this.log.warn(`could not check the account's running captures (${err.message}); trying again shortly`);
                 }
-                return false;
+                return null;
               })
             : true;
+          if (may === false) this.heldByOwnLimit.add(waiter.accountId);
+          else if (may) this.heldByOwnLimit.delete(waiter.accountId);
           if (waiter.settled || !may || this.closed || slot.broken) {
             this.unhold(slot);
             if (!may) blocked.add(waiter.accountId);
@@ -255,6 +269,9 @@ export class BrowserPool {
           }
           this.queue.serve(waiter, Date.now(), eligible);
           this.grant(waiter, slot);
+        }
+        for (const accountId of this.heldByOwnLimit) {
+          if (this.queue.count((w) => w.accountId === accountId) === 0) this.heldByOwnLimit.delete(accountId);
         }
         // Its account's captures may end on another instance, which tells no one here.
         if (blocked.size && !this.blockedRetry && this.pickFree()) {

@@ -96,7 +96,7 @@ export class CaptureMetrics implements CaptureObserver, BrowserFailureObserver {
     const directSessions = () => this.pool.directSessions ?? 0;
     new Gauge({
       name: `${P}capture_queue_depth`,
-      help: 'Captures waiting for a free browser.',
+      help: "Captures waiting for a free browser (not those their own account's plan holds back: another browser would not start them).",
       registers,
       collect() {
         this.set(stats().queued);
