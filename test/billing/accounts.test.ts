@@ -1,9 +1,8 @@
 import { expect } from 'chai';
-import knex, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import { AccountRepository, parseAddons } from '../../services/billing/accounts';
-import { knexConfig } from '../../services/shared/database';
 import { hashApiKey } from '../../services/shared/secrets';
-import { type Backend, backendConfig } from '../support/backends';
+import { type Backend, migratedDatabase } from '../support/backends';
 
 for (const backend of ['sqlite', 'mysql'] as Backend[]) {
   describe(`accounts and keys on ${backend}`, () => {
@@ -12,15 +11,11 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
     let cleanup: () => Promise<void>;
 
     before(async () => {
-      const b = await backendConfig(backend);
-      cleanup = b.cleanup;
-      db = knex(knexConfig(b.config.database));
-      await db.migrate.latest();
+      ({ db, cleanup } = await migratedDatabase(backend));
       repo = new AccountRepository(db);
     });
     after(async () => {
-      await db.destroy();
-      await cleanup();
+      await cleanup?.();
     });
 
     it('stores only the hash of a key and finds the account by it', async () => {

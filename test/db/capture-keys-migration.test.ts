@@ -6,13 +6,12 @@
  * account that come out with one key leave it to the newest.
  */
 import { expect } from 'chai';
-import knex, { type Knex } from 'knex';
-import { knexConfig } from '../../services/shared/database';
+import type { Knex } from 'knex';
 import { keyBefore } from '../../db/migrations/20261130230001_capture_keys_by_difference';
 import { type ConfigOptions, captureKey } from '../../services/shared/screenshot-options';
 
 const options2 = (url: string) => ({ url, wait: 0 }) as ConfigOptions;
-import { type Backend, backendConfig } from '../support/backends';
+import { type Backend, migratedDatabase } from '../support/backends';
 
 const MIGRATION = '20261130230001_capture_keys_by_difference.js';
 
@@ -23,16 +22,12 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
     let cleanup: () => Promise<void>;
 
     before(async () => {
-      const b = await backendConfig(backend);
-      cleanup = b.cleanup;
-      db = knex(knexConfig(b.config.database));
-      await db.migrate.latest();
+      ({ db, cleanup } = await migratedDatabase(backend));
       // Back to just before it, to store rows as the code before it did.
       while (((await db.migrate.list()) as [Array<{ name: string }>])[0].some((m) => m.name === MIGRATION)) await db.migrate.down();
     });
     after(async () => {
-      await db.destroy();
-      await cleanup();
+      await cleanup?.();
     });
 
     it("moves each snap configuration's key in the earlier form, and its screenshots' ttl keys, to the form by difference; retires the others", async () => {

@@ -4,10 +4,10 @@
  * table, every column), with the plans the billing migration seeds.
  */
 import { expect } from 'chai';
-import knex, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import { AccountRepository } from '../../services/billing/accounts';
-import { isMysql, knexConfig } from '../../services/shared/database';
-import { type Backend, backendConfig } from '../support/backends';
+import { isMysql } from '../../services/shared/database';
+import { type Backend, migratedDatabase } from '../support/backends';
 
 /** Every table but Knex's own, with its columns, sorted: what the migrations made. */
 async function schemaOf(db: Knex): Promise<Record<string, string[]>> {
@@ -27,14 +27,10 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
     let cleanup: () => Promise<void>;
 
     before(async () => {
-      const b = await backendConfig(backend);
-      cleanup = b.cleanup;
-      db = knex(knexConfig(b.config.database));
-      await db.migrate.latest();
+      ({ db, cleanup } = await migratedDatabase(backend));
     });
     after(async () => {
-      await db.destroy();
-      await cleanup();
+      await cleanup?.();
     });
 
     it('takes every migration down and up again, newest first, and ends with the schema it began with', async () => {

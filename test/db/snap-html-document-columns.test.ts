@@ -5,13 +5,12 @@
  * was refused with "Data too long").
  */
 import { expect } from 'chai';
-import knex, { type Knex } from 'knex';
+import type { Knex } from 'knex';
 import { ClassTurns } from '../../services/capture/fairness/fair-queue';
 import { type ClaimTurns, JOB_KINDS, JobQueue } from '../../services/capture/jobs/jobs';
 import { ConfigRepository } from '../../services/scheduler/configs';
-import { knexConfig } from '../../services/shared/database';
 import { INLINE_DOCUMENT_URL, type SnapOptions, captureKey } from '../../services/shared/screenshot-options';
-import { type Backend, backendConfig } from '../support/backends';
+import { type Backend, migratedDatabase } from '../support/backends';
 
 for (const backend of ['sqlite', 'mysql'] as Backend[]) {
   describe(`a /snap_html document of 1 MB stored on ${backend}`, function () {
@@ -20,10 +19,7 @@ for (const backend of ['sqlite', 'mysql'] as Backend[]) {
     let cleanup: () => Promise<void>;
 
     before(async () => {
-      const b = await backendConfig(backend);
-      cleanup = b.cleanup;
-      db = knex(knexConfig(b.config.database));
-      await db.migrate.latest();
+      ({ db, cleanup } = await migratedDatabase(backend));
     });
     after(async () => {
       await db?.destroy();

@@ -7,9 +7,10 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import knex from 'knex';
+import knex, { type Knex } from 'knex';
 import { freePort } from '../../ops/stack';
 import { type Config, loadConfig } from '../../services/shared/config';
+import { knexConfig } from '../../services/shared/database';
 
 export const MYSQL_ADMIN_URL = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -103,6 +104,26 @@ export async function backendConfig(
     cleanup: async () => {
       await db.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A fresh database of the backend, migrated to the latest, opened with Knex; cleanup() closes and removes it. */
+export async function migratedDatabase(backend: Backend): Promise<{ db: Knex; cleanup(): Promise<void> }> {
+  const b = await backendConfig(backend);
+  const db = knex(knexConfig(b.config.database));
+  try {
+    await db.migrate.latest();
+  } catch (err) {
+    await db.destroy();
+    await b.cleanup();
+    throw err;
+  }
+  return {
+    db,
+    cleanup: async () => {
+      await db.destroy();
+      await b.cleanup();
     },
   };
 }
