@@ -8,6 +8,8 @@
  */
 import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1';
 import { PodMonitor, PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import fs from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
 import { ConfigMap, Namespace, Secret, Service } from 'kubernetes-models/v1';
 import { Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
@@ -17,7 +19,7 @@ import { brokerOptions } from '../../moleculer.config';
 import { captureService } from '../../services/capture/capture.service';
 import { DRAIN_CHECK_MS } from '../../services/capture/browsers/grid-drain';
 import { ALL_SERVICES, loadConfig } from '../../services/shared/config';
-import { type EnvSource, type K8sObject, containerEnv, find, kustomizeVersion, readYaml, render, serviceDeployments } from './render';
+import { type EnvSource, type K8sObject, ROOT, containerEnv, find, kustomizeVersion, readYaml, render, serviceDeployments } from './render';
 
 /** What validates each kind: the models' own schemas (required fields, types, formats). */
 const MODELS: Record<string, new (data: never) => { validate(): void }> = {
@@ -189,6 +191,22 @@ describe('deploy/kubernetes: rendered and checked without a cluster', () => {
         ]);
         const opsPort = Number(plainEnv(containerEnv(objects(), containerOf(capture, 'snapservice'))).OPS_PORT);
         expect(rules.filter((r) => r.ports !== undefined).map((r) => [r.from, r.ports?.map((p) => p.port)])).to.deep.equal([[undefined, [opsPort]]]);
+      });
+
+      it("starts the Chrome nodes with --grid-url set to the hub's Service, so se:cdp points at the hub", () => {
+        // The node image (grid/Dockerfile.node) passes --grid-url "$VAR"; the Deployment sets VAR.
+        const dockerfile = fs.readFileSync(path.join(ROOT, 'grid', 'Dockerfile.node'), 'utf8');
+        const cmd = dockerfile.split('\n').find((l) => l.startsWith('CMD ')) ?? '';
+        const variable = /--grid-url \\"\$(\w+)\\"/.exec(cmd)?.[1];
+        expect(variable, 'the node command passes --grid-url "$VAR"').to.be.a('string');
+        const node = containerOf(find(objects(), 'Deployment', 'chrome-node'), 'chrome-node');
+        const gridUrl = plainEnv(containerEnv(objects(), node))[variable as string];
+        const hub = find(objects(), 'Service', 'selenium-hub');
+        const port = hub.spec.ports.find((p: { name: string }) => p.name === 'http')?.port;
+        expect(gridUrl, `chrome-node: ${variable}`).to.equal(`http://${hub.metadata.name}:${port}`);
+        // The same hub the services use.
+        const capture = plainEnv(containerEnv(objects(), containerOf(find(objects(), 'Deployment', 'capture'), 'snapservice')));
+        expect(gridUrl).to.equal(capture.SELENIUM_URL);
       });
 
       it('has every PodDisruptionBudget select the pods of one Deployment', () => {

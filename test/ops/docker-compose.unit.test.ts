@@ -12,6 +12,7 @@ describe('docker-compose.yml (production layout)', () => {
       string,
       {
         image?: string;
+        build?: string | { context?: string; dockerfile?: string };
         command?: string[];
         restart?: string;
         environment?: Record<string, string>;
@@ -59,6 +60,21 @@ describe('docker-compose.yml (production layout)', () => {
       expect(probe, name).to.include(`http://127.0.0.1:${port}/health`);
       if (name === 'api') expect(svc?.environment?.OPS_PORT, 'the api serves /health and /metrics on PORT').to.equal('');
     }
+  });
+
+  it("starts the Chrome nodes with --grid-url set to the hub's address, so se:cdp points at the hub", () => {
+    // The node image's command: the hub URL comes from one variable (grid/Dockerfile.node).
+    const dockerfile = fs.readFileSync(path.join(ROOT, 'grid', 'Dockerfile.node'), 'utf8');
+    const cmd = dockerfile.split('\n').find((l) => l.startsWith('CMD ')) ?? '';
+    const variable = /--grid-url \\"\$(\w+)\\"/.exec(cmd)?.[1];
+    expect(variable, 'the node command passes --grid-url "$VAR"').to.be.a('string');
+    const chrome = doc.services.chrome;
+    expect(chrome?.build).to.deep.include({ dockerfile: 'grid/Dockerfile.node' });
+    // compose gives it the hub's URL: the URL the services reach the hub at, the hub's service name and port.
+    const hubUrl = doc.services.api?.environment?.SELENIUM_URL;
+    expect(hubUrl).to.equal('http://selenium-hub:4444');
+    expect(doc.services).to.have.property('selenium-hub');
+    expect(chrome?.environment?.[variable as string], `chrome: ${variable}`).to.equal(hubUrl);
   });
 
   it('has the hub drop a dead Chrome node within seconds', () => {
