@@ -15,6 +15,11 @@ ENV NODE_ENV=production
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/package.json ./package.json
+# DATA_DIR: the stored files when STORAGE_URL is unset ($DATA_DIR/files), owned by the user the
+# service runs as (/app is root's). docker-compose.yml mounts one volume there for every
+# service that stores or serves files; a named volume starts as a copy of this folder, owner included.
+ENV DATA_DIR=/app/data
+RUN mkdir -p /app/data/files && chown -R node:node /app/data
 USER node
 EXPOSE 3000
 CMD ["node", "dist/bin/serve.js"]

@@ -193,6 +193,13 @@ describe('deploy/kubernetes: rendered and checked without a cluster', () => {
         expect(rules.filter((r) => r.ports !== undefined).map((r) => [r.from, r.ports?.map((p) => p.port)])).to.deep.equal([[undefined, [opsPort]]]);
       });
 
+      it("stores files in one bucket every pod shares: STORAGE_URL set, never a pod's own disk", () => {
+        for (const d of serviceDeployments(objects())) {
+          const config = loadConfig(plainEnv(containerEnv(objects(), containerOf(d, 'snapservice'))));
+          expect(config.storageUrl, `${d.metadata.name}: STORAGE_URL`).to.match(/^gs:\/\/[^/]+/);
+        }
+      });
+
       it("starts the Chrome nodes with --grid-url set to the hub's Service, so se:cdp points at the hub", () => {
         // The node image (grid/Dockerfile.node) passes --grid-url "$VAR"; the Deployment sets VAR.
         const dockerfile = fs.readFileSync(path.join(ROOT, 'grid', 'Dockerfile.node'), 'utf8');

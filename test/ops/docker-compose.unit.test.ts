@@ -13,6 +13,7 @@ describe('docker-compose.yml (production layout)', () => {
       {
         image?: string;
         build?: string | { context?: string; dockerfile?: string };
+        volumes?: string[];
         command?: string[];
         restart?: string;
         environment?: Record<string, string>;
@@ -20,6 +21,7 @@ describe('docker-compose.yml (production layout)', () => {
         healthcheck?: { test?: string[] };
       }
     >;
+    volumes?: Record<string, unknown>;
   };
 
   it('is valid YAML with the backing services, a Selenium hub and Chrome nodes', () => {
@@ -75,6 +77,34 @@ describe('docker-compose.yml (production layout)', () => {
     expect(hubUrl).to.equal('http://selenium-hub:4444');
     expect(doc.services).to.have.property('selenium-hub');
     expect(chrome?.environment?.[variable as string], `chrome: ${variable}`).to.equal(hubUrl);
+  });
+
+  it('keeps the stored files, STORAGE_URL unset, on one volume at $DATA_DIR/files of every service that has a file store', () => {
+    // The image's DATA_DIR, created and owned by the user the services run as (WORKDIR /app is root's).
+    const dockerfile = fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+    const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    const dataDir = /^ENV DATA_DIR=(\S+)$/m.exec(finalStage)?.[1];
+    expect(dataDir, 'the image sets DATA_DIR').to.be.a('string');
+    const user = /^USER (\S+)$/m.exec(finalStage)?.[1];
+    expect(user).to.equal('node');
+    const prepared = finalStage.slice(0, finalStage.indexOf('\nUSER '));
+    expect(prepared, 'the image creates $DATA_DIR/files').to.include(`mkdir -p ${dataDir}/files`);
+    expect(prepared, 'owned by the service user').to.include(`chown -R ${user}:${user} ${dataDir}`);
+    // Every role whose service creates a file store (services/shared/storage.ts).
+    const stores = ALL_SERVICES.filter((name) => fs.readFileSync(path.join(ROOT, 'services', name, `${name}.service.ts`), 'utf8').includes('createFileStore('));
+    expect(stores).to.include.members(['api', 'capture']);
+    const mounts = new Set<string>();
+    for (const name of stores) {
+      const svc = doc.services[name];
+      expect(svc?.environment?.STORAGE_URL, name).to.match(/^\$\{STORAGE_URL:-\}$/);
+      expect(svc?.environment?.DATA_DIR, `${name}: the image's DATA_DIR`).to.equal(undefined);
+      const mount = (svc?.volumes ?? []).find((v) => v.split(':')[1] === `${dataDir}/files`);
+      expect(mount, `${name} mounts a volume at ${dataDir}/files`).to.be.a('string');
+      mounts.add(String(mount));
+    }
+    expect([...mounts], 'the same volume in each').to.have.length(1);
+    const volume = [...mounts][0]?.split(':')[0] as string;
+    expect(doc.volumes ?? {}, 'a named volume').to.have.property(volume);
   });
 
   it('has the hub drop a dead Chrome node within seconds', () => {
