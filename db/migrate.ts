@@ -11,7 +11,7 @@
  * a killed migrator left behind, so it is freed.
  */
 import knex from 'knex';
-import { type Config, loadConfig } from '../services/shared/config';
+import { type Config, loadDatabaseConfig } from '../services/shared/config';
 import { acquireDatabase, KNEX_LOG, migrateLatest, releaseDatabase } from '../services/shared/database';
 
 /** The named lock every migrator of this database takes its turn under. */
@@ -51,7 +51,9 @@ async function migrateUnderLock(database: Extract<Config['database'], { client: 
 }
 
 async function migrate(): Promise<string[]> {
-  const { database } = loadConfig();
+  // The database settings only: the service's other groups (an AI provider, a real-location
+  // preset) are not this step's business, whether its environment holds them whole or not.
+  const { database } = loadDatabaseConfig();
   // SQLite is the embedded mode's own file: one process, nothing to take turns with.
   return database.client === 'mysql2' ? migrateUnderLock(database) : migrateLatest(database);
 }

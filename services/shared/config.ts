@@ -414,8 +414,15 @@ function chromeArgs(env: Env): string[] {
   return parsed;
 }
 
+/** The other variables of VARIABLE_GROUPS' group led by `lead`. */
+function groupOf(lead: string): readonly string[] {
+  const group = VARIABLE_GROUPS.find((g) => g.lead === lead);
+  if (!group) throw new Error(`no variable group led by ${lead}`);
+  return group.others;
+}
+
 /** A group of variables is all or nothing: one of `others` set while `lead` is not stops the process. */
-function refuseStray(env: Env, lead: string, choices: readonly string[], others: string[]): void {
+function refuseStray(env: Env, lead: string, choices: readonly string[], others: readonly string[]): void {
   const stray = others.find((n) => str(env, n) !== null);
   if (stray) throw new ConfigError(`${stray} is set but ${lead} is not; set ${lead} to one of ${choices.join(', ')}`);
 }
@@ -430,7 +437,7 @@ function serviceAi(env: Env, baseUrls: Config['ai']['baseUrls']): ServiceAiConfi
   const apiKey = str(env, 'SERVICE_AI_API_KEY');
   const model = str(env, 'SERVICE_AI_MODEL');
   if (provider === null) {
-    refuseStray(env, 'SERVICE_AI_PROVIDER', AI_BACKENDS, ['SERVICE_AI_BASE_URL', 'SERVICE_AI_API_KEY', 'SERVICE_AI_MODEL']);
+    refuseStray(env, 'SERVICE_AI_PROVIDER', AI_BACKENDS, groupOf('SERVICE_AI_PROVIDER'));
     return null;
   }
   if (!(AI_BACKENDS as readonly string[]).includes(provider)) {
@@ -468,7 +475,7 @@ function realLocationPreset(env: Env): RealLocationPreset | null {
   const password = str(env, 'REAL_LOCATIONS_PASSWORD');
   const gateway = hostPort(env, 'REAL_LOCATIONS_GATEWAY');
   if (raw === null) {
-    refuseStray(env, 'REAL_LOCATIONS_PROVIDER', REAL_LOCATION_PROVIDERS, ['REAL_LOCATIONS_USERNAME', 'REAL_LOCATIONS_PASSWORD', 'REAL_LOCATIONS_GATEWAY']);
+    refuseStray(env, 'REAL_LOCATIONS_PROVIDER', REAL_LOCATION_PROVIDERS, groupOf('REAL_LOCATIONS_PROVIDER'));
     return null;
   }
   // Smartproxy is Decodo's former name.
@@ -498,8 +505,24 @@ function logFormatOf(env: Env): Config['logFormat'] {
   return logFormat;
 }
 
-export function loadConfig(env: Env = process.env): Readonly<Config> {
-  const port = int(env, 'PORT', 3000, 0, 65535);
+/**
+ * The variables that go together, all or nothing (each group's check is in loadConfig): a
+ * process given one of `others` without `lead` refuses to start. The secret among them
+ * (a password, an API key) is kept apart from the rest in a deployment (a Secret), so every
+ * process that receives it must receive the rest too.
+ */
+export const VARIABLE_GROUPS: ReadonlyArray<{ lead: string; others: readonly string[] }> = [
+  { lead: 'SERVICE_AI_PROVIDER', others: ['SERVICE_AI_BASE_URL', 'SERVICE_AI_API_KEY', 'SERVICE_AI_MODEL'] },
+  { lead: 'REAL_LOCATIONS_PROVIDER', others: ['REAL_LOCATIONS_USERNAME', 'REAL_LOCATIONS_PASSWORD', 'REAL_LOCATIONS_GATEWAY'] },
+  { lead: 'MCP_INTROSPECTION_CLIENT_ID', others: ['MCP_INTROSPECTION_CLIENT_SECRET'] },
+];
+
+/**
+ * The database settings alone (DATA_DIR, DATABASE_URL): what the migration step
+ * (db/migrate.ts) reads, so it runs whatever else of the service's configuration its
+ * environment holds, or lacks.
+ */
+export function loadDatabaseConfig(env: Env = process.env): Readonly<Pick<Config, 'dataDir' | 'database'>> {
   const dataDir = path.resolve(str(env, 'DATA_DIR') ?? 'data');
   const databaseUrl = url(env, 'DATABASE_URL', ['mysql:', 'mariadb:', 'sqlite:', 'file:']);
   let database: Config['database'];
@@ -507,6 +530,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   else if (/^(sqlite|file):/.test(databaseUrl)) {
     database = { client: 'better-sqlite3', filename: path.resolve(databaseUrl.replace(/^(sqlite|file):(\/\/)?/, '')) };
   } else database = { client: 'mysql2', url: databaseUrl.replace(/^mariadb:/, 'mysql:') };
+  return Object.freeze({ dataDir, database });
+}
+
+export function loadConfig(env: Env = process.env): Readonly<Config> {
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const { dataDir, database } = loadDatabaseConfig(env);
 
   const baseUrl = url(env, 'BASE_URL', ['http:', 'https:']) ?? `http://localhost:${port}`;
   const servicesRaw = str(env, 'SERVICES');

@@ -18,8 +18,8 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { brokerOptions } from '../../moleculer.config';
 import { captureService } from '../../services/capture/capture.service';
 import { DRAIN_CHECK_MS } from '../../services/capture/browsers/grid-drain';
-import { ALL_SERVICES, loadConfig } from '../../services/shared/config';
-import { type EnvSource, type K8sObject, ROOT, containerEnv, find, kustomizeVersion, readYaml, render, serviceDeployments } from './render';
+import { ALL_SERVICES, VARIABLE_GROUPS, loadConfig, loadDatabaseConfig } from '../../services/shared/config';
+import { DEPLOY, type EnvSource, type K8sObject, ROOT, containerEnv, find, kustomizeVersion, readYaml, render, serviceDeployments } from './render';
 
 /** What validates each kind: the models' own schemas (required fields, types, formats). */
 const MODELS: Record<string, new (data: never) => { validate(): void }> = {
@@ -96,7 +96,7 @@ describe('deploy/kubernetes: rendered and checked without a cluster', () => {
         expect([...roles].sort()).to.deep.equal([...ALL_SERVICES].sort());
       });
 
-      it('gives every service container an environment config.ts accepts, and sets no variable config.ts does not read', () => {
+      it('gives every service container an environment config.ts accepts (the migration its database settings), and sets no variable it does not read', () => {
         for (const d of serviceDeployments(objects())) {
           for (const c of [...d.spec.template.spec.containers, ...(d.spec.template.spec.initContainers ?? [])]) {
             const env = plainEnv(containerEnv(objects(), c));
@@ -107,10 +107,54 @@ describe('deploy/kubernetes: rendered and checked without a cluster', () => {
                 return target[key as string];
               },
             });
-            expect(() => loadConfig(watched), `${d.metadata.name}/${c.name}`).not.to.throw();
+            // The migration init container reads the database settings alone (db/migrate.ts).
+            const load = c.name === 'migrate' ? loadDatabaseConfig : loadConfig;
+            expect(() => load(watched), `${d.metadata.name}/${c.name}`).not.to.throw();
             const unread = Object.keys(env).filter((k) => !read.has(k));
             expect(unread, `${d.metadata.name}/${c.name} sets variables the service never reads`).to.deep.equal([]);
           }
+        }
+      });
+
+      it("gives every container that receives a group's secret half the rest of the group, from the same shared places", () => {
+        // The secret variables the Secret may hold: its keys, and those its comments name (SERVICE_AI_API_KEY, ...).
+        const example = fs.readFileSync(path.join(DEPLOY, 'base', 'secret.example.yaml'), 'utf8');
+        const documented = new Set([
+          ...Object.keys(readYaml<K8sObject>('base/secret.example.yaml').stringData ?? {}),
+          ...(example.match(/\b[A-Z][A-Z0-9_]{3,}\b/g) ?? []),
+        ]);
+        const grouped = VARIABLE_GROUPS.filter((g) => [g.lead, ...g.others].some((v) => documented.has(v)));
+        expect(grouped.map((g) => g.lead)).to.include.members(['REAL_LOCATIONS_PROVIDER', 'SERVICE_AI_PROVIDER']);
+        const containers = objects()
+          .filter((o) => o.kind === 'Deployment')
+          .flatMap((d) => [...d.spec.template.spec.containers, ...(d.spec.template.spec.initContainers ?? [])].map((c) => ({ d, c })));
+        for (const { d, c } of containers) {
+          const what = `${d.metadata.name}/${c.name}`;
+          const fromSecret = (c.envFrom ?? []).some((f: { secretRef?: unknown }) => f.secretRef);
+          const fromConfig = (c.envFrom ?? []).some((f: { configMapRef?: { name: string } }) => f.configMapRef?.name.startsWith('snapservice-config'));
+          const own = new Set((c.env ?? []).map((e: { name: string }) => e.name));
+          for (const g of grouped) {
+            const group = [g.lead, ...g.others];
+            // Where the operator puts a group: the Secret (its secret half) and the shared ConfigMap, never one Deployment's env.
+            expect(
+              group.filter((v) => own.has(v)),
+              `${what} sets part of ${g.lead}'s group in its own env`,
+            ).to.deep.equal([]);
+            // A container given the whole Secret gets the ConfigMap with the rest of every group.
+            if (fromSecret) expect(fromConfig, `${what} gets the Secret (${g.lead}'s secret half) without snapservice-config`).to.equal(true);
+          }
+        }
+        // And what the ConfigMap holds of a group it holds whole, less the Secret's part.
+        // (Kustomize names the generated ConfigMap snapservice-config-<hash>.)
+        const config = objects().find((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('snapservice-config'))?.data ?? {};
+        const secretKeys = Object.keys(readYaml<K8sObject>('base/secret.example.yaml').stringData ?? {});
+        for (const g of VARIABLE_GROUPS) {
+          const group = [g.lead, ...g.others];
+          if (!group.some((v) => v in config)) continue;
+          expect(
+            group.filter((v) => !(v in config) && !secretKeys.includes(v)),
+            `${g.lead}'s group: in config.env or the Secret`,
+          ).to.deep.equal([]);
         }
       });
 
