@@ -14,6 +14,7 @@ describe('docker-compose.yml (production layout)', () => {
         image?: string;
         build?: string | { context?: string; dockerfile?: string };
         volumes?: string[];
+        stop_grace_period?: string;
         command?: string[];
         restart?: string;
         environment?: Record<string, string>;
@@ -105,6 +106,18 @@ describe('docker-compose.yml (production layout)', () => {
     expect([...mounts], 'the same volume in each').to.have.length(1);
     const volume = [...mounts][0]?.split(':')[0] as string;
     expect(doc.volumes ?? {}, 'a named volume').to.have.property(volume);
+  });
+
+  it("gives every service container the time to drain on SIGTERM that Kubernetes gives it, not Docker's 10 s", () => {
+    for (const name of ALL_SERVICES) {
+      const grace = /^(\d+)s$/.exec(doc.services[name]?.stop_grace_period ?? '')?.[1];
+      expect(grace, `${name}: stop_grace_period in seconds`).to.be.a('string');
+      // The Deployment's grace, which test/deploy/manifests.test.ts derives from the code's drain.
+      const deployment = YAML.parseAllDocuments(fs.readFileSync(path.join(ROOT, 'deploy', 'kubernetes', 'base', `${name}.yaml`), 'utf8'))
+        .map((d) => d.toJS() as { kind?: string; spec?: { template?: { spec?: { terminationGracePeriodSeconds?: number } } } })
+        .find((d) => d.kind === 'Deployment');
+      expect(Number(grace), name).to.equal(deployment?.spec?.template?.spec?.terminationGracePeriodSeconds);
+    }
   });
 
   it('has the hub drop a dead Chrome node within seconds', () => {
