@@ -122,5 +122,9 @@ describe('docker-compose.yml (production layout)', () => {
 
   it('has the hub drop a dead Chrome node within seconds', () => {
     expect(doc.services['selenium-hub']?.environment?.SE_OPTS).to.match(/--healthcheck-interval 5\b/);
+    // The local Grid's hub the same, and grid/README.md says what it is.
+    const toml = /^healthcheck-interval = (\d+)$/m.exec(fs.readFileSync(path.join(ROOT, 'grid', 'config', 'grid.toml'), 'utf8'))?.[1];
+    expect(toml).to.equal('5');
+    expect(fs.readFileSync(path.join(ROOT, 'grid', 'README.md'), 'utf8')).to.match(new RegExp(`\`healthcheck-interval = ${toml}\``));
   });
 });
