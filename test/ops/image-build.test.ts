@@ -13,10 +13,12 @@ const ROOT = path.resolve(__dirname, '..', '..', '..');
 describe('the image build (tsconfig.build.json)', function () {
   this.timeout(120_000);
 
-  it('is what the Dockerfile compiles, and the build context leaves tests, benches and docs out', () => {
+  it('is what the Dockerfile compiles, and the build context leaves tests, benches, docs and .env out', () => {
     expect(fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8')).to.match(/tsc -p tsconfig\.build\.json/);
     const ignored = fs.readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n');
     expect(ignored).to.include.members(['test', 'bench', 'docs', 'deploy']);
+    // Nor the operator's compose settings (SECRETS_KEY, passwords): COPY . . would put them in the image.
+    expect(ignored).to.include('.env');
   });
 
   it('compiles the services, the runtime, the CLIs and the migrations, and no file of test/ or bench/', () => {
