@@ -57,6 +57,8 @@ const OPEN_GATE: TurnGate = { start: async () => true, waitedOnOwnLimit: async (
 
 /** A capture whose account is at its limit on another instance is tried again this often while a browser here is free. */
 const BLOCKED_RETRY_MS = 100;
+/** How long an account's plan holding its captures back counts as known (stats' waitingForBrowser). */
+const HELD_FRESH_MS = 2_000;
 /** While the gate fails (Redis unreachable), its warning is logged at most this often. */
 const GATE_WARNING_EVERY_MS = 10_000;
 /** Weight of the newest capture in the running average of how long captures hold a browser. */
@@ -87,8 +89,8 @@ export class BrowserPool {
   private dispatchAgain = false;
   private blockedRetry: NodeJS.Timeout | null = null;
   private gateWarnedAt = 0;
-  /** Accounts whose turn came with a browser free and whose plan let no more start then (stats). */
-  private readonly heldByOwnLimit = new Set<string>();
+  /** Accounts whose turn came with a browser free and whose plan let no more start then, and when (stats). */
+  private readonly heldByOwnLimit = new Map<string, number>();
   private starting = 0;
   private nextId = 1;
   private closed = false;
@@ -130,18 +132,22 @@ export class BrowserPool {
     this.keepAlive.unref();
   }
 
-  /**
-   * `queued`: the captures waiting for a browser, what another browser would start: not the job
-   * worker's ask, nor the captures of an account its own plan holds back (at its limit when a
-   * browser was last free for it), which wait for their account's captures, not for a browser
-   * (capture_queue_depth, /pressure; an autoscaler reads them).
-   */
+  /** `queued`: the captures waiting here (not the job worker's ask), what CAPTURE_QUEUE_MAX bounds (/pressure). */
   get stats(): { sessions: number; busy: number; queued: number } {
-    return {
-      sessions: this.slots.length,
-      busy: this.slots.filter((s) => s.busy).length,
-      queued: this.queue.count((w) => !isWorkerAsk(w.claim) && !this.heldByOwnLimit.has(w.accountId)),
-    };
+    return { sessions: this.slots.length, busy: this.slots.filter((s) => s.busy).length, queued: this.queue.count((w) => !isWorkerAsk(w.claim)) };
+  }
+
+  /**
+   * The captures waiting here that another browser would start (capture_queue_depth; an
+   * autoscaler reads it): not those of an account its own plan held back when a browser was
+   * free for it within HELD_FRESH_MS, which wait for their account's captures. A browser free
+   * tries such an account again every BLOCKED_RETRY_MS, so the mark stays fresh while one is;
+   * with every browser busy it lapses, and they count again.
+   */
+  get waitingForBrowser(): number {
+    const now = Date.now();
+    const held = (w: Waiter) => now - (this.heldByOwnLimit.get(w.accountId) ?? Number.NEGATIVE_INFINITY) < HELD_FRESH_MS;
+    return this.queue.count((w) => !isWorkerAsk(w.claim) && !held(w));
   }
 
   /** Sessions whose CDP socket goes straight to their browser, not through the Grid's relay (GRID_CDP). */
@@ -259,7 +265,7 @@ export class BrowserPool {
                 return null;
               })
             : true;
-          if (may === false) this.heldByOwnLimit.add(waiter.accountId);
+          if (may === false) this.heldByOwnLimit.set(waiter.accountId, Date.now());
           else if (may) this.heldByOwnLimit.delete(waiter.accountId);
           if (waiter.settled || !may || this.closed || slot.broken) {
             this.unhold(slot);
@@ -270,8 +276,8 @@ export class BrowserPool {
           this.queue.serve(waiter, Date.now(), eligible);
           this.grant(waiter, slot);
         }
-        for (const accountId of this.heldByOwnLimit) {
-          if (this.queue.count((w) => w.accountId === accountId) === 0) this.heldByOwnLimit.delete(accountId);
+        for (const [accountId, at] of this.heldByOwnLimit) {
+          if (Date.now() - at >= HELD_FRESH_MS || this.queue.count((w) => w.accountId === accountId) === 0) this.heldByOwnLimit.delete(accountId);
         }
         // Its account's captures may end on another instance, which tells no one here.
         if (blocked.size && !this.blockedRetry && this.pickFree()) {

@@ -41,7 +41,11 @@ export class CaptureMetrics implements CaptureObserver, BrowserFailureObserver {
   private readonly rejections: number[] = [];
 
   constructor(
-    private readonly pool: { readonly stats: { sessions: number; busy: number; queued: number }; readonly directSessions?: number },
+    private readonly pool: {
+      readonly stats: { sessions: number; busy: number; queued: number };
+      readonly directSessions?: number;
+      readonly waitingForBrowser?: number;
+    },
     private readonly limits: { sessions: number; queueMax: number },
     db: Knex,
     log: { warn(...a: unknown[]): void },
@@ -93,13 +97,14 @@ export class CaptureMetrics implements CaptureObserver, BrowserFailureObserver {
       registers,
     });
     const stats = () => this.pool.stats;
+    const waitingForBrowser = () => this.pool.waitingForBrowser ?? this.pool.stats.queued;
     const directSessions = () => this.pool.directSessions ?? 0;
     new Gauge({
       name: `${P}capture_queue_depth`,
-      help: "Captures waiting for a free browser (not those their own account's plan holds back: another browser would not start them).",
+      help: "Captures waiting for a free browser (not those their own account's plan held back when a browser was free for them in the last 2 s: another browser would not start them).",
       registers,
       collect() {
-        this.set(stats().queued);
+        this.set(waitingForBrowser());
       },
     });
     new Gauge({ name: `${P}capture_queue_max`, help: 'Captures that may wait for a browser (CAPTURE_QUEUE_MAX, summed).', registers }).set(limits.queueMax);

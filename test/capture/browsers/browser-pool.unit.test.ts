@@ -433,9 +433,10 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
       });
       await settle();
       // A runs all it may: its second capture waits though a browser is free, for A's first
-      // capture, not for a browser: not counted as waiting for one (an autoscaler reads it).
+      // capture, not for a browser: waiting here, but not for a browser (an autoscaler reads that).
       expect(second).to.equal(null);
-      expect(pool.stats).to.deep.include({ busy: 1, queued: 0 });
+      expect(pool.stats).to.deep.include({ busy: 1, queued: 1 });
+      expect(pool.waitingForBrowser).to.equal(0);
       const other = await pool.acquire(snapOf(b1));
       expect(other).to.not.equal(first);
       // A's first capture ends: its second starts, on the browser A's first gave back.
@@ -445,7 +446,7 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
       expect(second).to.equal(first);
     });
 
-    it('counts as waiting for a browser the captures another browser would start: not those their own plan holds back', async () => {
+    it('counts as waiting for a browser the captures another browser would start: not those their own plan holds back, while that is known', async () => {
       const admission = admissionFor();
       await startPool({ sessions: 2, queueMax: 10 }, admission);
       const one = { maxConcurrent: 1, maxQueued: 4 };
@@ -455,16 +456,19 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
       const held = [pool.acquire(snapOf(a2)), pool.acquire(snapOf(a3))];
       for (const h of held) h.catch(() => undefined);
       await settle();
-      expect(pool.stats, "A's two held by its plan, a browser free").to.deep.equal({ sessions: 2, busy: 1, queued: 0 });
+      expect(pool.stats, "A's two waiting here, a browser free").to.deep.equal({ sessions: 2, busy: 1, queued: 2 });
+      expect(pool.waitingForBrowser, "A's two held by its plan, not by a browser").to.equal(0);
       const other = await pool.acquire(snapOf(b1));
       const waitingC = pool.acquire(snapOf(c1));
       waitingC.catch(() => undefined);
       await settle();
-      expect(pool.stats, "every browser busy: C's capture waits for one, A's still for A's").to.deep.equal({ sessions: 2, busy: 2, queued: 1 });
+      expect(pool.waitingForBrowser, "every browser busy: C's capture waits for one, A's still for A's").to.equal(1);
+      // With every browser busy, A is not asked again: what its plan said lapses, and its captures count again.
+      await clock.tickAsync(2_000);
+      expect(pool.waitingForBrowser, 'the mark lapsed').to.equal(3);
       pool.release(other);
       await admission.finish(b1);
       const cSlot = await waitingC;
-      expect(pool.stats.queued).to.equal(0);
       // A's first ends: its second starts; once a browser is free again, its third is held by its plan again.
       pool.release(first);
       await admission.finish(a1);
@@ -472,7 +476,8 @@ describe('BrowserPool (unit: browsers stubbed)', () => {
       pool.release(cSlot);
       await admission.finish(c1);
       await settle();
-      expect(pool.stats, "A's third, held again by its plan").to.deep.equal({ sessions: 2, busy: 1, queued: 0 });
+      expect(pool.stats).to.deep.equal({ sessions: 2, busy: 1, queued: 1 });
+      expect(pool.waitingForBrowser, "A's third, held again by its plan").to.equal(0);
     });
 
     it("serves /snap's captures before the job worker's ask, but gives the worker at least one browser in four", async () => {
