@@ -323,6 +323,14 @@ export function createFileStore(config: Readonly<Config>): FileStore {
   }
   if (url.protocol === 'gs:') {
     if (!url.hostname) throw new ConfigError(`STORAGE_URL must name a bucket, as in gs://bucket/prefix; got ${quoted(raw)}`);
+    // Cloud Storage's bucket names: 3 to 222 lowercase letters, digits, dashes, underscores and
+    // dots, a letter or digit at each end. Checked at start: a name the bucket can never have
+    // (an example's CHANGE-ME left in place) would otherwise fail every capture's upload.
+    if (!/^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/.test(url.hostname)) {
+      throw new ConfigError(
+        `STORAGE_URL names "${url.hostname}", which cannot be a Cloud Storage bucket (lowercase letters, digits, dashes, underscores and dots, 3 to 222 characters); set it to your gs://bucket/prefix`,
+      );
+    }
     const folder = decodeURIComponent(url.pathname.replace(/^\/+|\/+$/g, ''));
     const endpoint = config.gcsApiEndpoint;
     return new GcsFileStore({

@@ -156,5 +156,14 @@ describe('FileStore on local disk', () => {
     it('stops with a message naming STORAGE_URL when it has no bucket', () => {
       expect(() => createFileStore(loadConfig({ DATA_DIR: tmpRoot, STORAGE_URL: 'gs:///x' }))).to.throw(/STORAGE_URL/);
     });
+
+    it("stops with a message naming STORAGE_URL when it names no bucket Cloud Storage could have (the Kubernetes example's placeholder)", () => {
+      for (const bad of ['gs://CHANGE-ME-bucket/snapservice', 'gs://ab/x', 'gs://-bucket', 'gs://my bucket/x'.replace(' ', '%20')]) {
+        expect(() => createFileStore(loadConfig({ DATA_DIR: tmpRoot, STORAGE_URL: bad })), bad).to.throw(
+          /STORAGE_URL names .*cannot be a Cloud Storage bucket/,
+        );
+      }
+      expect(createFileStore(loadConfig({ DATA_DIR: tmpRoot, STORAGE_URL: 'gs://snap_bucket.example-1/x' }))).to.be.instanceOf(GcsFileStore);
+    });
   });
 });
