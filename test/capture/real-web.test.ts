@@ -285,7 +285,8 @@ describe('real pages: dialogs, popups, crashes and loads that never finish (real
   it('wait_until=networkidle leaves an open event stream aside: the page is captured once loaded and quiet, not at navigation_timeout', async () => {
     const { r, ms } = await timed({ url: `${streamingOrigin}/sse-page`, wait_until: 'networkidle', navigation_timeout: 6000, wait: 0 });
     expect(r.status, r.raw.toString().slice(0, 300)).to.equal(200);
-    expect(ms, 'ms to the picture').to.be.below(3000);
+    // Well before navigation_timeout (6 s), with room for a busy machine (about 1 s alone).
+    expect(ms, 'ms to the picture').to.be.below(5000);
     const px = await pixelsOf(r.raw);
     expect(px.at(50, 100)).to.satisfy((c: Rgb) => near(c, RED));
     expect(px.at(50, 250)).to.satisfy((c: Rgb) => near(c, BLUE));
